@@ -1,0 +1,36 @@
+# Thin wrapper over meson/ninja. `make demo` and `make check` install what they need (scripts/deps.sh).
+BUILDDIR ?= build
+MESON_EXTRA ?=
+NINJA ?= ninja
+
+.PHONY: all build deps demo check bench fuzz clean install
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+$(BUILDDIR)/build.ninja:
+	@scripts/deps.sh
+	meson setup $(BUILDDIR) $(MESON_EXTRA)
+
+build: $(BUILDDIR)/build.ninja
+	$(NINJA) -C $(BUILDDIR)
+
+check: deps build
+	@tests/run.sh $(BUILDDIR)
+
+demo: deps build
+	@scripts/demo.sh $(BUILDDIR)
+
+bench: deps build
+	@bench/run.sh $(BUILDDIR)
+
+fuzz: deps
+	@fuzz/run.sh
+
+install: build
+	meson install -C $(BUILDDIR)
+
+clean:
+	rm -rf $(BUILDDIR) build-asan build-fuzz

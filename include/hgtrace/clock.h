@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * hgtrace/clock.h - turn raw ring-buffer timestamps into displayed times, the way
+ * trace-cmd's reader does: [guest->host] -> --ts2secs or TSC2NSEC -> + offsets.
+ */
+#ifndef HGTRACE_CLOCK_H
+#define HGTRACE_CLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hgt_input;
+
+struct hgt_clock_opts {
+	size_t sz;          /* sizeof(struct hgt_clock_opts); use HGT_OPTS() */
+	bool raw_ts;        /* --raw-ts: no conversion and no offsets at all */
+	bool no_date;       /* --nodate: ignore the DATE option */
+	bool has_ts_offset; /* --ts-offset given for this input */
+	int64_t ts_offset;  /* ns added (trace-cmd: replaces the base before DATE/OFFSET) */
+	uint64_t ts2secs;   /* --ts2secs HZ for this input (0: none) */
+};
+
+/* Conversion state of one input; plain data, copy freely. */
+struct hgt_clock {
+	bool raw;
+	double ts2secs;     /* ns per tick when --ts2secs was given, else 0 */
+	uint32_t tsc_mult;  /* TSC2NSEC (mult 0: no conversion) */
+	uint32_t tsc_shift;
+	int64_t offset;     /* sum of DATE, OFFSET and --ts-offset, ns */
+};
+
+/**
+ * hgt_clock_init - the conversion trace-cmd applies to @in's timestamps with @opts.
+ * Returns 0, or -EINVAL for a bad opts size.
+ */
+int hgt_clock_init(struct hgt_clock *clk, const struct hgt_input *in,
+		   const struct hgt_clock_opts *opts);
+
+/**
+ * hgt_clock_add_offset - add @ns to the offset (used by --align-ts style callers).
+ */
+void hgt_clock_add_offset(struct hgt_clock *clk, int64_t ns);
+
+/**
+ * hgt_mul_u64_u32_shr - (@a * @mult) >> @shift over 128 bits, truncated to 64 bits
+ * (identical to the kernel's and trace-cmd's mul_u64_u32_shr() for shift <= 32).
+ */
+static inline uint64_t hgt_mul_u64_u32_shr(uint64_t a, uint32_t mult, unsigned int shift)
+{
+	return (uint64_t)(((unsigned __int128)a * mult) >> shift);
+}
+
+/**
+ * hgt_clock_convert - displayed time of a raw timestamp @ts recorded on @cpu.
+ */
+static inline uint64_t hgt_clock_convert(const struct hgt_clock *clk, uint64_t ts, int cpu)
+{
+	(void)cpu; /* per-CPU guest->host shifts hook in here */
+	if (clk->raw)
+		return ts;
+	if (clk->ts2secs != 0)
+		ts = (uint64_t)((double)ts * clk->ts2secs);
+	else if (clk->tsc_mult)
+		ts = hgt_mul_u64_u32_shr(ts, clk->tsc_mult, clk->tsc_shift);
+	return ts + (uint64_t)clk->offset;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * K-way merge of per-CPU cursors with a binary heap keyed on (converted ts, source index).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <traceevent/event-parse.h>
+
+#include <hgtrace/clock.h>
+#include <hgtrace/merge.h>
+#include <hgtrace/tracedat.h>
+
+struct source {
+	struct hgt_cursor *cursor;
+	const struct hgt_clock *clock;
+	void *user;
+	struct tep_record rec;
+};
+
+struct hgt_merge {
+	struct source *src;
+	int nr_src;
+	int *heap; /* source indexes */
+	int nr_heap;
+	bool primed;
+	int pending; /* source whose event was returned last and must advance, or -1 */
+};
+
+struct hgt_merge *hgt_merge_new(void)
+{
+	struct hgt_merge *m = calloc(1, sizeof(*m));
+
+	if (m)
+		m->pending = -1;
+	return m;
+}
+
+int hgt_merge_add(struct hgt_merge *m, struct hgt_cursor *cursor, const struct hgt_clock *clock,
+		  void *user)
+{
+	struct source *s;
+	int *h;
+
+	if (m->primed)
+		return -EBUSY;
+	s = realloc(m->src, sizeof(*s) * (m->nr_src + 1));
+	if (!s)
+		return -ENOMEM;
+	m->src = s;
+	h = realloc(m->heap, sizeof(*h) * (m->nr_src + 1));
+	if (!h)
+		return -ENOMEM;
+	m->heap = h;
+	s = &m->src[m->nr_src];
+	memset(s, 0, sizeof(*s));
+	s->cursor = cursor;
+	s->clock = clock;
+	s->user = user;
+	return m->nr_src++;
+}
+
+static bool before(const struct hgt_merge *m, int a, int b)
+{
+	unsigned long long ta = m->src[a].rec.ts, tb = m->src[b].rec.ts;
+
+	return ta < tb || (ta == tb && a < b);
+}
+
+static void sift_down(struct hgt_merge *m, int i)
+{
+	for (;;) {
+		int l = 2 * i + 1, r = l + 1, best = i, t;
+
+		if (l < m->nr_heap && before(m, m->heap[l], m->heap[best]))
+			best = l;
+		if (r < m->nr_heap && before(m, m->heap[r], m->heap[best]))
+			best = r;
+		if (best == i)
+			return;
+		t = m->heap[i];
+		m->heap[i] = m->heap[best];
+		m->heap[best] = t;
+		i = best;
+	}
+}
+
+static void sift_up(struct hgt_merge *m, int i)
+{
+	while (i > 0) {
+		int p = (i - 1) / 2, t;
+
+		if (!before(m, m->heap[i], m->heap[p]))
+			return;
+		t = m->heap[i];
+		m->heap[i] = m->heap[p];
+		m->heap[p] = t;
+		i = p;
+	}
+}
+
+/* Read the source's next event; 1 when it has one. */
+static int advance(struct hgt_merge *m, int i)
+{
+	struct source *s = &m->src[i];
+	int ret = hgt_cursor_next(s->cursor, &s->rec);
+
+	if (ret > 0)
+		s->rec.ts = hgt_clock_convert(s->clock, s->rec.ts, s->rec.cpu);
+	return ret;
+}
+
+int hgt_merge_next(struct hgt_merge *m, struct tep_record **rec, void **user, int *source)
+{
+	int ret, top;
+
+	if (!m->primed) {
+		int i;
+
+		m->primed = true;
+		for (i = 0; i < m->nr_src; i++) {
+			ret = advance(m, i);
+			if (ret < 0)
+				return ret;
+			if (ret > 0) {
+				m->heap[m->nr_heap++] = i;
+				sift_up(m, m->nr_heap - 1);
+			}
+		}
+	} else if (m->pending >= 0) {
+		ret = advance(m, m->pending);
+		if (ret < 0)
+			return ret;
+		if (ret == 0) {
+			m->heap[0] = m->heap[--m->nr_heap];
+		}
+		if (m->nr_heap)
+			sift_down(m, 0);
+		m->pending = -1;
+	}
+	if (!m->nr_heap)
+		return 0;
+	top = m->heap[0];
+	m->pending = top;
+	*rec = &m->src[top].rec;
+	if (user)
+		*user = m->src[top].user;
+	if (source)
+		*source = top;
+	return 1;
+}
+
+void hgt_merge_free(struct hgt_merge *m)
+{
+	if (!m)
+		return;
+	free(m->src);
+	free(m->heap);
+	free(m);
+}

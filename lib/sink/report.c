@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The text report: open every input (and its buffer instances), build per-CPU cursors in
+ * trace-cmd's global CPU order, merge them by converted time, filter, and print each event
+ * in trace-cmd report's line format.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <traceevent/event-parse.h>
+#include <traceevent/trace-seq.h>
+
+#include <hgtrace/clock.h>
+#include <hgtrace/merge.h>
+#include <hgtrace/report.h>
+#include <hgtrace/tracedat.h>
+
+#include "sink-local.h"
+
+struct handle {
+	struct hgt_input *in;
+	bool owner;        /* this handle closes @in */
+	bool instance;     /* a buffer instance of a top-level input */
+	int buffer;        /* buffer index in @in, -1 when it has none */
+	const char *tag;   /* file-name column; NULL prints blanks */
+	struct hgt_clock clock;
+	int nr_cpus;
+	int gbase;         /* global index of this handle's CPU 0 */
+	bool in_usecs;
+	bool use_trace_clock;
+	struct hgt_cursor **cursors;
+	struct tep_event_filter **pos, **neg;
+	int npos, nneg;
+	const struct hgt_report_input *rin;
+};
+
+struct report {
+	const struct hgt_report_opts *o;
+	FILE *out;
+	struct handle *h;
+	int nr_h;
+	int nr_top;
+	bool prefix;       /* print the file-name column */
+	int max_tag;
+	int *tag_width; /* width of the file column on each input's "cpus=" line */
+	unsigned long long last_ts;
+	struct hgt__line line;
+};
+
+static void report_free(struct report *r)
+{
+	int i, c;
+
+	for (i = 0; i < r->nr_h; i++) {
+		struct handle *h = &r->h[i];
+
+		for (c = 0; h->cursors && c < h->nr_cpus; c++)
+			hgt_cursor_close(h->cursors[c]);
+		free(h->cursors);
+		for (c = 0; c < h->npos; c++)
+			tep_filter_free(h->pos[c]);
+		for (c = 0; c < h->nneg; c++)
+			tep_filter_free(h->neg[c]);
+		free(h->pos);
+		free(h->neg);
+	}
+	for (i = 0; i < r->nr_h; i++)
+		if (r->h[i].owner)
+			hgt_input_close(r->h[i].in);
+	free(r->h);
+	free(r->tag_width);
+	hgt__line_fini(&r->line);
+}
+
+static struct handle *new_handle(struct report *r)
+{
+	struct handle *h = realloc(r->h, sizeof(*h) * (r->nr_h + 1));
+
+	if (!h)
+		return NULL;
+	r->h = h;
+	h = &r->h[r->nr_h++];
+	memset(h, 0, sizeof(*h));
+	h->buffer = -1;
+	return h;
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+static int report_error(const char *fmt, const char *a, const char *b)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), fmt, a, b);
+	hgt__set_error_line(msg);
+	return -EINVAL;
+}
+
+static int add_filter(struct handle *h, const struct hgt_report_filter *f)
+{
+	struct tep_handle *tep = hgt_input_tep(h->in);
+	struct tep_event_filter *flt = tep_filter_alloc(tep);
+	struct tep_event_filter ***list = f->negate ? &h->neg : &h->pos;
+	int *n = f->negate ? &h->nneg : &h->npos;
+	struct tep_event_filter **l;
+	enum tep_errno err;
+
+	if (!flt)
+		return -ENOMEM;
+	err = tep_filter_add_filter_str(flt, f->expr);
+	if (err < 0) {
+		char why[256];
+
+		tep_filter_strerror(flt, err, why, sizeof(why));
+		tep_filter_free(flt);
+		return report_error("hgtrace: filter \"%s\": %s", f->expr, why);
+	}
+	l = realloc(*list, sizeof(*l) * (*n + 1));
+	if (!l) {
+		tep_filter_free(flt);
+		return -ENOMEM;
+	}
+	l[(*n)++] = flt;
+	*list = l;
+	return 0;
+}
+
+static int setup_filters(struct report *r, struct handle *h)
+{
+	int i, ret;
+
+	for (i = 0; i < r->o->nr_filters; i++) {
+		ret = add_filter(h, &r->o->filters[i]);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; h->rin && i < h->rin->nr_filters; i++) {
+		ret = add_filter(h, &h->rin->filters[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* trace-cmd's test_filters(): keep when any positive filter matches (or there is none),
+ * and the last negative filter does not match. */
+static bool keep_record(const struct handle *h, struct tep_record *rec)
+{
+	int i;
+
+	if (h->npos) {
+		bool found = false;
+
+		for (i = 0; i < h->npos && !found; i++) {
+			int ret = tep_filter_match(h->pos[i], rec);
+
+			found = ret == TEP_ERRNO__FILTER_MATCH || ret == TEP_ERRNO__NO_FILTER;
+		}
+		if (!found)
+			return false;
+	}
+	if (h->nneg)
+		return tep_filter_match(h->neg[h->nneg - 1], rec) != TEP_ERRNO__FILTER_MATCH;
+	return true;
+}
+
+static int open_inputs(struct report *r)
+{
+	const struct hgt_report_opts *o = r->o;
+	int i, b, ret, nr_inst = 0;
+
+	r->tag_width = calloc(o->nr_inputs, sizeof(*r->tag_width));
+	if (!r->tag_width)
+		return -ENOMEM;
+
+	for (i = 0; i < o->nr_inputs; i++) {
+		HGT_OPTS(hgt_open_opts, oo,
+			 .flags = (o->no_plugins ? HGT_OPEN_NO_PLUGINS : 0) |
+				  (o->quiet ? HGT_OPEN_QUIET : 0));
+		const struct hgt_report_input *ri = &o->inputs[i];
+		HGT_OPTS(hgt_clock_opts, co, .raw_ts = o->raw_ts, .no_date = o->nodate,
+			 .has_ts_offset = ri->has_ts_offset, .ts_offset = ri->ts_offset,
+			 .ts2secs = ri->ts2secs ? ri->ts2secs : o->ts2secs);
+		struct handle *h = new_handle(r);
+
+		if (!h)
+			return -ENOMEM;
+		h->in = hgt_input_open(ri->path, &oo);
+		if (!h->in) {
+			r->nr_h--;
+			return -errno;
+		}
+		h->owner = true;
+		h->rin = ri;
+		h->tag = o->nr_inputs > 1 ? basename_of(ri->path) : NULL;
+		h->buffer = hgt_input_top_buffer(h->in);
+		h->nr_cpus = hgt_input_nr_cpus(h->in);
+		hgt_clock_init(&h->clock, h->in, &co);
+		h->in_usecs = hgt_input_in_usecs(h->in) && !o->raw_ts;
+		h->use_trace_clock = !(ri->ts2secs || o->ts2secs);
+		if (o->nsec)
+			tep_set_flag(hgt_input_tep(h->in), TEP_NSEC_OUTPUT);
+		if (hgt_input_is_latency(h->in) && o->nr_inputs > 1)
+			return report_error("hgtrace: %s: latency traces do not work with multiple "
+					    "inputs%s",
+					    ri->path, "");
+	}
+	r->nr_top = r->nr_h;
+	for (i = 0; i < r->nr_top; i++) {
+		int len = r->h[i].tag ? (int)strlen(r->h[i].tag) : 0;
+
+		if (len > r->max_tag)
+			r->max_tag = len;
+	}
+	/* Buffer instances follow all top-level inputs, in input order. trace-cmd widens the
+	 * file column as it adds them, after printing each input's "cpus=" line. */
+	for (i = 0; i < r->nr_top; i++) {
+		int n = hgt_input_nr_buffers(r->h[i].in);
+
+		r->tag_width[i] = r->max_tag;
+
+		nr_inst = 0;
+		for (b = 0; b < n; b++) {
+			const struct hgt_buffer *buf = hgt_input_buffer(r->h[i].in, b);
+			struct handle *h;
+
+			if (!*buf->name)
+				continue;
+			h = new_handle(r);
+			if (!h)
+				return -ENOMEM;
+			*h = r->h[i];
+			h->owner = false;
+			h->instance = true;
+			h->buffer = b;
+			h->tag = buf->name;
+			h->nr_cpus = buf->nr_cpus;
+			h->pos = h->neg = NULL;
+			h->npos = h->nneg = 0;
+			nr_inst++;
+			if ((int)strlen(h->tag) > r->max_tag)
+				r->max_tag = (int)strlen(h->tag);
+		}
+	}
+	/* trace-cmd prints the file column for several inputs, or when the last input read
+	 * has buffer instances (its top handle then has a blank tag). */
+	r->prefix = o->nr_inputs > 1 || nr_inst > 0;
+	for (i = 0; i < r->nr_h; i++) {
+		r->h[i].gbase = i ? r->h[i - 1].gbase + r->h[i - 1].nr_cpus : 0;
+		ret = setup_filters(r, &r->h[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static bool cpu_selected(const struct report *r, int gidx)
+{
+	int i;
+
+	if (!r->o->nr_cpus)
+		return true;
+	for (i = 0; i < r->o->nr_cpus; i++)
+		if (r->o->cpus[i] == gidx)
+			return true;
+	return false;
+}
+
+static void print_prefix(struct report *r, const struct handle *h)
+{
+	if (!r->prefix)
+		return;
+	if (h->tag)
+		fprintf(r->out, "%*s: ", r->max_tag, h->tag);
+	else
+		fprintf(r->out, "%*s  ", r->max_tag, "");
+}
+
+static int print_events(struct report *r)
+{
+	struct hgt_merge *m = hgt_merge_new();
+	struct tep_record *rec;
+	void *user;
+	int i, c, ret;
+
+	if (!m)
+		return -ENOMEM;
+	for (i = 0; i < r->nr_h; i++) {
+		struct handle *h = &r->h[i];
+		const struct hgt_buffer *b = hgt_input_buffer(h->in, h->buffer);
+
+		if (!b)
+			continue;
+		h->cursors = calloc(h->nr_cpus ? h->nr_cpus : 1, sizeof(*h->cursors));
+		if (!h->cursors) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		for (c = 0; c < h->nr_cpus && c < b->nr_cpus; c++) {
+			if (!b->cpus[c].present || !cpu_selected(r, h->gbase + c))
+				continue;
+			h->cursors[c] = hgt_cursor_open(h->in, h->buffer, c);
+			if (!h->cursors[c]) {
+				ret = -errno;
+				goto out;
+			}
+			ret = hgt_merge_add(m, h->cursors[c], &h->clock, h);
+			if (ret < 0)
+				goto out;
+		}
+	}
+	while ((ret = hgt_merge_next(m, &rec, &user, NULL)) > 0) {
+		struct handle *h = user;
+		struct hgt__line_ctx lc = {
+			.tep = hgt_input_tep(h->in),
+			.in_usecs = h->in_usecs,
+			.use_trace_clock = h->use_trace_clock,
+			.nsec = r->o->nsec,
+			.raw = r->o->raw,
+			.ts_diff = r->o->ts_diff,
+			.latency = !r->o->no_latency,
+			.boundary = r->o->boundary &&
+				    hgt_cursor_at_page_start(h->cursors[rec->cpu]),
+		};
+
+		if (!keep_record(h, rec))
+			continue;
+		print_prefix(r, h);
+		hgt__line_print(&r->line, &lc, rec, &r->last_ts, r->out);
+	}
+	if (ret < 0) {
+		/* The cursor recorded where and why; keep what was printed. */
+		for (i = 0; i < r->nr_h; i++)
+			if (*hgt_input_error(r->h[i].in))
+				hgt__set_error_line(hgt_input_error(r->h[i].in));
+	}
+out:
+	hgt_merge_free(m);
+	return ret < 0 ? ret : 0;
+}
+
+/* Per-CPU first or last event time, as `trace-cmd report --first-event/--last-event`. */
+static int print_first_last(struct report *r, bool last)
+{
+	int i, c, ret = 0;
+
+	for (i = 0; i < r->nr_top; i++) {
+		struct handle *h = &r->h[i];
+		const struct hgt_buffer *b = hgt_input_buffer(h->in, h->buffer);
+
+		fprintf(r->out, "List of CPUs in %s with data:\n", basename_of(hgt_input_path(h->in)));
+		for (c = 0; b && c < b->nr_cpus; c++) {
+			struct hgt_cursor *cur;
+			struct tep_record rec;
+			uint64_t ts = 0;
+			bool any = false;
+			char tbuf[40];
+
+			if (!b->cpus[c].present || (r->o->mode == HGT_REPORT_CPUS && !b->cpus[c].size))
+				continue;
+			if (r->o->mode == HGT_REPORT_CPUS) {
+				fprintf(r->out, "  %d\n", c);
+				continue;
+			}
+			cur = hgt_cursor_open(h->in, h->buffer, c);
+			if (!cur)
+				return -errno;
+			while ((ret = hgt_cursor_next(cur, &rec)) > 0) {
+				ts = rec.ts;
+				any = true;
+				if (!last)
+					break;
+			}
+			hgt_cursor_close(cur);
+			if (ret < 0) {
+				hgt__set_error_line(hgt_input_error(h->in));
+				return ret;
+			}
+			if (!any)
+				continue;
+			ts = hgt_clock_convert(&h->clock, ts, c);
+			hgt__format_time_col(tbuf, ts, h->in_usecs, r->o->nsec);
+			fprintf(r->out, "  %d\t%s event:%s\n", c, last ? "Last" : "First", tbuf);
+		}
+	}
+	return 0;
+}
+
+static void print_stat(struct report *r, struct handle *h)
+{
+	const struct hgt_buffer *b = hgt_input_buffer(h->in, h->buffer);
+	const char *stat = hgt_input_cpustat(h->in);
+	uint64_t virt = hgt_input_page_size(h->in);
+	int c;
+
+	fprintf(r->out, "\nKernel buffer statistics:\n"
+			"  Note: \"entries\" are the entries left in the kernel ring buffer and are "
+			"not\n"
+			"        recorded in the trace data. They should all be zero.\n\n");
+	if (*stat)
+		fprintf(r->out, "%s\n", stat);
+	else
+		fprintf(r->out, " No stats in this file\n");
+	for (c = 0; b && c < b->nr_cpus; c++) {
+		uint64_t off = b->cpus[c].offset, size = b->cpus[c].size;
+
+		if (!b->cpus[c].present)
+			continue;
+		if (b->compressed) {
+			/* trace-cmd reports decompressed data laid out after one page */
+			size = hgt_input_cpu_uncompressed_size(h->in, h->buffer, c);
+			off = virt;
+			virt += size;
+		}
+		fprintf(r->out, "CPU%d data recorded at offset=0x%llx\n", c,
+			(unsigned long long)off);
+		fprintf(r->out, "    %llu bytes in size\n", (unsigned long long)size);
+	}
+}
+
+/**
+ * hgt_report - print the report described by @opts.
+ */
+int hgt_report(const struct hgt_report_opts *opts)
+{
+	struct report r = { 0 };
+	int i, ret;
+
+	if (!opts || opts->sz < offsetof(struct hgt_report_opts, out) || !opts->nr_inputs)
+		return -EINVAL;
+	r.o = opts;
+	r.out = opts->out ? opts->out : stdout;
+	ret = hgt__line_init(&r.line);
+	if (ret)
+		return ret;
+	ret = open_inputs(&r);
+	if (ret)
+		goto out;
+	if (opts->mode == HGT_REPORT_FIRST_EVENT || opts->mode == HGT_REPORT_LAST_EVENT ||
+	    opts->mode == HGT_REPORT_CPUS) {
+		ret = print_first_last(&r, opts->mode == HGT_REPORT_LAST_EVENT);
+		goto out;
+	}
+	for (i = 0; i < r.nr_top; i++) {
+		struct handle *h = &r.h[i];
+
+		if (opts->nr_inputs > 1)
+			fprintf(r.out, "%*s: ", r.tag_width[i], h->tag);
+		fprintf(r.out, "cpus=%d\n", h->nr_cpus);
+		if (hgt_input_is_latency(h->in)) {
+			ret = hgt_input_write_latency(h->in, r.out);
+			if (ret)
+				hgt__set_error_line(hgt_input_error(h->in));
+			goto out;
+		}
+		switch (opts->mode) {
+		case HGT_REPORT_STAT:
+			print_stat(&r, h);
+			break;
+		case HGT_REPORT_UNAME:
+			fprintf(r.out, "%s\n", hgt_input_uname(h->in) ? hgt_input_uname(h->in) :
+									   "uname was not recorded in the file");
+			/* trace-cmd prints the version after the uname */
+			__attribute__((fallthrough));
+		case HGT_REPORT_VERSION:
+			fprintf(r.out, "%s\n", hgt_input_version_string(h->in) ?
+						       hgt_input_version_string(h->in) :
+						       "version was not recorded in the file");
+			break;
+		default:
+			break;
+		}
+	}
+	if (opts->mode == HGT_REPORT_EVENTS)
+		ret = print_events(&r);
+out:
+	fflush(r.out);
+	report_free(&r);
+	return ret;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal pieces of the text sink. */
+#ifndef HGT_SINK_LOCAL_H
+#define HGT_SINK_LOCAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <traceevent/trace-seq.h>
+
+struct tep_handle;
+struct tep_record;
+struct hgt_input;
+
+struct hgt__line {
+	struct trace_seq info;
+};
+
+/* How one record is to be printed. */
+struct hgt__line_ctx {
+	struct tep_handle *tep;
+	bool in_usecs;        /* sec.usec time column (else raw %12llu) */
+	bool use_trace_clock; /* --ts-diff rounds to usecs */
+	bool nsec;            /* -t */
+	bool raw;             /* -R */
+	bool ts_diff;
+	bool latency;         /* the 3.3+ latency column (or -0xFLAGS with -R) */
+	bool boundary;        /* print "CPU:N [SUBBUFFER START]" first */
+};
+
+int hgt__line_init(struct hgt__line *l);
+void hgt__line_fini(struct hgt__line *l);
+void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct tep_record *rec,
+		     unsigned long long *last_ts, FILE *out);
+/* The time as the time column prints it, without the leading space and colon. */
+void hgt__format_time_col(char *buf, uint64_t ts, bool in_usecs, bool nsec);
+
+/* From libhgtrace's reader. */
+void hgt__set_last_error(const char *msg);
+#define hgt__set_error_line hgt__set_last_error
+
+#endif

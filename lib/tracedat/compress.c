@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Decompression of v7 sections and chunks (zlib, zstd), and loading of metadata sections.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "tracedat-local.h"
+
+void *hgt__dctx_new(struct hgt_input *in)
+{
+	if (in->comp == HGT_COMPRESS_ZSTD)
+		return ZSTD_createDCtx();
+	return NULL;
+}
+
+void hgt__dctx_free(struct hgt_input *in, void *dctx)
+{
+	if (dctx && in->comp == HGT_COMPRESS_ZSTD)
+		ZSTD_freeDCtx(dctx);
+}
+
+/**
+ * hgt__decompress - decompress one block of @csize bytes into exactly @usize bytes.
+ * @where: file offset of the block, for the error message.
+ */
+int hgt__decompress(struct hgt_input *in, void *dctx, const void *src, uint32_t csize,
+		    void *dst, uint32_t usize, uint64_t where)
+{
+	switch (in->comp) {
+	case HGT_COMPRESS_ZSTD: {
+		size_t r;
+
+		if (dctx)
+			r = ZSTD_decompressDCtx(dctx, dst, usize, src, csize);
+		else
+			r = ZSTD_decompress(dst, usize, src, csize);
+		if (ZSTD_isError(r))
+			return hgt__error(in, where, EBADMSG, "corrupt zstd block (%u bytes): %s",
+					  csize, ZSTD_getErrorName(r));
+		if (r != usize)
+			return hgt__error(in, where, EBADMSG,
+					  "zstd block gives %zu bytes, header says %u", r, usize);
+		return 0;
+	}
+	case HGT_COMPRESS_ZLIB: {
+		uLongf out = usize;
+		int r = uncompress(dst, &out, src, csize);
+
+		if (r != Z_OK)
+			return hgt__error(in, where, EBADMSG, "corrupt zlib block (%u bytes): %s",
+					  csize, zError(r));
+		if (out != usize)
+			return hgt__error(in, where, EBADMSG,
+					  "zlib block gives %lu bytes, header says %u", out, usize);
+		return 0;
+	}
+	default:
+		return hgt__error(in, where, EBADMSG,
+				  "compressed block in a file whose compression is 'none'");
+	}
+}
+
+/**
+ * hgt__load_section - read the body of the v7 section whose header is at @sec_off.
+ * @want_id: the section id the caller expects there.
+ *
+ * Compressed sections are decompressed. *buf is allocated (caller frees), NUL-terminated.
+ */
+int hgt__load_section(struct hgt_input *in, uint64_t sec_off, uint16_t want_id, uint8_t **buf,
+		      uint64_t *len)
+{
+	uint8_t hdr[16];
+	uint16_t id, flags;
+	uint64_t size;
+	uint8_t *raw = NULL, *out;
+	uint32_t csize, usize;
+	int ret;
+
+	*buf = NULL;
+	if (sec_off < in->header_len || sec_off > in->file_size || in->file_size - sec_off < 16)
+		return hgt__error(in, sec_off, EBADMSG,
+				  "%s section offset lies outside the file (size %llu)",
+				  hgt_option_name(want_id), (unsigned long long)in->file_size);
+	ret = hgt__pread_all(in, hdr, sizeof(hdr), sec_off);
+	if (ret)
+		return ret;
+	id = hgt__get16(in, hdr);
+	flags = hgt__get16(in, hdr + 2);
+	size = hgt__get64(in, hdr + 8);
+	if (id != want_id)
+		return hgt__error(in, sec_off, EBADMSG, "expected section %u (%s), found id %u",
+				  want_id, hgt_option_name(want_id), id);
+	if (size > in->file_size - sec_off - 16)
+		return hgt__error(in, sec_off, EBADMSG,
+				  "section %u (%s) claims %llu bytes, %llu remain in the file", id,
+				  hgt_option_name(id), (unsigned long long)size,
+				  (unsigned long long)(in->file_size - sec_off - 16));
+	if (size > HGT__MAX_META)
+		return hgt__error(in, sec_off, EFBIG, "section %u claims %llu bytes (limit %llu)",
+				  id, (unsigned long long)size, (unsigned long long)HGT__MAX_META);
+	raw = malloc(size + 1);
+	if (!raw)
+		return -ENOMEM;
+	ret = hgt__pread_all(in, raw, size, sec_off + 16);
+	if (ret)
+		goto out;
+	if (!(flags & 1)) {
+		raw[size] = 0;
+		*buf = raw;
+		*len = size;
+		return 0;
+	}
+	if (size < 8) {
+		ret = hgt__error(in, sec_off, EBADMSG,
+				 "compressed section %u is %llu bytes, too small for its sizes", id,
+				 (unsigned long long)size);
+		goto out;
+	}
+	csize = hgt__get32(in, raw);
+	usize = hgt__get32(in, raw + 4);
+	if (csize > size - 8) {
+		ret = hgt__error(in, sec_off + 16, EBADMSG,
+				 "compressed size %u exceeds the section's %llu bytes", csize,
+				 (unsigned long long)(size - 8));
+		goto out;
+	}
+	if (usize > HGT__MAX_META) {
+		ret = hgt__error(in, sec_off + 16, EFBIG, "uncompressed size %u is beyond the limit",
+				 usize);
+		goto out;
+	}
+	out = malloc((size_t)usize + 1);
+	if (!out) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = hgt__decompress(in, NULL, raw + 8, csize, out, usize, sec_off + 24);
+	if (ret) {
+		free(out);
+		goto out;
+	}
+	out[usize] = 0;
+	*buf = out;
+	*len = usize;
+out:
+	if (!*buf)
+		free(raw);
+	else if (*buf != raw)
+		free(raw);
+	return ret;
+}

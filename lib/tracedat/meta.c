@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Metadata items shared by v6 (sequential) and v7 (sections): header page/event, event
+ * formats, kallsyms, printk formats, saved cmdlines. Each is handed to libtraceevent.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <traceevent/event-parse.h>
+
+#include "tracedat-local.h"
+
+static int expect_tag(struct hgt__rd *rd, const char *tag)
+{
+	size_t len = strlen(tag) + 1;
+	char buf[32];
+	int ret;
+
+	ret = hgt__rd_bytes(rd, buf, len);
+	if (ret)
+		return ret;
+	if (memcmp(buf, tag, len)) {
+		rd->pos -= len;
+		return hgt__rd_error(rd, EBADMSG, "expected the tag \"%s\"", tag);
+	}
+	return 0;
+}
+
+int hgt__read_header_info(struct hgt_input *in, struct hgt__rd *rd)
+{
+	uint64_t size;
+	char *buf;
+	int ret;
+
+	rd->what = "header_page";
+	ret = expect_tag(rd, "header_page");
+	if (!ret)
+		ret = hgt__rd_u64(rd, &size);
+	if (!ret)
+		ret = hgt__rd_alloc(rd, &buf, size);
+	if (ret)
+		return ret;
+	in->meta.header_page_size = size;
+	if (in->tep && tep_parse_header_page(in->tep, buf, size, in->long_size)) {
+		free(buf);
+		return hgt__rd_error(rd, EBADMSG, "libtraceevent cannot parse the header page");
+	}
+	free(buf);
+	in->kernel_long_size = in->tep ? tep_get_header_page_size(in->tep) : in->long_size;
+	if (in->kernel_long_size != 4 && in->kernel_long_size != 8)
+		return hgt__rd_error(rd, EBADMSG,
+				     "header page gives a commit field of %d bytes (expected 4 or 8)",
+				     in->kernel_long_size);
+
+	rd->what = "header_event";
+	ret = expect_tag(rd, "header_event");
+	if (!ret)
+		ret = hgt__rd_u64(rd, &size);
+	if (ret)
+		return ret;
+	if (size > rd->end - rd->pos)
+		return hgt__rd_error(rd, EBADMSG, "claims %llu bytes, only %llu remain",
+				     (unsigned long long)size,
+				     (unsigned long long)(rd->end - rd->pos));
+	in->meta.header_event_size = size;
+	rd->pos += size; /* readers ignore its contents */
+	return 0;
+}
+
+static int read_formats(struct hgt_input *in, struct hgt__rd *rd, const char *system,
+			uint32_t count)
+{
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < count; i++) {
+		uint64_t size;
+		char *buf;
+
+		ret = hgt__rd_u64(rd, &size);
+		if (!ret)
+			ret = hgt__rd_alloc(rd, &buf, size);
+		if (ret)
+			return ret;
+		if (in->tep && !(in->flags & HGT_OPEN_HEAD_ONLY))
+			/* A format libtraceevent cannot parse is skipped, as trace-cmd does. */
+			tep_parse_event(in->tep, buf, size, system);
+		free(buf);
+		in->meta.nr_events++;
+	}
+	return 0;
+}
+
+int hgt__read_ftrace_events(struct hgt_input *in, struct hgt__rd *rd)
+{
+	uint32_t count;
+	int ret;
+
+	rd->what = "ftrace event formats";
+	ret = hgt__rd_u32(rd, &count);
+	if (ret)
+		return ret;
+	if (count > HGT__MAX_EVENTS)
+		return hgt__rd_error(rd, EBADMSG, "claims %u events", count);
+	in->meta.nr_ftrace_events = count;
+	return read_formats(in, rd, "ftrace", count);
+}
+
+int hgt__read_event_formats(struct hgt_input *in, struct hgt__rd *rd)
+{
+	uint32_t systems, i;
+	int ret;
+
+	rd->what = "event formats";
+	ret = hgt__rd_u32(rd, &systems);
+	if (ret)
+		return ret;
+	if (systems > HGT__MAX_EVENTS)
+		return hgt__rd_error(rd, EBADMSG, "claims %u event systems", systems);
+	in->meta.nr_event_systems = systems;
+	for (i = 0; i < systems; i++) {
+		uint32_t count;
+		char *name;
+
+		ret = hgt__rd_str(rd, &name, 4096);
+		if (ret)
+			return ret;
+		ret = hgt__rd_u32(rd, &count);
+		if (!ret && count > HGT__MAX_EVENTS)
+			ret = hgt__rd_error(rd, EBADMSG, "system %s claims %u events", name, count);
+		if (!ret)
+			ret = read_formats(in, rd, name, count);
+		free(name);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* kallsyms and printk: u32 size + text; cmdlines: u64 size + text. */
+static int read_text(struct hgt_input *in, struct hgt__rd *rd, const char *what, bool size64,
+		     char **text, uint64_t *len)
+{
+	uint64_t size;
+	int ret;
+
+	rd->what = what;
+	if (size64) {
+		ret = hgt__rd_u64(rd, &size);
+	} else {
+		uint32_t s32;
+
+		ret = hgt__rd_u32(rd, &s32);
+		size = s32;
+	}
+	if (!ret)
+		ret = hgt__rd_alloc(rd, text, size);
+	if (!ret)
+		*len = size;
+	return ret;
+}
+
+int hgt__read_kallsyms(struct hgt_input *in, struct hgt__rd *rd)
+{
+	char *text;
+	int ret = read_text(in, rd, "kallsyms", false, &text, &in->meta.kallsyms_size);
+
+	if (ret)
+		return ret;
+	if (in->tep && !(in->flags & HGT_OPEN_HEAD_ONLY) && in->meta.kallsyms_size)
+		tep_parse_kallsyms(in->tep, text);
+	free(text);
+	return 0;
+}
+
+int hgt__read_printk(struct hgt_input *in, struct hgt__rd *rd)
+{
+	char *text;
+	int ret = read_text(in, rd, "printk formats", false, &text, &in->meta.printk_size);
+
+	if (ret)
+		return ret;
+	if (in->tep && !(in->flags & HGT_OPEN_HEAD_ONLY) && in->meta.printk_size)
+		tep_parse_printk_formats(in->tep, text);
+	free(text);
+	return 0;
+}
+
+int hgt__read_cmdlines(struct hgt_input *in, struct hgt__rd *rd)
+{
+	char *text;
+	int ret = read_text(in, rd, "saved cmdlines", true, &text, &in->meta.cmdlines_size);
+
+	if (ret)
+		return ret;
+	if (in->tep && !(in->flags & HGT_OPEN_HEAD_ONLY) && in->meta.cmdlines_size)
+		tep_parse_saved_cmdlines(in->tep, text);
+	free(text);
+	return 0;
+}

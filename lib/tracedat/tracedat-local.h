@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal definitions of the trace.dat reader. */
+#ifndef HGT_TRACEDAT_LOCAL_H
+#define HGT_TRACEDAT_LOCAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <hgtrace/tracedat.h>
+
+#define HGT__ERRLEN 512
+
+/* Bounds for anything a file claims, so a hostile file cannot make us allocate without end. */
+#define HGT__MAX_META (1ULL << 30)       /* one metadata item (kallsyms can be tens of MB) */
+#define HGT__MAX_CHUNK (64ULL << 20)     /* one compressed chunk, uncompressed */
+#define HGT__MAX_CPUS 8192
+#define HGT__MAX_PAGE (1U << 24)
+#define HGT__MAX_OPTIONS 65536
+#define HGT__MAX_EVENTS 1000000
+/* Zeroed bytes after every page buffer: libtraceevent follows __data_loc offsets (16 bit
+ * offset + 16 bit length) without checking them against the record, so keep such reads
+ * inside our buffer whatever the file says. */
+#define HGT__PAGE_SLACK (128 * 1024 + 64)
+
+struct hgt__buffer {
+	struct hgt_buffer pub;
+	char *name;
+	char *clock;
+	struct hgt_cpu_data *cpus;
+};
+
+struct hgt_input {
+	char *path;
+	int fd;
+	uint64_t file_size;
+	unsigned int flags;
+
+	int version;
+	bool big_endian;
+	int long_size;
+	int kernel_long_size;
+	uint32_t page_size;
+	enum hgt_compression comp;
+	char *comp_name;
+	char *comp_version;
+	uint64_t header_len;
+	uint64_t first_options;
+
+	struct tep_handle *tep;
+	struct tep_plugin_list *plugins;
+
+	struct hgt_option *opts;
+	int nr_opts;
+	int max_opts;
+
+	struct hgt_section *sections;
+	int nr_sections;
+	char *strings;
+	uint64_t strings_len;
+
+	struct hgt__buffer *bufs;
+	int nr_bufs;
+	int nr_cpus;
+
+	bool has_trace_id;
+	uint64_t trace_id;
+	char *trace_clock;
+	bool in_usecs;
+	bool has_tsc2nsec;
+	uint32_t tsc_mult, tsc_shift;
+	uint64_t tsc_offset;
+	bool has_date;
+	int64_t date_ns;
+	bool has_offset;
+	int64_t offset_ns;
+	char *cpustat;
+	size_t cpustat_len;
+
+	bool latency;
+	uint64_t latency_offset; /* v6: start of text; v7: section header */
+	uint64_t latency_size;
+
+	uint64_t sec_off[HGT_OPT_MAX]; /* v7 metadata section offsets from options (0 = none) */
+
+	struct hgt_meta_info meta;
+	char err[HGT__ERRLEN];
+};
+
+/*
+ * A bounded reader over either the file (pread at pos) or a memory image of a decompressed
+ * section. All reads check the limit and record an error naming the offset on failure.
+ */
+struct hgt__rd {
+	struct hgt_input *in;
+	const uint8_t *mem;  /* NULL: read from the file */
+	uint64_t pos;        /* file offset, or offset in mem */
+	uint64_t end;        /* limit (exclusive), same space as pos */
+	uint64_t sec_offset; /* mem only: file offset of the section, for messages */
+	const char *what;    /* what is being read, for messages */
+};
+
+int hgt__error(struct hgt_input *in, uint64_t off, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int hgt__rd_error(struct hgt__rd *rd, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void hgt__set_last_error(const char *msg);
+
+int hgt__pread_all(struct hgt_input *in, void *buf, uint64_t len, uint64_t off);
+
+int hgt__rd_bytes(struct hgt__rd *rd, void *buf, uint64_t len);
+int hgt__rd_u16(struct hgt__rd *rd, uint16_t *v);
+int hgt__rd_u32(struct hgt__rd *rd, uint32_t *v);
+int hgt__rd_u64(struct hgt__rd *rd, uint64_t *v);
+/* Reads a NUL-terminated string (at most @max bytes); caller frees *s. */
+int hgt__rd_str(struct hgt__rd *rd, char **s, uint64_t max);
+/* Reads @len bytes into a new NUL-terminated buffer; caller frees *buf. */
+int hgt__rd_alloc(struct hgt__rd *rd, char **buf, uint64_t len);
+uint64_t hgt__rd_fileoff(const struct hgt__rd *rd);
+
+uint16_t hgt__get16(const struct hgt_input *in, const void *p);
+uint32_t hgt__get32(const struct hgt_input *in, const void *p);
+uint64_t hgt__get64(const struct hgt_input *in, const void *p);
+
+/* compress.c */
+int hgt__decompress(struct hgt_input *in, void *dctx, const void *src, uint32_t csize,
+		    void *dst, uint32_t usize, uint64_t where);
+void *hgt__dctx_new(struct hgt_input *in);
+void hgt__dctx_free(struct hgt_input *in, void *dctx);
+/* Load a (possibly compressed) section body into memory; caller frees *buf. */
+int hgt__load_section(struct hgt_input *in, uint64_t sec_off, uint16_t want_id, uint8_t **buf,
+		      uint64_t *len);
+
+/* options.c */
+int hgt__parse_options_v7(struct hgt_input *in);
+int hgt__parse_options_v6(struct hgt_input *in, struct hgt__rd *rd);
+int hgt__add_buffer(struct hgt_input *in, const char *name, const char *clock,
+		    uint32_t page_size);
+
+/* meta.c */
+int hgt__read_header_info(struct hgt_input *in, struct hgt__rd *rd);
+int hgt__read_ftrace_events(struct hgt_input *in, struct hgt__rd *rd);
+int hgt__read_event_formats(struct hgt_input *in, struct hgt__rd *rd);
+int hgt__read_kallsyms(struct hgt_input *in, struct hgt__rd *rd);
+int hgt__read_printk(struct hgt_input *in, struct hgt__rd *rd);
+int hgt__read_cmdlines(struct hgt_input *in, struct hgt__rd *rd);
+
+#endif

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Damaged files: each must give one clear error line naming the file and the offset, a
+# non-zero exit, and no crash (run under ASan in CI).
+# Usage: bad-input.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+data=$here/data
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+
+# expect_error WHAT FILE NEEDLE [report|dump]: exit 1, stderr is exactly one line naming
+# FILE and containing NEEDLE.
+expect_error() {
+	local what=$1 f=$2 needle=$3 cmd=${4:-report} rc lines
+	"$HGTRACE" "$cmd" "$f" > "$t/out" 2> "$t/err"
+	rc=$?
+	lines=$(wc -l < "$t/err")
+	if [ $rc -eq 1 ] && [ "$lines" -eq 1 ] && grep -qF "$f" "$t/err" && grep -qF -- "$needle" "$t/err"; then
+		tap_ok "$what"
+	else
+		tap_fail "$what (exit $rc, $lines stderr lines)"
+		sed 's/^/# /' "$t/err" | head -3
+	fi
+}
+
+patch() { # FILE OFFSET HEXBYTES
+	printf "$(echo "$3" | sed 's/\(..\)/\\x\1/g')" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+# Section offsets from hgtrace dump (0xOFFSET id N NAME size S).
+sections() {
+	"$HGTRACE" dump "$1" | awk '/^  0x[0-9a-f]+ id/ { print $1, $3, $6 }' |
+		while read -r o id s; do echo "$((o)) $id $s"; done
+}
+cpu0_offset() { local o; o=$("$HGTRACE" dump "$1" | awk '/cpu 0: @/ { print $4; exit }'); echo $((${o%,})); }
+
+for src in tsc.dat tsc-v6.dat local-v7none.dat; do
+	size=$(stat -c %s "$data/$src")
+	n=0
+	while read -r off id ssize; do
+		for cut in "$off" $((off + 8)) $((off + 17)); do
+			[ "$cut" -ge "$size" ] && continue
+			head -c "$cut" "$data/$src" > "$t/cut.dat"
+			if [ "$id" = 15 ] && [ "$cut" -eq "$off" ] && [ $((off + 16 + ssize)) -eq "$size" ]; then
+				# Only the trailing STRINGS section (descriptions) is gone: still readable.
+				if "$HGTRACE" report "$t/cut.dat" > /dev/null 2>&1; then
+					tap_ok "$src without its trailing STRINGS section is still read"
+				else
+					tap_fail "$src without its trailing STRINGS section is still read"
+				fi
+				continue
+			fi
+			expect_error "$src truncated at $cut (section $id)" "$t/cut.dat" "offset 0x"
+			n=$((n + 1))
+		done
+	done < <(sections "$data/$src")
+	[ $n -gt 5 ] && tap_ok "$src: $n truncation points tried" || tap_fail "$src: only $n truncation points"
+done
+
+cp "$data/tsc.dat" "$t/magic.dat"; patch "$t/magic.dat" 0 18
+expect_error "bad magic" "$t/magic.dat" "bad magic"
+cp "$data/tsc.dat" "$t/ver.dat"; patch "$t/ver.dat" 10 38
+expect_error "unknown version" "$t/ver.dat" 'unsupported file version "8"'
+cp "$data/tsc.dat" "$t/comp.dat"; patch "$t/comp.dat" 21 78
+expect_error "unknown compression" "$t/comp.dat" 'unknown compression "zstx"'
+expect_error "missing file" "$t/nonexistent.dat" "cannot open"
+
+# A v7 section whose size runs past the end of the file.
+cp "$data/local-v7none.dat" "$t/secsize.dat"
+read -r off _ < <(sections "$t/secsize.dat" | sed -n 2p)
+patch "$t/secsize.dat" $((off + 8)) ffffff7f00000000
+expect_error "section size past the end of the file" "$t/secsize.dat" "remain in the file"
+
+# An option whose size runs past its OPTIONS section (v7) and past the file (v6).
+cp "$data/local-v7none.dat" "$t/optsize.dat"
+read -r off _ < <(sections "$t/optsize.dat" | awk '$2 == 0' | head -1)
+patch "$t/optsize.dat" $((off + 18)) ffff0000
+expect_error "v7 option size past its section" "$t/optsize.dat" "remain in its section"
+cp "$data/tsc-v6.dat" "$t/optsize6.dat"
+read -r off _ < <(sections "$t/optsize6.dat" | awk '$2 == 0' | head -1)
+patch "$t/optsize6.dat" $((off + 12)) ffffff7f
+expect_error "v6 option size past the file" "$t/optsize6.dat" "remain in its section"
+
+# A page whose commit size exceeds the page (uncompressed v6: cpu 0's first page).
+cp "$data/tsc-v6.dat" "$t/commit.dat"
+coff=$(cpu0_offset "$t/commit.dat")
+patch "$t/commit.dat" $((coff + 8)) 00ff0000
+expect_error "page commit size beyond the page" "$t/commit.dat" "exceeds the page"
+
+# A corrupt zstd chunk (cpu 0's first chunk of the zstd file).
+cp "$data/tsc.dat" "$t/chunk.dat"
+coff=$(cpu0_offset "$t/chunk.dat")
+patch "$t/chunk.dat" $((coff + 12)) deadbeefdeadbeef
+expect_error "corrupt compressed chunk" "$t/chunk.dat" "corrupt zstd"
+
+# Random byte flips must never crash: exit 0 or 1 only.
+crashes=0
+for i in $(seq 1 40); do
+	cp "$data/tsc-v6.dat" "$t/flip.dat"
+	size=$(stat -c %s "$t/flip.dat")
+	for j in 1 2 3 4; do
+		patch "$t/flip.dat" $(( (RANDOM * 32768 + RANDOM) % size )) "$(printf %02x $((RANDOM % 256)))"
+	done
+	"$HGTRACE" report "$t/flip.dat" > /dev/null 2>&1
+	rc=$?
+	[ $rc -gt 1 ] && { crashes=$((crashes + 1)); cp "$t/flip.dat" "/tmp/hgtrace-crash-$i.dat"; }
+done
+[ $crashes -eq 0 ] && tap_ok "40 randomly damaged files: no crash" || tap_fail "$crashes of 40 damaged files crashed (kept in /tmp/hgtrace-crash-*.dat)"
+tap_done

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Command-line handling: help, unknown commands and options, bad values.
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+data=$here/data
+
+check() { # WHAT WANT_RC NEEDLE ARGS...
+	local what=$1 want=$2 needle=$3 out rc
+	shift 3
+	out=$("$HGTRACE" "$@" 2>&1)
+	rc=$?
+	if [ $rc -eq "$want" ] && grep -qF -- "$needle" <<<"$out"; then
+		tap_ok "$what"
+	else
+		tap_fail "$what (exit $rc)"
+		head -3 <<<"$out" | sed 's/^/# /'
+	fi
+}
+check "no command prints usage" 2 "usage: hgtrace" 
+check "--help" 0 "report" --help
+check "unknown command" 2 "unknown command 'frob'" frob
+check "report -h" 0 "--ts-offset" report -h
+check "report unknown option" 2 "usage: hgtrace report" report --bogus
+check "--ts-offset before -i" 2 "--ts-offset must come after -i" report --ts-offset 5 "$data/tsc.dat"
+check "--ts-offset not a number" 2 "expected an integer" report -i "$data/tsc.dat" --ts-offset 5x
+check "--cpu garbage" 2 "--cpu 'x1'" report --cpu x1 "$data/tsc.dat"
+check "filter syntax error" 1 "filter \"sched_switch: (\"" report -F 'sched_switch: (' "$data/tsc.dat"
+if [ "$("$HGTRACE" report -F 'sched_switch: nosuchfield == 1' "$data/tsc.dat" | wc -l)" -eq 1 ]; then
+	tap_ok "filter on an unknown field matches nothing (as trace-cmd)"
+else
+	tap_fail "filter on an unknown field matches nothing (as trace-cmd)"
+fi
+check "dump of a good file" 0 "buffers (1):" dump "$data/tsc.dat"
+check "positional inputs merge" 0 "mono.dat: cpus=2" report "$data/tsc.dat" "$data/mono.dat"
+tap_done

@@ -1,0 +1,79 @@
+# Making real recordings with Debian's trace-cmd, for conformance tests and tests/data.
+# A bind-mounted short kallsyms keeps the files small (the full one is ~5 MB).
+
+TRACEFS=/sys/kernel/tracing
+
+tracefs_ready() {
+	[ "$(id -u)" -eq 0 ] || { echo "not root"; return 1; }
+	command -v trace-cmd >/dev/null || { echo "trace-cmd is not installed"; return 1; }
+	if [ ! -e $TRACEFS/trace_clock ]; then
+		mount -t tracefs nodev $TRACEFS 2>/dev/null || { echo "no tracefs"; return 1; }
+	fi
+	[ -w $TRACEFS/trace_clock ] || { echo "tracefs is not writable"; return 1; }
+	command -v unshare >/dev/null || { echo "unshare missing"; return 1; }
+	return 0
+}
+
+# A short kallsyms: the symbols our events print (timers, scheduler, syscalls).
+small_kallsyms() {
+	grep -E ' [tT] (hrtimer|tick_|process_timeout|__x64_sys|schedule|do_|delayed_work|rcu_|it_real)' \
+		/proc/kallsyms > "$1.all" || true
+	head -3000 "$1.all" > "$1"
+	rm -f "$1.all"
+}
+
+# The workload recorded: file system walks, small processes, a sleep.
+write_workload() {
+	cat > "$1" <<'WL'
+ls -R /usr/share/doc/coreutils /usr/share/doc/trace-cmd >/dev/null 2>&1
+for i in 1 2 3; do cat /proc/self/stat >/dev/null; done
+sleep 0.05
+WL
+}
+
+workload() {
+	local w
+	w=$(mktemp)
+	write_workload "$w"
+	sh "$w"
+	rm -f "$w"
+}
+
+# record_top OUT CLOCK: trace-cmd record on the top instance (serialized by a lock, since
+# tests run in parallel and the top instance is shared).
+record_top() {
+	local out=$1 clock=$2 ks w
+	ks=$(mktemp)
+	w=$(mktemp)
+	small_kallsyms "$ks"
+	write_workload "$w"
+	(
+		flock 9
+		unshare -m sh -c "mount --bind '$ks' /proc/kallsyms && \
+			trace-cmd record -d --no-filter -C $clock -e sched -e irq -e timer \
+			-e syscalls -o '$out' -- sh '$w'" >/dev/null 2>&1 || true
+	) 9>/tmp/hgtrace-tracefs-top.lock
+	rm -f "$ks" "$w"
+	[ -s "$out" ]
+}
+
+# record_instance_overrun OUT NAME: an instance with a tiny buffer, filled until it overruns,
+# then extracted (trace-cmd extract -B deletes the instance).
+record_instance_overrun() {
+	local out=$1 name=$2 ks i=$TRACEFS/instances/$2
+	ks=$(mktemp)
+	small_kallsyms "$ks"
+	rmdir "$i" 2>/dev/null || true
+	mkdir "$i" || return 1
+	echo 8 > "$i/buffer_size_kb"
+	echo x86-tsc > "$i/trace_clock"
+	for s in sched irq timer syscalls; do echo 1 > "$i/events/$s/enable"; done
+	echo 1 > "$i/tracing_on"
+	workload; workload
+	echo 0 > "$i/tracing_on"
+	unshare -m sh -c "mount --bind '$ks' /proc/kallsyms && trace-cmd extract -B $name -o '$out'" \
+		>/dev/null 2>&1 || true
+	rmdir "$i" 2>/dev/null || true
+	rm -f "$ks"
+	[ -s "$out" ]
+}

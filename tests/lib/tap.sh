@@ -1,0 +1,26 @@
+# TAP helpers for hgtrace's shell tests. Each check prints "ok N - what" or "not ok N - what";
+# the plan line comes last. A test that cannot run prints "1..0 # SKIP reason" and exits 77.
+_tap_n=0
+_tap_fail=0
+tap_ok() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $*"; }
+tap_fail() { _tap_n=$((_tap_n + 1)); _tap_fail=$((_tap_fail + 1)); echo "not ok $_tap_n - $*"; }
+tap_skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1 # SKIP ${2:-}"; }
+tap_skip_all() { echo "1..0 # SKIP $*"; exit 77; }
+tap_done() { echo "1..$_tap_n"; [ "$_tap_fail" -eq 0 ]; exit $?; }
+
+# Compare two files; on a difference show the first lines of the diff as TAP comments.
+tap_cmp() {
+	local what=$1 got=$2 want=$3
+	if cmp -s "$got" "$want"; then
+		tap_ok "$what"
+	else
+		tap_fail "$what"
+		diff "$got" "$want" | head -8 | sed 's/^/# /'
+	fi
+}
+
+# trace-cmd 3.1.6 prints no latency column; remove exactly that column from hgtrace's lines:
+# " xxxxx" (5 chars) or, with -R, "-0xFLAGS" right after "[CPU]".
+strip_latency() {
+	sed -E 's/^(.*-[0-9]+ +\[[0-9]{3}\])( [^ ]{5}|-0x[0-9a-f]{1,2})/\1/'
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the whole suite with meson (each test its own process, with a timeout) and ends with
+# the plain line "N passed, N failed, N skipped" counted over every TAP case.
+builddir=${1:-build}
+meson test -C "$builddir" --print-errorlogs --num-processes 2 "${@:2}"
+rc=$?
+python3 - "$builddir/meson-logs/testlog.json" <<'PY'
+import json, re, sys
+passed = failed = skipped = 0
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    out = t.get('stdout') or ''
+    cases = [l for l in out.splitlines() if re.match(r'(not )?ok\b', l)]
+    if cases:
+        for l in cases:
+            if l.startswith('not ok'):
+                failed += 1
+            elif re.search(r'#\s*SKIP', l, re.I):
+                skipped += 1
+            else:
+                passed += 1
+        if t['result'] in ('FAIL', 'TIMEOUT', 'ERROR') and not any(l.startswith('not ok') for l in cases):
+            failed += 1
+    elif t['result'] == 'SKIP':
+        skipped += 1
+    elif t['result'] in ('OK', 'EXPECTEDFAIL'):
+        passed += 1
+    else:
+        failed += 1
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(1 if failed else 0)
+PY
+prc=$?
+[ $rc -eq 0 ] && [ $prc -eq 0 ]

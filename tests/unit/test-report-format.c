@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* The time and latency columns must equal what libtraceevent prints for the same record. */
+#include "test-helpers.h"
+
+#include <string.h>
+
+#include <traceevent/event-parse.h>
+#include <traceevent/trace-seq.h>
+
+#include <hgtrace/report.h>
+
+static const char fmt[] =
+	"name: probe\nID: 7\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:int value;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"value=%d\", REC->value\n";
+
+static struct tep_handle *tep;
+static uint8_t data[12] = { 7, 0 };
+
+static int setup(void **state)
+{
+	tep = tep_alloc();
+	tep_set_file_bigendian(tep, TEP_LITTLE_ENDIAN);
+	tep_set_local_bigendian(tep, TEP_LITTLE_ENDIAN);
+	tep_set_long_size(tep, 8);
+	return tep_parse_event(tep, fmt, sizeof(fmt) - 1, "test") ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	tep_free(tep);
+	return 0;
+}
+
+static void tep_says(char *out, const char *format, const char *what, uint64_t ts)
+{
+	struct tep_record rec = { .ts = ts, .data = data, .size = sizeof(data) };
+	struct trace_seq s;
+
+	trace_seq_init(&s);
+	if (what)
+		tep_print_event(tep, &s, &rec, format, what);
+	else
+		tep_print_event(tep, &s, &rec, format, TEP_PRINT_TIME);
+	trace_seq_terminate(&s);
+	strcpy(out, s.buffer);
+	trace_seq_destroy(&s);
+}
+
+static void test_time_matches_libtraceevent(void **state)
+{
+	static const uint64_t base[] = { 0, 1, 499, 500, 999999, 1000000, 1000499, 1000500,
+					 999999999, 1000000000, 78812703123ULL, 1359243470388ULL,
+					 18446744073709551000ULL };
+	char want[64], got[64];
+	size_t i;
+	int k;
+
+	for (i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
+		for (k = -3; k <= 3; k++) {
+			uint64_t ts = base[i] + (uint64_t)k;
+
+			tep_says(want, "%6.1000d", NULL, ts);
+			hgt_report_format_time(got, ts, 6, 1000);
+			assert_string_equal(got, want);
+			tep_says(want, "%9.1d", NULL, ts);
+			hgt_report_format_time(got, ts, 9, 1);
+			assert_string_equal(got, want);
+			tep_says(want, "%12d", NULL, ts);
+			hgt_report_format_time(got, ts, 12, 0);
+			assert_string_equal(got, want);
+		}
+	}
+}
+
+static void test_latency_matches_libtraceevent(void **state)
+{
+	char want[64], got[8];
+	unsigned int flags, pc;
+
+	for (flags = 0; flags < 0x20; flags++) {
+		for (pc = 0; pc < 0x100; pc += 0x11) {
+			data[2] = (uint8_t)flags;
+			data[3] = (uint8_t)pc;
+			tep_says(want, "%s", TEP_PRINT_LATENCY, 0);
+			hgt_report_latency(got, flags, pc);
+			assert_string_equal(got, want);
+		}
+	}
+	data[2] = data[3] = 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_time_matches_libtraceevent),
+		cmocka_unit_test(test_latency_matches_libtraceevent),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

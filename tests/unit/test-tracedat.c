@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* The reader on committed real recordings, and on damaged copies of them. */
+#include "test-helpers.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <traceevent/event-parse.h>
+
+#include <hgtrace/tracedat.h>
+
+static void test_header_and_options(void **state)
+{
+	struct hgt_input *in = hgt_input_open(test_data("tsc.dat"), NULL);
+	uint64_t id;
+
+	assert_non_null(in);
+	assert_int_equal(hgt_input_version(in), 7);
+	assert_int_equal(hgt_input_compression(in), HGT_COMPRESS_ZSTD);
+	assert_int_equal(hgt_input_page_size(in), 4096);
+	assert_int_equal(hgt_input_kernel_long_size(in), 8);
+	assert_string_equal(hgt_input_trace_clock(in), "x86-tsc");
+	assert_false(hgt_input_in_usecs(in));
+	assert_true(hgt_input_trace_id(in, &id));
+	assert_int_equal(hgt_input_top_buffer(in), 0);
+	assert_non_null(hgt_input_option(in, HGT_OPT_UNAME));
+	assert_non_null(hgt_input_tep(in));
+	hgt_input_close(in);
+}
+
+/* Every event of every CPU, as (ts, size, bytes), must be the same in v6 and v7-zstd. */
+static void test_v6_and_v7_zstd_hold_the_same_events(void **state)
+{
+	struct hgt_input *a = hgt_input_open(test_data("tsc.dat"), NULL);
+	struct hgt_input *b = hgt_input_open(test_data("tsc-v6.dat"), NULL);
+	uint64_t ida, idb, total = 0;
+	int cpu;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(hgt_input_version(b), 6);
+	assert_true(hgt_input_trace_id(a, &ida) && hgt_input_trace_id(b, &idb));
+	assert_int_equal(ida, idb);
+	assert_int_equal(hgt_input_nr_cpus(a), hgt_input_nr_cpus(b));
+	for (cpu = 0; cpu < hgt_input_nr_cpus(a); cpu++) {
+		struct hgt_cursor *ca = hgt_cursor_open(a, 0, cpu), *cb = hgt_cursor_open(b, 0, cpu);
+		struct tep_record ra, rb;
+		int x, y;
+
+		assert_non_null(ca);
+		assert_non_null(cb);
+		do {
+			x = hgt_cursor_next(ca, &ra);
+			y = hgt_cursor_next(cb, &rb);
+			assert_int_equal(x, y);
+			if (x > 0) {
+				assert_int_equal(ra.ts, rb.ts);
+				assert_int_equal(ra.size, rb.size);
+				assert_memory_equal(ra.data, rb.data, ra.size);
+				assert_int_equal(ra.missed_events, rb.missed_events);
+				total++;
+			}
+		} while (x > 0);
+		hgt_cursor_close(ca);
+		hgt_cursor_close(cb);
+	}
+	assert_true(total > 100);
+	hgt_input_close(a);
+	hgt_input_close(b);
+}
+
+static void test_instance_buffer_and_losses(void **state)
+{
+	struct hgt_input *in = hgt_input_open(test_data("inst.dat"), NULL);
+	struct hgt_loss loss, sum = { 0 };
+	const struct hgt_buffer *b;
+	int cpu;
+
+	assert_non_null(in);
+	assert_int_equal(hgt_input_nr_buffers(in), 2);
+	b = hgt_input_buffer(in, 1);
+	assert_true(strncmp(b->name, "hgt_", 4) == 0);
+	/* trace-cmd extract stores the top instance's clock for the instance too */
+	assert_string_equal(b->clock, hgt_input_trace_clock(in));
+	for (cpu = 0; cpu < b->nr_cpus; cpu++) {
+		struct hgt_cursor *c = hgt_cursor_open(in, 1, cpu);
+		struct tep_record r;
+
+		assert_non_null(c);
+		while (hgt_cursor_next(c, &r) > 0)
+			;
+		hgt_cursor_loss(c, &loss);
+		sum.pages_with_loss += loss.pages_with_loss;
+		sum.events_lost += loss.events_lost;
+		hgt_cursor_close(c);
+	}
+	/* The recording overran its 8 KB buffer: pages say so. */
+	assert_true(sum.pages_with_loss > 0);
+	assert_true(sum.events_lost > 0);
+	hgt_input_close(in);
+}
+
+/* Write the first @len bytes of @src to a temp file (optionally patching one byte). */
+static char *damaged_copy(const char *src, size_t len, long patch_at, int patch_val)
+{
+	static char path[] = "/tmp/hgt-unit-XXXXXX";
+	char *copy = strdup(path);
+	FILE *in = fopen(src, "rb");
+	char *buf = malloc(len ? len : 1);
+	size_t n = fread(buf, 1, len, in);
+	int fd = mkstemp(copy);
+
+	fclose(in);
+	if (patch_at >= 0 && (size_t)patch_at < n)
+		buf[patch_at] = (char)patch_val;
+	assert_true(write(fd, buf, n) == (ssize_t)n);
+	close(fd);
+	free(buf);
+	return copy;
+}
+
+static void expect_error(const char *path, const char *needle)
+{
+	struct hgt_input *in = hgt_input_open(path, NULL);
+
+	assert_null(in);
+	assert_non_null(strstr(hgt_last_error(), path));
+	if (!strstr(hgt_last_error(), needle))
+		fail_msg("error \"%s\" lacks \"%s\"", hgt_last_error(), needle);
+}
+
+static void test_bad_magic_version_truncation(void **state)
+{
+	char *p;
+
+	p = damaged_copy(test_data("tsc.dat"), 4096, 0, 0x18);
+	expect_error(p, "bad magic");
+	unlink(p);
+	free(p);
+	p = damaged_copy(test_data("tsc.dat"), 4096, 10, '9');
+	expect_error(p, "unsupported file version \"9\"");
+	unlink(p);
+	free(p);
+	p = damaged_copy(test_data("tsc.dat"), 30, -1, 0);
+	expect_error(p, "offset 0x");
+	unlink(p);
+	free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_header_and_options),
+		cmocka_unit_test(test_v6_and_v7_zstd_hold_the_same_events),
+		cmocka_unit_test(test_instance_buffer_and_losses),
+		cmocka_unit_test(test_bad_magic_version_truncation),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef HGTRACE_CMD_H
+#define HGTRACE_CMD_H
+
+int cmd_report(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+
+/* Print "hgtrace: MESSAGE" for the library's last error, or @fallback. */
+void cmd_error(const char *fallback);
+
+#endif

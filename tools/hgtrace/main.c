@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* hgtrace: trace KVM guests together with their host. */
+#include <stdio.h>
+#include <string.h>
+
+#include <hgtrace/tracedat.h>
+
+#include "cmd.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} cmds[] = {
+	{ "report", cmd_report, "print trace.dat files, merged by time (as trace-cmd report)" },
+	{ "dump", cmd_dump, "show a trace.dat file's structure: header, sections, options, data" },
+};
+
+void cmd_error(const char *fallback)
+{
+	const char *e = hgt_last_error();
+
+	if (!*e)
+		e = fallback;
+	if (!strncmp(e, "hgtrace: ", 9))
+		fprintf(stderr, "%s\n", e);
+	else
+		fprintf(stderr, "hgtrace: %s\n", e);
+}
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: hgtrace COMMAND [OPTIONS]\n\ncommands:\n");
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(f, "\n'hgtrace COMMAND -h' or 'man hgtrace-COMMAND' for details.\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("hgtrace %s\n", HGTRACE_VERSION);
+		return 0;
+	}
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "hgtrace: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
