@@ -272,16 +272,6 @@ static bool cpu_selected(const struct report *r, int gidx)
 	return false;
 }
 
-static void print_prefix(struct report *r, const struct handle *h)
-{
-	if (!r->prefix)
-		return;
-	if (h->tag)
-		fprintf(r->out, "%*s: ", r->max_tag, h->tag);
-	else
-		fprintf(r->out, "%*s  ", r->max_tag, "");
-}
-
 static int print_events(struct report *r)
 {
 	struct hgt_merge *m = hgt_merge_new();
@@ -331,9 +321,17 @@ static int print_events(struct report *r)
 
 		if (!keep_record(h, rec))
 			continue;
-		print_prefix(r, h);
+		if (r->prefix) {
+			char pre[512];
+			int n = h->tag ? snprintf(pre, sizeof(pre), "%*s: ", r->max_tag, h->tag) :
+					 snprintf(pre, sizeof(pre), "%*s  ", r->max_tag, "");
+
+			hgt__line_put(&r->line, r->out, pre,
+				      n < (int)sizeof(pre) ? (size_t)n : sizeof(pre) - 1);
+		}
 		hgt__line_print(&r->line, &lc, rec, &r->last_ts, r->out);
 	}
+	hgt__line_flush(&r->line, r->out);
 	if (ret < 0) {
 		/* The cursor recorded where and why; keep what was printed. */
 		for (i = 0; i < r->nr_h; i++)

@@ -15,7 +15,13 @@ struct hgt_input;
 
 struct hgt__line {
 	struct trace_seq info;
+	size_t olen;
+	char *obuf; /* HGT__OBUF bytes */
 };
+
+#define HGT__OBUF (256 * 1024)
+/* Append @n bytes of @s to the line buffer. */
+void hgt__line_put(struct hgt__line *l, FILE *out, const char *s, size_t n);
 
 /* How one record is to be printed. */
 struct hgt__line_ctx {
@@ -31,6 +37,8 @@ struct hgt__line_ctx {
 
 int hgt__line_init(struct hgt__line *l);
 void hgt__line_fini(struct hgt__line *l);
+/* Write out what hgt__line_print() buffered; call before anything else goes to @out. */
+void hgt__line_flush(struct hgt__line *l, FILE *out);
 void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct tep_record *rec,
 		     unsigned long long *last_ts, FILE *out);
 /* The time as the time column prints it, without the leading space and colon. */

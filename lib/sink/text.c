@@ -7,6 +7,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <traceevent/event-parse.h>
@@ -23,12 +24,15 @@
 
 int hgt__line_init(struct hgt__line *l)
 {
+	l->olen = 0;
+	l->obuf = malloc(HGT__OBUF);
 	trace_seq_init(&l->info);
-	return l->info.buffer ? 0 : -1;
+	return l->info.buffer && l->obuf ? 0 : -1;
 }
 
 void hgt__line_fini(struct hgt__line *l)
 {
+	free(l->obuf);
 	trace_seq_destroy(&l->info);
 }
 
@@ -79,37 +83,140 @@ void hgt__format_time_col(char *buf, uint64_t ts, bool in_usecs, bool nsec)
 		hgt_report_format_time(buf, ts, 6, 1000);
 }
 
+/* Output buffer: lines are assembled here and written in large pieces. */
+static char *obuf_reserve(struct hgt__line *l, FILE *out, size_t n)
+{
+	if (l->olen + n > HGT__OBUF) {
+		fwrite(l->obuf, 1, l->olen, out);
+		l->olen = 0;
+	}
+	if (n > HGT__OBUF)
+		return NULL;
+	return l->obuf + l->olen;
+}
+
+void hgt__line_put(struct hgt__line *l, FILE *out, const char *s, size_t n)
+{
+	char *p = obuf_reserve(l, out, n);
+
+	if (!p) { /* longer than the buffer: write it through */
+		fwrite(s, 1, n, out);
+		return;
+	}
+	memcpy(p, s, n);
+	l->olen += n;
+}
+
+void hgt__line_flush(struct hgt__line *l, FILE *out)
+{
+	if (l->olen)
+		fwrite(l->obuf, 1, l->olen, out);
+	l->olen = 0;
+}
+
+/* Decimal digits of @v, right-aligned in a field of @width (left-aligned when @left). */
+static size_t put_uint(char *p, uint64_t v, int width, bool left, char pad)
+{
+	char tmp[24];
+	size_t n = 0, i, len;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	len = n > (size_t)width ? n : (size_t)width;
+	if (left) {
+		for (i = 0; i < n; i++)
+			p[i] = tmp[n - 1 - i];
+		for (; i < len; i++)
+			p[i] = ' ';
+	} else {
+		for (i = 0; i < len - n; i++)
+			p[i] = pad;
+		for (; i < len; i++)
+			p[i] = tmp[len - 1 - i];
+	}
+	return len;
+}
+
+static size_t put_int(char *p, int64_t v, int width, bool left)
+{
+	if (v >= 0)
+		return put_uint(p, (uint64_t)v, width, left, ' ');
+	/* rare (negative pids): printf does it */
+	return (size_t)sprintf(p, left ? "%-*lld" : "%*lld", width, (long long)v);
+}
+
+/* The time column's text (without the leading space and colon), as libtraceevent 1.7. */
+static size_t put_time(char *p, uint64_t ts, bool in_usecs, bool nsec)
+{
+	size_t n;
+
+	if (!in_usecs)
+		return put_uint(p, ts, 12, false, ' ');
+	if (nsec) {
+		n = put_uint(p, ts / 1000000000ULL, 5, false, ' ');
+		p[n++] = '.';
+		return n + put_uint(p + n, ts % 1000000000ULL, 9, false, '0');
+	}
+	ts = (ts + 500) / 1000;
+	n = put_uint(p, ts / 1000000ULL, 5, false, ' ');
+	p[n++] = '.';
+	return n + put_uint(p + n, ts % 1000000ULL, 6, false, '0');
+}
+
 void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct tep_record *rec,
 		     unsigned long long *last_ts, FILE *out)
 {
-	static const char spaces[] = "                    ";
 	struct tep_event *event = tep_find_event_by_record(c->tep, rec);
-	char head[256], tbuf[40];
 	const char *name = event ? event->name : "[UNKNOWN EVENT]";
-	size_t len, nlen;
-	int pid = tep_data_pid(c->tep, rec), n;
+	int pid = tep_data_pid(c->tep, rec);
+	const char *comm = tep_data_comm_from_pid(c->tep, pid);
+	size_t clen = strlen(comm), nlen = strlen(name), n = 0, ilen;
+	char *p;
 
-	if (rec->missed_events > 0)
-		fprintf(out, "CPU:%d [%lld EVENTS DROPPED]\n", rec->cpu, rec->missed_events);
-	else if (rec->missed_events < 0)
-		fprintf(out, "CPU:%d [EVENTS DROPPED]\n", rec->cpu);
-	if (c->boundary)
-		fprintf(out, "CPU:%d [SUBBUFFER START]\n", rec->cpu);
-
-	n = snprintf(head, sizeof(head), "%16s-%-5d [%03d]", tep_data_comm_from_pid(c->tep, pid),
-		     pid, rec->cpu);
-	len = n < (int)sizeof(head) ? (size_t)n : sizeof(head) - 1;
-	if (c->latency && c->raw) {
-		len += snprintf(head + len, sizeof(head) - len, "-0x%x",
-				tep_data_flags(c->tep, rec));
-	} else if (c->latency) {
-		head[len++] = ' ';
-		hgt_report_latency(head + len, (unsigned int)tep_data_flags(c->tep, rec),
-				   (unsigned int)tep_data_preempt_count(c->tep, rec));
-		len += 5;
+	/* Everything before the info fits in this bound. */
+	p = obuf_reserve(l, out, clen + nlen + 256);
+	if (!p) {
+		hgt__line_flush(l, out);
+		p = obuf_reserve(l, out, 256);
+		comm = "<...>";
+		clen = 5;
+		nlen = 0;
+		name = "";
 	}
-	hgt__format_time_col(tbuf, rec->ts, c->in_usecs, c->nsec);
-	len += snprintf(head + len, sizeof(head) - len, "%s%s:", c->in_usecs ? " " : "", tbuf);
+	if (rec->missed_events > 0)
+		n += (size_t)sprintf(p + n, "CPU:%d [%lld EVENTS DROPPED]\n", rec->cpu,
+				     rec->missed_events);
+	else if (rec->missed_events < 0)
+		n += (size_t)sprintf(p + n, "CPU:%d [EVENTS DROPPED]\n", rec->cpu);
+	if (c->boundary)
+		n += (size_t)sprintf(p + n, "CPU:%d [SUBBUFFER START]\n", rec->cpu);
+	/* "%16s-%-5d [%03d]" */
+	if (clen < 16) {
+		memset(p + n, ' ', 16 - clen);
+		n += 16 - clen;
+	}
+	memcpy(p + n, comm, clen);
+	n += clen;
+	p[n++] = '-';
+	n += put_int(p + n, pid, 5, true);
+	p[n++] = ' ';
+	p[n++] = '[';
+	n += put_uint(p + n, (unsigned int)rec->cpu, 3, false, '0');
+	p[n++] = ']';
+	if (c->latency && c->raw) {
+		n += (size_t)sprintf(p + n, "-0x%x", tep_data_flags(c->tep, rec));
+	} else if (c->latency) {
+		p[n++] = ' ';
+		hgt_report_latency(p + n, (unsigned int)tep_data_flags(c->tep, rec),
+				   (unsigned int)tep_data_preempt_count(c->tep, rec));
+		n += 5;
+	}
+	if (c->in_usecs)
+		p[n++] = ' ';
+	n += put_time(p + n, rec->ts, c->in_usecs, c->nsec);
+	p[n++] = ':';
 	if (c->ts_diff) {
 		unsigned long long ts = rec->ts;
 		char d[50] = "";
@@ -119,19 +226,24 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 		if (*last_ts)
 			snprintf(d, sizeof(d), "(+%lld)", (long long)(ts - *last_ts));
 		*last_ts = ts;
-		len += snprintf(head + len, sizeof(head) - len, " %-8s", d);
+		n += (size_t)sprintf(p + n, " %-8s", d);
 	}
-	fwrite(head, 1, len, out);
-	nlen = strlen(name);
-	fprintf(out, " %s: ", name);
-	if (nlen < 20)
-		fwrite(spaces, 1, 20 - nlen, out);
+	p[n++] = ' ';
+	memcpy(p + n, name, nlen);
+	n += nlen;
+	p[n++] = ':';
+	p[n++] = ' ';
+	if (nlen < 20) {
+		memset(p + n, ' ', 20 - nlen);
+		n += 20 - nlen;
+	}
+	l->olen += n;
 
 	trace_seq_reset(&l->info);
 	tep_print_event(c->tep, &l->info, rec, "%s", c->raw ? TEP_PRINT_INFO_RAW : TEP_PRINT_INFO);
-	len = l->info.len;
-	if (len && l->info.buffer[len - 1] == '\n')
-		len--;
-	fwrite(l->info.buffer, 1, len, out);
-	fputc('\n', out);
+	ilen = l->info.len;
+	if (ilen && l->info.buffer[ilen - 1] == '\n')
+		ilen--;
+	hgt__line_put(l, out, l->info.buffer, ilen);
+	hgt__line_put(l, out, "\n", 1);
 }
