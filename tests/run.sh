@@ -2,6 +2,10 @@
 # Runs the whole suite with meson (each test its own process, with a timeout) and ends with
 # the plain line "N passed, N failed, N skipped" counted over every TAP case.
 builddir=${1:-build}
+# Sanitizer builds: fail on any error; ignore only leaks inside libtraceevent itself.
+export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 meson test -C "$builddir" --print-errorlogs --num-processes 2 "${@:2}"
 rc=$?
 python3 - "$builddir/meson-logs/testlog.json" <<'PY'

@@ -17,9 +17,9 @@ extern "C" {
 struct hgt_input;
 
 struct hgt_clock_opts {
-	size_t sz;          /* sizeof(struct hgt_clock_opts); use HGT_OPTS() */
-	bool raw_ts;        /* --raw-ts: no conversion and no offsets at all */
-	bool no_date;       /* --nodate: ignore the DATE option */
+	size_t sz;	    /* sizeof(struct hgt_clock_opts); use HGT_OPTS() */
+	bool raw_ts;	    /* --raw-ts: no conversion and no offsets at all */
+	bool no_date;	    /* --nodate: ignore the DATE option */
 	bool has_ts_offset; /* --ts-offset given for this input */
 	int64_t ts_offset;  /* ns added (trace-cmd: replaces the base before DATE/OFFSET) */
 	uint64_t ts2secs;   /* --ts2secs HZ for this input (0: none) */
@@ -28,10 +28,10 @@ struct hgt_clock_opts {
 /* Conversion state of one input; plain data, copy freely. */
 struct hgt_clock {
 	bool raw;
-	double ts2secs;     /* ns per tick when --ts2secs was given, else 0 */
-	uint32_t tsc_mult;  /* TSC2NSEC (mult 0: no conversion) */
+	double ts2secs;	   /* ns per tick when --ts2secs was given, else 0 */
+	uint32_t tsc_mult; /* TSC2NSEC (mult 0: no conversion) */
 	uint32_t tsc_shift;
-	int64_t offset;     /* sum of DATE, OFFSET and --ts-offset, ns */
+	int64_t offset; /* sum of DATE, OFFSET and --ts-offset, ns */
 };
 
 /**

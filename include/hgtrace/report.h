@@ -17,26 +17,26 @@ extern "C" {
 
 struct hgt_report_filter {
 	const char *expr; /* libtraceevent filter syntax, e.g. "sched_switch: prev_pid == 0" */
-	bool negate;      /* -v: drop what matches */
+	bool negate;	  /* -v: drop what matches */
 };
 
 struct hgt_report_input {
 	const char *path;
 	bool has_ts_offset; /* --ts-offset given after this input */
 	int64_t ts_offset;
-	uint64_t ts2secs;   /* --ts2secs HZ for this input (0: the global one, if any) */
+	uint64_t ts2secs; /* --ts2secs HZ for this input (0: the global one, if any) */
 	const struct hgt_report_filter *filters; /* -F given after this input */
 	int nr_filters;
 };
 
 enum hgt_report_mode {
 	HGT_REPORT_EVENTS = 0,
-	HGT_REPORT_STAT,        /* --stat */
+	HGT_REPORT_STAT,	/* --stat */
 	HGT_REPORT_FIRST_EVENT, /* --first-event */
-	HGT_REPORT_LAST_EVENT,  /* --last-event */
-	HGT_REPORT_CPUS,        /* --cpus */
-	HGT_REPORT_UNAME,       /* --uname */
-	HGT_REPORT_VERSION,     /* --version */
+	HGT_REPORT_LAST_EVENT,	/* --last-event */
+	HGT_REPORT_CPUS,	/* --cpus */
+	HGT_REPORT_UNAME,	/* --uname */
+	HGT_REPORT_VERSION,	/* --version */
 };
 
 struct hgt_report_opts {
@@ -45,20 +45,20 @@ struct hgt_report_opts {
 	int nr_inputs;
 	const struct hgt_report_filter *filters; /* global -F (before any -i): every input */
 	int nr_filters;
-	const int *cpus;  /* --cpu: global CPU indexes (files in order, then instances) */
+	const int *cpus; /* --cpu: global CPU indexes (files in order, then instances) */
 	int nr_cpus;
 	uint64_t ts2secs; /* global --ts2secs */
 	enum hgt_report_mode mode;
-	bool no_plugins;  /* -N */
-	bool nsec;        /* -t */
-	bool raw;         /* -R */
-	bool ts_diff;     /* --ts-diff */
-	bool raw_ts;      /* --raw-ts */
-	bool nodate;      /* --nodate */
-	bool boundary;    /* --boundary: mark the start of each sub-buffer */
-	bool no_latency;  /* omit the latency column (trace-cmd before 3.3) */
-	bool quiet;       /* no warnings on stderr */
-	FILE *out;        /* NULL: stdout */
+	bool no_plugins; /* -N */
+	bool nsec;	 /* -t */
+	bool raw;	 /* -R */
+	bool ts_diff;	 /* --ts-diff */
+	bool raw_ts;	 /* --raw-ts */
+	bool nodate;	 /* --nodate */
+	bool boundary;	 /* --boundary: mark the start of each sub-buffer */
+	bool no_latency; /* omit the latency column (trace-cmd before 3.3) */
+	bool quiet;	 /* no warnings on stderr */
+	FILE *out;	 /* NULL: stdout */
 };
 
 /**

@@ -28,8 +28,7 @@ struct hgt_input;
 struct hgt_cursor;
 
 /* Declare and fill a size-prefixed options struct: HGT_OPTS(hgt_open_opts, o, .flags = 1); */
-#define HGT_OPTS(TYPE, NAME, ...)                                                                  \
-	struct TYPE NAME = { .sz = sizeof(struct TYPE), __VA_ARGS__ }
+#define HGT_OPTS(TYPE, NAME, ...) struct TYPE NAME = { .sz = sizeof(struct TYPE), __VA_ARGS__ }
 
 /* Option ids of trace.dat (shared with v7 section ids). */
 enum hgt_option_id {
@@ -74,13 +73,13 @@ enum hgt_compression {
 };
 
 enum hgt_open_flags {
-	HGT_OPEN_NO_PLUGINS = 1 << 0,   /* do not load libtraceevent plugins (report -N) */
-	HGT_OPEN_HEAD_ONLY = 1 << 1,    /* header and options only: no event formats, no tep */
-	HGT_OPEN_QUIET = 1 << 2,        /* do not print warnings (unknown options) to stderr */
+	HGT_OPEN_NO_PLUGINS = 1 << 0, /* do not load libtraceevent plugins (report -N) */
+	HGT_OPEN_HEAD_ONLY = 1 << 1,  /* header and options only: no event formats, no tep */
+	HGT_OPEN_QUIET = 1 << 2,      /* do not print warnings (unknown options) to stderr */
 };
 
 struct hgt_open_opts {
-	size_t sz;          /* sizeof(struct hgt_open_opts); use HGT_OPTS() */
+	size_t sz;	    /* sizeof(struct hgt_open_opts); use HGT_OPTS() */
 	unsigned int flags; /* enum hgt_open_flags */
 };
 
@@ -96,8 +95,8 @@ struct hgt_option {
 /* Where one CPU's data lives. */
 struct hgt_cpu_data {
 	uint64_t offset; /* absolute file offset, page aligned */
-	uint64_t size;   /* bytes in the file (compressed size for compressed files) */
-	bool present;    /* false for CPUs the writer omitted (v7: empty CPUs) */
+	uint64_t size;	 /* bytes in the file (compressed size for compressed files) */
+	bool present;	 /* false for CPUs the writer omitted (v7: empty CPUs) */
 };
 
 /* One flyrecord buffer: the top instance or a named instance. */
@@ -105,7 +104,7 @@ struct hgt_buffer {
 	const char *name;  /* "" for the top instance */
 	const char *clock; /* trace clock of this buffer ("local", "x86-tsc", ...), "" if unknown */
 	uint32_t page_size;
-	int nr_cpus;       /* max stored cpu id + 1 */
+	int nr_cpus; /* max stored cpu id + 1 */
 	const struct hgt_cpu_data *cpus;
 	uint64_t section_offset; /* v7: BUFFER section header; v6: the "flyrecord" tag */
 	bool compressed;
@@ -114,11 +113,11 @@ struct hgt_buffer {
 /* A section of a v7 file (also filled for v6 with the sequential items). */
 struct hgt_section {
 	uint16_t id;
-	uint16_t flags;      /* bit 0: compressed */
-	int32_t string_id;   /* description string id, -1 for none */
-	uint64_t offset;     /* of the 16-byte header (v7) or of the item (v6) */
-	uint64_t size;       /* bytes after the header */
-	const char *desc;    /* description from the STRINGS sections, or "" */
+	uint16_t flags;	   /* bit 0: compressed */
+	int32_t string_id; /* description string id, -1 for none */
+	uint64_t offset;   /* of the 16-byte header (v7) or of the item (v6) */
+	uint64_t size;	   /* bytes after the header */
+	const char *desc;  /* description from the STRINGS sections, or "" */
 };
 
 /**
@@ -151,7 +150,7 @@ const char *hgt_input_error(const struct hgt_input *in);
 const char *hgt_input_path(const struct hgt_input *in);
 int hgt_input_version(const struct hgt_input *in);
 bool hgt_input_big_endian(const struct hgt_input *in);
-int hgt_input_long_size(const struct hgt_input *in);        /* header byte (userspace) */
+int hgt_input_long_size(const struct hgt_input *in);	    /* header byte (userspace) */
 int hgt_input_kernel_long_size(const struct hgt_input *in); /* from header_page */
 uint32_t hgt_input_page_size(const struct hgt_input *in);
 enum hgt_compression hgt_input_compression(const struct hgt_input *in);
@@ -201,7 +200,7 @@ bool hgt_input_date_offset(const struct hgt_input *in, int64_t *ns);
 bool hgt_input_offset_option(const struct hgt_input *in, int64_t *ns);
 /** hgt_input_cpustat - concatenated CPUSTAT texts ("" if none). */
 const char *hgt_input_cpustat(const struct hgt_input *in);
-const char *hgt_input_uname(const struct hgt_input *in);   /* NULL if absent */
+const char *hgt_input_uname(const struct hgt_input *in);	  /* NULL if absent */
 const char *hgt_input_version_string(const struct hgt_input *in); /* VERSION option or NULL */
 
 /* Latency (ASCII) traces: v6 "latency" files and v7 BUFFER_TEXT. */
@@ -270,7 +269,7 @@ uint64_t hgt_cursor_file_offset(const struct hgt_cursor *c);
 /* Loss accounting of a cursor so far: pages with missed-events flags, and known counts. */
 struct hgt_loss {
 	uint64_t pages_with_loss;
-	uint64_t events_lost;        /* sum of known counts */
+	uint64_t events_lost;	      /* sum of known counts */
 	uint64_t pages_unknown_count; /* flag without a stored count */
 };
 void hgt_cursor_loss(const struct hgt_cursor *c, struct hgt_loss *loss);

@@ -20,13 +20,13 @@
 
 struct handle {
 	struct hgt_input *in;
-	bool owner;        /* this handle closes @in */
-	bool instance;     /* a buffer instance of a top-level input */
-	int buffer;        /* buffer index in @in, -1 when it has none */
-	const char *tag;   /* file-name column; NULL prints blanks */
+	bool owner;	 /* this handle closes @in */
+	bool instance;	 /* a buffer instance of a top-level input */
+	int buffer;	 /* buffer index in @in, -1 when it has none */
+	const char *tag; /* file-name column; NULL prints blanks */
 	struct hgt_clock clock;
 	int nr_cpus;
-	int gbase;         /* global index of this handle's CPU 0 */
+	int gbase; /* global index of this handle's CPU 0 */
 	bool in_usecs;
 	bool use_trace_clock;
 	struct hgt_cursor **cursors;
@@ -41,7 +41,7 @@ struct report {
 	struct handle *h;
 	int nr_h;
 	int nr_top;
-	bool prefix;       /* print the file-name column */
+	bool prefix; /* print the file-name column */
 	int max_tag;
 	int *tag_width; /* width of the file column on each input's "cpus=" line */
 	unsigned long long last_ts;
@@ -315,16 +315,16 @@ static int print_events(struct report *r)
 			.raw = r->o->raw,
 			.ts_diff = r->o->ts_diff,
 			.latency = !r->o->no_latency,
-			.boundary = r->o->boundary &&
-				    hgt_cursor_at_page_start(h->cursors[rec->cpu]),
+			.boundary =
+				r->o->boundary && hgt_cursor_at_page_start(h->cursors[rec->cpu]),
 		};
 
 		if (!keep_record(h, rec))
 			continue;
 		if (r->prefix) {
 			char pre[512];
-			int n = h->tag ? snprintf(pre, sizeof(pre), "%*s: ", r->max_tag, h->tag) :
-					 snprintf(pre, sizeof(pre), "%*s  ", r->max_tag, "");
+			int n = h->tag ? snprintf(pre, sizeof(pre), "%*s: ", r->max_tag, h->tag)
+				       : snprintf(pre, sizeof(pre), "%*s  ", r->max_tag, "");
 
 			hgt__line_put(&r->line, r->out, pre,
 				      n < (int)sizeof(pre) ? (size_t)n : sizeof(pre) - 1);
@@ -352,7 +352,8 @@ static int print_first_last(struct report *r, bool last)
 		struct handle *h = &r->h[i];
 		const struct hgt_buffer *b = hgt_input_buffer(h->in, h->buffer);
 
-		fprintf(r->out, "List of CPUs in %s with data:\n", basename_of(hgt_input_path(h->in)));
+		fprintf(r->out, "List of CPUs in %s with data:\n",
+			basename_of(hgt_input_path(h->in)));
 		for (c = 0; b && c < b->nr_cpus; c++) {
 			struct hgt_cursor *cur;
 			struct tep_record rec;
@@ -360,7 +361,8 @@ static int print_first_last(struct report *r, bool last)
 			bool any = false;
 			char tbuf[40];
 
-			if (!b->cpus[c].present || (r->o->mode == HGT_REPORT_CPUS && !b->cpus[c].size))
+			if (!b->cpus[c].present ||
+			    (r->o->mode == HGT_REPORT_CPUS && !b->cpus[c].size))
 				continue;
 			if (r->o->mode == HGT_REPORT_CPUS) {
 				fprintf(r->out, "  %d\n", c);
@@ -397,10 +399,11 @@ static void print_stat(struct report *r, struct handle *h)
 	uint64_t virt = hgt_input_page_size(h->in);
 	int c;
 
-	fprintf(r->out, "\nKernel buffer statistics:\n"
-			"  Note: \"entries\" are the entries left in the kernel ring buffer and are "
-			"not\n"
-			"        recorded in the trace data. They should all be zero.\n\n");
+	fprintf(r->out,
+		"\nKernel buffer statistics:\n"
+		"  Note: \"entries\" are the entries left in the kernel ring buffer and are "
+		"not\n"
+		"        recorded in the trace data. They should all be zero.\n\n");
 	if (*stat)
 		fprintf(r->out, "%s\n", stat);
 	else
@@ -462,14 +465,16 @@ int hgt_report(const struct hgt_report_opts *opts)
 			print_stat(&r, h);
 			break;
 		case HGT_REPORT_UNAME:
-			fprintf(r.out, "%s\n", hgt_input_uname(h->in) ? hgt_input_uname(h->in) :
-									   "uname was not recorded in the file");
+			fprintf(r.out, "%s\n",
+				hgt_input_uname(h->in) ? hgt_input_uname(h->in)
+						       : "uname was not recorded in the file");
 			/* trace-cmd prints the version after the uname */
 			__attribute__((fallthrough));
 		case HGT_REPORT_VERSION:
-			fprintf(r.out, "%s\n", hgt_input_version_string(h->in) ?
-						       hgt_input_version_string(h->in) :
-						       "version was not recorded in the file");
+			fprintf(r.out, "%s\n",
+				hgt_input_version_string(h->in)
+					? hgt_input_version_string(h->in)
+					: "version was not recorded in the file");
 			break;
 		default:
 			break;

@@ -26,13 +26,13 @@ void hgt__line_put(struct hgt__line *l, FILE *out, const char *s, size_t n);
 /* How one record is to be printed. */
 struct hgt__line_ctx {
 	struct tep_handle *tep;
-	bool in_usecs;        /* sec.usec time column (else raw %12llu) */
+	bool in_usecs;	      /* sec.usec time column (else raw %12llu) */
 	bool use_trace_clock; /* --ts-diff rounds to usecs */
-	bool nsec;            /* -t */
-	bool raw;             /* -R */
+	bool nsec;	      /* -t */
+	bool raw;	      /* -R */
 	bool ts_diff;
-	bool latency;         /* the 3.3+ latency column (or -0xFLAGS with -R) */
-	bool boundary;        /* print "CPU:N [SUBBUFFER START]" first */
+	bool latency;  /* the 3.3+ latency column (or -0xFLAGS with -R) */
+	bool boundary; /* print "CPU:N [SUBBUFFER START]" first */
 };
 
 int hgt__line_init(struct hgt__line *l);

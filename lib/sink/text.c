@@ -63,9 +63,9 @@ void hgt_report_latency(char *buf, unsigned int flags, unsigned int pc)
 	static const char hex[] = "0123456789abcdef";
 	bool hard = flags & TRACE_FLAG_HARDIRQ, soft = flags & TRACE_FLAG_SOFTIRQ;
 
-	buf[0] = (flags & TRACE_FLAG_IRQS_OFF)		? 'd' :
-		 (flags & TRACE_FLAG_IRQS_NOSUPPORT) ? 'X' :
-						       '.';
+	buf[0] = (flags & TRACE_FLAG_IRQS_OFF)	       ? 'd'
+		 : (flags & TRACE_FLAG_IRQS_NOSUPPORT) ? 'X'
+						       : '.';
 	buf[1] = (flags & TRACE_FLAG_NEED_RESCHED) ? 'N' : '.';
 	buf[2] = hard && soft ? 'H' : hard ? 'h' : soft ? 's' : '.';
 	buf[3] = pc & 0xf ? hex[pc & 0xf] : '.';

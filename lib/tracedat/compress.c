@@ -27,8 +27,8 @@ void hgt__dctx_free(struct hgt_input *in, void *dctx)
  * hgt__decompress - decompress one block of @csize bytes into exactly @usize bytes.
  * @where: file offset of the block, for the error message.
  */
-int hgt__decompress(struct hgt_input *in, void *dctx, const void *src, uint32_t csize,
-		    void *dst, uint32_t usize, uint64_t where)
+int hgt__decompress(struct hgt_input *in, void *dctx, const void *src, uint32_t csize, void *dst,
+		    uint32_t usize, uint64_t where)
 {
 	switch (in->comp) {
 	case HGT_COMPRESS_ZSTD: {
@@ -129,8 +129,8 @@ int hgt__load_section(struct hgt_input *in, uint64_t sec_off, uint16_t want_id, 
 		goto out;
 	}
 	if (usize > HGT__MAX_META) {
-		ret = hgt__error(in, sec_off + 16, EFBIG, "uncompressed size %u is beyond the limit",
-				 usize);
+		ret = hgt__error(in, sec_off + 16, EFBIG,
+				 "uncompressed size %u is beyond the limit", usize);
 		goto out;
 	}
 	out = malloc((size_t)usize + 1);

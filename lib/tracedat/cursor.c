@@ -25,11 +25,11 @@ struct hgt_cursor {
 	uint32_t hdr_size;
 	uint64_t off, end; /* remaining file range of this CPU's data */
 
-	uint8_t *win;       /* window: pages read or decompressed, followed by zeroed slack */
-	size_t win_cap;     /* bytes allocated for pages (slack not included) */
-	size_t win_pages;   /* pages in the window */
-	size_t win_idx;     /* next page to load */
-	uint64_t win_off;   /* file offset of the window (page 0, or the chunk) */
+	uint8_t *win;	  /* window: pages read or decompressed, followed by zeroed slack */
+	size_t win_cap;	  /* bytes allocated for pages (slack not included) */
+	size_t win_pages; /* pages in the window */
+	size_t win_idx;	  /* next page to load */
+	uint64_t win_off; /* file offset of the window (page 0, or the chunk) */
 
 	bool compressed;
 	uint32_t chunks_left;
@@ -38,10 +38,10 @@ struct hgt_cursor {
 	void *dctx;
 
 	struct kbuffer *kb;
-	uint8_t *page;      /* current page, NULL when none is loaded */
-	uint64_t page_off;  /* its file offset (uncompressed) or its chunk's */
-	uint32_t commit;    /* bytes of event data in the current page */
-	uint8_t *last;      /* last event returned in this page */
+	uint8_t *page;	   /* current page, NULL when none is loaded */
+	uint64_t page_off; /* its file offset (uncompressed) or its chunk's */
+	uint32_t commit;   /* bytes of event data in the current page */
+	uint8_t *last;	   /* last event returned in this page */
 	int events_in_page;
 	bool at_start;
 	uint64_t page_ts;
@@ -97,8 +97,8 @@ struct hgt_cursor *hgt_cursor_open(struct hgt_input *in, int buffer, int cpu)
 		c->end += 4;
 		c->dctx = hgt__dctx_new(in);
 		if (c->end > in->file_size || c->end - c->off < 4) {
-			hgt__error(in, c->off, EBADMSG, "cpu %d: compressed data has no chunk count",
-				   cpu);
+			hgt__error(in, c->off, EBADMSG,
+				   "cpu %d: compressed data has no chunk count", cpu);
 			errno = EBADMSG;
 			goto fail;
 		}
@@ -157,25 +157,28 @@ static int fill_window(struct hgt_cursor *c)
 		uint32_t csize, usize;
 
 		if (c->end - c->off < 8)
-			return hgt__error(in, c->off, EBADMSG,
-					  "cpu %d: chunk header lies past the CPU's data (%u chunks "
-					  "still expected)",
-					  c->cpu, c->chunks_left);
+			return hgt__error(
+				in, c->off, EBADMSG,
+				"cpu %d: chunk header lies past the CPU's data (%u chunks "
+				"still expected)",
+				c->cpu, c->chunks_left);
 		ret = hgt__pread_all(in, sz, 8, c->off);
 		if (ret)
 			return ret;
 		csize = hgt__get32(in, sz);
 		usize = hgt__get32(in, sz + 4);
 		if (csize > c->end - c->off - 8)
-			return hgt__error(in, c->off, EBADMSG,
-					  "cpu %d: chunk claims %u compressed bytes, %llu remain in "
-					  "the CPU's data",
-					  c->cpu, csize, (unsigned long long)(c->end - c->off - 8));
+			return hgt__error(
+				in, c->off, EBADMSG,
+				"cpu %d: chunk claims %u compressed bytes, %llu remain in "
+				"the CPU's data",
+				c->cpu, csize, (unsigned long long)(c->end - c->off - 8));
 		if (usize > HGT__MAX_CHUNK || usize % c->page_size)
-			return hgt__error(in, c->off, EBADMSG,
-					  "cpu %d: chunk claims %u uncompressed bytes (not a multiple "
-					  "of the %u-byte page, or beyond %llu)",
-					  c->cpu, usize, c->page_size, (unsigned long long)HGT__MAX_CHUNK);
+			return hgt__error(
+				in, c->off, EBADMSG,
+				"cpu %d: chunk claims %u uncompressed bytes (not a multiple "
+				"of the %u-byte page, or beyond %llu)",
+				c->cpu, usize, c->page_size, (unsigned long long)HGT__MAX_CHUNK);
 		if (csize > c->cbuf_cap) {
 			uint8_t *n = realloc(c->cbuf, csize);
 
@@ -237,9 +240,9 @@ static int next_page(struct hgt_cursor *c)
 			    size + (uint32_t)in->kernel_long_size <= c->page_size - c->hdr_size) {
 				const uint8_t *m = p + c->hdr_size + size;
 
-				c->loss.events_lost += in->kernel_long_size == 8 ?
-							       hgt__get64(in, m) :
-							       hgt__get32(in, m);
+				c->loss.events_lost += in->kernel_long_size == 8
+							       ? hgt__get64(in, m)
+							       : hgt__get32(in, m);
 			} else {
 				c->loss.pages_unknown_count++;
 			}
@@ -281,11 +284,13 @@ int hgt_cursor_next(struct hgt_cursor *c, struct tep_record *rec)
 		}
 		size = kbuffer_event_size(c->kb);
 		if (data <= c->last || ++c->events_in_page > (int)(c->page_size / 4) ||
-		    (uint64_t)(data - c->page) + (uint64_t)size > c->hdr_size + c->commit || size < 0)
-			return hgt__error(c->in, c->page_off, EBADMSG,
-					  "cpu %d: event at page offset %ld claims %d bytes, beyond "
-					  "the page's %u committed bytes",
-					  c->cpu, (long)(data - c->page), size, c->commit);
+		    (uint64_t)(data - c->page) + (uint64_t)size > c->hdr_size + c->commit ||
+		    size < 0)
+			return hgt__error(
+				c->in, c->page_off, EBADMSG,
+				"cpu %d: event at page offset %ld claims %d bytes, beyond "
+				"the page's %u committed bytes",
+				c->cpu, (long)(data - c->page), size, c->commit);
 		c->at_start = c->last == NULL;
 		c->last = data;
 		memset(rec, 0, sizeof(*rec));

@@ -18,8 +18,8 @@
 
 static const uint8_t magic[10] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
 
-static int add_section(struct hgt_input *in, uint16_t id, uint16_t flags, int32_t sid,
-		       uint64_t off, uint64_t size)
+static int add_section(struct hgt_input *in, uint16_t id, uint16_t flags, int32_t sid, uint64_t off,
+		       uint64_t size)
 {
 	struct hgt_section *s = realloc(in->sections, sizeof(*s) * (in->nr_sections + 1));
 
@@ -70,8 +70,8 @@ static int read_initial_header(struct hgt_input *in)
 	if (ret)
 		return ret;
 	if (b[0] > 1)
-		return hgt__error(in, rd.pos - 2, EBADMSG, "endianness byte is %u (expected 0 or 1)",
-				  b[0]);
+		return hgt__error(in, rd.pos - 2, EBADMSG,
+				  "endianness byte is %u (expected 0 or 1)", b[0]);
 	in->big_endian = b[0] == 1;
 	in->long_size = b[1];
 	if (in->long_size != 4 && in->long_size != 8)
@@ -98,11 +98,12 @@ static int read_initial_header(struct hgt_input *in)
 		} else if (!strcmp(in->comp_name, "zlib")) {
 			in->comp = HGT_COMPRESS_ZLIB;
 		} else {
-			return hgt__error(in, rd.pos - strlen(in->comp_version) - 1 -
-						      strlen(in->comp_name) - 1,
-					  EPROTONOSUPPORT,
-					  "unknown compression \"%s\" (hgtrace reads none, zlib, zstd)",
-					  in->comp_name);
+			return hgt__error(
+				in,
+				rd.pos - strlen(in->comp_version) - 1 - strlen(in->comp_name) - 1,
+				EPROTONOSUPPORT,
+				"unknown compression \"%s\" (hgtrace reads none, zlib, zstd)",
+				in->comp_name);
 		}
 		ret = hgt__rd_u64(&rd, &in->first_options);
 		if (ret)
@@ -136,11 +137,12 @@ static int walk_sections(struct hgt_input *in)
 			return ret;
 		size = hgt__get64(in, hdr + 8);
 		if (size > in->file_size - off - 16)
-			return hgt__error(in, off, EBADMSG,
-					  "section %u (%s) claims %llu bytes, %llu remain in the file",
-					  hgt__get16(in, hdr), hgt_option_name(hgt__get16(in, hdr)),
-					  (unsigned long long)size,
-					  (unsigned long long)(in->file_size - off - 16));
+			return hgt__error(
+				in, off, EBADMSG,
+				"section %u (%s) claims %llu bytes, %llu remain in the file",
+				hgt__get16(in, hdr), hgt_option_name(hgt__get16(in, hdr)),
+				(unsigned long long)size,
+				(unsigned long long)(in->file_size - off - 16));
 		ret = add_section(in, hgt__get16(in, hdr), hgt__get16(in, hdr + 2),
 				  (int32_t)hgt__get32(in, hdr + 4), off, size);
 		if (ret)
@@ -188,7 +190,8 @@ static int read_meta_section(struct hgt_input *in, unsigned int id, meta_fn fn, 
 		if (!required)
 			return 0;
 		return hgt__error(in, in->first_options, EBADMSG,
-				  "no option %u (%s) points at its section", id, hgt_option_name(id));
+				  "no option %u (%s) points at its section", id,
+				  hgt_option_name(id));
 	}
 	ret = hgt__load_section(in, in->sec_off[id], id, &body, &len);
 	if (ret)
@@ -234,7 +237,8 @@ static int read_flyrecord_v6(struct hgt_input *in, struct hgt__rd *rd, int idx, 
 					  "buffer \"%s\" cpu %d: data at 0x%llx + %llu bytes lies "
 					  "past the end of the file (size %llu)",
 					  b->name, i, (unsigned long long)off,
-					  (unsigned long long)size, (unsigned long long)in->file_size);
+					  (unsigned long long)size,
+					  (unsigned long long)in->file_size);
 		b->cpus[i].offset = off;
 		b->cpus[i].size = size;
 		b->cpus[i].present = true;
@@ -362,7 +366,8 @@ static int open_v6(struct hgt_input *in)
 	ret = add_section(in, HGT_OPT_BUFFER, 0, -1, in->bufs[0].pub.section_offset,
 			  in->file_size - in->bufs[0].pub.section_offset);
 	for (i = 1; !ret && i < in->nr_bufs; i++) {
-		struct hgt__rd brd = { .in = in, .pos = in->bufs[i].pub.section_offset,
+		struct hgt__rd brd = { .in = in,
+				       .pos = in->bufs[i].pub.section_offset,
 				       .end = in->file_size };
 		int n = in->bufs[i].pub.nr_cpus;
 
@@ -381,10 +386,10 @@ static int open_v7(struct hgt_input *in)
 	int ret, i, top = -1;
 
 	if (in->first_options < in->header_len || in->first_options >= in->file_size)
-		return hgt__error(in, in->header_len - 8, EBADMSG,
-				  "first OPTIONS section at 0x%llx lies outside the file (size %llu)",
-				  (unsigned long long)in->first_options,
-				  (unsigned long long)in->file_size);
+		return hgt__error(
+			in, in->header_len - 8, EBADMSG,
+			"first OPTIONS section at 0x%llx lies outside the file (size %llu)",
+			(unsigned long long)in->first_options, (unsigned long long)in->file_size);
 	ret = walk_sections(in);
 	if (ret)
 		return ret;
@@ -485,9 +490,9 @@ struct hgt_input *hgt_input_open(const char *path, const struct hgt_open_opts *o
 		goto fail;
 	}
 	tep_set_file_bigendian(in->tep, in->big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
-	tep_set_local_bigendian(in->tep, __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ?
-						 TEP_BIG_ENDIAN :
-						 TEP_LITTLE_ENDIAN);
+	tep_set_local_bigendian(in->tep, __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+						 ? TEP_BIG_ENDIAN
+						 : TEP_LITTLE_ENDIAN);
 	tep_set_long_size(in->tep, in->long_size);
 	tep_set_page_size(in->tep, (int)in->page_size);
 	if (!(in->flags & (HGT_OPEN_NO_PLUGINS | HGT_OPEN_HEAD_ONLY)))
@@ -777,7 +782,8 @@ int hgt_input_write_latency(struct hgt_input *in, FILE *out)
 		void *c, *u;
 
 		if (end - off < 8)
-			return hgt__error(in, off, EBADMSG, "BUFFER_TEXT chunk %llu: header past end",
+			return hgt__error(in, off, EBADMSG,
+					  "BUFFER_TEXT chunk %llu: header past end",
 					  (unsigned long long)i);
 		ret = hgt__pread_all(in, sz, 8, off);
 		if (ret)

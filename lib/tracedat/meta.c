@@ -49,9 +49,10 @@ int hgt__read_header_info(struct hgt_input *in, struct hgt__rd *rd)
 	free(buf);
 	in->kernel_long_size = in->tep ? tep_get_header_page_size(in->tep) : in->long_size;
 	if (in->kernel_long_size != 4 && in->kernel_long_size != 8)
-		return hgt__rd_error(rd, EBADMSG,
-				     "header page gives a commit field of %d bytes (expected 4 or 8)",
-				     in->kernel_long_size);
+		return hgt__rd_error(
+			rd, EBADMSG,
+			"header page gives a commit field of %d bytes (expected 4 or 8)",
+			in->kernel_long_size);
 
 	rd->what = "header_event";
 	ret = expect_tag(rd, "header_event");

@@ -50,8 +50,7 @@ const char *hgt_option_name(unsigned int id)
 	return "UNKNOWN";
 }
 
-int hgt__add_buffer(struct hgt_input *in, const char *name, const char *clock,
-		    uint32_t page_size)
+int hgt__add_buffer(struct hgt_input *in, const char *name, const char *clock, uint32_t page_size)
 {
 	struct hgt__buffer *b;
 
@@ -79,8 +78,8 @@ int hgt__add_buffer(struct hgt_input *in, const char *name, const char *clock,
 static bool clock_in_ns(const char *clock)
 {
 	return !strcmp(clock, "local") || !strcmp(clock, "global") || !strcmp(clock, "uptime") ||
-	       !strcmp(clock, "perf") || !strncmp(clock, "mono", 4) ||
-	       !strcmp(clock, "tsc2nsec") || !strcmp(clock, "tai");
+	       !strcmp(clock, "perf") || !strncmp(clock, "mono", 4) || !strcmp(clock, "tsc2nsec") ||
+	       !strcmp(clock, "tai");
 }
 
 static int opt_traceclock(struct hgt_input *in, const char *p, uint32_t size)
@@ -139,7 +138,11 @@ static int check_cpu_range(struct hgt_input *in, uint64_t where, const char *nam
 /* v7 BUFFER: u64 section offset, name, clock, u32 page size, u32 n, n x {u32, u64, u64}. */
 static int opt_buffer_v7(struct hgt_input *in, const uint8_t *p, uint32_t size, uint64_t where)
 {
-	struct hgt__rd rd = { .in = in, .mem = p, .pos = 0, .end = size, .sec_offset = where,
+	struct hgt__rd rd = { .in = in,
+			      .mem = p,
+			      .pos = 0,
+			      .end = size,
+			      .sec_offset = where,
 			      .what = "option BUFFER" };
 	char *name = NULL, *clock = NULL;
 	uint32_t page_size, n, i;
@@ -167,8 +170,8 @@ static int opt_buffer_v7(struct hgt_input *in, const uint8_t *p, uint32_t size, 
 	}
 	if (n > HGT__MAX_CPUS || (uint64_t)n * 20 > size - rd.pos) {
 		ret = hgt__error(in, where, EBADMSG,
-				 "option 3 (BUFFER) \"%s\": claims %u CPUs, %llu bytes remain", name,
-				 n, (unsigned long long)(size - rd.pos));
+				 "option 3 (BUFFER) \"%s\": claims %u CPUs, %llu bytes remain",
+				 name, n, (unsigned long long)(size - rd.pos));
 		goto out;
 	}
 	idx = hgt__add_buffer(in, name, clock, page_size);
@@ -333,7 +336,8 @@ static int handle_option(struct hgt_input *in, uint16_t id, uint32_t size, const
 		in->tsc_offset = hgt__get64(in, p + 8);
 		if (in->tsc_shift > 63)
 			return hgt__error(in, where, EBADMSG,
-					  "option 14 (TSC2NSEC): shift %u is beyond 63", in->tsc_shift);
+					  "option 14 (TSC2NSEC): shift %u is beyond 63",
+					  in->tsc_shift);
 		in->in_usecs = true;
 		return 0;
 	case HGT_OPT_HEADER_INFO:
@@ -361,8 +365,9 @@ static int handle_option(struct hgt_input *in, uint16_t id, uint32_t size, const
 		return 0; /* kept as stored; decoded by their users */
 	default:
 		if (!(in->flags & HGT_OPEN_QUIET))
-			fprintf(stderr, "hgtrace: %s: offset 0x%llx: unknown option %u (%u bytes), "
-					"skipped\n",
+			fprintf(stderr,
+				"hgtrace: %s: offset 0x%llx: unknown option %u (%u bytes), "
+				"skipped\n",
 				in->path, (unsigned long long)where, id, size);
 		return 0;
 	}
@@ -399,10 +404,10 @@ static int parse_option_list(struct hgt_input *in, struct hgt__rd *rd, uint64_t 
 						     "in its section",
 						     id, hgt_option_name(id), size,
 						     (unsigned long long)(rd->end - rd->pos));
-			return hgt__error(in, at - 6, EBADMSG,
-					  "option %u (%s) claims %u bytes, %llu remain in its section",
-					  id, hgt_option_name(id), size,
-					  (unsigned long long)(rd->end - rd->pos));
+			return hgt__error(
+				in, at - 6, EBADMSG,
+				"option %u (%s) claims %u bytes, %llu remain in its section", id,
+				hgt_option_name(id), size, (unsigned long long)(rd->end - rd->pos));
 		}
 		if (id == HGT_OPT_DONE) {
 			if (size != 8)
@@ -442,7 +447,8 @@ int hgt__parse_options_v7(struct hgt_input *in)
 		uint64_t len, prev = off;
 
 		if (++hops > 4096)
-			return hgt__error(in, off, ELOOP, "OPTIONS sections chain back on themselves");
+			return hgt__error(in, off, ELOOP,
+					  "OPTIONS sections chain back on themselves");
 		ret = hgt__load_section(in, off, HGT_OPT_DONE, &body, &len);
 		if (ret)
 			return ret;

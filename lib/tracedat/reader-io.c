@@ -82,7 +82,8 @@ int hgt__pread_all(struct hgt_input *in, void *buf, uint64_t len, uint64_t off)
 			return hgt__error(in, off, errno, "read failed: %s", strerror(errno));
 		}
 		if (r == 0)
-			return hgt__error(in, off, EIO, "unexpected end of file (%llu bytes missing)",
+			return hgt__error(in, off, EIO,
+					  "unexpected end of file (%llu bytes missing)",
 					  (unsigned long long)len);
 		p += r;
 		off += r;
@@ -96,9 +97,9 @@ int hgt__rd_bytes(struct hgt__rd *rd, void *buf, uint64_t len)
 	int ret;
 
 	if (rd->pos > rd->end || len > rd->end - rd->pos)
-		return hgt__rd_error(rd, EBADMSG, "needs %llu bytes, only %llu remain",
-				     (unsigned long long)len,
-				     (unsigned long long)(rd->pos > rd->end ? 0 : rd->end - rd->pos));
+		return hgt__rd_error(
+			rd, EBADMSG, "needs %llu bytes, only %llu remain", (unsigned long long)len,
+			(unsigned long long)(rd->pos > rd->end ? 0 : rd->end - rd->pos));
 	if (rd->mem) {
 		memcpy(buf, rd->mem + rd->pos, len);
 	} else {

@@ -12,8 +12,8 @@
 #define HGT__ERRLEN 512
 
 /* Bounds for anything a file claims, so a hostile file cannot make us allocate without end. */
-#define HGT__MAX_META (1ULL << 30)       /* one metadata item (kallsyms can be tens of MB) */
-#define HGT__MAX_CHUNK (64ULL << 20)     /* one compressed chunk, uncompressed */
+#define HGT__MAX_META (1ULL << 30)   /* one metadata item (kallsyms can be tens of MB) */
+#define HGT__MAX_CHUNK (64ULL << 20) /* one compressed chunk, uncompressed */
 #define HGT__MAX_CPUS 8192
 #define HGT__MAX_PAGE (1U << 24)
 #define HGT__MAX_OPTIONS 65536
@@ -94,8 +94,8 @@ struct hgt_input {
 struct hgt__rd {
 	struct hgt_input *in;
 	const uint8_t *mem;  /* NULL: read from the file */
-	uint64_t pos;        /* file offset, or offset in mem */
-	uint64_t end;        /* limit (exclusive), same space as pos */
+	uint64_t pos;	     /* file offset, or offset in mem */
+	uint64_t end;	     /* limit (exclusive), same space as pos */
 	uint64_t sec_offset; /* mem only: file offset of the section, for messages */
 	const char *what;    /* what is being read, for messages */
 };
@@ -123,8 +123,8 @@ uint32_t hgt__get32(const struct hgt_input *in, const void *p);
 uint64_t hgt__get64(const struct hgt_input *in, const void *p);
 
 /* compress.c */
-int hgt__decompress(struct hgt_input *in, void *dctx, const void *src, uint32_t csize,
-		    void *dst, uint32_t usize, uint64_t where);
+int hgt__decompress(struct hgt_input *in, void *dctx, const void *src, uint32_t csize, void *dst,
+		    uint32_t usize, uint64_t where);
 void *hgt__dctx_new(struct hgt_input *in);
 void hgt__dctx_free(struct hgt_input *in, void *dctx);
 /* Load a (possibly compressed) section body into memory; caller frees *buf. */
@@ -134,8 +134,7 @@ int hgt__load_section(struct hgt_input *in, uint64_t sec_off, uint16_t want_id, 
 /* options.c */
 int hgt__parse_options_v7(struct hgt_input *in);
 int hgt__parse_options_v6(struct hgt_input *in, struct hgt__rd *rd);
-int hgt__add_buffer(struct hgt_input *in, const char *name, const char *clock,
-		    uint32_t page_size);
+int hgt__add_buffer(struct hgt_input *in, const char *name, const char *clock, uint32_t page_size);
 
 /* meta.c */
 int hgt__read_header_info(struct hgt_input *in, struct hgt__rd *rd);

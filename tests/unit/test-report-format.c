@@ -53,8 +53,18 @@ static void tep_says(char *out, const char *format, const char *what, uint64_t t
 
 static void test_time_matches_libtraceevent(void **state)
 {
-	static const uint64_t base[] = { 0, 1, 499, 500, 999999, 1000000, 1000499, 1000500,
-					 999999999, 1000000000, 78812703123ULL, 1359243470388ULL,
+	static const uint64_t base[] = { 0,
+					 1,
+					 499,
+					 500,
+					 999999,
+					 1000000,
+					 1000499,
+					 1000500,
+					 999999999,
+					 1000000000,
+					 78812703123ULL,
+					 1359243470388ULL,
 					 18446744073709551000ULL };
 	char want[64], got[64];
 	size_t i;

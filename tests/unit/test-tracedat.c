@@ -44,7 +44,8 @@ static void test_v6_and_v7_zstd_hold_the_same_events(void **state)
 	assert_int_equal(ida, idb);
 	assert_int_equal(hgt_input_nr_cpus(a), hgt_input_nr_cpus(b));
 	for (cpu = 0; cpu < hgt_input_nr_cpus(a); cpu++) {
-		struct hgt_cursor *ca = hgt_cursor_open(a, 0, cpu), *cb = hgt_cursor_open(b, 0, cpu);
+		struct hgt_cursor *ca = hgt_cursor_open(a, 0, cpu),
+				  *cb = hgt_cursor_open(b, 0, cpu);
 		struct tep_record ra, rb;
 		int x, y;
 

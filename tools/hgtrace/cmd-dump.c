@@ -215,8 +215,8 @@ int cmd_dump(int argc, char **argv)
 				printf("    cpu %d: no data\n", c);
 				continue;
 			}
-			printf("    cpu %d: @ 0x%" PRIx64 ", %" PRIu64 " bytes", c, b->cpus[c].offset,
-			       b->cpus[c].size);
+			printf("    cpu %d: @ 0x%" PRIx64 ", %" PRIu64 " bytes", c,
+			       b->cpus[c].offset, b->cpus[c].size);
 			if (b->compressed)
 				printf(" (%" PRIu64 " uncompressed)",
 				       hgt_input_cpu_uncompressed_size(in, i, c));

@@ -40,8 +40,10 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: hgtrace report [OPTIONS] [-i FILE]... [FILE]...\n"
-		"  -i FILE          input (repeatable; several inputs merge by time). Default trace.dat\n"
-		"  -F FILTER        libtraceevent filter; before any -i for every input, after an -i\n"
+		"  -i FILE          input (repeatable; several inputs merge by time). Default "
+		"trace.dat\n"
+		"  -F FILTER        libtraceevent filter; before any -i for every input, after an "
+		"-i\n"
 		"                   for that input only\n"
 		"  -v               negate the -F options that follow\n"
 		"  -t               nanosecond timestamps\n"
@@ -49,7 +51,8 @@ static void usage(FILE *f)
 		"  -R               raw format: field=value instead of the print format\n"
 		"  --cpu LIST       only these CPUs (global indexes over all inputs, e.g. 0,2-3)\n"
 		"  --ts-offset NS   add NS to the times of the preceding input\n"
-		"  --ts2secs HZ     timestamps tick at HZ; before the 2nd input for all, after it for\n"
+		"  --ts2secs HZ     timestamps tick at HZ; before the 2nd input for all, after it "
+		"for\n"
 		"                   the preceding input\n"
 		"  --ts-diff        show the time since the previous event\n"
 		"  --raw-ts         raw timestamps, no corrections or offsets\n"
@@ -180,8 +183,8 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'F':
 			if (nr_in ? add_filter(&ins[nr_in - 1].filters, &ins[nr_in - 1].nr_filters,
-					       optarg, neg) :
-				    add_filter(&global, &nr_global, optarg, neg))
+					       optarg, neg)
+				  : add_filter(&global, &nr_global, optarg, neg))
 				goto nomem;
 			break;
 		case 'v':
@@ -205,7 +208,8 @@ int cmd_report(int argc, char **argv)
 			break;
 		case OPT_TS_OFFSET:
 			if (!nr_in) {
-				fprintf(stderr, "hgtrace: report: --ts-offset must come after -i\n");
+				fprintf(stderr,
+					"hgtrace: report: --ts-offset must come after -i\n");
 				goto out;
 			}
 			if (!parse_ll("--ts-offset", optarg, &v))
