@@ -16,6 +16,8 @@
 
 #include "tracedat-local.h"
 
+typedef int (*meta_fn)(struct hgt_input *in, struct hgt__rd *rd);
+
 static const uint8_t magic[10] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
 
 static int add_section(struct hgt_input *in, uint16_t id, uint16_t flags, int32_t sid, uint64_t off,
@@ -177,8 +179,6 @@ static int walk_sections(struct hgt_input *in)
 	return 0;
 }
 
-typedef int (*meta_fn)(struct hgt_input *in, struct hgt__rd *rd);
-
 static int read_meta_section(struct hgt_input *in, unsigned int id, meta_fn fn, bool required)
 {
 	struct hgt__rd rd = { .in = in };
@@ -272,6 +272,19 @@ static int read_flyrecord_v6(struct hgt_input *in, struct hgt__rd *rd, int idx, 
 	return 0;
 }
 
+/* The metadata items of a v6 file, in file order. */
+static const struct {
+	unsigned int id;
+	meta_fn read;
+} v6_items[] = {
+	{ HGT_OPT_HEADER_INFO, hgt__read_header_info },
+	{ HGT_OPT_FTRACE_EVENTS, hgt__read_ftrace_events },
+	{ HGT_OPT_EVENT_FORMATS, hgt__read_event_formats },
+	{ HGT_OPT_KALLSYMS, hgt__read_kallsyms },
+	{ HGT_OPT_PRINTK, hgt__read_printk },
+	{ HGT_OPT_CMDLINES, hgt__read_cmdlines },
+};
+
 static int open_v6(struct hgt_input *in)
 {
 	struct hgt__rd rd = { .in = in, .pos = in->header_len, .end = in->file_size };
@@ -280,37 +293,14 @@ static int open_v6(struct hgt_input *in)
 	char tag[10];
 	int top, ret, i, nr_inst;
 
-	start = rd.pos;
-	ret = hgt__read_header_info(in, &rd);
-	if (!ret)
-		ret = add_section(in, HGT_OPT_HEADER_INFO, 0, -1, start, rd.pos - start);
-	start = rd.pos;
-	if (!ret)
-		ret = hgt__read_ftrace_events(in, &rd);
-	if (!ret)
-		ret = add_section(in, HGT_OPT_FTRACE_EVENTS, 0, -1, start, rd.pos - start);
-	start = rd.pos;
-	if (!ret)
-		ret = hgt__read_event_formats(in, &rd);
-	if (!ret)
-		ret = add_section(in, HGT_OPT_EVENT_FORMATS, 0, -1, start, rd.pos - start);
-	start = rd.pos;
-	if (!ret)
-		ret = hgt__read_kallsyms(in, &rd);
-	if (!ret)
-		ret = add_section(in, HGT_OPT_KALLSYMS, 0, -1, start, rd.pos - start);
-	start = rd.pos;
-	if (!ret)
-		ret = hgt__read_printk(in, &rd);
-	if (!ret)
-		ret = add_section(in, HGT_OPT_PRINTK, 0, -1, start, rd.pos - start);
-	start = rd.pos;
-	if (!ret)
-		ret = hgt__read_cmdlines(in, &rd);
-	if (!ret)
-		ret = add_section(in, HGT_OPT_CMDLINES, 0, -1, start, rd.pos - start);
-	if (ret)
-		return ret;
+	for (i = 0; i < (int)(sizeof(v6_items) / sizeof(v6_items[0])); i++) {
+		start = rd.pos;
+		ret = v6_items[i].read(in, &rd);
+		if (!ret)
+			ret = add_section(in, v6_items[i].id, 0, -1, start, rd.pos - start);
+		if (ret)
+			return ret;
+	}
 	rd.what = "CPU count";
 	ret = hgt__rd_u32(&rd, &cpus);
 	if (ret)

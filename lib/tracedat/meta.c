@@ -162,41 +162,35 @@ static int read_text(struct hgt_input *in, struct hgt__rd *rd, const char *what,
 	return ret;
 }
 
-int hgt__read_kallsyms(struct hgt_input *in, struct hgt__rd *rd)
+/* Hand a text item to libtraceevent unless only the header was asked for. */
+static int read_text_item(struct hgt_input *in, struct hgt__rd *rd, const char *what, bool size64,
+			  uint64_t *len, int (*parse)(struct tep_handle *, const char *))
 {
 	char *text;
-	int ret = read_text(in, rd, "kallsyms", false, &text, &in->meta.kallsyms_size);
+	int ret = read_text(in, rd, what, size64, &text, len);
 
 	if (ret)
 		return ret;
-	if (in->tep && !(in->flags & HGT_OPEN_HEAD_ONLY) && in->meta.kallsyms_size)
-		tep_parse_kallsyms(in->tep, text);
+	if (in->tep && !(in->flags & HGT_OPEN_HEAD_ONLY) && *len)
+		parse(in->tep, text);
 	free(text);
 	return 0;
+}
+
+int hgt__read_kallsyms(struct hgt_input *in, struct hgt__rd *rd)
+{
+	return read_text_item(in, rd, "kallsyms", false, &in->meta.kallsyms_size,
+			      tep_parse_kallsyms);
 }
 
 int hgt__read_printk(struct hgt_input *in, struct hgt__rd *rd)
 {
-	char *text;
-	int ret = read_text(in, rd, "printk formats", false, &text, &in->meta.printk_size);
-
-	if (ret)
-		return ret;
-	if (in->tep && !(in->flags & HGT_OPEN_HEAD_ONLY) && in->meta.printk_size)
-		tep_parse_printk_formats(in->tep, text);
-	free(text);
-	return 0;
+	return read_text_item(in, rd, "printk formats", false, &in->meta.printk_size,
+			      tep_parse_printk_formats);
 }
 
 int hgt__read_cmdlines(struct hgt_input *in, struct hgt__rd *rd)
 {
-	char *text;
-	int ret = read_text(in, rd, "saved cmdlines", true, &text, &in->meta.cmdlines_size);
-
-	if (ret)
-		return ret;
-	if (in->tep && !(in->flags & HGT_OPEN_HEAD_ONLY) && in->meta.cmdlines_size)
-		tep_parse_saved_cmdlines(in->tep, text);
-	free(text);
-	return 0;
+	return read_text_item(in, rd, "saved cmdlines", true, &in->meta.cmdlines_size,
+			      tep_parse_saved_cmdlines);
 }
