@@ -8,5 +8,7 @@ cd "$(dirname "$0")/.."
 ninja -C build-fuzz fuzz/fuzz-reader
 mkdir -p fuzz/corpus-run
 cp -n tests/data/*.dat fuzz/corpus-run/ 2>/dev/null || true
-exec build-fuzz/fuzz/fuzz-reader -max_total_time="${FUZZ_SECONDS:-60}" -max_len=1048576 \
+# Leaks inside libtraceevent itself are not ours (tests/lsan.supp).
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+exec build-fuzz/fuzz/fuzz-reader -artifact_prefix=fuzz/ -max_total_time="${FUZZ_SECONDS:-60}" -max_len=1048576 \
 	-rss_limit_mb=2048 fuzz/corpus-run
