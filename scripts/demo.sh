@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo: report a bundled real recording (x86-tsc host trace made with trace-cmd).
-set -euo pipefail
+set -eu  # no pipefail: head closes the pipes on purpose
 builddir=${1:-build}
 hg=$builddir/tools/hgtrace/hgtrace
 data=tests/data
