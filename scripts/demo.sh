@@ -10,7 +10,7 @@ echo
 echo "== hgtrace report $data/tsc.dat (first 15 events)"
 "$hg" report "$data/tsc.dat" | head -16
 echo
-echo "== three recordings merged by time (x86-tsc, mono, an instance that overran)"
+echo "== three recordings merged by time (mono clock, local clock, an instance that overran)"
 "$hg" report -i "$data/mono.dat" -i "$data/local-v7none.dat" -i "$data/inst.dat" | grep -m3 -B1 -A1 'EVENTS DROPPED' || true
 echo
 echo "Try: $hg report -i $data/mono.dat -i $data/inst.dat --ts-diff | less"
