@@ -153,3 +153,77 @@ out:
 		free(raw);
 	return ret;
 }
+
+/**
+ * hgt__compress - compress @len bytes of @src with @comp into a new buffer *@dst (caller
+ * frees) of *@dlen bytes. zstd without the content size (as trace-cmd writes it), zlib at
+ * best compression. @cctx: a ZSTD_CCtx from hgt__cctx_new(), or NULL.
+ */
+int hgt__compress(enum hgt_compression comp, void *cctx, const void *src, size_t len, uint8_t **dst,
+		  size_t *dlen)
+{
+	size_t cap;
+	uint8_t *out;
+
+	*dst = NULL;
+	if (comp == HGT_COMPRESS_ZSTD) {
+		size_t r;
+
+		cap = ZSTD_compressBound(len);
+		out = malloc(cap ? cap : 1);
+		if (!out)
+			return -ENOMEM;
+		r = ZSTD_compress2(cctx, out, cap, src, len);
+		if (ZSTD_isError(r)) {
+			free(out);
+			return -EIO;
+		}
+		*dst = out;
+		*dlen = r;
+		return 0;
+	}
+	if (comp == HGT_COMPRESS_ZLIB) {
+		uLongf z;
+
+		cap = compressBound(len);
+		out = malloc(cap ? cap : 1);
+		if (!out)
+			return -ENOMEM;
+		z = cap;
+		if (compress2(out, &z, src, len, Z_BEST_COMPRESSION) != Z_OK) {
+			free(out);
+			return -EIO;
+		}
+		*dst = out;
+		*dlen = z;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void *hgt__cctx_new(enum hgt_compression comp)
+{
+	ZSTD_CCtx *c;
+
+	if (comp != HGT_COMPRESS_ZSTD)
+		return NULL;
+	c = ZSTD_createCCtx();
+	if (c)
+		ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
+	return c;
+}
+
+void hgt__cctx_free(enum hgt_compression comp, void *cctx)
+{
+	if (cctx && comp == HGT_COMPRESS_ZSTD)
+		ZSTD_freeCCtx(cctx);
+}
+
+const char *hgt__compression_version(enum hgt_compression comp)
+{
+	if (comp == HGT_COMPRESS_ZSTD)
+		return ZSTD_versionString();
+	if (comp == HGT_COMPRESS_ZLIB)
+		return zlibVersion();
+	return "";
+}

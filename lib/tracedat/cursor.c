@@ -207,6 +207,17 @@ static int fill_window(struct hgt_cursor *c)
 	return 0;
 }
 
+int hgt__cursor_next_pages(struct hgt_cursor *c, const uint8_t **pages, size_t *len)
+{
+	int ret = fill_window(c);
+
+	if (ret <= 0)
+		return ret;
+	*pages = c->win;
+	*len = c->win_pages * c->page_size;
+	return 1;
+}
+
 /* Load the next non-empty page. Returns 1, 0 at the end, or a negative errno. */
 static int next_page(struct hgt_cursor *c)
 {

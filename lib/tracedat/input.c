@@ -799,3 +799,50 @@ int hgt_input_write_latency(struct hgt_input *in, FILE *out)
 	}
 	return 0;
 }
+
+/**
+ * hgt__input_meta_blob - the bytes of metadata item @id (HEADER_INFO .. CMDLINES) in their
+ * v6 encoding, which is also the body of the v7 section, decompressed.
+ */
+int hgt__input_meta_blob(struct hgt_input *in, unsigned int id, uint8_t **buf, uint64_t *len)
+{
+	int i, ret;
+
+	*buf = NULL;
+	*len = 0;
+	if (id < HGT_OPT_HEADER_INFO || id > HGT_OPT_CMDLINES)
+		return -EINVAL;
+	if (in->version >= 7) {
+		if (!in->sec_off[id]) {
+			*buf = calloc(1, 16);
+			if (!*buf)
+				return -ENOMEM;
+			/* absent optional item: an empty one (u32 or u64 size 0) */
+			*len = id == HGT_OPT_CMDLINES ? 8 : 4;
+			return 0;
+		}
+		return hgt__load_section(in, in->sec_off[id], (uint16_t)id, buf, len);
+	}
+	for (i = 0; i < in->nr_sections; i++) {
+		const struct hgt_section *s = &in->sections[i];
+
+		if (s->id != id)
+			continue;
+		if (s->size > HGT__MAX_META)
+			return hgt__error(in, s->offset, EFBIG,
+					  "%s is %llu bytes, beyond the limit", hgt_option_name(id),
+					  (unsigned long long)s->size);
+		*buf = malloc(s->size + 1);
+		if (!*buf)
+			return -ENOMEM;
+		ret = hgt__pread_all(in, *buf, s->size, s->offset);
+		if (ret) {
+			free(*buf);
+			*buf = NULL;
+			return ret;
+		}
+		*len = s->size;
+		return 0;
+	}
+	return hgt__error(in, in->header_len, ENOENT, "no %s item", hgt_option_name(id));
+}

@@ -413,7 +413,10 @@ static int parse_option_list(struct hgt_input *in, struct hgt__rd *rd, uint64_t 
 			if (size != 8)
 				return hgt__error(in, at, EBADMSG,
 						  "option 0 (DONE) is %u bytes, expected 8", size);
-			return hgt__rd_u64(rd, next);
+			in->last_done_pos = rd->mem ? rd->sec_offset + 16 + rd->pos : 0;
+			ret = hgt__rd_u64(rd, next);
+			in->last_done_next = *next;
+			return ret;
 		}
 		at = hgt__rd_fileoff(rd);
 		buf = malloc(size + 1);
@@ -445,6 +448,7 @@ int hgt__parse_options_v7(struct hgt_input *in)
 		struct hgt__rd rd = { .in = in };
 		uint8_t *body;
 		uint64_t len, prev = off;
+		uint8_t flags[2];
 
 		if (++hops > 4096)
 			return hgt__error(in, off, ELOOP,
@@ -459,6 +463,8 @@ int hgt__parse_options_v7(struct hgt_input *in)
 		free(body);
 		if (ret)
 			return ret;
+		if (!hgt__pread_all(in, flags, 2, prev) && (hgt__get16(in, flags) & 1))
+			in->last_done_pos = 0; /* in a compressed section: cannot be patched */
 		if (off && off <= prev)
 			return hgt__error(in, prev, ELOOP,
 					  "DONE points back to 0x%llx: OPTIONS chain would loop",

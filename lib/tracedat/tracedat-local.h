@@ -81,6 +81,8 @@ struct hgt_input {
 	uint64_t latency_offset; /* v6: start of text; v7: section header */
 	uint64_t latency_size;
 
+	uint64_t last_done_pos; /* v7: file offset of the last DONE's u64 (0: compressed) */
+	uint64_t last_done_next;
 	uint64_t sec_off[HGT_OPT_MAX]; /* v7 metadata section offsets from options (0 = none) */
 
 	struct hgt_meta_info meta;
@@ -130,6 +132,19 @@ void hgt__dctx_free(struct hgt_input *in, void *dctx);
 /* Load a (possibly compressed) section body into memory; caller frees *buf. */
 int hgt__load_section(struct hgt_input *in, uint64_t sec_off, uint16_t want_id, uint8_t **buf,
 		      uint64_t *len);
+
+int hgt__compress(enum hgt_compression comp, void *cctx, const void *src, size_t len,
+		  uint8_t **dst, size_t *dlen);
+void *hgt__cctx_new(enum hgt_compression comp);
+void hgt__cctx_free(enum hgt_compression comp, void *cctx);
+const char *hgt__compression_version(enum hgt_compression comp);
+
+/* input.c: the v6 encoding of metadata item @id (16..21); caller frees *buf. */
+int hgt__input_meta_blob(struct hgt_input *in, unsigned int id, uint8_t **buf, uint64_t *len);
+
+/* cursor.c: the next batch of whole pages of a cursor's CPU, without decoding them.
+ * Returns 1 (*pages, *len valid until the next call), 0 at the end, or -errno. */
+int hgt__cursor_next_pages(struct hgt_cursor *c, const uint8_t **pages, size_t *len);
 
 /* options.c */
 int hgt__parse_options_v7(struct hgt_input *in);

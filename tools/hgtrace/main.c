@@ -14,6 +14,7 @@ static const struct {
 } cmds[] = {
 	{ "report", cmd_report, "print trace.dat files, merged by time (as trace-cmd report)" },
 	{ "dump", cmd_dump, "show a trace.dat file's structure: header, sections, options, data" },
+	{ "convert", cmd_convert, "rewrite a trace.dat as version 6 or 7, none/zlib/zstd" },
 };
 
 void cmd_error(const char *fallback)

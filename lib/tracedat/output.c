@@ -1,0 +1,851 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * trace.dat writer: version 7 (sections; none, zlib or zstd) and version 6 (sequential).
+ *
+ * v7 layout, as trace-cmd record writes it:
+ *   [header][16..21 metadata sections][OPTIONS#1: section refs, options, CPUCOUNT, DONE]
+ *   [BUFFER section per buffer: padding, per-CPU pages][OPTIONS#2: BUFFER options, DONE 0]
+ *   [STRINGS]
+ * v6 layout: [header][items 1-6][u32 cpus]["options  " options (instance BUFFER offsets
+ * patched later) u16 0]["flyrecord" cpu table, clock, pages][instances' flyrecord blocks].
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hgtrace/output.h>
+
+#include "tracedat-local.h"
+
+#define PAGES_IN_CHUNK 10
+#define NR_META (HGT_OPT_CMDLINES - HGT_OPT_HEADER_INFO + 1)
+
+struct out_opt {
+	uint16_t id;
+	uint32_t size;
+	uint8_t *data;
+};
+
+struct out_cpu {
+	uint64_t offset;
+	uint64_t size;
+	bool present;
+};
+
+struct out_buf {
+	char *name;
+	char *clock;
+	int nr_cpus;
+	struct out_cpu *cpus;
+	uint64_t sec_off;    /* v7: BUFFER section header; v6: "flyrecord" tag */
+	uint64_t v6_opt_pos; /* v6 instance: where its BUFFER option's u64 offset lies */
+	int32_t desc;	     /* v7 string id */
+	bool started;
+};
+
+struct hgt_output {
+	char *path;
+	int fd;
+	int version;
+	enum hgt_compression comp;
+	uint32_t page_size;
+	int long_size;
+	int err;
+	bool data_started;
+
+	uint8_t *meta[NR_META];
+	size_t meta_len[NR_META];
+	struct out_opt *opts;
+	int nr_opts;
+	struct out_buf *bufs;
+	int nr_bufs;
+
+	uint64_t pos; /* next write position (always the end of what is written) */
+	int cur_buf, cur_cpu;
+	uint64_t cpu_start; /* offset of the current CPU's data */
+	uint8_t *chunk;	    /* compressed: pages waiting to form a chunk */
+	size_t chunk_len;
+	uint32_t nr_chunks;
+	void *cctx;
+
+	char *strings;
+	size_t strings_len;
+	uint64_t first_done_pos; /* v7: OPTIONS#1 DONE's u64, patched at close */
+	uint64_t hdr_opt_pos;	 /* v7: first OPTIONS offset in the initial header */
+};
+
+/* Record the first error: "PATH: message" into hgt_last_error(). Returns -err. */
+static int out_error(struct hgt_output *o, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int out_error(struct hgt_output *o, int err, const char *fmt, ...)
+{
+	char what[HGT__ERRLEN], line[HGT__ERRLEN + 256];
+	va_list ap;
+
+	if (o->err)
+		return o->err;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(line, sizeof(line), "%s: %s", o->path, what);
+	hgt__set_last_error(line);
+	o->err = -err;
+	return o->err;
+}
+
+static int pwrite_all(struct hgt_output *o, const void *p, size_t n, uint64_t off)
+{
+	const uint8_t *b = p;
+
+	if (o->err)
+		return o->err;
+	while (n) {
+		ssize_t w = pwrite(o->fd, b, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return out_error(o, w < 0 ? errno : EIO, "offset 0x%llx: write failed: %s",
+					 (unsigned long long)off, strerror(w < 0 ? errno : EIO));
+		b += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+static int wr(struct hgt_output *o, const void *p, size_t n)
+{
+	int ret = pwrite_all(o, p, n, o->pos);
+
+	if (!ret)
+		o->pos += n;
+	return ret;
+}
+
+static int wr16(struct hgt_output *o, uint16_t v)
+{
+	return wr(o, &v, 2);
+}
+
+static int wr32(struct hgt_output *o, uint32_t v)
+{
+	return wr(o, &v, 4);
+}
+
+static int wr64(struct hgt_output *o, uint64_t v)
+{
+	return wr(o, &v, 8);
+}
+
+static int patch64(struct hgt_output *o, uint64_t off, uint64_t v)
+{
+	return pwrite_all(o, &v, 8, off);
+}
+
+/* Zero bytes up to the next multiple of @align. */
+static int pad_to(struct hgt_output *o, uint64_t align)
+{
+	static const uint8_t zero[4096];
+	uint64_t n = (align - o->pos % align) % align;
+
+	while (n) {
+		size_t k = n < sizeof(zero) ? (size_t)n : sizeof(zero);
+		int ret = wr(o, zero, k);
+
+		if (ret)
+			return ret;
+		n -= k;
+	}
+	return 0;
+}
+
+/* Add a description string; returns its id (offset in the strings of this file). */
+static int32_t add_string(struct hgt_output *o, const char *s)
+{
+	size_t len = strlen(s) + 1;
+	char *n = realloc(o->strings, o->strings_len + len);
+
+	if (!n) {
+		out_error(o, ENOMEM, "out of memory");
+		return -1;
+	}
+	memcpy(n + o->strings_len, s, len);
+	o->strings = n;
+	o->strings_len += len;
+	return (int32_t)(o->strings_len - len);
+}
+
+static int sec_header(struct hgt_output *o, uint16_t id, uint16_t flags, int32_t desc,
+		      uint64_t size)
+{
+	int ret = wr16(o, id);
+
+	if (!ret)
+		ret = wr16(o, flags);
+	if (!ret)
+		ret = wr32(o, (uint32_t)desc);
+	if (!ret)
+		ret = wr64(o, size);
+	return ret;
+}
+
+static int opt_header(struct hgt_output *o, uint16_t id, uint32_t size)
+{
+	int ret = wr16(o, id);
+
+	return ret ? ret : wr32(o, size);
+}
+
+/**
+ * hgt_compression_parse - parse a compression name.
+ */
+int hgt_compression_parse(const char *name, enum hgt_compression *comp)
+{
+	if (!strcmp(name, "none"))
+		*comp = HGT_COMPRESS_NONE;
+	else if (!strcmp(name, "zlib"))
+		*comp = HGT_COMPRESS_ZLIB;
+	else if (!strcmp(name, "zstd") || !strcmp(name, "any"))
+		*comp = HGT_COMPRESS_ZSTD;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static const char *comp_name(enum hgt_compression c)
+{
+	return c == HGT_COMPRESS_ZSTD ? "zstd" : c == HGT_COMPRESS_ZLIB ? "zlib" : "none";
+}
+
+/**
+ * hgt_output_create - start a new trace.dat file.
+ */
+struct hgt_output *hgt_output_create(const char *path, const struct hgt_output_opts *opts)
+{
+	struct hgt_output_opts oo = { 0 };
+	struct hgt_output *o;
+	uint8_t hdr[64];
+	size_t n = 0;
+	char line[HGT__ERRLEN];
+
+	if (opts) {
+		if (opts->sz < sizeof(size_t) || opts->sz > sizeof(oo)) {
+			errno = EINVAL;
+			return NULL;
+		}
+		memcpy(&oo, opts, opts->sz);
+	}
+	if (!oo.version)
+		oo.version = 7;
+	if (!oo.page_size)
+		oo.page_size = 4096;
+	if (!oo.long_size)
+		oo.long_size = 8;
+	if ((oo.version != 6 && oo.version != 7) || (oo.version == 6 && oo.compression) ||
+	    oo.page_size < 64 || oo.page_size > HGT__MAX_PAGE ||
+	    (oo.long_size != 4 && oo.long_size != 8)) {
+		snprintf(line, sizeof(line),
+			 "%s: cannot write version %d with compression %s, page size %u, long "
+			 "size %d (version 6 has no compression)",
+			 path, oo.version, comp_name(oo.compression), oo.page_size, oo.long_size);
+		hgt__set_last_error(line);
+		errno = EINVAL;
+		return NULL;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->path = strdup(path);
+	o->version = oo.version;
+	o->comp = oo.compression;
+	o->page_size = oo.page_size;
+	o->long_size = oo.long_size;
+	o->cur_buf = -1;
+	o->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (!o->path || o->fd < 0) {
+		int e = errno;
+
+		snprintf(line, sizeof(line), "%s: cannot create: %s", path, strerror(e));
+		hgt__set_last_error(line);
+		free(o->path);
+		free(o);
+		errno = e;
+		return NULL;
+	}
+	if (o->comp) {
+		o->cctx = hgt__cctx_new(o->comp);
+		o->chunk = malloc((size_t)o->page_size * PAGES_IN_CHUNK);
+		if ((o->comp == HGT_COMPRESS_ZSTD && !o->cctx) || !o->chunk)
+			out_error(o, ENOMEM, "out of memory");
+	}
+	memcpy(hdr, "\x17\x08\x44tracing", 10);
+	n = 10;
+	n += (size_t)sprintf((char *)hdr + n, "%d", o->version) + 1;
+	hdr[n++] = 0; /* little endian: the host's order */
+	hdr[n++] = (uint8_t)o->long_size;
+	memcpy(hdr + n, &o->page_size, 4);
+	n += 4;
+	wr(o, hdr, n);
+	if (o->version >= 7) {
+		const char *name = comp_name(o->comp), *ver = hgt__compression_version(o->comp);
+
+		wr(o, name, strlen(name) + 1);
+		wr(o, ver, strlen(ver) + 1);
+		o->hdr_opt_pos = o->pos;
+		wr64(o, 0); /* first OPTIONS section, patched */
+	}
+	return o;
+}
+
+int hgt_output_set_meta(struct hgt_output *o, unsigned int id, const void *blob, size_t len)
+{
+	int i = (int)id - HGT_OPT_HEADER_INFO;
+
+	if (o->err)
+		return o->err;
+	if (i < 0 || i >= NR_META || o->data_started)
+		return out_error(o, EINVAL, "metadata item %u (%s) cannot be set now", id,
+				 hgt_option_name(id));
+	free(o->meta[i]);
+	o->meta[i] = malloc(len ? len : 1);
+	if (!o->meta[i])
+		return out_error(o, ENOMEM, "out of memory");
+	memcpy(o->meta[i], blob, len);
+	o->meta_len[i] = len;
+	return 0;
+}
+
+int hgt_output_add_option(struct hgt_output *o, unsigned int id, const void *data, uint32_t size)
+{
+	struct out_opt *n;
+
+	if (o->err)
+		return o->err;
+	if (id == HGT_OPT_DONE || id == HGT_OPT_BUFFER || id == HGT_OPT_CPUCOUNT ||
+	    id == HGT_OPT_STRINGS || (id >= HGT_OPT_HEADER_INFO && id <= HGT_OPT_BUFFER_TEXT) ||
+	    id == HGT_OPT_BTF_FILE || id == HGT_OPT_MODULES_FILE || id > 0xffff)
+		return out_error(o, EINVAL, "option %u (%s) is written by the writer itself", id,
+				 hgt_option_name(id));
+	if (o->data_started)
+		return out_error(o, EINVAL, "option %u added after the trace data", id);
+	n = realloc(o->opts, sizeof(*n) * (size_t)(o->nr_opts + 1));
+	if (!n)
+		return out_error(o, ENOMEM, "out of memory");
+	o->opts = n;
+	n[o->nr_opts].id = (uint16_t)id;
+	n[o->nr_opts].size = size;
+	n[o->nr_opts].data = malloc(size ? size : 1);
+	if (!n[o->nr_opts].data)
+		return out_error(o, ENOMEM, "out of memory");
+	memcpy(n[o->nr_opts].data, data, size);
+	o->nr_opts++;
+	return 0;
+}
+
+int hgt_output_add_buffer(struct hgt_output *o, const char *name, const char *clock, int nr_cpus)
+{
+	struct out_buf *n, *b;
+
+	if (o->err)
+		return o->err;
+	if (o->data_started || nr_cpus < 0 || nr_cpus > HGT__MAX_CPUS ||
+	    (o->nr_bufs == 0) != (*name == 0))
+		return out_error(o, EINVAL,
+				 "buffer \"%s\" (%d CPUs): buffers must be declared before the "
+				 "data, the top instance (\"\") first and only once",
+				 name, nr_cpus);
+	n = realloc(o->bufs, sizeof(*n) * (size_t)(o->nr_bufs + 1));
+	if (!n)
+		return out_error(o, ENOMEM, "out of memory");
+	o->bufs = n;
+	b = &n[o->nr_bufs];
+	memset(b, 0, sizeof(*b));
+	b->name = strdup(name);
+	b->clock = strdup(clock ? clock : "");
+	b->nr_cpus = nr_cpus;
+	b->cpus = calloc((size_t)nr_cpus + 1, sizeof(*b->cpus));
+	o->nr_bufs++;
+	if (!b->name || !b->clock || !b->cpus)
+		return out_error(o, ENOMEM, "out of memory");
+	return o->nr_bufs - 1;
+}
+
+static int check_meta(struct hgt_output *o)
+{
+	int i;
+
+	for (i = 0; i < NR_META; i++)
+		if (!o->meta[i])
+			return out_error(o, EINVAL, "metadata item %d (%s) was not given",
+					 i + HGT_OPT_HEADER_INFO,
+					 hgt_option_name((unsigned)i + HGT_OPT_HEADER_INFO));
+	if (!o->nr_bufs)
+		return out_error(o, EINVAL, "no buffer declared");
+	return 0;
+}
+
+/* v7: one metadata section, compressed when the file is. */
+static int write_meta_section(struct hgt_output *o, unsigned int id, const char *desc,
+			      uint64_t *where)
+{
+	const uint8_t *p = o->meta[id - HGT_OPT_HEADER_INFO];
+	size_t len = o->meta_len[id - HGT_OPT_HEADER_INFO];
+	int32_t sid = add_string(o, desc);
+	int ret;
+
+	*where = o->pos;
+	if (!o->comp)
+		return sec_header(o, (uint16_t)id, 0, sid, len) ?: wr(o, p, len);
+	{
+		uint8_t *c;
+		size_t clen;
+
+		if (len > UINT32_MAX)
+			return out_error(o, EFBIG, "%s is too large to compress", desc);
+		ret = hgt__compress(o->comp, o->cctx, p, len, &c, &clen);
+		if (ret)
+			return out_error(o, -ret, "cannot compress %s", desc);
+		ret = sec_header(o, (uint16_t)id, 1, sid, 8 + clen);
+		if (!ret)
+			ret = wr32(o, (uint32_t)clen);
+		if (!ret)
+			ret = wr32(o, (uint32_t)len);
+		if (!ret)
+			ret = wr(o, c, clen);
+		free(c);
+		return ret;
+	}
+}
+
+static int write_user_options(struct hgt_output *o)
+{
+	int i, ret = 0;
+
+	for (i = 0; !ret && i < o->nr_opts; i++) {
+		ret = opt_header(o, o->opts[i].id, o->opts[i].size);
+		if (!ret)
+			ret = wr(o, o->opts[i].data, o->opts[i].size);
+	}
+	return ret;
+}
+
+static const char *const meta_desc[NR_META] = {
+	"headers", "ftrace events", "events format", "kallsyms", "printk", "command lines",
+};
+
+/* v7: metadata sections and OPTIONS#1. */
+static int begin_v7(struct hgt_output *o)
+{
+	uint64_t where[NR_META], opt_off, size;
+	int32_t sid;
+	int i, ret = 0;
+
+	for (i = 0; !ret && i < NR_META; i++)
+		ret = write_meta_section(o, (unsigned)(i + HGT_OPT_HEADER_INFO), meta_desc[i],
+					 &where[i]);
+	if (ret)
+		return ret;
+	size = NR_META * 14 + 10 + 14;
+	for (i = 0; i < o->nr_opts; i++)
+		size += 6 + (uint64_t)o->opts[i].size;
+	opt_off = o->pos;
+	sid = add_string(o, "options");
+	ret = sec_header(o, HGT_OPT_DONE, 0, sid, size);
+	for (i = 0; !ret && i < NR_META; i++) {
+		ret = opt_header(o, (uint16_t)(i + HGT_OPT_HEADER_INFO), 8);
+		if (!ret)
+			ret = wr64(o, where[i]);
+	}
+	if (!ret)
+		ret = write_user_options(o);
+	if (!ret)
+		ret = opt_header(o, HGT_OPT_CPUCOUNT, 4);
+	if (!ret)
+		ret = wr32(o, (uint32_t)o->bufs[0].nr_cpus);
+	if (!ret)
+		ret = opt_header(o, HGT_OPT_DONE, 8);
+	o->first_done_pos = o->pos;
+	if (!ret)
+		ret = wr64(o, 0);
+	if (!ret && o->pos != opt_off + 16 + size)
+		ret = out_error(o, EIO, "internal error: OPTIONS size %llu, wrote %llu",
+				(unsigned long long)size,
+				(unsigned long long)(o->pos - opt_off - 16));
+	/* the first OPTIONS section offset sits in the last 8 bytes of the initial header */
+	if (!ret)
+		ret = patch64(o, o->hdr_opt_pos, opt_off);
+	return ret;
+}
+
+/* v6: items, CPU count, options (instance BUFFER offsets patched later). */
+static int begin_v6(struct hgt_output *o)
+{
+	int i, ret = 0;
+
+	for (i = 0; !ret && i < NR_META; i++)
+		ret = wr(o, o->meta[i], o->meta_len[i]);
+	if (!ret)
+		ret = wr32(o, (uint32_t)o->bufs[0].nr_cpus);
+	if (ret)
+		return ret;
+	if (o->nr_opts || o->nr_bufs > 1) {
+		ret = wr(o, "options  ", 10);
+		if (!ret)
+			ret = write_user_options(o);
+		for (i = 1; !ret && i < o->nr_bufs; i++) {
+			struct out_buf *b = &o->bufs[i];
+			size_t nl = strlen(b->name) + 1;
+
+			ret = opt_header(o, HGT_OPT_BUFFER, (uint32_t)(8 + nl));
+			b->v6_opt_pos = o->pos;
+			if (!ret)
+				ret = wr64(o, 0);
+			if (!ret)
+				ret = wr(o, b->name, nl);
+			if (!ret && b->nr_cpus != o->bufs[0].nr_cpus) {
+				ret = opt_header(o, HGT_OPT_CPUCOUNT, 4);
+				if (!ret)
+					ret = wr32(o, (uint32_t)b->nr_cpus);
+			}
+		}
+		if (!ret)
+			ret = wr16(o, 0);
+	}
+	return ret;
+}
+
+static int begin_data(struct hgt_output *o)
+{
+	int ret;
+
+	if (o->data_started)
+		return o->err;
+	o->data_started = true;
+	ret = check_meta(o);
+	if (ret)
+		return ret;
+	return o->version >= 7 ? begin_v7(o) : begin_v6(o);
+}
+
+/* Start buffer @i: its section header (v7) or flyrecord block (v6). */
+static int start_buffer(struct hgt_output *o, int i)
+{
+	struct out_buf *b = &o->bufs[i];
+	char desc[4096 + 32];
+	int ret;
+
+	b->started = true;
+	b->sec_off = o->pos;
+	if (o->version >= 7) {
+		snprintf(desc, sizeof(desc), "buffer flyrecord %s", b->name);
+		b->desc = add_string(o, desc);
+		return sec_header(o, HGT_OPT_BUFFER, o->comp ? 1 : 0, b->desc, 0);
+	}
+	if (b->v6_opt_pos) {
+		ret = patch64(o, b->v6_opt_pos, b->sec_off);
+		if (ret)
+			return ret;
+	}
+	ret = wr(o, "flyrecord", 10);
+	for (int c = 0; !ret && c < b->nr_cpus; c++) {
+		ret = wr64(o, 0);
+		if (!ret)
+			ret = wr64(o, 0);
+	}
+	if (!ret) {
+		char clk[4096 + 8];
+		int n = snprintf(clk, sizeof(clk), "[%s]", *b->clock ? b->clock : "local");
+
+		ret = wr64(o, (uint64_t)n);
+		if (!ret)
+			ret = wr(o, clk, (size_t)n);
+	}
+	return ret;
+}
+
+static int flush_chunk(struct hgt_output *o)
+{
+	uint8_t *c;
+	size_t clen;
+	int ret;
+
+	if (!o->chunk_len)
+		return 0;
+	ret = hgt__compress(o->comp, o->cctx, o->chunk, o->chunk_len, &c, &clen);
+	if (ret)
+		return out_error(o, -ret, "cannot compress a chunk of %zu bytes", o->chunk_len);
+	ret = wr32(o, (uint32_t)clen);
+	if (!ret)
+		ret = wr32(o, (uint32_t)o->chunk_len);
+	if (!ret)
+		ret = wr(o, c, clen);
+	free(c);
+	o->chunk_len = 0;
+	o->nr_chunks++;
+	return ret;
+}
+
+/* Close the current CPU: flush, patch the chunk count, record offset and size. */
+static int end_cpu(struct hgt_output *o)
+{
+	struct out_cpu *c;
+	int ret = 0;
+
+	if (o->cur_buf < 0 || o->cur_cpu < 0)
+		return 0;
+	c = &o->bufs[o->cur_buf].cpus[o->cur_cpu];
+	if (c->present) {
+		if (o->comp) {
+			ret = flush_chunk(o);
+			if (!ret)
+				ret = pwrite_all(o, &o->nr_chunks, 4, c->offset);
+			/* the stored size does not count the u32 chunk count */
+			c->size = o->pos - c->offset - 4;
+		} else {
+			c->size = o->pos - c->offset;
+		}
+	}
+	o->cur_cpu = -1;
+	return ret;
+}
+
+/* Close the current buffer: section size (v7) or CPU table (v6). */
+static int end_buffer(struct hgt_output *o)
+{
+	struct out_buf *b;
+	int ret, i;
+
+	if (o->cur_buf < 0)
+		return 0;
+	ret = end_cpu(o);
+	if (ret)
+		return ret;
+	b = &o->bufs[o->cur_buf];
+	if (o->version >= 7)
+		return patch64(o, b->sec_off + 8, o->pos - b->sec_off - 16);
+	for (i = 0; !ret && i < b->nr_cpus; i++) {
+		uint64_t v[2] = { b->cpus[i].offset, b->cpus[i].size };
+
+		if (!b->cpus[i].present) {
+			v[0] = o->pos;
+			v[1] = 0;
+		}
+		ret = pwrite_all(o, v, 16, b->sec_off + 10 + 16 * (uint64_t)i);
+	}
+	return ret;
+}
+
+/* Close buffers up to @buf and start @buf (and every buffer between). */
+static int advance_to_buffer(struct hgt_output *o, int buf)
+{
+	int ret = 0;
+
+	while (!ret && o->cur_buf < buf) {
+		ret = end_buffer(o);
+		if (ret)
+			return ret;
+		o->cur_buf++;
+		o->cur_cpu = -1;
+		ret = start_buffer(o, o->cur_buf);
+	}
+	return ret;
+}
+
+/* Move the write state to (@buf, @cpu), closing and opening what lies between. */
+static int seek_cpu(struct hgt_output *o, int buf, int cpu)
+{
+	int ret;
+
+	if (buf < o->cur_buf || (buf == o->cur_buf && cpu < o->cur_cpu))
+		return out_error(o, EINVAL,
+				 "buffer %d cpu %d written after buffer %d cpu %d: write buffers "
+				 "in order and CPUs in ascending order",
+				 buf, cpu, o->cur_buf, o->cur_cpu);
+	if (buf == o->cur_buf && cpu == o->cur_cpu)
+		return 0;
+	ret = advance_to_buffer(o, buf);
+	if (!ret)
+		ret = end_cpu(o);
+	if (!ret)
+		o->cur_cpu = cpu;
+	return ret;
+}
+
+int hgt_output_write_cpu(struct hgt_output *o, int buf, int cpu, const void *pages, size_t len)
+{
+	const uint8_t *p = pages;
+	struct out_cpu *c;
+	int ret;
+
+	if (o->err)
+		return o->err;
+	ret = begin_data(o);
+	if (ret)
+		return ret;
+	if (buf < 0 || buf >= o->nr_bufs || cpu < 0 || cpu >= o->bufs[buf].nr_cpus)
+		return out_error(o, EINVAL, "no buffer %d cpu %d", buf, cpu);
+	if (len % o->page_size)
+		return out_error(o, EINVAL,
+				 "buffer %d cpu %d: %zu bytes are not whole %u-byte pages", buf,
+				 cpu, len, o->page_size);
+	ret = seek_cpu(o, buf, cpu);
+	if (ret || !len)
+		return ret;
+	c = &o->bufs[buf].cpus[cpu];
+	if (!c->present) {
+		ret = pad_to(o, o->page_size);
+		if (ret)
+			return ret;
+		c->present = true;
+		c->offset = o->pos;
+		if (o->comp) {
+			o->nr_chunks = 0;
+			o->chunk_len = 0;
+			ret = wr32(o, 0);
+			if (ret)
+				return ret;
+		}
+	}
+	if (!o->comp)
+		return wr(o, p, len);
+	while (len) {
+		size_t room = (size_t)o->page_size * PAGES_IN_CHUNK - o->chunk_len;
+		size_t k = len < room ? len : room;
+
+		memcpy(o->chunk + o->chunk_len, p, k);
+		o->chunk_len += k;
+		p += k;
+		len -= k;
+		if (o->chunk_len == (size_t)o->page_size * PAGES_IN_CHUNK) {
+			ret = flush_chunk(o);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* v7: OPTIONS#2 with one BUFFER option per buffer, then STRINGS. */
+static int finish_v7(struct hgt_output *o)
+{
+	uint64_t size = 14, opt_off;
+	int32_t sid, ssid;
+	int i, c, ret;
+
+	for (i = 0; i < o->nr_bufs; i++) {
+		struct out_buf *b = &o->bufs[i];
+		uint32_t n = 0;
+
+		for (c = 0; c < b->nr_cpus; c++)
+			n += b->cpus[c].present;
+		size += 6 + 8 + strlen(b->name) + 1 + strlen(b->clock) + 1 + 8 + 20ULL * n;
+	}
+	sid = add_string(o, "options");
+	ssid = add_string(o, "strings");
+	opt_off = o->pos;
+	ret = sec_header(o, HGT_OPT_DONE, 0, sid, size);
+	for (i = 0; !ret && i < o->nr_bufs; i++) {
+		struct out_buf *b = &o->bufs[i];
+		uint32_t n = 0;
+
+		for (c = 0; c < b->nr_cpus; c++)
+			n += b->cpus[c].present;
+		ret = opt_header(
+			o, HGT_OPT_BUFFER,
+			(uint32_t)(8 + strlen(b->name) + 1 + strlen(b->clock) + 1 + 8 + 20ULL * n));
+		if (!ret)
+			ret = wr64(o, b->sec_off);
+		if (!ret)
+			ret = wr(o, b->name, strlen(b->name) + 1);
+		if (!ret)
+			ret = wr(o, b->clock, strlen(b->clock) + 1);
+		if (!ret)
+			ret = wr32(o, o->page_size);
+		if (!ret)
+			ret = wr32(o, n);
+		for (c = 0; !ret && c < b->nr_cpus; c++) {
+			if (!b->cpus[c].present)
+				continue;
+			ret = wr32(o, (uint32_t)c);
+			if (!ret)
+				ret = wr64(o, b->cpus[c].offset);
+			if (!ret)
+				ret = wr64(o, b->cpus[c].size);
+		}
+	}
+	if (!ret)
+		ret = opt_header(o, HGT_OPT_DONE, 8);
+	if (!ret)
+		ret = wr64(o, 0);
+	if (!ret)
+		ret = patch64(o, o->first_done_pos, opt_off);
+	if (!ret)
+		ret = sec_header(o, HGT_OPT_STRINGS, 0, ssid, o->strings_len);
+	if (!ret)
+		ret = wr(o, o->strings, o->strings_len);
+	return ret;
+}
+
+static void out_free(struct hgt_output *o)
+{
+	int i;
+
+	for (i = 0; i < NR_META; i++)
+		free(o->meta[i]);
+	for (i = 0; i < o->nr_opts; i++)
+		free(o->opts[i].data);
+	for (i = 0; i < o->nr_bufs; i++) {
+		free(o->bufs[i].name);
+		free(o->bufs[i].clock);
+		free(o->bufs[i].cpus);
+	}
+	hgt__cctx_free(o->comp, o->cctx);
+	free(o->opts);
+	free(o->bufs);
+	free(o->chunk);
+	free(o->strings);
+	free(o->path);
+	free(o);
+}
+
+void hgt_output_abort(struct hgt_output *o)
+{
+	if (!o)
+		return;
+	if (o->fd >= 0) {
+		close(o->fd);
+		unlink(o->path);
+	}
+	out_free(o);
+}
+
+int hgt_output_close(struct hgt_output *o)
+{
+	int ret;
+
+	if (!o)
+		return -EINVAL;
+	ret = begin_data(o);
+	/* start and end every buffer that received no data, in order */
+	if (!ret)
+		ret = advance_to_buffer(o, o->nr_bufs - 1);
+	if (!ret)
+		ret = end_buffer(o);
+	if (!ret && o->version >= 7)
+		ret = finish_v7(o);
+	if (ret) {
+		hgt_output_abort(o);
+		return ret;
+	}
+	if (close(o->fd)) {
+		o->fd = -1;
+		ret = out_error(o, errno, "close failed: %s", strerror(errno));
+		unlink(o->path);
+	}
+	out_free(o);
+	return ret;
+}
