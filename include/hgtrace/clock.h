@@ -15,6 +15,7 @@ extern "C" {
 #endif
 
 struct hgt_input;
+struct hgt_time_shift;
 
 struct hgt_clock_opts {
 	size_t sz;	    /* sizeof(struct hgt_clock_opts); use HGT_OPTS() */
@@ -23,6 +24,8 @@ struct hgt_clock_opts {
 	bool has_ts_offset; /* --ts-offset given for this input */
 	int64_t ts_offset;  /* ns added (trace-cmd: replaces the base before DATE/OFFSET) */
 	uint64_t ts2secs;   /* --ts2secs HZ for this input (0: none) */
+	bool no_tsync;	    /* ignore the file's TIME_SHIFT (buffer instances, --raw-ts) */
+	bool tsync_compat;  /* guest->host as trace-cmd computes it (see hgt_clock_guest_to_host) */
 };
 
 /* Conversion state of one input; plain data, copy freely. */
@@ -31,8 +34,47 @@ struct hgt_clock {
 	double ts2secs;	   /* ns per tick when --ts2secs was given, else 0 */
 	uint32_t tsc_mult; /* TSC2NSEC (mult 0: no conversion) */
 	uint32_t tsc_shift;
-	int64_t offset; /* sum of DATE, OFFSET and --ts-offset, ns */
+	int64_t offset;			    /* sum of DATE, OFFSET and --ts-offset, ns */
+	const struct hgt_time_shift *tsync; /* guest file: TIME_SHIFT samples (owned by input) */
+	bool tsync_compat;
 };
+
+/**
+ * hgt_clock_guest_to_host - the host TSC of guest timestamp @ts recorded on guest CPU @cpu,
+ * from the TIME_SHIFT samples of @clk.
+ *
+ * Native (default): the samples' offset (= -tsc_offset) and KVM ratio/fraction bits are
+ * KVM's own relation guest = ((host * ratio) >> frac) + tsc_offset, inverted exactly with
+ * 128-bit arithmetic: host = ceil(((guest + offset) << frac) / ratio), the smallest host
+ * TSC whose guest value is @ts. Between samples the offset is interpolated (flag 1) or
+ * taken from the latest sample at or before @ts (a step function).
+ *
+ * Compat (@clk->tsync_compat): trace-cmd's timestamp_host_sync(): ((ts * ratio) >> frac)
+ * in 64 bits (it wraps) plus the offset, the ratio ignored with a single sample, and past
+ * the last sample the offset of the one before it.
+ *
+ * Both agree whenever ratio is 1 (or exactly 1 << frac) and the offset is constant.
+ */
+uint64_t hgt_clock_guest_to_host(const struct hgt_clock *clk, uint64_t ts, int cpu);
+
+/**
+ * hgt_tsc_host_to_guest - KVM's forward relation ((host * ratio) >> frac) + tsc_offset
+ * (mod 2^64, 128-bit product). ratio 0 means 1.0.
+ */
+static inline uint64_t hgt_tsc_host_to_guest(uint64_t host, uint64_t ratio, unsigned int frac,
+					     int64_t tsc_offset)
+{
+	if (!ratio)
+		return host + (uint64_t)tsc_offset;
+	return (uint64_t)(((unsigned __int128)host * ratio) >> frac) + (uint64_t)tsc_offset;
+}
+
+/**
+ * hgt_tsc_guest_to_host - the exact inverse: the smallest host TSC whose guest TSC is
+ * @guest (ceil(((guest - tsc_offset) << frac) / ratio), 128-bit). ratio 0 means 1.0.
+ */
+uint64_t hgt_tsc_guest_to_host(uint64_t guest, uint64_t ratio, unsigned int frac,
+			       int64_t tsc_offset);
 
 /**
  * hgt_clock_init - the conversion trace-cmd applies to @in's timestamps with @opts.
@@ -60,9 +102,10 @@ static inline uint64_t hgt_mul_u64_u32_shr(uint64_t a, uint32_t mult, unsigned i
  */
 static inline uint64_t hgt_clock_convert(const struct hgt_clock *clk, uint64_t ts, int cpu)
 {
-	(void)cpu; /* per-CPU guest->host shifts hook in here */
 	if (clk->raw)
 		return ts;
+	if (clk->tsync)
+		ts = hgt_clock_guest_to_host(clk, ts, cpu);
 	if (clk->ts2secs != 0)
 		ts = (uint64_t)((double)ts * clk->ts2secs);
 	else if (clk->tsc_mult)

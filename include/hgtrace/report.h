@@ -49,16 +49,18 @@ struct hgt_report_opts {
 	int nr_cpus;
 	uint64_t ts2secs; /* global --ts2secs */
 	enum hgt_report_mode mode;
-	bool no_plugins; /* -N */
-	bool nsec;	 /* -t */
-	bool raw;	 /* -R */
-	bool ts_diff;	 /* --ts-diff */
-	bool raw_ts;	 /* --raw-ts */
-	bool nodate;	 /* --nodate */
-	bool boundary;	 /* --boundary: mark the start of each sub-buffer */
-	bool no_latency; /* omit the latency column (trace-cmd before 3.3) */
-	bool quiet;	 /* no warnings on stderr */
-	FILE *out;	 /* NULL: stdout */
+	bool no_plugins;    /* -N */
+	bool nsec;	    /* -t */
+	bool raw;	    /* -R */
+	bool ts_diff;	    /* --ts-diff */
+	bool raw_ts;	    /* --raw-ts */
+	bool nodate;	    /* --nodate */
+	bool boundary;	    /* --boundary: mark the start of each sub-buffer */
+	bool no_latency;    /* omit the latency column (trace-cmd before 3.3) */
+	bool quiet;	    /* no warnings on stderr */
+	bool tsync_compat;  /* guest->host times as trace-cmd computes them (wrong when scaled) */
+	bool no_sync_check; /* no per-guest sync summary on stderr after a host+guest merge */
+	FILE *out;	    /* NULL: stdout */
 };
 
 /**

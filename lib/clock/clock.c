@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <hgtrace/clock.h>
+#include <hgtrace/peer.h>
 #include <hgtrace/tracedat.h>
 
 /**
@@ -34,10 +35,125 @@ int hgt_clock_init(struct hgt_clock *clk, const struct hgt_input *in,
 		clk->offset += v;
 	if (hgt_input_offset_option(in, &v))
 		clk->offset += v;
+	if (!o.no_tsync && !o.raw_ts) {
+		const struct hgt_time_shift *t = hgt_input_time_shift(in);
+
+		/* no CPUs: trace-cmd applies no correction at all */
+		if (t && t->nr_cpus > 0)
+			clk->tsync = t;
+		clk->tsync_compat = o.tsync_compat;
+	}
 	return 0;
 }
 
 void hgt_clock_add_offset(struct hgt_clock *clk, int64_t ns)
 {
 	clk->offset = (int64_t)((uint64_t)clk->offset + (uint64_t)ns);
+}
+
+uint64_t hgt_tsc_guest_to_host(uint64_t guest, uint64_t ratio, unsigned int frac,
+			       int64_t tsc_offset)
+{
+	uint64_t x = guest - (uint64_t)tsc_offset;
+	unsigned __int128 num;
+
+	if (!ratio || frac > 63 || ratio == (1ULL << frac))
+		return x;
+	num = (unsigned __int128)x << frac;
+	return (uint64_t)((num + ratio - 1) / ratio);
+}
+
+/* Index of the sample pair trace-cmd uses: (i, i + 1). */
+static uint32_t pair_index(const struct hgt_time_shift_cpu *c, int64_t ts)
+{
+	uint32_t lo = 0, hi = c->count - 1;
+
+	if (ts <= c->time[0])
+		return 0;
+	if (ts >= c->time[c->count - 1])
+		return c->count - 2;
+	/* largest i with time[i] <= ts; time[0] < ts < time[n-1] */
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (c->time[mid] <= ts)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Latest sample at or before @ts (sample 0 before the first). */
+static uint32_t step_index(const struct hgt_time_shift_cpu *c, int64_t ts)
+{
+	uint32_t lo = 0, hi = c->count;
+
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (c->time[mid] <= ts)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static uint64_t compat_convert(const struct hgt_time_shift *t, const struct hgt_time_shift_cpu *c,
+			       uint64_t ts)
+{
+	uint32_t i;
+	int64_t tscor;
+
+	if (c->count == 1)
+		return ts + (uint64_t)c->offset[0];
+	i = pair_index(c, (int64_t)ts);
+	if (t->flags & HGT_TSYNC_INTERPOLATE) {
+		int64_t delta = c->time[i + 1] - c->time[i];
+		/* trace-cmd's signed 64-bit arithmetic, wrapping where it wraps */
+		uint64_t prod = (uint64_t)((int64_t)ts - c->time[i]) *
+				(uint64_t)(c->offset[i + 1] - c->offset[i]);
+
+		tscor = delta ? c->offset[i] + ((int64_t)(prod + (uint64_t)(delta / 2))) / delta
+			      : c->offset[i];
+	} else {
+		tscor = c->offset[i];
+	}
+	ts = (ts * (uint64_t)c->scaling[i]) >> (c->frac[i] & 63);
+	return ts + (uint64_t)tscor;
+}
+
+static uint64_t native_convert(const struct hgt_time_shift *t, const struct hgt_time_shift_cpu *c,
+			       uint64_t ts)
+{
+	uint32_t i;
+	int64_t off;
+
+	if (c->count >= 2 && (t->flags & HGT_TSYNC_INTERPOLATE)) {
+		__int128 num, delta;
+
+		i = pair_index(c, (int64_t)ts);
+		delta = (__int128)c->time[i + 1] - c->time[i];
+		num = ((__int128)(int64_t)ts - c->time[i]) *
+		      ((__int128)c->offset[i + 1] - c->offset[i]);
+		off = delta ? (int64_t)(c->offset[i] + (num + delta / 2) / delta) : c->offset[i];
+	} else {
+		i = step_index(c, (int64_t)ts);
+		off = c->offset[i];
+	}
+	return hgt_tsc_guest_to_host(ts, (uint64_t)c->scaling[i], (unsigned int)c->frac[i], -off);
+}
+
+uint64_t hgt_clock_guest_to_host(const struct hgt_clock *clk, uint64_t ts, int cpu)
+{
+	const struct hgt_time_shift *t = clk->tsync;
+	const struct hgt_time_shift_cpu *c;
+
+	if (!t || cpu < 0 || cpu >= t->nr_cpus)
+		return ts;
+	c = &t->cpus[cpu];
+	if (!c->count)
+		return ts;
+	return clk->tsync_compat ? compat_convert(t, c, ts) : native_convert(t, c, ts);
 }

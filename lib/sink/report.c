@@ -238,6 +238,7 @@ static int open_inputs(struct report *r)
 			*h = r->h[i];
 			h->owner = false;
 			h->instance = true;
+			h->clock.tsync = NULL; /* instances stay in their own (guest) time */
 			h->buffer = b;
 			h->tag = buf->name;
 			h->nr_cpus = buf->nr_cpus;

@@ -488,6 +488,8 @@ struct hgt_input *hgt_input_open(const char *path, const struct hgt_open_opts *o
 	if (!(in->flags & (HGT_OPEN_NO_PLUGINS | HGT_OPEN_HEAD_ONLY)))
 		in->plugins = tep_load_plugins(in->tep);
 	ret = in->version >= 7 ? open_v7(in) : open_v6(in);
+	if (!ret)
+		ret = hgt__parse_peer_options(in);
 	if (ret)
 		goto fail;
 	if (in->kernel_long_size)
@@ -514,6 +516,7 @@ void hgt_input_close(struct hgt_input *in)
 			tep_unload_plugins(in->plugins, in->tep);
 		tep_free(in->tep);
 	}
+	hgt__guests_free(in);
 	for (i = 0; i < in->nr_opts; i++)
 		free((void *)in->opts[i].data);
 	for (i = 0; i < in->nr_bufs; i++) {

@@ -30,6 +30,9 @@ struct hgt__buffer {
 	struct hgt_cpu_data *cpus;
 };
 
+struct hgt__tsync;
+struct hgt__guest;
+
 struct hgt_input {
 	char *path;
 	int fd;
@@ -80,6 +83,10 @@ struct hgt_input {
 	bool latency;
 	uint64_t latency_offset; /* v6: start of text; v7: section header */
 	uint64_t latency_size;
+
+	struct hgt__tsync *tsync;
+	struct hgt__guest *guests;
+	int nr_guests;
 
 	uint64_t last_done_pos; /* v7: file offset of the last DONE's u64 (0: compressed) */
 	uint64_t last_done_next;
@@ -145,6 +152,11 @@ int hgt__input_meta_blob(struct hgt_input *in, unsigned int id, uint8_t **buf, u
 /* cursor.c: the next batch of whole pages of a cursor's CPU, without decoding them.
  * Returns 1 (*pages, *len valid until the next call), 0 at the end, or -errno. */
 int hgt__cursor_next_pages(struct hgt_cursor *c, const uint8_t **pages, size_t *len);
+
+/* peer.c */
+int hgt__parse_peer_options(struct hgt_input *in);
+void hgt__tsync_free(struct hgt__tsync *ts);
+void hgt__guests_free(struct hgt_input *in);
 
 /* options.c */
 int hgt__parse_options_v7(struct hgt_input *in);

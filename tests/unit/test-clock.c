@@ -2,7 +2,11 @@
 /* The timestamp pipeline: TSC2NSEC multiply-shift, --ts2secs, offsets, --raw-ts. */
 #include "test-helpers.h"
 
+#include <stdbool.h>
+#include <string.h>
+
 #include <hgtrace/clock.h>
+#include <hgtrace/peer.h>
 
 /* trace-cmd's (and the kernel's) 64-bit formulation, valid for shift <= 32. */
 static uint64_t ref_mul_shr(uint64_t a, uint32_t mult, unsigned int shift)
@@ -53,10 +57,138 @@ static void test_ts2secs_wins_over_tsc2nsec(void **state)
 	assert_int_equal(hgt_clock_convert(&c, 1000, 0), 2000);
 }
 
+/* One guest CPU with @n samples, every sample the same scaling/frac. */
+struct ts_fixture {
+	int64_t time[4], offset[4], scaling[4], frac[4];
+	struct hgt_time_shift_cpu cpu;
+	struct hgt_time_shift ts;
+	struct hgt_clock clk;
+};
+
+static void ts_setup(struct ts_fixture *f, uint32_t n, uint32_t flags, bool compat)
+{
+	f->cpu.count = n;
+	f->cpu.time = f->time;
+	f->cpu.offset = f->offset;
+	f->cpu.scaling = f->scaling;
+	f->cpu.frac = f->frac;
+	f->ts.flags = flags;
+	f->ts.nr_cpus = 1;
+	f->ts.cpus = &f->cpu;
+	memset(&f->clk, 0, sizeof(f->clk));
+	f->clk.tsync = &f->ts;
+	f->clk.tsync_compat = compat;
+}
+
+/* timestamps-and-sync.md §2, checked against trace-cmd 3.3.4 output */
+static void test_tsync_interpolate_like_trace_cmd(void **state)
+{
+	struct ts_fixture f = { .time = { 999500000, 999900000 },
+				.offset = { 1000, 5000 },
+				.scaling = { 1, 1 } };
+
+	for (int compat = 0; compat < 2; compat++) {
+		ts_setup(&f, 2, HGT_TSYNC_INTERPOLATE, compat);
+		assert_int_equal(hgt_clock_convert(&f.clk, 999510000, 0), 999511100);
+		assert_int_equal(hgt_clock_convert(&f.clk, 999560000, 0), 999561600);
+		/* CPUs beyond the samples are left alone */
+		assert_int_equal(hgt_clock_convert(&f.clk, 999560000, 1), 999560000);
+		ts_setup(&f, 2, 0, compat);
+		assert_int_equal(hgt_clock_convert(&f.clk, 999510000, 0), 999511000);
+		assert_int_equal(hgt_clock_convert(&f.clk, 999899999, 0), 999900999);
+	}
+}
+
+static void test_tsync_compat_scaling_as_trace_cmd(void **state)
+{
+	struct ts_fixture f = { .time = { 999500000, 999900000 },
+				.offset = { 100, 100 },
+				.scaling = { 3, 3 },
+				.frac = { 1, 1 } };
+
+	ts_setup(&f, 2, 0, true);
+	assert_int_equal(hgt_clock_convert(&f.clk, 999510000, 0), 1499265100ULL);
+	/* one sample: trace-cmd ignores the scaling */
+	ts_setup(&f, 1, 0, true);
+	assert_int_equal(hgt_clock_convert(&f.clk, 999510000, 0), 999510100ULL);
+}
+
+/* Step mode past the last sample: native uses the last sample, trace-cmd the one before. */
+static void test_tsync_step_after_last_sample(void **state)
+{
+	struct ts_fixture f = { .time = { 1000, 2000 }, .offset = { 10, 20 }, .scaling = { 1, 1 } };
+
+	ts_setup(&f, 2, 0, false);
+	assert_int_equal(hgt_clock_convert(&f.clk, 500, 0), 510);
+	assert_int_equal(hgt_clock_convert(&f.clk, 1999, 0), 2009);
+	assert_int_equal(hgt_clock_convert(&f.clk, 2000, 0), 2020);
+	assert_int_equal(hgt_clock_convert(&f.clk, 5000, 0), 5020);
+	ts_setup(&f, 2, 0, true);
+	assert_int_equal(hgt_clock_convert(&f.clk, 5000, 0), 5010);
+}
+
+static uint64_t rng(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* The native inverse: for real TSC magnitudes and Intel (48) and AMD (32) fraction bits,
+ * converting the guest value of any host TSC gives the smallest host TSC with that guest
+ * value, found here by walking down one cycle at a time. */
+static void test_tsc_inverse_is_exact(void **state)
+{
+	static const struct {
+		unsigned int frac;
+		double ratio;
+	} cases[] = { { 48, 1.1 }, { 48, 0.73 }, { 48, 1.0 }, { 32, 1.37 }, { 32, 0.5 } };
+	uint64_t x = 0x243f6a8885a308d3ULL;
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		uint64_t ratio = (uint64_t)(cases[k].ratio * (double)(1ULL << cases[k].frac));
+
+		for (int i = 0; i < 2000; i++) {
+			uint64_t host = 1000000000000ULL + rng(&x) % 100000000000000ULL;
+			int64_t off = -(int64_t)(rng(&x) % 50000000000000ULL);
+			uint64_t g = hgt_tsc_host_to_guest(host, ratio, cases[k].frac, off);
+			uint64_t want = host;
+
+			while (hgt_tsc_host_to_guest(want - 1, ratio, cases[k].frac, off) == g)
+				want--;
+			assert_int_equal(hgt_tsc_guest_to_host(g, ratio, cases[k].frac, off), want);
+		}
+	}
+}
+
+/* trace-cmd's 64-bit product wraps for an Intel ratio at real TSC values; ours does not. */
+static void test_tsync_native_no_wrap(void **state)
+{
+	uint64_t ratio = (uint64_t)(1.25 * (double)(1ULL << 48));
+	uint64_t host = 5000000000000ULL;
+	int64_t tsc_off = -1234567890123LL;
+	uint64_t guest = hgt_tsc_host_to_guest(host, ratio, 48, tsc_off);
+	struct ts_fixture f = { .time = { 0, 1 },
+				.offset = { -tsc_off, -tsc_off },
+				.scaling = { (int64_t)ratio, (int64_t)ratio },
+				.frac = { 48, 48 } };
+
+	ts_setup(&f, 2, 0, false);
+	assert_int_equal(hgt_clock_convert(&f.clk, guest, 0), host);
+	ts_setup(&f, 2, 0, true);
+	assert_int_not_equal(hgt_clock_convert(&f.clk, guest, 0), host);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mul_shr_matches_64bit_formula),
+		cmocka_unit_test(test_tsync_interpolate_like_trace_cmd),
+		cmocka_unit_test(test_tsync_compat_scaling_as_trace_cmd),
+		cmocka_unit_test(test_tsync_step_after_last_sample),
+		cmocka_unit_test(test_tsc_inverse_is_exact),
+		cmocka_unit_test(test_tsync_native_no_wrap),
 		cmocka_unit_test(test_ts2secs_after_correction),
 		cmocka_unit_test(test_tsc2nsec_then_offset),
 		cmocka_unit_test(test_ts2secs_wins_over_tsc2nsec),

@@ -28,6 +28,8 @@ enum {
 	OPT_VERSION,
 	OPT_BOUNDARY,
 	OPT_NO_LAT,
+	OPT_TSYNC_COMPAT,
+	OPT_NO_SYNC_CHECK,
 };
 
 struct input {
@@ -60,7 +62,9 @@ static void usage(FILE *f)
 		"  --first-event, --last-event, --cpus, --stat, --uname, --version\n"
 		"                   metadata queries\n"
 		"  --boundary       mark the start of every sub-buffer\n"
-		"  --no-latency     omit the latency column (trace-cmd < 3.3 line format)\n");
+		"  --no-latency     omit the latency column (trace-cmd < 3.3 line format)\n"
+		"  --tsync-compat   map guest time as trace-cmd does (wrong for scaled TSCs)\n"
+		"  --no-sync-check  do not print the per-guest sync summary on stderr\n");
 }
 
 static int parse_cpus(const char *s, int **cpus, int *n)
@@ -158,6 +162,8 @@ int cmd_report(int argc, char **argv)
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "boundary", no_argument, NULL, OPT_BOUNDARY },
 		{ "no-latency", no_argument, NULL, OPT_NO_LAT },
+		{ "tsync-compat", no_argument, NULL, OPT_TSYNC_COMPAT },
+		{ "no-sync-check", no_argument, NULL, OPT_NO_SYNC_CHECK },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -265,6 +271,12 @@ int cmd_report(int argc, char **argv)
 			break;
 		case OPT_NO_LAT:
 			o.no_latency = true;
+			break;
+		case OPT_TSYNC_COMPAT:
+			o.tsync_compat = true;
+			break;
+		case OPT_NO_SYNC_CHECK:
+			o.no_sync_check = true;
 			break;
 		default:
 			usage(stderr);
