@@ -67,8 +67,9 @@ int hgt_input_guest_by_id(const struct hgt_input *in, uint64_t trace_id, struct 
 
 /**
  * hgt_guest_option_build - the payload of a GUEST option: @name, @trace_id, and @n
- * (vCPU id, host pid) pairs. The stored vCPU count is the largest vCPU id + 1 (so every
- * real id fits, as trace-cmd's reader requires). *@buf is allocated; caller frees.
+ * (vCPU id, host pid) pairs. The real vCPU ids are stored: one entry per id from 0 to the
+ * largest (pid 0 for ids without a thread), as trace-cmd's reader requires every id to be
+ * below the count. *@buf is allocated; caller frees.
  */
 int hgt_guest_option_build(const char *name, uint64_t trace_id, int n, const int *vcpu,
 			   const int *pid, uint8_t **buf, uint32_t *len);

@@ -54,6 +54,29 @@ static int pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
  */
 int hgt_tracedat_append_options(const char *path, const struct hgt_option_blob *opts, int n)
 {
+	return hgt__append_options(path, opts, n, NULL);
+}
+
+/**
+ * hgt__append_undo - put a file back as it was before hgt__append_options().
+ */
+int hgt__append_undo(const char *path, const struct hgt__append_undo *u)
+{
+	uint64_t zero = 0;
+	int fd = open(path, O_RDWR | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = pwrite_full(fd, &zero, 8, u->done_pos);
+	if (!ret && ftruncate(fd, (off_t)u->eof))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+int hgt__append_options(const char *path, const struct hgt_option_blob *opts, int n,
+			struct hgt__append_undo *undo)
+{
 	HGT_OPTS(hgt_open_opts, oo, .flags = HGT_OPEN_HEAD_ONLY | HGT_OPEN_QUIET);
 	static const char strings[] = "options\0strings";
 	uint64_t body = 14, eof, done_pos, old_next, sstr;
@@ -155,5 +178,9 @@ int hgt_tracedat_append_options(const char *path, const struct hgt_option_blob *
 	free(blob);
 	if (close(fd))
 		return fail(path, errno, "close failed");
+	if (undo) {
+		undo->eof = eof;
+		undo->done_pos = done_pos;
+	}
 	return 0;
 }

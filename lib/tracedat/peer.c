@@ -283,7 +283,7 @@ int hgt_guest_option_build(const char *name, uint64_t trace_id, int n, const int
 			   const int *pid, uint8_t **buf, uint32_t *len)
 {
 	size_t nl = strlen(name) + 1;
-	uint32_t cnt = 0;
+	uint32_t cnt = 0, v;
 	uint8_t *p;
 	int i;
 
@@ -295,16 +295,20 @@ int hgt_guest_option_build(const char *name, uint64_t trace_id, int n, const int
 		if ((uint32_t)vcpu[i] + 1 > cnt)
 			cnt = (uint32_t)vcpu[i] + 1;
 	}
-	*len = (uint32_t)(nl + 12 + 8 * (size_t)n);
+	*len = (uint32_t)(nl + 12 + 8 * (size_t)cnt);
 	*buf = p = malloc(*len);
 	if (!p)
 		return -ENOMEM;
 	put(&p, name, nl);
 	put(&p, &trace_id, 8);
 	put(&p, &cnt, 4);
-	for (i = 0; i < n; i++) {
-		uint32_t v = (uint32_t)vcpu[i], q = (uint32_t)pid[i];
+	/* one entry per vCPU id up to the largest: ids without a thread get pid 0 */
+	for (v = 0; v < cnt; v++) {
+		uint32_t q = 0;
 
+		for (i = 0; i < n; i++)
+			if ((uint32_t)vcpu[i] == v)
+				q = (uint32_t)pid[i];
 		put(&p, &v, 4);
 		put(&p, &q, 4);
 	}

@@ -153,6 +153,16 @@ int hgt__input_meta_blob(struct hgt_input *in, unsigned int id, uint8_t **buf, u
  * Returns 1 (*pages, *len valid until the next call), 0 at the end, or -errno. */
 int hgt__cursor_next_pages(struct hgt_cursor *c, const uint8_t **pages, size_t *len);
 
+/* append.c: appending with a way back (attach changes two files or none) */
+struct hgt_option_blob;
+struct hgt__append_undo {
+	uint64_t eof;
+	uint64_t done_pos;
+};
+int hgt__append_options(const char *path, const struct hgt_option_blob *opts, int n,
+			struct hgt__append_undo *undo);
+int hgt__append_undo(const char *path, const struct hgt__append_undo *u);
+
 /* peer.c */
 int hgt__parse_peer_options(struct hgt_input *in);
 void hgt__tsync_free(struct hgt__tsync *ts);

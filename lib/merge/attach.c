@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * hgt_attach(): trace-cmd attach's semantics with its faults fixed.
+ *  - vCPU ids stored as they are (trace-cmd stores the loop index);
+ *  - a version 6 file is rewritten as version 7 (trace-cmd cannot append to it);
+ *  - every check happens before anything is written, and a failure while writing puts
+ *    both files back;
+ *  - without -c the guest CPU count comes from the PIDs that ran vCPUs (trace-cmd writes a
+ *    TIME_SHIFT with no CPUs, which shifts nothing);
+ *  - without -s the offsets come from the host's kvm_write_tsc_offset events, one sample
+ *    per write (a step function), or attach refuses.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <traceevent/event-parse.h>
+
+#include <hgtrace/attach.h>
+#include <hgtrace/clock.h>
+#include <hgtrace/merge.h>
+#include <hgtrace/output.h>
+#include <hgtrace/peer.h>
+
+#include "../tracedat/tracedat-local.h"
+
+static int att_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int att_error(int err, const char *fmt, ...)
+{
+	char line[HGT__ERRLEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	hgt__set_last_error(line);
+	return -err;
+}
+
+static int parse_num(const char *s, const char **end, int64_t *v)
+{
+	char *e;
+
+	errno = 0;
+	if (*s == '-')
+		*v = strtoll(s, &e, 0);
+	else
+		*v = (int64_t)strtoull(s, &e, 0);
+	if (errno || e == s)
+		return -EINVAL;
+	*end = e;
+	return 0;
+}
+
+int hgt_attach_parse_sample(const char *s, struct hgt_attach_sample *out)
+{
+	int64_t *f[4] = { &out->offset, &out->scaling, &out->frac, &out->timestamp };
+	const char *p = s;
+	int i;
+
+	out->scaling = 1;
+	out->frac = 0;
+	out->timestamp = 0;
+	for (i = 0; i < 4; i++) {
+		if (parse_num(p, &p, f[i]))
+			return -EINVAL;
+		if (!*p)
+			break;
+		if (*p != ',' || i == 3)
+			return -EINVAL;
+		p++;
+	}
+	if (out->scaling <= 0 || out->frac < 0 || out->frac > 63)
+		return -EINVAL;
+	return 0;
+}
+
+struct tsc_write {
+	uint32_t vcpu;
+	uint64_t ts;
+	int64_t next;
+};
+
+struct scan {
+	int *vcpu_of; /* per listed pid: vCPU id or -1 */
+	int mapped;
+	struct tsc_write *w;
+	int nr_w, max_w;
+};
+
+static bool clock_is_tsc(const char *c)
+{
+	return c && (!strcmp(c, "x86-tsc") || !strcmp(c, "tsc2nsec"));
+}
+
+/* Walk the host's top buffer in time order over kvm_entry/kvm_exit/kvm_write_tsc_offset. */
+static int scan_host(struct hgt_input *host, const struct hgt_attach_opts *o, struct scan *sc,
+		     bool need_writes)
+{
+	struct tep_handle *tep = hgt_input_tep(host);
+	struct tep_event *entry = tep_find_event_by_name(tep, "kvm", "kvm_entry");
+	struct tep_event *exit = tep_find_event_by_name(tep, "kvm", "kvm_exit");
+	struct tep_event *wto = tep_find_event_by_name(tep, "kvm", "kvm_write_tsc_offset");
+	int top = hgt_input_top_buffer(host), i, ret = 0;
+	const struct hgt_buffer *b = hgt_input_buffer(host, top);
+	struct hgt_cursor **cur = NULL;
+	struct hgt_merge *m = NULL;
+	struct hgt_clock raw = { .raw = true };
+	struct tep_record *rec;
+	int want = o->nr_cpus > 0 && o->nr_cpus < o->nr_pids ? o->nr_cpus : o->nr_pids;
+
+	if (!entry && !exit)
+		return att_error(EINVAL,
+				 "%s: the host trace has no kvm_entry or kvm_exit events: record "
+				 "them (-e kvm:kvm_entry -e kvm:kvm_exit) to map vCPUs to threads",
+				 hgt_input_path(host));
+	if (!b)
+		return att_error(EINVAL, "%s: the host file has no top-level trace data",
+				 hgt_input_path(host));
+	m = hgt_merge_new();
+	cur = calloc((size_t)b->nr_cpus + 1, sizeof(*cur));
+	if (!m || !cur) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < b->nr_cpus; i++) {
+		if (!b->cpus[i].present)
+			continue;
+		cur[i] = hgt_cursor_open(host, top, i);
+		if (!cur[i]) {
+			ret = -errno;
+			goto out;
+		}
+		ret = hgt_merge_add(m, cur[i], &raw, NULL);
+		if (ret < 0)
+			goto out;
+	}
+	while ((ret = hgt_merge_next(m, &rec, NULL, NULL)) > 0) {
+		int type = tep_data_type(tep, rec);
+		unsigned long long v, pid;
+		struct tep_event *ev;
+		int k;
+
+		if (entry && type == entry->id)
+			ev = entry;
+		else if (exit && type == exit->id)
+			ev = exit;
+		else if (wto && type == wto->id)
+			ev = wto;
+		else
+			continue;
+		if (tep_get_field_val(NULL, ev, "vcpu_id", rec, &v, 0))
+			continue;
+		if (ev == wto) {
+			unsigned long long next;
+
+			if (tep_get_field_val(NULL, ev, "next_tsc_offset", rec, &next, 0))
+				continue;
+			if (sc->nr_w == sc->max_w) {
+				int n = sc->max_w ? 2 * sc->max_w : 64;
+				struct tsc_write *w = realloc(sc->w, sizeof(*w) * (size_t)n);
+
+				if (!w) {
+					ret = -ENOMEM;
+					goto out;
+				}
+				sc->w = w;
+				sc->max_w = n;
+			}
+			sc->w[sc->nr_w++] =
+				(struct tsc_write){ (uint32_t)v, rec->ts, (int64_t)next };
+			continue;
+		}
+		if (tep_get_common_field_val(NULL, ev, "common_pid", rec, &pid, 0))
+			continue;
+		for (k = 0; k < o->nr_pids; k++) {
+			if (o->pids[k] != (int)pid || sc->vcpu_of[k] >= 0)
+				continue;
+			sc->vcpu_of[k] = (int)v;
+			sc->mapped++;
+		}
+		if (sc->mapped >= want && !need_writes)
+			break;
+	}
+	if (ret > 0)
+		ret = 0;
+out:
+	hgt_merge_free(m);
+	for (i = 0; cur && i < b->nr_cpus; i++)
+		hgt_cursor_close(cur[i]);
+	free(cur);
+	return ret;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Rewrite a v6 file as v7 next to it; *tmp gets the new path (caller frees). */
+static int to_v7(const char *path, char **tmp, FILE *log)
+{
+	HGT_OPTS(hgt_open_opts, oo, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
+	HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = HGT_COMPRESS_NONE);
+	struct hgt_input *in = hgt_input_open(path, &oo);
+	size_t n = strlen(path) + 32;
+	int ret;
+
+	if (!in)
+		return -errno;
+	*tmp = malloc(n);
+	if (!*tmp) {
+		hgt_input_close(in);
+		return -ENOMEM;
+	}
+	snprintf(*tmp, n, "%s.hgtrace-v7.%d", path, (int)getpid());
+	ret = hgt_tracedat_convert(in, *tmp, &co);
+	hgt_input_close(in);
+	if (ret) {
+		free(*tmp);
+		*tmp = NULL;
+		return ret;
+	}
+	if (log)
+		fprintf(log, "%s: version 6 cannot be appended to: rewriting it as version 7\n",
+			path);
+	return 0;
+}
+
+struct plan {
+	uint8_t *guest_opt, *shift_opt;
+	uint32_t guest_len, shift_len;
+	uint32_t t2n[4];
+};
+
+/**
+ * hgt_attach - attach a guest file to its host file.
+ */
+int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_attach_opts *opts,
+	       struct hgt_attach_result *res)
+{
+	HGT_OPTS(hgt_open_opts, hopen, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
+	HGT_OPTS(hgt_open_opts, gopen, .flags = HGT_OPEN_HEAD_ONLY | HGT_OPEN_QUIET);
+	struct hgt_attach_opts o = { 0 };
+	struct hgt_input *host = NULL, *guest = NULL;
+	struct scan sc = { 0 };
+	struct plan pl = { 0 };
+	struct hgt_attach_result r = { 0 };
+	struct hgt_time_shift ts = { 0 };
+	struct hgt_time_shift_cpu *tcpu = NULL;
+	int64_t *vals = NULL;
+	int *ids = NULL, *pids = NULL, ncpu, i, k, ret;
+	uint64_t host_id = 0, guest_id = 0;
+	const char *hclock, *gclock;
+	char *htmp = NULL, *gtmp = NULL;
+	struct hgt__append_undo gundo;
+	struct hgt_guest existing;
+	FILE *log;
+
+	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o))
+		return -EINVAL;
+	memcpy(&o, opts, opts->sz);
+	log = o.log;
+	if (o.nr_pids < 1 || !o.pids)
+		return att_error(EINVAL, "attach: no host PIDs given");
+	if (o.nr_cpus < 0 || o.nr_cpus > HGT__MAX_CPUS)
+		return att_error(EINVAL, "attach: -c %d: out of range", o.nr_cpus);
+	for (i = 0; i < o.nr_samples; i++)
+		if (o.samples[i].scaling <= 0 || o.samples[i].frac < 0 || o.samples[i].frac > 63)
+			return att_error(EINVAL,
+					 "attach: -s #%d: scaling must be > 0 and fraction bits "
+					 "0 to 63",
+					 i + 1);
+
+	host = hgt_input_open(host_path, &hopen);
+	if (!host)
+		return -errno;
+	guest = hgt_input_open(guest_path, &gopen);
+	if (!guest) {
+		ret = -errno;
+		goto out;
+	}
+	if (!hgt_input_trace_id(guest, &guest_id) || !guest_id) {
+		ret = att_error(EINVAL, "%s: the guest file has no trace id (TRACEID option)",
+				guest_path);
+		goto out;
+	}
+	hgt_input_trace_id(host, &host_id);
+	hclock = hgt_input_top_buffer(host) >= 0
+			 ? hgt_input_buffer(host, hgt_input_top_buffer(host))->clock
+			 : NULL;
+	gclock = hgt_input_top_buffer(guest) >= 0
+			 ? hgt_input_buffer(guest, hgt_input_top_buffer(guest))->clock
+			 : NULL;
+	if (!clock_is_tsc(hclock)) {
+		ret = att_error(EINVAL,
+				"%s: host trace clock is '%s': attach needs x86-tsc or tsc2nsec "
+				"(record the host with -C x86-tsc or -C tsc2nsec)",
+				host_path, hclock ? hclock : "");
+		goto out;
+	}
+	if (!clock_is_tsc(gclock)) {
+		ret = att_error(EINVAL,
+				"%s: guest trace clock is '%s', the host's is '%s': the guest must "
+				"be recorded with -C x86-tsc to be mapped onto the host's TSC",
+				guest_path, gclock ? gclock : "", hclock);
+		goto out;
+	}
+	sc.vcpu_of = malloc(sizeof(int) * (size_t)o.nr_pids);
+	if (!sc.vcpu_of) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < o.nr_pids; i++)
+		sc.vcpu_of[i] = -1;
+	ret = scan_host(host, &o, &sc, o.nr_samples == 0);
+	if (ret)
+		goto out;
+	if (!sc.mapped) {
+		ret = att_error(ESRCH,
+				"%s: none of the %d PIDs given ran a vCPU (no kvm_entry/kvm_exit "
+				"with their common_pid)",
+				host_path, o.nr_pids);
+		goto out;
+	}
+	/* guest CPU i <-> i-th vCPU id in ascending order (trace-cmd's convention) */
+	ids = malloc(sizeof(int) * (size_t)sc.mapped);
+	pids = malloc(sizeof(int) * (size_t)sc.mapped);
+	if (!ids || !pids) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0, k = 0; i < o.nr_pids; i++)
+		if (sc.vcpu_of[i] >= 0)
+			ids[k++] = sc.vcpu_of[i];
+	qsort(ids, (size_t)sc.mapped, sizeof(int), cmp_int);
+	for (i = 0; i < sc.mapped; i++)
+		for (k = 0; k < o.nr_pids; k++)
+			if (sc.vcpu_of[k] == ids[i])
+				pids[i] = o.pids[k];
+	for (i = 1; i < sc.mapped; i++)
+		if (ids[i] == ids[i - 1]) {
+			ret = att_error(EINVAL,
+					"%s: PIDs %d and %d both ran vCPU %d: give the PIDs of one "
+					"guest only",
+					host_path, pids[i - 1], pids[i], ids[i]);
+			goto out;
+		}
+	ncpu = o.nr_cpus ? o.nr_cpus : sc.mapped;
+
+	/* TIME_SHIFT samples per guest CPU */
+	tcpu = calloc((size_t)ncpu, sizeof(*tcpu));
+	if (!tcpu) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (o.nr_samples) {
+		vals = calloc((size_t)ncpu * 4, sizeof(int64_t));
+		if (!vals) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		for (i = 0; i < ncpu; i++) {
+			const struct hgt_attach_sample *s =
+				&o.samples[i < o.nr_samples ? i : o.nr_samples - 1];
+			int64_t *v = vals + 4 * i;
+
+			v[0] = s->timestamp;
+			v[1] = s->offset;
+			v[2] = s->scaling;
+			v[3] = s->frac;
+			tcpu[i] = (struct hgt_time_shift_cpu){ 1, v, v + 1, v + 2, v + 3 };
+		}
+	} else {
+		int total = sc.nr_w, off = 0;
+
+		if (ncpu > sc.mapped) {
+			ret = att_error(EINVAL,
+					"attach: -c %d but only %d PIDs ran vCPUs: without -s the "
+					"offsets of the others are unknown",
+					ncpu, sc.mapped);
+			goto out;
+		}
+		vals = calloc((size_t)(total ? total : 1) * 4, sizeof(int64_t));
+		if (!vals) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		for (i = 0; i < ncpu; i++) {
+			int n = 0;
+
+			for (k = 0; k < sc.nr_w; k++)
+				if ((int)sc.w[k].vcpu == ids[i])
+					n++;
+			if (!n) {
+				ret = att_error(
+					ENOENT,
+					"%s: no -s given and the host trace holds no "
+					"kvm_write_tsc_offset for vCPU %d: give -s OFFSET (the "
+					"negated tsc-offset in /sys/kernel/debug/kvm/PID-FD/"
+					"vcpu%d/tsc-offset), or record kvm:kvm_write_tsc_offset "
+					"on the host",
+					host_path, ids[i], ids[i]);
+				goto out;
+			}
+			tcpu[i].count = (uint32_t)n;
+			tcpu[i].time = vals + off;
+			tcpu[i].offset = vals + total + off;
+			tcpu[i].scaling = vals + 2 * total + off;
+			tcpu[i].frac = vals + 3 * total + off;
+			n = 0;
+			for (k = 0; k < sc.nr_w; k++) {
+				if ((int)sc.w[k].vcpu != ids[i])
+					continue;
+				/* from the write on, guest = host + next_tsc_offset */
+				vals[off + n] = (int64_t)(sc.w[k].ts + (uint64_t)sc.w[k].next);
+				vals[total + off + n] = -sc.w[k].next;
+				vals[2 * total + off + n] = 1;
+				vals[3 * total + off + n] = 0;
+				n++;
+			}
+			off += n;
+		}
+		r.from_write_tsc_offset = true;
+	}
+	ts.peer_id = host_id;
+	ts.flags = 0;
+	ts.nr_cpus = ncpu;
+	ts.cpus = tcpu;
+	ret = hgt_time_shift_option_build(&ts, &pl.shift_opt, &pl.shift_len);
+	if (ret)
+		goto out;
+	{
+		uint32_t mult = 0, shift = 0;
+		uint64_t toff = 0;
+
+		hgt_input_tsc2nsec(host, &mult, &shift, &toff);
+		pl.t2n[0] = mult;
+		pl.t2n[1] = shift;
+		memcpy(&pl.t2n[2], &toff, 8);
+	}
+	r.host_already_mapped = !hgt_input_guest_by_id(host, guest_id, &existing);
+	if (!r.host_already_mapped) {
+		ret = hgt_guest_option_build("", guest_id, sc.mapped, ids, pids, &pl.guest_opt,
+					     &pl.guest_len);
+		if (ret)
+			goto out;
+	}
+	r.nr_cpus = ncpu;
+	r.nr_mapped = sc.mapped;
+
+	/* everything is known: now write */
+	if (hgt_input_version(guest) < 7) {
+		ret = to_v7(guest_path, &gtmp, log);
+		if (ret)
+			goto out;
+		r.converted_guest = true;
+	}
+	if (!r.host_already_mapped && hgt_input_version(host) < 7) {
+		ret = to_v7(host_path, &htmp, log);
+		if (ret)
+			goto out;
+		r.converted_host = true;
+	}
+	hgt_input_close(host);
+	hgt_input_close(guest);
+	host = guest = NULL;
+	{
+		struct hgt_option_blob gopts[2] = {
+			{ HGT_OPT_TIME_SHIFT, pl.shift_len, pl.shift_opt },
+			{ HGT_OPT_TSC2NSEC, 16, pl.t2n },
+		};
+		struct hgt_option_blob hopt = { HGT_OPT_GUEST, pl.guest_len, pl.guest_opt };
+		const char *gp = gtmp ? gtmp : guest_path, *hp = htmp ? htmp : host_path;
+
+		ret = hgt__append_options(gp, gopts, 2, &gundo);
+		if (ret)
+			goto out;
+		if (!r.host_already_mapped) {
+			ret = hgt__append_options(hp, &hopt, 1, NULL);
+			if (ret) {
+				char keep[HGT__ERRLEN + 64];
+				bool lost = !gtmp && hgt__append_undo(gp, &gundo);
+
+				snprintf(keep, sizeof(keep), "%s%s", hgt_last_error(),
+					 lost ? " (and the guest file could not be restored)" : "");
+				hgt__set_last_error(keep);
+				goto out;
+			}
+		}
+		if (gtmp && rename(gtmp, guest_path)) {
+			ret = att_error(errno, "%s: cannot replace it: %s", guest_path,
+					strerror(errno));
+			goto out;
+		}
+		if (gtmp) {
+			free(gtmp);
+			gtmp = NULL;
+		}
+		if (htmp && rename(htmp, host_path)) {
+			ret = att_error(errno, "%s: cannot replace it: %s", host_path,
+					strerror(errno));
+			goto out;
+		}
+	}
+	if (log) {
+		if (r.host_already_mapped)
+			fprintf(log,
+				"Guest is already mapped in host (id=0x%llx) .. skipping ...\n",
+				(unsigned long long)guest_id);
+		for (i = 0; i < sc.mapped; i++)
+			fprintf(log, "guest CPU %d = vCPU %d, host thread %d\n", i, ids[i],
+				pids[i]);
+		for (i = 0; i < ncpu; i++)
+			fprintf(log, "guest CPU %d: %u sample%s, first offset %lld%s\n", i,
+				tcpu[i].count, tcpu[i].count == 1 ? "" : "s",
+				(long long)tcpu[i].offset[0],
+				r.from_write_tsc_offset ? " (from kvm_write_tsc_offset)" : "");
+	}
+	if (res)
+		*res = r;
+	ret = 0;
+out:
+	if (htmp) {
+		unlink(htmp);
+		free(htmp);
+	}
+	if (gtmp) {
+		unlink(gtmp);
+		free(gtmp);
+	}
+	hgt_input_close(host);
+	hgt_input_close(guest);
+	free(sc.vcpu_of);
+	free(sc.w);
+	free(ids);
+	free(pids);
+	free(tcpu);
+	free(vals);
+	free(pl.guest_opt);
+	free(pl.shift_opt);
+	return ret;
+}

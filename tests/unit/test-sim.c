@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Host + guest sessions from the simulator, attached, converted back to host time: every
+ * guest event must land exactly on its ground-truth host TSC (1, 4 and 16 vCPUs; unscaled,
+ * AMD 32 and Intel 48 fraction bits; one and several samples; step and interpolated).
+ */
+#include "test-helpers.h"
+
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <traceevent/event-parse.h>
+
+#include <hgtrace/attach.h>
+#include <hgtrace/clock.h>
+#include <hgtrace/peer.h>
+#include <hgtrace/simulate.h>
+#include <hgtrace/tracedat.h>
+
+struct cfg {
+	const char *name;
+	int vcpus, host_cpus;
+	double ratio; /* 0: unscaled */
+	unsigned int frac;
+	bool via_s;   /* attach -s OFFSET,RATIO,FRAC */
+	bool wto;     /* attach from kvm_write_tsc_offset */
+	int64_t step; /* offset step mid-trace */
+	bool embed;
+	int64_t drift;
+	bool sparse;
+	int version;
+	enum hgt_compression comp;
+};
+
+static char dir[] = "/tmp/hgt-test-sim-XXXXXX";
+
+/* Count guest events whose converted host TSC differs from the truth. */
+static long check_truth(const char *guest, const char *truth, long *checked, bool compat)
+{
+	struct hgt_input *in = hgt_input_open(guest, NULL);
+	FILE *t = fopen(truth, "r");
+	long bad = 0;
+	char line[256];
+	int ncpu, c;
+	struct hgt_clock clk;
+	HGT_OPTS(hgt_clock_opts, co);
+	struct hgt_cursor **cur;
+
+	assert_non_null(in);
+	assert_non_null(t);
+	co.tsync_compat = compat;
+	hgt_clock_init(&clk, in, &co);
+	assert_non_null(clk.tsync);
+	ncpu = hgt_input_nr_cpus(in);
+	cur = calloc((size_t)ncpu, sizeof(*cur));
+	for (c = 0; c < ncpu; c++) {
+		cur[c] = hgt_cursor_open(in, 0, c);
+		assert_non_null(cur[c]);
+	}
+	*checked = 0;
+	while (fgets(line, sizeof(line), t)) {
+		unsigned long long g, h;
+		struct tep_record rec;
+		char name[64];
+		int cpu;
+
+		if (line[0] == '#')
+			continue;
+		assert_int_equal(sscanf(line, "%d %llu %llu %63s", &cpu, &g, &h, name), 4);
+		assert_in_range(cpu, 0, ncpu - 1);
+		assert_int_equal(hgt_cursor_next(cur[cpu], &rec), 1);
+		assert_int_equal(rec.ts, g);
+		if (hgt_clock_guest_to_host(&clk, rec.ts, cpu) != h) {
+			if (bad < 3 && !compat)
+				print_message("# cpu %d guest %llu: got %llu, truth %llu\n", cpu, g,
+					      (unsigned long long)hgt_clock_guest_to_host(
+						      &clk, rec.ts, cpu),
+					      h);
+			bad++;
+		}
+		/* and the displayed time is the host's TSC2NSEC of the truth */
+		if (!compat)
+			assert_int_equal(hgt_clock_convert(&clk, rec.ts, cpu),
+					 hgt_mul_u64_u32_shr(h, clk.tsc_mult, clk.tsc_shift) +
+						 (uint64_t)clk.offset);
+		(*checked)++;
+	}
+	for (c = 0; c < ncpu; c++) {
+		struct tep_record rec;
+
+		assert_int_equal(hgt_cursor_next(cur[c], &rec), 0); /* nothing left over */
+		hgt_cursor_close(cur[c]);
+	}
+	free(cur);
+	fclose(t);
+	hgt_input_close(in);
+	return bad;
+}
+
+static void run(const struct cfg *c)
+{
+	char host[512], guest[512], truth[512];
+	struct hgt_sim_result r;
+	long checked, bad;
+	int ret;
+	HGT_OPTS(hgt_sim_opts, so, .seed = 7, .nr_vcpus = c->vcpus, .nr_host_cpus = c->host_cpus,
+		 .duration_us = 100000, .frac = c->frac, .offset_step = c->step,
+		 .drift_ppb = c->drift, .write_tsc_offset = c->wto, .embed_sync = c->embed,
+		 .sparse_vcpu_ids = c->sparse, .version = c->version, .compression = c->comp,
+		 .host_path = host, .guest_path = guest, .truth_path = truth);
+
+	snprintf(host, sizeof(host), "%s/%s-host.dat", dir, c->name);
+	snprintf(guest, sizeof(guest), "%s/%s-guest.dat", dir, c->name);
+	snprintf(truth, sizeof(truth), "%s/%s-truth.txt", dir, c->name);
+	if (c->ratio)
+		so.ratio = (uint64_t)(c->ratio * (double)(1ULL << c->frac));
+	ret = hgt_simulate(&so, &r);
+	if (ret)
+		print_message("# %s\n", hgt_last_error());
+	assert_int_equal(ret, 0);
+	assert_true(r.guest_events > 1000);
+	if (c->via_s || c->wto) {
+		struct hgt_attach_sample s = { .offset = -r.tsc_offset,
+					       .scaling = so.ratio ? (int64_t)so.ratio : 1,
+					       .frac = so.ratio ? c->frac : 0 };
+		HGT_OPTS(hgt_attach_opts, ao, .samples = &s, .nr_samples = c->via_s ? 1 : 0,
+			 .pids = r.vcpu_pid, .nr_pids = r.nr_vcpus);
+		struct hgt_attach_result ar;
+
+		ret = hgt_attach(host, guest, &ao, &ar);
+		if (ret)
+			print_message("# %s\n", hgt_last_error());
+		assert_int_equal(ret, 0);
+		assert_int_equal(ar.nr_cpus, c->vcpus);
+		assert_int_equal(ar.from_write_tsc_offset, c->wto && !c->via_s);
+	}
+	bad = check_truth(guest, truth, &checked, false);
+	print_message("# %s: %ld guest events checked, %ld off the ground truth\n", c->name,
+		      checked, bad);
+	assert_int_equal(checked, (long)r.guest_events);
+	assert_int_equal(bad, 0);
+	if (c->ratio) {
+		/* trace-cmd's formula puts scaled guests elsewhere: the check sees it */
+		bad = check_truth(guest, truth, &checked, true);
+		print_message("# %s: trace-cmd's formula: %ld of %ld off the ground truth\n",
+			      c->name, bad, checked);
+		assert_true(bad > checked / 2);
+	}
+}
+
+#define CASE(fn, ...)                                    \
+	static void fn(void **state)                     \
+	{                                                \
+		static const struct cfg c = __VA_ARGS__; \
+		run(&c);                                 \
+	}
+
+CASE(test_1vcpu_unscaled_s, { "one", 1, 2, 0, 0, .via_s = true })
+CASE(test_4vcpu_unscaled_wto, { "four", 4, 4, 0, 0, .wto = true })
+CASE(test_16vcpu_intel48_s, { "intel", 16, 4, 0.73, 48, .via_s = true })
+CASE(test_4vcpu_amd32_s_v6, { "amd", 4, 2, 1.37, 32, .via_s = true, .version = 6 })
+CASE(test_4vcpu_step_wto, { "step", 4, 4, 0, 0, .wto = true, .step = 5000000 })
+CASE(test_4vcpu_intel_step_embedded,
+     { "stepemb", 4, 4, 1.1, 48, .embed = true, .step = 7000000, .sparse = true })
+CASE(test_4vcpu_drift_interpolated,
+     { "drift", 4, 4, 0, 0, .embed = true, .drift = 2500, .comp = HGT_COMPRESS_ZLIB })
+
+/* A guest file holding both sparse vCPU ids and the host's GUEST map: the map stores the
+ * real ids (trace-cmd stores the loop index). */
+static void test_guest_map_real_ids(void **state)
+{
+	char host[512];
+	struct hgt_input *in;
+	struct hgt_guest g;
+	uint64_t gid;
+	FILE *t;
+	char line[256];
+
+	snprintf(host, sizeof(host), "%s/stepemb-host.dat", dir);
+	if (access(host, R_OK))
+		test_4vcpu_intel_step_embedded(state);
+	snprintf(line, sizeof(line), "%s/stepemb-truth.txt", dir);
+	t = fopen(line, "r");
+	assert_non_null(t);
+	assert_non_null(fgets(line, sizeof(line), t));
+	assert_non_null(fgets(line, sizeof(line), t));
+	assert_non_null(fgets(line, sizeof(line), t));
+	assert_non_null(strstr(line, "guest_trace_id 0x"));
+	gid = strtoull(strstr(line, "guest_trace_id 0x") + 15, NULL, 16);
+	fclose(t);
+	in = hgt_input_open(host, NULL);
+	assert_non_null(in);
+	assert_int_equal(hgt_input_guest_by_id(in, gid, &g), 0);
+	assert_int_equal(g.nr_vcpus, 7); /* ids 0,2,4,6 */
+	assert_int_equal(g.cpu_pid[0], 5001);
+	assert_int_equal(g.cpu_pid[2], 5002);
+	assert_int_equal(g.cpu_pid[6], 5004);
+	assert_int_equal(g.cpu_pid[1], 0);
+	hgt_input_close(in);
+}
+
+static int setup(void **state)
+{
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_1vcpu_unscaled_s),
+		cmocka_unit_test(test_4vcpu_unscaled_wto),
+		cmocka_unit_test(test_16vcpu_intel48_s),
+		cmocka_unit_test(test_4vcpu_amd32_s_v6),
+		cmocka_unit_test(test_4vcpu_step_wto),
+		cmocka_unit_test(test_4vcpu_intel_step_embedded),
+		cmocka_unit_test(test_4vcpu_drift_interpolated),
+		cmocka_unit_test(test_guest_map_real_ids),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

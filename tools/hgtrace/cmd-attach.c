@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* hgtrace attach: tie a guest trace to its host trace after recording (as trace-cmd attach). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hgtrace/attach.h>
+
+#include "cmd.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hgtrace attach [-c CPUS] [-s OFFSET[,SCALE[,FRAC[,TIMESTAMP]]]]... HOST "
+		"GUEST PID...\n"
+		"  maps the guest's vCPUs to the host PIDs that ran them (from "
+		"kvm_entry/kvm_exit)\n"
+		"  and stores the guest->host TSC relation in GUEST and the vCPU map in HOST.\n"
+		"  -c CPUS   guest CPU count (default: the PIDs that ran vCPUs)\n"
+		"  -s ...    per guest CPU (the last repeats): OFFSET = -(debugfs tsc-offset),\n"
+		"            SCALE/FRAC = tsc-scaling-ratio and its fraction bits. Without -s the\n"
+		"            offsets come from the host's kvm_write_tsc_offset events.\n");
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	HGT_OPTS(hgt_attach_opts, o, .log = stdout);
+	struct hgt_attach_sample *s = NULL;
+	struct hgt_attach_result r;
+	int *pids = NULL, n = 0, c, i, ret = 2;
+	char *end;
+	long v;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+c:s:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			errno = 0;
+			v = strtol(optarg, &end, 0);
+			if (errno || *end || v < 1 || v > 8192) {
+				fprintf(stderr, "hgtrace: attach: -c '%s': expected a CPU count\n",
+					optarg);
+				goto out;
+			}
+			o.nr_cpus = (int)v;
+			break;
+		case 's': {
+			struct hgt_attach_sample *ns = realloc(s, sizeof(*s) * (size_t)(n + 1));
+
+			if (!ns)
+				goto nomem;
+			s = ns;
+			if (hgt_attach_parse_sample(optarg, &s[n])) {
+				fprintf(stderr,
+					"hgtrace: attach: -s '%s': expected OFFSET[,SCALE[,FRAC[,"
+					"TIMESTAMP]]] (SCALE > 0, FRAC 0-63)\n",
+					optarg);
+				goto out;
+			}
+			n++;
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			ret = 0;
+			goto out;
+		default:
+			usage(stderr);
+			goto out;
+		}
+	}
+	if (argc - optind < 3) {
+		usage(stderr);
+		goto out;
+	}
+	pids = calloc((size_t)(argc - optind - 2), sizeof(int));
+	if (!pids)
+		goto nomem;
+	for (i = optind + 2; i < argc; i++) {
+		errno = 0;
+		v = strtol(argv[i], &end, 0);
+		if (errno || *end || v <= 0 || v > 0x3fffffff) {
+			fprintf(stderr, "hgtrace: attach: PID '%s': expected a thread id\n",
+				argv[i]);
+			goto out;
+		}
+		pids[o.nr_pids++] = (int)v;
+	}
+	o.samples = s;
+	o.nr_samples = n;
+	o.pids = pids;
+	if (hgt_attach(argv[optind], argv[optind + 1], &o, &r)) {
+		cmd_error("attach failed");
+		ret = 1;
+		goto out;
+	}
+	ret = 0;
+	goto out;
+nomem:
+	fprintf(stderr, "hgtrace: attach: out of memory\n");
+	ret = 1;
+out:
+	free(s);
+	free(pids);
+	return ret;
+}

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* hgtrace simulate: write a deterministic KVM host + guest session (and its ground truth). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hgtrace/output.h>
+#include <hgtrace/simulate.h>
+
+#include "cmd.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hgtrace simulate [-o PREFIX] [OPTIONS]\n"
+		"  writes PREFIX-host.dat and PREFIX-guest.dat (default PREFIX: sim)\n"
+		"  --vcpus N            guest CPUs (4)\n"
+		"  --host-cpus M        host CPUs (4)\n"
+		"  --duration-ms MS     simulated time (200)\n"
+		"  --events N           stop at about N events in all\n"
+		"  --seed S             random seed (1); same seed, same files\n"
+		"  --scale RATIO,FRAC   KVM TSC scaling ratio and fraction bits (e.g. 1.25,48)\n"
+		"  --tsc-offset OFF     KVM tsc_offset (default: the VM started 60 s earlier)\n"
+		"  --offset-step D      each vCPU's tsc_offset grows by D cycles mid-trace\n"
+		"  --drift-ppb P        the offset drifts by P per 10^9 (needs --embed-sync)\n"
+		"  --write-tsc-offset   host trace records kvm_write_tsc_offset at VM start\n"
+		"  --embed-sync         write TIME_SHIFT and GUEST as a synced recording does\n"
+		"  --sparse-vcpu-ids    vCPU ids 0,2,4,... (APIC ids) instead of 0,1,2,...\n"
+		"  --truth              also write PREFIX-truth.txt (host TSC of every guest "
+		"event)\n"
+		"  --file-version 6|7, --compression none|zlib|zstd   output format (7, zstd)\n");
+}
+
+static int parse_u64(const char *opt, const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	if (errno || end == s || *end || *s == '-') {
+		fprintf(stderr, "hgtrace: simulate: %s '%s': expected a number\n", opt, s);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_i64(const char *opt, const char *s, int64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoll(s, &end, 0);
+	if (errno || end == s || *end) {
+		fprintf(stderr, "hgtrace: simulate: %s '%s': expected an integer\n", opt, s);
+		return -1;
+	}
+	return 0;
+}
+
+/* "1.25,48": ratio 1.25 in 48 fraction bits; or "RAW,48" with an integer ratio. */
+static int parse_scale(const char *s, uint64_t *ratio, unsigned int *frac)
+{
+	char *comma = strchr(s, ','), *end;
+	unsigned long f;
+	double r;
+
+	if (!comma)
+		goto bad;
+	errno = 0;
+	f = strtoul(comma + 1, &end, 10);
+	if (errno || *end || f > 63)
+		goto bad;
+	*frac = (unsigned int)f;
+	if (memchr(s, '.', (size_t)(comma - s))) {
+		r = strtod(s, &end);
+		if (end != comma || r <= 0)
+			goto bad;
+		*ratio = (uint64_t)(r * (double)(1ULL << f));
+	} else {
+		*ratio = strtoull(s, &end, 0);
+		if (end != comma)
+			goto bad;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "hgtrace: simulate: --scale '%s': expected RATIO,FRAC (e.g. 1.25,48)\n", s);
+	return -1;
+}
+
+int cmd_simulate(int argc, char **argv)
+{
+	enum {
+		O_VCPUS = 256,
+		O_HOST,
+		O_DUR,
+		O_EVENTS,
+		O_SEED,
+		O_SCALE,
+		O_OFF,
+		O_STEP,
+		O_DRIFT,
+		O_WTO,
+		O_EMBED,
+		O_SPARSE,
+		O_TRUTH,
+		O_VER,
+		O_COMP
+	};
+	static const struct option lopts[] = {
+		{ "vcpus", required_argument, NULL, O_VCPUS },
+		{ "host-cpus", required_argument, NULL, O_HOST },
+		{ "duration-ms", required_argument, NULL, O_DUR },
+		{ "events", required_argument, NULL, O_EVENTS },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "scale", required_argument, NULL, O_SCALE },
+		{ "tsc-offset", required_argument, NULL, O_OFF },
+		{ "offset-step", required_argument, NULL, O_STEP },
+		{ "drift-ppb", required_argument, NULL, O_DRIFT },
+		{ "write-tsc-offset", no_argument, NULL, O_WTO },
+		{ "embed-sync", no_argument, NULL, O_EMBED },
+		{ "sparse-vcpu-ids", no_argument, NULL, O_SPARSE },
+		{ "truth", no_argument, NULL, O_TRUTH },
+		{ "file-version", required_argument, NULL, O_VER },
+		{ "compression", required_argument, NULL, O_COMP },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	HGT_OPTS(hgt_sim_opts, o, .seed = 1, .compression = HGT_COMPRESS_ZSTD);
+	const char *prefix = "sim";
+	char host[4096], guest[4096], truth[4096];
+	struct hgt_sim_result r;
+	bool want_truth = false;
+	uint64_t v;
+	int c, i, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			prefix = optarg;
+			break;
+		case O_VCPUS:
+		case O_HOST:
+			if (parse_u64(c == O_VCPUS ? "--vcpus" : "--host-cpus", optarg, &v))
+				return 2;
+			if (v < 1 || v > (c == O_VCPUS ? HGT_SIM_MAX_VCPUS : 1024)) {
+				fprintf(stderr, "hgtrace: simulate: %s %s: out of range\n",
+					c == O_VCPUS ? "--vcpus" : "--host-cpus", optarg);
+				return 2;
+			}
+			*(c == O_VCPUS ? &o.nr_vcpus : &o.nr_host_cpus) = (int)v;
+			break;
+		case O_DUR:
+			if (parse_u64("--duration-ms", optarg, &v) || !v || v > 86400000ULL)
+				return 2;
+			o.duration_us = v * 1000;
+			break;
+		case O_EVENTS:
+			if (parse_u64("--events", optarg, &o.max_events))
+				return 2;
+			if (!o.duration_us)
+				o.duration_us = 3600ULL * 1000000; /* until the count is reached */
+			break;
+		case O_SEED:
+			if (parse_u64("--seed", optarg, &o.seed))
+				return 2;
+			break;
+		case O_SCALE:
+			if (parse_scale(optarg, &o.ratio, &o.frac))
+				return 2;
+			break;
+		case O_OFF:
+			if (parse_i64("--tsc-offset", optarg, &o.tsc_offset))
+				return 2;
+			break;
+		case O_STEP:
+			if (parse_i64("--offset-step", optarg, &o.offset_step))
+				return 2;
+			break;
+		case O_DRIFT:
+			if (parse_i64("--drift-ppb", optarg, &o.drift_ppb))
+				return 2;
+			break;
+		case O_WTO:
+			o.write_tsc_offset = true;
+			break;
+		case O_EMBED:
+			o.embed_sync = true;
+			break;
+		case O_SPARSE:
+			o.sparse_vcpu_ids = true;
+			break;
+		case O_TRUTH:
+			want_truth = true;
+			break;
+		case O_VER:
+			if (parse_u64("--file-version", optarg, &v) || (v != 6 && v != 7)) {
+				fprintf(stderr, "hgtrace: simulate: --file-version: 6 or 7\n");
+				return 2;
+			}
+			o.version = (int)v;
+			break;
+		case O_COMP:
+			if (hgt_compression_parse(optarg, &o.compression)) {
+				fprintf(stderr,
+					"hgtrace: simulate: --compression '%s': none, zlib "
+					"or zstd\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (o.version == 6)
+		o.compression = HGT_COMPRESS_NONE;
+	snprintf(host, sizeof(host), "%s-host.dat", prefix);
+	snprintf(guest, sizeof(guest), "%s-guest.dat", prefix);
+	snprintf(truth, sizeof(truth), "%s-truth.txt", prefix);
+	o.host_path = host;
+	o.guest_path = guest;
+	o.truth_path = want_truth ? truth : NULL;
+	ret = hgt_simulate(&o, &r);
+	if (ret) {
+		cmd_error(strerror(-ret));
+		return 1;
+	}
+	printf("host:  %s (%" PRIu64 " events, trace id 0x%" PRIx64 ")\n", host, r.host_events,
+	       r.host_trace_id);
+	printf("guest: %s (%" PRIu64 " events, trace id 0x%" PRIx64 ")\n", guest, r.guest_events,
+	       r.guest_trace_id);
+	if (want_truth)
+		printf("truth: %s\n", truth);
+	printf("vcpus:");
+	for (i = 0; i < r.nr_vcpus; i++)
+		printf(" %d=pid%d", r.vcpu_id[i], r.vcpu_pid[i]);
+	printf("\ntsc_offset: %lld (attach with -s %lld)\n", (long long)r.tsc_offset,
+	       -(long long)r.tsc_offset);
+	return 0;
+}
