@@ -13,7 +13,9 @@
 
 #include <hgtrace/clock.h>
 #include <hgtrace/merge.h>
+#include <hgtrace/peer.h>
 #include <hgtrace/report.h>
+#include <hgtrace/sync.h>
 #include <hgtrace/tracedat.h>
 
 #include "sink-local.h"
@@ -273,15 +275,84 @@ static bool cpu_selected(const struct report *r, int gidx)
 	return false;
 }
 
+/* vCPU threads of the hosts among the inputs -> the tep of the guest they run. */
+static int kvm_funcs_build(struct report *r, struct hgt__kvm_funcs *f)
+{
+	int i, j, v;
+
+	for (i = 0; i < r->nr_top; i++) {
+		for (j = 0; j < r->nr_top; j++) {
+			struct hgt_guest g;
+			uint64_t id;
+
+			if (i == j || !hgt_input_trace_id(r->h[j].in, &id) ||
+			    hgt_input_guest_by_id(r->h[i].in, id, &g))
+				continue;
+			for (v = 0; v < g.nr_vcpus; v++) {
+				int *p;
+				struct tep_handle **t;
+
+				if (g.cpu_pid[v] <= 0)
+					continue;
+				p = realloc(f->pid, sizeof(*p) * (size_t)(f->n + 1));
+				if (p)
+					f->pid = p;
+				t = realloc(f->tep, sizeof(*t) * (size_t)(f->n + 1));
+				if (t)
+					f->tep = t;
+				if (!p || !t)
+					return -ENOMEM;
+				f->pid[f->n] = g.cpu_pid[v];
+				f->tep[f->n] = hgt_input_tep(r->h[j].in);
+				f->n++;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The sync check runs on whole inputs only: not with --cpu or --raw-ts. */
+static struct hgt_sync_check *sync_check_new(struct report *r)
+{
+	struct hgt_input **ins;
+	struct hgt_sync_check *sc;
+	bool *tso;
+	int i;
+
+	if (r->o->no_sync_check || r->o->nr_cpus || r->o->raw_ts || r->nr_top < 2)
+		return NULL;
+	ins = calloc((size_t)r->nr_top, sizeof(*ins));
+	tso = calloc((size_t)r->nr_top, sizeof(*tso));
+	if (!ins || !tso) {
+		free(ins);
+		free(tso);
+		return NULL;
+	}
+	for (i = 0; i < r->nr_top; i++) {
+		ins[i] = r->h[i].in;
+		tso[i] = r->h[i].rin && r->h[i].rin->has_ts_offset;
+	}
+	sc = hgt_sync_check_new(ins, r->nr_top, tso);
+	free(ins);
+	free(tso);
+	return sc;
+}
+
 static int print_events(struct report *r)
 {
 	struct hgt_merge *m = hgt_merge_new();
+	struct hgt_sync_check *sc = sync_check_new(r);
+	struct hgt__kvm_funcs kf = { 0 };
 	struct tep_record *rec;
 	void *user;
 	int i, c, ret;
 
 	if (!m)
 		return -ENOMEM;
+	ret = kvm_funcs_build(r, &kf);
+	if (ret)
+		goto out;
+	hgt__kvm_funcs_set(kf.n ? &kf : NULL);
 	for (i = 0; i < r->nr_h; i++) {
 		struct handle *h = &r->h[i];
 		const struct hgt_buffer *b = hgt_input_buffer(h->in, h->buffer);
@@ -320,6 +391,8 @@ static int print_events(struct report *r)
 				r->o->boundary && hgt_cursor_at_page_start(h->cursors[rec->cpu]),
 		};
 
+		if (sc && !h->instance)
+			hgt_sync_check_record(sc, (int)(h - r->h), rec);
 		if (!keep_record(h, rec))
 			continue;
 		if (r->prefix) {
@@ -333,6 +406,10 @@ static int print_events(struct report *r)
 		hgt__line_print(&r->line, &lc, rec, &r->last_ts, r->out);
 	}
 	hgt__line_flush(&r->line, r->out);
+	if (sc && ret == 0 && !r->o->quiet) {
+		fflush(r->out);
+		hgt_sync_check_print(sc, stderr);
+	}
 	if (ret < 0) {
 		/* The cursor recorded where and why; keep what was printed. */
 		for (i = 0; i < r->nr_h; i++)
@@ -340,6 +417,10 @@ static int print_events(struct report *r)
 				hgt__set_error_line(hgt_input_error(r->h[i].in));
 	}
 out:
+	hgt__kvm_funcs_set(NULL);
+	free(kf.pid);
+	free(kf.tep);
+	hgt_sync_check_free(sc);
 	hgt_merge_free(m);
 	return ret < 0 ? ret : 0;
 }

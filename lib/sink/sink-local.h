@@ -48,4 +48,12 @@ void hgt__format_time_col(char *buf, uint64_t ts, bool in_usecs, bool nsec);
 void hgt__set_last_error(const char *msg);
 #define hgt__set_error_line hgt__set_last_error
 
+/* kvm-guest-func.c: host vCPU thread -> guest tep, for the kvm plugin's guest symbols */
+struct hgt__kvm_funcs {
+	int n;
+	int *pid;
+	struct tep_handle **tep;
+};
+void hgt__kvm_funcs_set(const struct hgt__kvm_funcs *f);
+
 #endif

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * hgtrace/sync.h - the sync check of a host + guests merge: a guest event can only happen
+ * while its vCPU's host thread is in guest mode, between that thread's kvm_entry and
+ * kvm_exit. Fed with the merged records in time order, the check counts the guest events
+ * inside and outside those windows; many outside means the guest's time mapping is wrong.
+ */
+#ifndef HGTRACE_SYNC_H
+#define HGTRACE_SYNC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hgt_input;
+struct tep_record;
+struct hgt_sync_check;
+
+/**
+ * hgt_sync_check_new - set up the check for inputs @in[0..n-1] (top buffers) merged
+ * together. The host is the input with GUEST options (else the first with kvm_entry and
+ * kvm_exit formats); guests are the inputs it names or that carry a TIME_SHIFT.
+ * @ts_offset: per input, whether --ts-offset was given (may be NULL).
+ * Returns NULL (errno ENOENT) when there is no host + guest pair to check.
+ */
+struct hgt_sync_check *hgt_sync_check_new(struct hgt_input *const *in, int n,
+					  const bool *ts_offset);
+
+/**
+ * hgt_sync_check_record - account one merged record of input @idx; @rec->ts is the
+ * converted (displayed) time and @rec->cpu the input's CPU.
+ */
+void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_record *rec);
+
+struct hgt_sync_stats {
+	bool is_guest;
+	const char *mapping; /* how its time was mapped, e.g. "TIME_SHIFT (4 CPUs, ...)" */
+	bool mapped;	     /* the host knows this guest's vCPU threads */
+	uint64_t inside;     /* events within their vCPU's guest windows */
+	uint64_t outside;    /* events outside them */
+	uint64_t unchecked;  /* before the vCPU thread's first kvm_entry/kvm_exit */
+};
+
+/** hgt_sync_check_stats - the counts of input @idx. Returns 0 or -ENOENT. */
+int hgt_sync_check_stats(const struct hgt_sync_check *sc, int idx, struct hgt_sync_stats *st);
+
+/** hgt_sync_check_print - one line per guest on @f. */
+void hgt_sync_check_print(const struct hgt_sync_check *sc, FILE *f);
+
+void hgt_sync_check_free(struct hgt_sync_check *sc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

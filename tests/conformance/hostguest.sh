@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Host + guest on one timeline, against Debian's trace-cmd: simulated sessions (1, 4 and 16
+# vCPUs; attach -s, kvm_write_tsc_offset, embedded interpolated sync; v6 input with sparse
+# vCPU ids) attached by hgtrace, then merged by both tools: identical lines (latency column
+# removed). trace-cmd dump must read every attached file. The sync check must say 0 events
+# outside their windows, and many with a wrong offset. Bad attach input leaves both files
+# byte-identical.
+# Usage: hostguest.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+command -v trace-cmd > /dev/null || tap_skip_all "trace-cmd is not installed"
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+cd "$t" || exit 1
+
+# simulate PREFIX ARGS...: sets $off (attach -s value) and $pids
+simulate() {
+	local p=$1
+	shift
+	"$HGTRACE" simulate -o "$p" "$@" > "$p.out" || return 1
+	off=$(sed -n 's/.*attach with -s \(.*\))/\1/p' "$p.out")
+	pids=$(grep '^vcpus:' "$p.out" | grep -o 'pid[0-9]*' | tr -d pid | tr '\n' ' ')
+}
+
+n=0
+for args in "--vcpus 1 --host-cpus 2" "--vcpus 4" "--vcpus 16 --host-cpus 4" \
+	"--vcpus 4 --write-tsc-offset" "--vcpus 4 --embed-sync --drift-ppb 3000" \
+	"--vcpus 4 --file-version 6 --sparse-vcpu-ids" "--vcpus 4 --compression none"; do
+	n=$((n + 1))
+	p=s$n
+	# shellcheck disable=SC2086
+	if ! simulate $p --seed $n $args; then
+		tap_fail "simulate $args"
+		continue
+	fi
+	case "$args" in
+	*embed-sync*) how="embedded sync" ;;
+	*write-tsc-offset*)
+		how="attach from kvm_write_tsc_offset"
+		# shellcheck disable=SC2086
+		"$HGTRACE" attach $p-host.dat $p-guest.dat $pids > $p.att 2>&1 ||
+			tap_fail "attach $args: $(cat $p.att)"
+		;;
+	*)
+		how="attach -s"
+		# shellcheck disable=SC2086
+		"$HGTRACE" attach -s "$off" $p-host.dat $p-guest.dat $pids 999999 > $p.att 2>&1 ||
+			tap_fail "attach $args: $(cat $p.att)"
+		;;
+	esac
+	"$HGTRACE" report $p-host.dat $p-guest.dat 2> $p.sync | strip_latency > $p.h
+	trace-cmd report -i $p-host.dat -i $p-guest.dat > $p.t 2> /dev/null
+	lines=$(wc -l < $p.h)
+	if [ "$lines" -gt 1000 ]; then
+		tap_cmp "$args ($how): merged report = trace-cmd's ($lines lines)" $p.h $p.t
+	else
+		tap_fail "$args: only $lines lines"
+	fi
+	if grep -q ' 0 outside their vCPU.s guest windows' $p.sync; then
+		tap_ok "$args: sync check finds every guest event inside its vCPU's windows"
+	else
+		tap_fail "$args: sync check: $(cat $p.sync)"
+	fi
+	for f in $p-host.dat $p-guest.dat; do
+		if trace-cmd dump --all -i $f > /dev/null 2>&1; then
+			tap_ok "$args: trace-cmd dump reads $f"
+		else
+			tap_fail "$args: trace-cmd dump reads $f"
+		fi
+	done
+done
+
+# A wrong offset (120 us off): the sync check says so.
+simulate w --vcpus 4
+w=$((off + 312000))
+# shellcheck disable=SC2086
+"$HGTRACE" attach -s $w w-host.dat w-guest.dat $pids > /dev/null
+"$HGTRACE" report w-host.dat w-guest.dat 2> w.sync > /dev/null
+outside=$(sed -n 's/.*events: \([0-9]*\) outside.*/\1/p' w.sync)
+if [ "${outside:-0}" -gt 1000 ]; then
+	tap_ok "a wrong offset puts $outside guest events outside their windows"
+else
+	tap_fail "a wrong offset is noticed: $(cat w.sync)"
+fi
+
+# Bad input: one line, non-zero, both files unchanged.
+simulate b --vcpus 2
+cp b-host.dat b-host.orig
+cp b-guest.dat b-guest.orig
+cp "$here/data/tsc.dat" plain.dat
+cp "$here/data/local-v7none.dat" local.dat
+bad() {
+	local what=$1 host=$2 guest=$3
+	shift 3
+	cp "$host" bh.orig
+	cp "$guest" bg.orig
+	if "$HGTRACE" attach "$@" "$host" "$guest" $pids > out.txt 2> err.txt; then
+		tap_fail "$what: refused"
+	elif [ "$(wc -l < err.txt)" != 1 ]; then
+		tap_fail "$what: one error line, got: $(cat err.txt)"
+	elif ! cmp -s "$host" bh.orig || ! cmp -s "$guest" bg.orig; then
+		tap_fail "$what: files unchanged"
+	else
+		tap_ok "$what: refused, files unchanged ($(cat err.txt))"
+	fi
+}
+bad "host without kvm events" plain.dat b-guest.dat -s "$off"
+pids_save=$pids
+pids="4242 4343"
+bad "PIDs that ran no vCPU" b-host.dat b-guest.dat -s "$off"
+pids=$pids_save
+bad "guest with another clock (local)" b-host.dat local.dat -s "$off"
+bad "-s that does not parse" b-host.dat b-guest.dat -s "12,abc"
+bad "no -s and no kvm_write_tsc_offset" b-host.dat b-guest.dat
+tap_done
