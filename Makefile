@@ -25,6 +25,7 @@ demo: deps build
 
 bench: deps build
 	@bench/run.sh $(BUILDDIR)
+	@bench/hostguest.sh $(BUILDDIR)
 
 fuzz: deps
 	@fuzz/run.sh
