@@ -63,27 +63,6 @@ uint64_t hgt_tsc_guest_to_host(uint64_t guest, uint64_t ratio, unsigned int frac
 	return (uint64_t)((num + ratio - 1) / ratio);
 }
 
-/* Index of the sample pair trace-cmd uses: (i, i + 1). */
-static uint32_t pair_index(const struct hgt_time_shift_cpu *c, int64_t ts)
-{
-	uint32_t lo = 0, hi = c->count - 1;
-
-	if (ts <= c->time[0])
-		return 0;
-	if (ts >= c->time[c->count - 1])
-		return c->count - 2;
-	/* largest i with time[i] <= ts; time[0] < ts < time[n-1] */
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (c->time[mid] <= ts)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* Latest sample at or before @ts (sample 0 before the first). */
 static uint32_t step_index(const struct hgt_time_shift_cpu *c, int64_t ts)
 {
@@ -98,6 +77,14 @@ static uint32_t step_index(const struct hgt_time_shift_cpu *c, int64_t ts)
 			hi = mid;
 	}
 	return lo;
+}
+
+/* Index of the sample pair trace-cmd uses, (i, i + 1): the step sample, kept off the end. */
+static uint32_t pair_index(const struct hgt_time_shift_cpu *c, int64_t ts)
+{
+	uint32_t i = step_index(c, ts);
+
+	return i > c->count - 2 ? c->count - 2 : i;
 }
 
 static uint64_t compat_convert(const struct hgt_time_shift *t, const struct hgt_time_shift_cpu *c,

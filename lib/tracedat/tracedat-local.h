@@ -140,8 +140,8 @@ void hgt__dctx_free(struct hgt_input *in, void *dctx);
 int hgt__load_section(struct hgt_input *in, uint64_t sec_off, uint16_t want_id, uint8_t **buf,
 		      uint64_t *len);
 
-int hgt__compress(enum hgt_compression comp, void *cctx, const void *src, size_t len,
-		  uint8_t **dst, size_t *dlen);
+int hgt__compress(enum hgt_compression comp, void *cctx, const void *src, size_t len, uint8_t **dst,
+		  size_t *dlen);
 void *hgt__cctx_new(enum hgt_compression comp);
 void hgt__cctx_free(enum hgt_compression comp, void *cctx);
 const char *hgt__compression_version(enum hgt_compression comp);
