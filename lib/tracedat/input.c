@@ -489,6 +489,8 @@ struct hgt_input *hgt_input_open(const char *path, const struct hgt_open_opts *o
 		in->plugins = tep_load_plugins(in->tep);
 	ret = in->version >= 7 ? open_v7(in) : open_v6(in);
 	if (!ret)
+		ret = hgt__formats_parse(in);
+	if (!ret)
 		ret = hgt__parse_peer_options(in);
 	if (ret)
 		goto fail;
@@ -517,6 +519,7 @@ void hgt_input_close(struct hgt_input *in)
 		tep_free(in->tep);
 	}
 	hgt__guests_free(in);
+	hgt__formats_free(in);
 	for (i = 0; i < in->nr_opts; i++)
 		free((void *)in->opts[i].data);
 	for (i = 0; i < in->nr_bufs; i++) {

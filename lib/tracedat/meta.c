@@ -79,15 +79,23 @@ static int read_formats(struct hgt_input *in, struct hgt__rd *rd, const char *sy
 		uint64_t size;
 		char *buf;
 
+		uint64_t at = hgt__rd_fileoff(rd);
+
 		ret = hgt__rd_u64(rd, &size);
 		if (!ret)
 			ret = hgt__rd_alloc(rd, &buf, size);
 		if (ret)
 			return ret;
-		if (in->tep && !(in->flags & HGT_OPEN_HEAD_ONLY))
-			/* A format libtraceevent cannot parse is skipped, as trace-cmd does. */
-			tep_parse_event(in->tep, buf, size, system);
-		free(buf);
+		if (in->tep && !(in->flags & HGT_OPEN_HEAD_ONLY)) {
+			/* parsed behind a guard once all are read (formats.c) */
+			ret = hgt__format_add(in, system, buf, size, at);
+			if (ret) {
+				free(buf);
+				return ret;
+			}
+		} else {
+			free(buf);
+		}
 		in->meta.nr_events++;
 	}
 	return 0;

@@ -32,6 +32,7 @@ struct hgt__buffer {
 
 struct hgt__tsync;
 struct hgt__guest;
+struct hgt__format;
 
 struct hgt_input {
 	char *path;
@@ -83,6 +84,9 @@ struct hgt_input {
 	bool latency;
 	uint64_t latency_offset; /* v6: start of text; v7: section header */
 	uint64_t latency_size;
+
+	struct hgt__format *formats; /* kept until the guarded parse (formats.c) */
+	int nr_formats, max_formats;
 
 	struct hgt__tsync *tsync;
 	struct hgt__guest *guests;
@@ -162,6 +166,12 @@ struct hgt__append_undo {
 int hgt__append_options(const char *path, const struct hgt_option_blob *opts, int n,
 			struct hgt__append_undo *undo);
 int hgt__append_undo(const char *path, const struct hgt__append_undo *u);
+
+/* formats.c */
+int hgt__format_add(struct hgt_input *in, const char *system, char *text, uint64_t size,
+		    uint64_t where);
+int hgt__formats_parse(struct hgt_input *in);
+void hgt__formats_free(struct hgt_input *in);
 
 /* peer.c */
 int hgt__parse_peer_options(struct hgt_input *in);
