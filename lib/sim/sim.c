@@ -178,22 +178,19 @@ struct rec {
 	struct tep_event *ev;
 };
 
+/* Start a record of event @id: common fields set, length = end of its last field. */
 static void rec_start(struct sim *s, struct rec *r, enum ev_id id, int pid)
 {
+	struct tep_format_field *f;
+	uint32_t end = 8; /* the common fields */
 	uint16_t type;
 
 	memset(r, 0, sizeof(*r));
 	r->ev = s->ev[id];
-	r->len = (uint32_t)((r->ev->format.nr_common ? 8 : 8));
-	{
-		struct tep_format_field *f;
-		uint32_t end = 8;
-
-		for (f = r->ev->format.fields; f; f = f->next)
-			if ((uint32_t)(f->offset + f->size) > end)
-				end = (uint32_t)(f->offset + f->size);
-		r->len = (end + 3) & ~3U;
-	}
+	for (f = r->ev->format.fields; f; f = f->next)
+		if ((uint32_t)(f->offset + f->size) > end)
+			end = (uint32_t)(f->offset + f->size);
+	r->len = (end + 3) & ~3U;
 	type = (uint16_t)r->ev->id;
 	memcpy(r->b, &type, 2);
 	memcpy(r->b + 4, &pid, 4);

@@ -31,24 +31,6 @@ static int fail(const char *path, int err, const char *what)
 	return -err;
 }
 
-static int pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
-{
-	const uint8_t *p = buf;
-
-	while (n) {
-		ssize_t w = pwrite(fd, p, n, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		p += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
 /**
  * hgt_tracedat_append_options - append options to a finished v7 file.
  */
@@ -67,7 +49,7 @@ int hgt__append_undo(const char *path, const struct hgt__append_undo *u)
 
 	if (fd < 0)
 		return -errno;
-	ret = pwrite_full(fd, &zero, 8, u->done_pos);
+	ret = hgt__pwrite_full(fd, &zero, 8, u->done_pos);
 	if (!ret && ftruncate(fd, (off_t)u->eof))
 		ret = -errno;
 	close(fd);
@@ -157,14 +139,14 @@ int hgt__append_options(const char *path, const struct hgt_option_blob *opts, in
 		free(blob);
 		return fail(path, -ret, msg);
 	}
-	ret = pwrite_full(fd, blob, total, eof);
+	ret = hgt__pwrite_full(fd, blob, total, eof);
 	if (!ret)
-		ret = pwrite_full(fd, &eof, 8, done_pos);
+		ret = hgt__pwrite_full(fd, &eof, 8, done_pos);
 	if (ret) {
 		uint64_t zero = 0;
 
 		/* put the file back as it was */
-		if (pwrite_full(fd, &zero, 8, done_pos) || ftruncate(fd, (off_t)eof))
+		if (hgt__pwrite_full(fd, &zero, 8, done_pos) || ftruncate(fd, (off_t)eof))
 			snprintf(msg, sizeof(msg),
 				 "append failed (%s) and the file could not be restored",
 				 strerror(-ret));

@@ -98,22 +98,14 @@ static int out_error(struct hgt_output *o, int err, const char *fmt, ...)
 
 static int pwrite_all(struct hgt_output *o, const void *p, size_t n, uint64_t off)
 {
-	const uint8_t *b = p;
+	int ret;
 
 	if (o->err)
 		return o->err;
-	while (n) {
-		ssize_t w = pwrite(o->fd, b, n, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return out_error(o, w < 0 ? errno : EIO, "offset 0x%llx: write failed: %s",
-					 (unsigned long long)off, strerror(w < 0 ? errno : EIO));
-		b += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
+	ret = hgt__pwrite_full(o->fd, p, n, off);
+	if (ret)
+		return out_error(o, -ret, "offset 0x%llx: write failed: %s",
+				 (unsigned long long)off, strerror(-ret));
 	return 0;
 }
 

@@ -228,3 +228,24 @@ int hgt__rd_str(struct hgt__rd *rd, char **s, uint64_t max)
 	return hgt__rd_error(rd, EBADMSG, "string is not NUL-terminated within %llu bytes",
 			     (unsigned long long)max);
 }
+
+/**
+ * hgt__pwrite_full - write all @n bytes at @off (EINTR retried). Returns 0 or -errno.
+ */
+int hgt__pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
+{
+	const uint8_t *p = buf;
+
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}

@@ -120,6 +120,7 @@ int hgt__rd_error(struct hgt__rd *rd, int err, const char *fmt, ...)
 void hgt__set_last_error(const char *msg);
 
 int hgt__pread_all(struct hgt_input *in, void *buf, uint64_t len, uint64_t off);
+int hgt__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
 
 int hgt__rd_bytes(struct hgt__rd *rd, void *buf, uint64_t len);
 int hgt__rd_u16(struct hgt__rd *rd, uint16_t *v);
