@@ -3,7 +3,7 @@ BUILDDIR ?= build
 MESON_EXTRA ?=
 NINJA ?= ninja
 
-.PHONY: all build deps demo check bench fuzz clean install
+.PHONY: all build deps demo check bench bench-big fuzz clean install
 
 all: build
 
@@ -26,6 +26,9 @@ demo: deps build
 bench: deps build
 	@bench/run.sh $(BUILDDIR)
 	@bench/hostguest.sh $(BUILDDIR)
+
+bench-big: deps build
+	@bench/bigfile.sh $(BUILDDIR)
 
 fuzz: deps
 	@fuzz/run.sh

@@ -23,16 +23,11 @@ hgt_report_nolat() {
 	fi
 }
 
-# compare_live WHAT ARGS...: hgtrace vs trace-cmd run now on the same ARGS.
-compare_live() {
-	local what=$1 t rc
-	shift
-	t=$(mktemp -d)
-	hgt_report_nolat "$@" > "$t/got" 2> "$t/err"
-	echo "exit status: $([ $? -eq 0 ] && echo 0 || echo non-zero)" >> "$t/got"
-	trace-cmd report "$@" > "$t/want" 2>/dev/null
-	rc=$?
-	if [ $rc -ge 128 ]; then
+# _judge WHAT DIR RC: compare DIR/got (hgtrace, with its exit line) and DIR/want (trace-cmd,
+# which exited with RC).
+_judge() {
+	local what=$1 t=$2 rc=$3
+	if [ "$rc" -ge 128 ]; then
 		# trace-cmd 3.1.6 crashes here (e.g. -F on files with instances): nothing to
 		# compare with, but hgtrace must succeed.
 		if grep -q "exit status: 0" "$t/got"; then
@@ -40,10 +35,34 @@ compare_live() {
 		else
 			tap_fail "$what: succeeds where trace-cmd crashes (status $rc)"
 		fi
-		rm -rf "$t"
 		return
 	fi
-	echo "exit status: $([ $rc -eq 0 ] && echo 0 || echo non-zero)" >> "$t/want"
+	echo "exit status: $([ "$rc" -eq 0 ] && echo 0 || echo non-zero)" >> "$t/want"
 	tap_cmp "$what" "$t/got" "$t/want"
+}
+
+# compare_live WHAT ARGS...: hgtrace vs trace-cmd run now on the same ARGS.
+compare_live() {
+	local what=$1 t
+	shift
+	t=$(mktemp -d)
+	hgt_report_nolat "$@" > "$t/got" 2> "$t/err"
+	echo "exit status: $([ $? -eq 0 ] && echo 0 || echo non-zero)" >> "$t/got"
+	trace-cmd report "$@" > "$t/want" 2>/dev/null
+	_judge "$what" "$t" $?
+	rm -rf "$t"
+}
+
+# compare_as WHAT HGFILE TCFILE ARGS...: hgtrace on HGFILE vs trace-cmd on TCFILE, same
+# ARGS (for files trace-cmd cannot read, e.g. zlib here, written from TCFILE by hgtrace;
+# give both the same base name, which some outputs print).
+compare_as() {
+	local what=$1 hf=$2 tf=$3 t
+	shift 3
+	t=$(mktemp -d)
+	hgt_report_nolat "$@" "$hf" > "$t/got" 2> "$t/err"
+	echo "exit status: $([ $? -eq 0 ] && echo 0 || echo non-zero)" >> "$t/got"
+	trace-cmd report "$@" "$tf" > "$t/want" 2>/dev/null
+	_judge "$what" "$t" $?
 	rm -rf "$t"
 }
