@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <traceevent/event-parse.h>
 #include <traceevent/trace-seq.h>
@@ -276,7 +277,7 @@ static bool cpu_selected(const struct report *r, int gidx)
 }
 
 /* vCPU threads of the hosts among the inputs -> the tep of the guest they run. */
-static int kvm_funcs_build(struct report *r, struct hgt__kvm_funcs *f)
+static int kvm_funcs_build(struct report *r, struct hgt__kvm_funcs *f, struct hgt__kvm_map *km)
 {
 	int i, j, v;
 
@@ -289,7 +290,7 @@ static int kvm_funcs_build(struct report *r, struct hgt__kvm_funcs *f)
 			    hgt_input_guest_by_id(r->h[i].in, id, &g))
 				continue;
 			for (v = 0; v < g.nr_vcpus; v++) {
-				int *p;
+				int *p, *tp;
 				struct tep_handle **t;
 
 				if (g.cpu_pid[v] <= 0)
@@ -300,11 +301,17 @@ static int kvm_funcs_build(struct report *r, struct hgt__kvm_funcs *f)
 				t = realloc(f->tep, sizeof(*t) * (size_t)(f->n + 1));
 				if (t)
 					f->tep = t;
-				if (!p || !t)
+				tp = realloc(km->top, sizeof(*tp) * (size_t)(f->n + 1));
+				if (tp)
+					km->top = tp;
+				if (!p || !t || !tp)
 					return -ENOMEM;
 				f->pid[f->n] = g.cpu_pid[v];
 				f->tep[f->n] = hgt_input_tep(r->h[j].in);
+				km->top[f->n] = j;
 				f->n++;
+				km->n = f->n;
+				km->pid = f->pid;
 			}
 		}
 	}
@@ -338,21 +345,216 @@ static struct hgt_sync_check *sync_check_new(struct report *r)
 	return sc;
 }
 
+/* How records of handle @h print (the tep and the boundary flag are per record). */
+static struct hgt__line_ctx line_ctx(const struct report *r, const struct handle *h)
+{
+	return (struct hgt__line_ctx){
+		.tep = hgt_input_tep(h->in),
+		.in_usecs = h->in_usecs,
+		.use_trace_clock = h->use_trace_clock,
+		.nsec = r->o->nsec,
+		.raw = r->o->raw,
+		.ts_diff = r->o->ts_diff,
+		.latency = !r->o->no_latency,
+	};
+}
+
+/* The file-name column of handle @h into @buf (512 bytes); returns its length. */
+static size_t line_prefix(const struct report *r, const struct handle *h, char *buf)
+{
+	int n = h->tag ? snprintf(buf, 512, "%*s: ", r->max_tag, h->tag)
+		       : snprintf(buf, 512, "%*s  ", r->max_tag, "");
+
+	return n < 512 ? (size_t)n : 511;
+}
+
+/* What printing a record of some event does besides printing. */
+enum rec_kind {
+	K_UNSEEN = 0,
+	K_PLAIN,
+	K_SWITCH,   /* sched_switch plugin: registers prev and next comms */
+	K_WAKEUP,   /* sched_wakeup plugin: registers the woken comm */
+	K_STATEFUL, /* a plugin keeping other state (function tracer indentation) */
+};
+
+struct par_state {
+	struct hgt__par *par;
+	struct hgt__par_handle *hs;
+	char (*prefix)[512];
+	uint8_t **kinds; /* per top input, per event type id */
+};
+
+static int top_of(const struct report *r, const struct handle *h)
+{
+	int i;
+
+	for (i = 0; i < r->nr_top; i++)
+		if (r->h[i].in == h->in)
+			return i;
+	return 0;
+}
+
+static enum rec_kind classify(struct tep_handle *tep, struct tep_record *rec)
+{
+	struct tep_event *ev = tep_find_event_by_record(tep, rec);
+
+	if (!ev || !ev->handler)
+		return K_PLAIN;
+	if (!strcmp(ev->system, "sched") && !strcmp(ev->name, "sched_switch"))
+		return K_SWITCH;
+	if (!strcmp(ev->system, "sched") &&
+	    (!strcmp(ev->name, "sched_wakeup") || !strcmp(ev->name, "sched_wakeup_new")))
+		return K_WAKEUP;
+	if (!strcmp(ev->system, "ftrace") &&
+	    (!strcmp(ev->name, "function") || !strncmp(ev->name, "funcgraph", 9)))
+		return K_STATEFUL;
+	return K_PLAIN;
+}
+
+/* The comm the sched plugins register for (@comm_field, @pid_field), if it is new. */
+static int log_comm(struct par_state *ps, struct tep_handle *tep, int top, struct tep_record *rec,
+		    const char *comm_field, const char *pid_field)
+{
+	struct tep_event *ev = tep_find_event_by_record(tep, rec);
+	struct tep_format_field *f = ev ? tep_find_any_field(ev, comm_field) : NULL;
+	unsigned long long pid;
+	char comm[64];
+	int len;
+
+	if (!f || tep_get_field_val(NULL, ev, pid_field, rec, &pid, 0))
+		return 0;
+	if (tep_is_pid_registered(tep, (int)pid))
+		return 0;
+	len = f->size < (int)sizeof(comm) - 1 ? f->size : (int)sizeof(comm) - 1;
+	if ((unsigned int)f->offset + (unsigned int)len > (unsigned int)rec->size)
+		return 0;
+	snprintf(comm, sizeof(comm), "%.*s", len, (const char *)rec->data + f->offset);
+	tep_register_comm(tep, comm, (int)pid);
+	return hgt__par_log_comm(ps->par, top, (int)pid, comm);
+}
+
+static int par_threads(const struct report *r)
+{
+	const char *e = getenv("HGT_THREADS");
+	long n = e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+	int i;
+
+	for (i = 0; i < r->nr_top; i++)
+		if (hgt_input_is_latency(r->h[i].in))
+			return 0;
+	if (n < 2)
+		return 0;
+	return n > 8 ? 8 : (int)n;
+}
+
+static void par_state_free(struct report *r, struct par_state *ps)
+{
+	int i;
+
+	hgt__par_free(ps->par);
+	ps->par = NULL;
+	for (i = 0; ps->kinds && i < r->nr_top; i++)
+		free(ps->kinds[i]);
+	free(ps->kinds);
+	free(ps->hs);
+	free(ps->prefix);
+	ps->kinds = NULL;
+	ps->hs = NULL;
+	ps->prefix = NULL;
+}
+
+static void par_state_init(struct report *r, struct par_state *ps, const struct hgt__kvm_map *km)
+{
+	int n = par_threads(r), i;
+	const char **paths;
+
+	if (!n)
+		return;
+	ps->hs = calloc((size_t)r->nr_h, sizeof(*ps->hs));
+	ps->prefix = calloc((size_t)r->nr_h, sizeof(*ps->prefix));
+	ps->kinds = calloc((size_t)r->nr_top, sizeof(*ps->kinds));
+	paths = calloc((size_t)r->nr_top, sizeof(*paths));
+	if (!ps->hs || !ps->prefix || !ps->kinds || !paths)
+		goto fail;
+	for (i = 0; i < r->nr_top; i++) {
+		ps->kinds[i] = calloc(65536, 1);
+		if (!ps->kinds[i])
+			goto fail;
+		paths[i] = hgt_input_path(r->h[i].in);
+	}
+	for (i = 0; i < r->nr_h; i++) {
+		struct handle *h = &r->h[i];
+		struct hgt__par_handle *ph = &ps->hs[i];
+
+		ph->top = top_of(r, h);
+		ph->ctx = line_ctx(r, h);
+		ph->ctx.tep = NULL; /* each worker's own */
+		if (r->prefix) {
+			ph->prefix = ps->prefix[i];
+			ph->prefix_len = line_prefix(r, h, ps->prefix[i]);
+		}
+	}
+	ps->par = hgt__par_new(n, paths, r->nr_top,
+			       (r->o->no_plugins ? HGT_OPEN_NO_PLUGINS : 0) | HGT_OPEN_QUIET,
+			       r->o->nsec, ps->hs, r->nr_h, km, r->out);
+	free(paths);
+	if (ps->par)
+		return;
+	paths = NULL;
+fail:
+	free(paths);
+	par_state_free(r, ps);
+}
+
+/* Queue a kept record for the workers. Returns 1 when the record must be printed here
+ * instead (the parallel path was just closed), 0 when queued, or -errno. */
+static int par_queue(struct report *r, struct par_state *ps, struct handle *h,
+		     struct tep_record *rec, bool boundary)
+{
+	struct tep_handle *tep = hgt_input_tep(h->in);
+	int top = ps->hs[h - r->h].top, type = tep_data_type(tep, rec), ret = 0;
+	uint8_t *k = &ps->kinds[top][type & 0xffff];
+	unsigned long long prev = r->last_ts;
+
+	if (*k == K_UNSEEN)
+		*k = (uint8_t)classify(tep, rec);
+	if (*k == K_STATEFUL) {
+		ret = hgt__par_finish(ps->par);
+		par_state_free(r, ps);
+		return ret ? ret : 1;
+	}
+	if (*k == K_SWITCH) {
+		ret = log_comm(ps, tep, top, rec, "prev_comm", "prev_pid");
+		if (!ret)
+			ret = log_comm(ps, tep, top, rec, "next_comm", "next_pid");
+	} else if (*k == K_WAKEUP) {
+		ret = log_comm(ps, tep, top, rec, "comm", "pid");
+	}
+	if (ret)
+		return ret;
+	if (r->o->ts_diff)
+		r->last_ts = hgt__line_diff_base(&ps->hs[h - r->h].ctx, rec->ts);
+	return hgt__par_add(ps->par, (int)(h - r->h), rec, boundary, prev);
+}
+
 static int print_events(struct report *r)
 {
 	struct hgt_merge *m = hgt_merge_new();
 	struct hgt_sync_check *sc = sync_check_new(r);
 	struct hgt__kvm_funcs kf = { 0 };
+	struct hgt__kvm_map km = { 0 };
+	struct par_state ps = { 0 };
 	struct tep_record *rec;
 	void *user;
 	int i, c, ret;
 
 	if (!m)
 		return -ENOMEM;
-	ret = kvm_funcs_build(r, &kf);
+	ret = kvm_funcs_build(r, &kf, &km);
 	if (ret)
 		goto out;
 	hgt__kvm_funcs_set(kf.n ? &kf : NULL);
+	par_state_init(r, &ps, &km);
 	for (i = 0; i < r->nr_h; i++) {
 		struct handle *h = &r->h[i];
 		const struct hgt_buffer *b = hgt_input_buffer(h->in, h->buffer);
@@ -379,31 +581,35 @@ static int print_events(struct report *r)
 	}
 	while ((ret = hgt_merge_next(m, &rec, &user, NULL)) > 0) {
 		struct handle *h = user;
-		struct hgt__line_ctx lc = {
-			.tep = hgt_input_tep(h->in),
-			.in_usecs = h->in_usecs,
-			.use_trace_clock = h->use_trace_clock,
-			.nsec = r->o->nsec,
-			.raw = r->o->raw,
-			.ts_diff = r->o->ts_diff,
-			.latency = !r->o->no_latency,
-			.boundary =
-				r->o->boundary && hgt_cursor_at_page_start(h->cursors[rec->cpu]),
-		};
+		struct hgt__line_ctx lc = line_ctx(r, h);
+
+		lc.boundary = r->o->boundary && hgt_cursor_at_page_start(h->cursors[rec->cpu]);
 
 		if (sc && !h->instance)
 			hgt_sync_check_record(sc, (int)(h - r->h), rec);
 		if (!keep_record(h, rec))
 			continue;
+		if (ps.par) {
+			ret = par_queue(r, &ps, h, rec, lc.boundary);
+			if (ret < 0)
+				break;
+			if (ret == 0)
+				continue;
+			ret = 0; /* the parallel path closed: print here from now on */
+		}
 		if (r->prefix) {
 			char pre[512];
-			int n = h->tag ? snprintf(pre, sizeof(pre), "%*s: ", r->max_tag, h->tag)
-				       : snprintf(pre, sizeof(pre), "%*s  ", r->max_tag, "");
+			size_t n = line_prefix(r, h, pre);
 
-			hgt__line_put(&r->line, r->out, pre,
-				      n < (int)sizeof(pre) ? (size_t)n : sizeof(pre) - 1);
+			hgt__line_put(&r->line, r->out, pre, n);
 		}
 		hgt__line_print(&r->line, &lc, rec, &r->last_ts, r->out);
+	}
+	if (ps.par) {
+		int pret = hgt__par_finish(ps.par);
+
+		if (pret && ret >= 0)
+			ret = pret;
 	}
 	hgt__line_flush(&r->line, r->out);
 	if (sc && ret == 0 && !r->o->quiet) {
@@ -417,9 +623,11 @@ static int print_events(struct report *r)
 				hgt__set_error_line(hgt_input_error(r->h[i].in));
 	}
 out:
+	par_state_free(r, &ps);
 	hgt__kvm_funcs_set(NULL);
 	free(kf.pid);
 	free(kf.tep);
+	free(km.top);
 	hgt_sync_check_free(sc);
 	hgt_merge_free(m);
 	return ret < 0 ? ret : 0;

@@ -165,6 +165,11 @@ static size_t put_time(char *p, uint64_t ts, bool in_usecs, bool nsec)
 	return n + put_uint(p + n, ts % 1000000ULL, 6, false, '0');
 }
 
+unsigned long long hgt__line_diff_base(const struct hgt__line_ctx *c, unsigned long long ts)
+{
+	return c->use_trace_clock && !c->nsec ? (ts + 500) / 1000 : ts;
+}
+
 void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct tep_record *rec,
 		     unsigned long long *last_ts, FILE *out)
 {
@@ -218,11 +223,9 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 	n += put_time(p + n, rec->ts, c->in_usecs, c->nsec);
 	p[n++] = ':';
 	if (c->ts_diff) {
-		unsigned long long ts = rec->ts;
+		unsigned long long ts = hgt__line_diff_base(c, rec->ts);
 		char d[50] = "";
 
-		if (c->use_trace_clock && !c->nsec)
-			ts = (ts + 500) / 1000;
 		if (*last_ts)
 			snprintf(d, sizeof(d), "(+%lld)", (long long)(ts - *last_ts));
 		*last_ts = ts;

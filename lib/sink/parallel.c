@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Parallel formatting of the text report.
+ *
+ * Nearly all of a report's time goes into libtraceevent turning records into text. The
+ * main thread keeps merging and filtering in time order; it copies the records it keeps
+ * into batches, and worker threads format batches, each with its own libtraceevent handles
+ * (every input opened again per worker: tep handles are not thread safe). Batches are
+ * written out in order, so the output is byte for byte the sequential one.
+ *
+ * Two things make a line depend on the lines before it, and both are kept:
+ *  - the sched_switch plugin registers the comm of every pid it prints (first one wins):
+ *    the main thread logs each first registration, and a worker applies the log of all
+ *    earlier batches before formatting a batch;
+ *  - plugins with other state (function tracer indentation): the caller stops the
+ *    parallel path (hgt__par_finish) before the first such record and goes on alone.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <traceevent/event-parse.h>
+
+#include <hgtrace/tracedat.h>
+
+#include "sink-local.h"
+
+#define BATCH_RECORDS 4096
+
+struct pitem {
+	int h;
+	int cpu;
+	unsigned long long ts;
+	long long missed;
+	unsigned long long prev_ts;
+	size_t off;
+	int size;
+	bool boundary;
+};
+
+struct comm_entry {
+	int top;
+	int pid;
+	char comm[24];
+};
+
+enum { B_FREE, B_READY, B_BUSY, B_DONE };
+
+struct batch {
+	int state;
+	unsigned long long seq;
+	struct pitem *items;
+	int n;
+	uint8_t *data;
+	size_t dlen, dcap;
+	size_t log_start; /* comm log entries before this batch */
+	char *text;	  /* formatted output */
+	size_t tlen;
+	int err;
+};
+
+struct worker {
+	struct hgt__par *p;
+	pthread_t thread;
+	struct hgt_input **in; /* per top input */
+	struct hgt__line line;
+	struct hgt__kvm_funcs kvm;
+	size_t applied; /* comm log entries applied to this worker's teps */
+	bool started;
+};
+
+struct hgt__par {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const struct hgt__par_handle *hs;
+	int nr_h, nr_top;
+	FILE *out;
+	struct batch *b;
+	int nr_b;
+	struct batch *cur;	    /* being filled by the main thread, or NULL */
+	unsigned long long filling; /* seq of the batch being filled */
+	unsigned long long next_take, next_write;
+	bool stop;
+	struct worker *w;
+	int nr_w;
+	struct comm_entry *log;
+	size_t nlog, maxlog;
+	int err;
+};
+
+/* Apply the comm registrations of earlier batches to a worker's teps. */
+static void catch_up(struct worker *w, size_t upto)
+{
+	struct hgt__par *p = w->p;
+
+	pthread_mutex_lock(&p->lock);
+	for (; w->applied < upto; w->applied++) {
+		const struct comm_entry *e = &p->log[w->applied];
+
+		tep_register_comm(hgt_input_tep(w->in[e->top]), e->comm, e->pid);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+static int format_batch(struct worker *w, struct batch *b)
+{
+	struct hgt__par *p = w->p;
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	int i;
+
+	if (!f)
+		return -ENOMEM;
+	for (i = 0; i < b->n; i++) {
+		const struct pitem *it = &b->items[i];
+		const struct hgt__par_handle *h = &p->hs[it->h];
+		struct hgt__line_ctx c = h->ctx;
+		struct tep_record rec = { 0 };
+		unsigned long long last = it->prev_ts;
+
+		c.tep = hgt_input_tep(w->in[h->top]);
+		c.boundary = it->boundary;
+		rec.ts = it->ts;
+		rec.cpu = it->cpu;
+		rec.data = b->data + it->off;
+		rec.size = it->size;
+		rec.missed_events = it->missed;
+		if (h->prefix_len)
+			hgt__line_put(&w->line, f, h->prefix, h->prefix_len);
+		hgt__line_print(&w->line, &c, &rec, &last, f);
+	}
+	hgt__line_flush(&w->line, f);
+	if (fclose(f)) {
+		free(text);
+		return -EIO;
+	}
+	b->text = text;
+	b->tlen = tlen;
+	return 0;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct hgt__par *p = w->p;
+
+	hgt__kvm_funcs_set(w->kvm.n ? &w->kvm : NULL);
+	for (;;) {
+		struct batch *b;
+		unsigned long long seq;
+
+		pthread_mutex_lock(&p->lock);
+		while (p->next_take >= p->filling && !p->stop)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (p->next_take >= p->filling) {
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+		seq = p->next_take++;
+		b = &p->b[seq % (unsigned long long)p->nr_b];
+		b->state = B_BUSY;
+		pthread_mutex_unlock(&p->lock);
+
+		catch_up(w, b->log_start);
+		b->err = format_batch(w, b);
+
+		pthread_mutex_lock(&p->lock);
+		b->state = B_DONE;
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+	}
+	hgt__kvm_funcs_set(NULL);
+	return NULL;
+}
+
+/* Write out finished batches in order; with @all, wait for every submitted one. Called with
+ * the lock held. */
+static int write_done(struct hgt__par *p, bool all)
+{
+	while (p->next_write < p->filling) {
+		struct batch *b = &p->b[p->next_write % (unsigned long long)p->nr_b];
+
+		if (b->state != B_DONE) {
+			if (!all)
+				break;
+			pthread_cond_wait(&p->cond, &p->lock);
+			continue;
+		}
+		if (b->err && !p->err)
+			p->err = b->err;
+		if (!p->err && b->tlen && fwrite(b->text, 1, b->tlen, p->out) != b->tlen)
+			p->err = -EIO;
+		free(b->text);
+		b->text = NULL;
+		b->tlen = 0;
+		b->n = 0;
+		b->dlen = 0;
+		b->state = B_FREE;
+		p->next_write++;
+		pthread_cond_broadcast(&p->cond);
+	}
+	return p->err;
+}
+
+/**
+ * hgt__par_new - start @nr_workers formatting threads over the inputs @paths (opened again
+ * with @open_flags for each worker). @hs describes every report handle. Returns NULL when
+ * the parallel path cannot be set up (the caller then formats alone).
+ */
+struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths, int nr_top,
+			      unsigned int open_flags, bool nsec, const struct hgt__par_handle *hs,
+			      int nr_h, const struct hgt__kvm_map *kvm, FILE *out)
+{
+	HGT_OPTS(hgt_open_opts, oo, .flags = open_flags | HGT_OPEN_QUIET);
+	struct hgt__par *p = calloc(1, sizeof(*p));
+	int i, k;
+
+	if (!p)
+		return NULL;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->hs = hs;
+	p->nr_h = nr_h;
+	p->nr_top = nr_top;
+	p->out = out;
+	p->nr_w = nr_workers;
+	p->nr_b = 2 * nr_workers + 2;
+	p->b = calloc((size_t)p->nr_b, sizeof(*p->b));
+	p->w = calloc((size_t)nr_workers, sizeof(*p->w));
+	if (!p->b || !p->w)
+		goto fail;
+	for (i = 0; i < p->nr_b; i++) {
+		p->b[i].items = malloc(sizeof(struct pitem) * BATCH_RECORDS);
+		if (!p->b[i].items)
+			goto fail;
+	}
+	for (k = 0; k < nr_workers; k++) {
+		struct worker *w = &p->w[k];
+
+		w->p = p;
+		if (hgt__line_init(&w->line))
+			goto fail;
+		w->in = calloc((size_t)nr_top, sizeof(*w->in));
+		if (!w->in)
+			goto fail;
+		for (i = 0; i < nr_top; i++) {
+			w->in[i] = hgt_input_open(paths[i], &oo);
+			if (!w->in[i])
+				goto fail;
+			if (nsec)
+				tep_set_flag(hgt_input_tep(w->in[i]), TEP_NSEC_OUTPUT);
+			/* settle the cmdline table as the first printed line does */
+			tep_data_comm_from_pid(hgt_input_tep(w->in[i]), 0);
+		}
+		if (kvm && kvm->n) {
+			w->kvm.pid = malloc(sizeof(int) * (size_t)kvm->n);
+			w->kvm.tep = malloc(sizeof(*w->kvm.tep) * (size_t)kvm->n);
+			if (!w->kvm.pid || !w->kvm.tep)
+				goto fail;
+			for (i = 0; i < kvm->n; i++) {
+				w->kvm.pid[i] = kvm->pid[i];
+				w->kvm.tep[i] = hgt_input_tep(w->in[kvm->top[i]]);
+			}
+			w->kvm.n = kvm->n;
+		}
+	}
+	for (k = 0; k < nr_workers; k++) {
+		if (pthread_create(&p->w[k].thread, NULL, worker_main, &p->w[k]))
+			goto fail;
+		p->w[k].started = true;
+	}
+	return p;
+fail:
+	hgt__par_free(p);
+	return NULL;
+}
+
+/* Take the next slot for filling, writing out finished batches until it is free. */
+static struct batch *take_slot(struct hgt__par *p)
+{
+	struct batch *b = &p->b[p->filling % (unsigned long long)p->nr_b];
+
+	pthread_mutex_lock(&p->lock);
+	while (b->state != B_FREE && !p->err) {
+		write_done(p, false);
+		if (b->state != B_FREE)
+			pthread_cond_wait(&p->cond, &p->lock);
+	}
+	b->state = B_READY;
+	b->n = 0;
+	b->dlen = 0;
+	b->log_start = p->nlog;
+	pthread_mutex_unlock(&p->lock);
+	return b;
+}
+
+static void submit(struct hgt__par *p, struct batch *b)
+{
+	/* zeroed slack after the last record, as the cursors keep after each page */
+	memset(b->data + b->dlen, 0, HGT__PAR_SLACK);
+	pthread_mutex_lock(&p->lock);
+	b->seq = p->filling++;
+	p->cur = NULL;
+	pthread_cond_broadcast(&p->cond);
+	write_done(p, false);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/**
+ * hgt__par_add - queue record @rec of handle @h (its payload is copied).
+ */
+int hgt__par_add(struct hgt__par *p, int h, const struct tep_record *rec, bool boundary,
+		 unsigned long long prev_ts)
+{
+	struct batch *b = p->cur;
+	struct pitem *it;
+	size_t need;
+
+	if (!b)
+		b = p->cur = take_slot(p);
+	if (p->err)
+		return p->err;
+	need = b->dlen + (size_t)rec->size + 8;
+	if (need > b->dcap || !b->data) {
+		size_t cap = need * 2 + 65536;
+		/* slack after the copy: libtraceevent may read a little past a record */
+		uint8_t *d = realloc(b->data, cap + HGT__PAR_SLACK);
+
+		if (!d)
+			return -ENOMEM;
+		b->data = d;
+		b->dcap = cap;
+	}
+	it = &b->items[b->n++];
+	it->h = h;
+	it->cpu = rec->cpu;
+	it->ts = rec->ts;
+	it->missed = rec->missed_events;
+	it->prev_ts = prev_ts;
+	it->off = b->dlen;
+	it->size = rec->size;
+	it->boundary = boundary;
+	memcpy(b->data + b->dlen, rec->data, (size_t)rec->size);
+	b->dlen += ((size_t)rec->size + 7) & ~(size_t)7;
+	memset(b->data + it->off + rec->size, 0, b->dlen - it->off - (size_t)rec->size);
+	if (b->n == BATCH_RECORDS)
+		submit(p, b);
+	return 0;
+}
+
+/**
+ * hgt__par_log_comm - pid @pid of top input @top got comm @comm (its first registration,
+ * in print order): applied by each worker before the batches that follow.
+ */
+int hgt__par_log_comm(struct hgt__par *p, int top, int pid, const char *comm)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->nlog == p->maxlog) {
+		size_t m = p->maxlog ? 2 * p->maxlog : 256;
+		struct comm_entry *l = realloc(p->log, sizeof(*l) * m);
+
+		if (!l) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		p->log = l;
+		p->maxlog = m;
+	}
+	p->log[p->nlog].top = top;
+	p->log[p->nlog].pid = pid;
+	snprintf(p->log[p->nlog].comm, sizeof(p->log[p->nlog].comm), "%s", comm);
+	p->nlog++;
+out:
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+/**
+ * hgt__par_finish - submit the last batch, write every batch out, stop the workers.
+ * Returns 0 or the first error.
+ */
+int hgt__par_finish(struct hgt__par *p)
+{
+	int k, ret;
+
+	if (p->cur && p->cur->n)
+		submit(p, p->cur);
+	pthread_mutex_lock(&p->lock);
+	write_done(p, true);
+	p->stop = true;
+	pthread_cond_broadcast(&p->cond);
+	ret = p->err;
+	pthread_mutex_unlock(&p->lock);
+	for (k = 0; k < p->nr_w; k++)
+		if (p->w[k].started) {
+			pthread_join(p->w[k].thread, NULL);
+			p->w[k].started = false;
+		}
+	return ret;
+}
+
+void hgt__par_free(struct hgt__par *p)
+{
+	int i, k;
+
+	if (!p)
+		return;
+	if (p->w) {
+		pthread_mutex_lock(&p->lock);
+		p->stop = true;
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+		for (k = 0; k < p->nr_w; k++) {
+			struct worker *w = &p->w[k];
+
+			if (w->started)
+				pthread_join(w->thread, NULL);
+			for (i = 0; w->in && i < p->nr_top; i++)
+				hgt_input_close(w->in[i]);
+			free(w->in);
+			free(w->kvm.pid);
+			free(w->kvm.tep);
+			hgt__line_fini(&w->line);
+		}
+	}
+	for (i = 0; p->b && i < p->nr_b; i++) {
+		free(p->b[i].items);
+		free(p->b[i].data);
+		free(p->b[i].text);
+	}
+	free(p->b);
+	free(p->w);
+	free(p->log);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p);
+}
