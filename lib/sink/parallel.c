@@ -175,8 +175,9 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Write out finished batches in order; with @all, wait for every submitted one. Called with
- * the lock held. */
+/* Write out finished batches in order; with @all, wait for every submitted one. Called by
+ * the main thread with the lock held; the lock is dropped while writing (only the main
+ * thread touches finished batches). */
 static int write_done(struct hgt__par *p, bool all)
 {
 	while (p->next_write < p->filling) {
@@ -190,8 +191,15 @@ static int write_done(struct hgt__par *p, bool all)
 		}
 		if (b->err && !p->err)
 			p->err = b->err;
-		if (!p->err && b->tlen && fwrite(b->text, 1, b->tlen, p->out) != b->tlen)
-			p->err = -EIO;
+		if (!p->err && b->tlen) {
+			size_t w;
+
+			pthread_mutex_unlock(&p->lock);
+			w = fwrite(b->text, 1, b->tlen, p->out);
+			pthread_mutex_lock(&p->lock);
+			if (w != b->tlen)
+				p->err = -EIO;
+		}
 		free(b->text);
 		b->text = NULL;
 		b->tlen = 0;
@@ -285,8 +293,12 @@ static struct batch *take_slot(struct hgt__par *p)
 	pthread_mutex_lock(&p->lock);
 	while (b->state != B_FREE && !p->err) {
 		write_done(p, false);
-		if (b->state != B_FREE)
+		if (b->state != B_FREE && !p->err)
 			pthread_cond_wait(&p->cond, &p->lock);
+	}
+	if (b->state != B_FREE) {
+		pthread_mutex_unlock(&p->lock);
+		return NULL; /* output failed: stop filling */
 	}
 	b->state = B_READY;
 	b->n = 0;
@@ -320,8 +332,8 @@ int hgt__par_add(struct hgt__par *p, int h, const struct tep_record *rec, bool b
 
 	if (!b)
 		b = p->cur = take_slot(p);
-	if (p->err)
-		return p->err;
+	if (!b || p->err)
+		return p->err ? p->err : -EIO;
 	need = b->dlen + (size_t)rec->size + 8;
 	if (need > b->dcap || !b->data) {
 		size_t cap = need * 2 + 65536;
