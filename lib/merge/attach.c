@@ -26,19 +26,6 @@
 
 #include "../tracedat/tracedat-local.h"
 
-static int att_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int att_error(int err, const char *fmt, ...)
-{
-	char line[HGT__ERRLEN];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	hgt__set_last_error(line);
-	return -err;
-}
-
 static int parse_num(const char *s, const char **end, int64_t *v)
 {
 	char *e;
@@ -112,13 +99,14 @@ static int scan_host(struct hgt_input *host, const struct hgt_attach_opts *o, st
 	int want = o->nr_cpus > 0 && o->nr_cpus < o->nr_pids ? o->nr_cpus : o->nr_pids;
 
 	if (!entry && !exit)
-		return att_error(EINVAL,
-				 "%s: the host trace has no kvm_entry or kvm_exit events: record "
-				 "them (-e kvm:kvm_entry -e kvm:kvm_exit) to map vCPUs to threads",
-				 hgt_input_path(host));
+		return hgt__errorf(
+			EINVAL,
+			"%s: the host trace has no kvm_entry or kvm_exit events: record "
+			"them (-e kvm:kvm_entry -e kvm:kvm_exit) to map vCPUs to threads",
+			hgt_input_path(host));
 	if (!b)
-		return att_error(EINVAL, "%s: the host file has no top-level trace data",
-				 hgt_input_path(host));
+		return hgt__errorf(EINVAL, "%s: the host file has no top-level trace data",
+				   hgt_input_path(host));
 	m = hgt_merge_new();
 	cur = calloc((size_t)b->nr_cpus + 1, sizeof(*cur));
 	if (!m || !cur) {
@@ -266,15 +254,15 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 	memcpy(&o, opts, opts->sz);
 	log = o.log;
 	if (o.nr_pids < 1 || !o.pids)
-		return att_error(EINVAL, "attach: no host PIDs given");
+		return hgt__errorf(EINVAL, "attach: no host PIDs given");
 	if (o.nr_cpus < 0 || o.nr_cpus > HGT__MAX_CPUS)
-		return att_error(EINVAL, "attach: -c %d: out of range", o.nr_cpus);
+		return hgt__errorf(EINVAL, "attach: -c %d: out of range", o.nr_cpus);
 	for (i = 0; i < o.nr_samples; i++)
 		if (o.samples[i].scaling <= 0 || o.samples[i].frac < 0 || o.samples[i].frac > 63)
-			return att_error(EINVAL,
-					 "attach: -s #%d: scaling must be > 0 and fraction bits "
-					 "0 to 63",
-					 i + 1);
+			return hgt__errorf(EINVAL,
+					   "attach: -s #%d: scaling must be > 0 and fraction bits "
+					   "0 to 63",
+					   i + 1);
 
 	host = hgt_input_open(host_path, &hopen);
 	if (!host)
@@ -285,8 +273,8 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		goto out;
 	}
 	if (!hgt_input_trace_id(guest, &guest_id) || !guest_id) {
-		ret = att_error(EINVAL, "%s: the guest file has no trace id (TRACEID option)",
-				guest_path);
+		ret = hgt__errorf(EINVAL, "%s: the guest file has no trace id (TRACEID option)",
+				  guest_path);
 		goto out;
 	}
 	hgt_input_trace_id(host, &host_id);
@@ -297,17 +285,18 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			 ? hgt_input_buffer(guest, hgt_input_top_buffer(guest))->clock
 			 : NULL;
 	if (!clock_is_tsc(hclock)) {
-		ret = att_error(EINVAL,
-				"%s: host trace clock is '%s': attach needs x86-tsc or tsc2nsec "
-				"(record the host with -C x86-tsc or -C tsc2nsec)",
-				host_path, hclock ? hclock : "");
+		ret = hgt__errorf(EINVAL,
+				  "%s: host trace clock is '%s': attach needs x86-tsc or tsc2nsec "
+				  "(record the host with -C x86-tsc or -C tsc2nsec)",
+				  host_path, hclock ? hclock : "");
 		goto out;
 	}
 	if (!clock_is_tsc(gclock)) {
-		ret = att_error(EINVAL,
-				"%s: guest trace clock is '%s', the host's is '%s': the guest must "
-				"be recorded with -C x86-tsc to be mapped onto the host's TSC",
-				guest_path, gclock ? gclock : "", hclock);
+		ret = hgt__errorf(
+			EINVAL,
+			"%s: guest trace clock is '%s', the host's is '%s': the guest must "
+			"be recorded with -C x86-tsc to be mapped onto the host's TSC",
+			guest_path, gclock ? gclock : "", hclock);
 		goto out;
 	}
 	sc.vcpu_of = malloc(sizeof(int) * (size_t)o.nr_pids);
@@ -321,10 +310,10 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 	if (ret)
 		goto out;
 	if (!sc.mapped) {
-		ret = att_error(ESRCH,
-				"%s: none of the %d PIDs given ran a vCPU (no kvm_entry/kvm_exit "
-				"with their common_pid)",
-				host_path, o.nr_pids);
+		ret = hgt__errorf(ESRCH,
+				  "%s: none of the %d PIDs given ran a vCPU (no kvm_entry/kvm_exit "
+				  "with their common_pid)",
+				  host_path, o.nr_pids);
 		goto out;
 	}
 	/* guest CPU i <-> i-th vCPU id in ascending order (trace-cmd's convention) */
@@ -344,10 +333,11 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 				pids[i] = o.pids[k];
 	for (i = 1; i < sc.mapped; i++)
 		if (ids[i] == ids[i - 1]) {
-			ret = att_error(EINVAL,
-					"%s: PIDs %d and %d both ran vCPU %d: give the PIDs of one "
-					"guest only",
-					host_path, pids[i - 1], pids[i], ids[i]);
+			ret = hgt__errorf(
+				EINVAL,
+				"%s: PIDs %d and %d both ran vCPU %d: give the PIDs of one "
+				"guest only",
+				host_path, pids[i - 1], pids[i], ids[i]);
 			goto out;
 		}
 	ncpu = o.nr_cpus ? o.nr_cpus : sc.mapped;
@@ -379,10 +369,11 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		int total = sc.nr_w, off = 0;
 
 		if (ncpu > sc.mapped) {
-			ret = att_error(EINVAL,
-					"attach: -c %d but only %d PIDs ran vCPUs: without -s the "
-					"offsets of the others are unknown",
-					ncpu, sc.mapped);
+			ret = hgt__errorf(
+				EINVAL,
+				"attach: -c %d but only %d PIDs ran vCPUs: without -s the "
+				"offsets of the others are unknown",
+				ncpu, sc.mapped);
 			goto out;
 		}
 		vals = calloc((size_t)(total ? total : 1) * 4, sizeof(int64_t));
@@ -397,7 +388,7 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 				if ((int)sc.w[k].vcpu == ids[i])
 					n++;
 			if (!n) {
-				ret = att_error(
+				ret = hgt__errorf(
 					ENOENT,
 					"%s: no -s given and the host trace holds no "
 					"kvm_write_tsc_offset for vCPU %d: give -s OFFSET (the "
@@ -493,8 +484,8 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			}
 		}
 		if (gtmp && rename(gtmp, guest_path)) {
-			ret = att_error(errno, "%s: cannot replace it: %s", guest_path,
-					strerror(errno));
+			ret = hgt__errorf(errno, "%s: cannot replace it: %s", guest_path,
+					  strerror(errno));
 			goto out;
 		}
 		if (gtmp) {
@@ -502,8 +493,8 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			gtmp = NULL;
 		}
 		if (htmp && rename(htmp, host_path)) {
-			ret = att_error(errno, "%s: cannot replace it: %s", host_path,
-					strerror(errno));
+			ret = hgt__errorf(errno, "%s: cannot replace it: %s", host_path,
+					  strerror(errno));
 			goto out;
 		}
 	}

@@ -687,33 +687,14 @@ out:
 
 /* ---- metadata ---- */
 
-struct blob {
-	uint8_t *p;
-	size_t len, cap;
-};
-
-static int bput(struct blob *b, const void *v, size_t n)
+static int bput(struct hgt__blob *b, const void *v, size_t n)
 {
-	if (b->len + n > b->cap) {
-		size_t c = (b->len + n) * 2 + 256;
-		uint8_t *p = realloc(b->p, c);
-
-		if (!p)
-			return -ENOMEM;
-		b->p = p;
-		b->cap = c;
-	}
-	memcpy(b->p + b->len, v, n);
-	b->len += n;
-	return 0;
+	return hgt__blob_put(b, v, n);
 }
 
-static int bput_item(struct blob *b, const char *text, int size_bytes)
+static int bput_item(struct hgt__blob *b, const char *text, int size_bytes)
 {
-	uint64_t n = strlen(text);
-	uint32_t n32 = (uint32_t)n;
-
-	return (size_bytes == 8 ? bput(b, &n, 8) : bput(b, &n32, 4)) ?: bput(b, text, n);
+	return hgt__blob_item(b, text, strlen(text), size_bytes);
 }
 
 static bool in_role(const char *system, bool host)
@@ -727,7 +708,7 @@ static bool in_role(const char *system, bool host)
 
 static int write_meta(struct sim *s, struct hgt_output *out, bool host)
 {
-	struct blob b = { 0 };
+	struct hgt__blob b = { 0 };
 	const char *systems[] = { "kvm", "sched", "irq", "timer", "irq_vectors" };
 	char cmd[8192];
 	int ret = 0, i, k, len = 0;

@@ -249,3 +249,18 @@ int hgt__pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
 	}
 	return 0;
 }
+
+/**
+ * hgt__errorf - record a formatted error line as the thread's last error; returns -@err.
+ */
+int hgt__errorf(int err, const char *fmt, ...)
+{
+	char line[HGT__ERRLEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	hgt__set_last_error(line);
+	return -err;
+}

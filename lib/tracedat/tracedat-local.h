@@ -118,6 +118,7 @@ int hgt__error(struct hgt_input *in, uint64_t off, int err, const char *fmt, ...
 int hgt__rd_error(struct hgt__rd *rd, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void hgt__set_last_error(const char *msg);
+int hgt__errorf(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int hgt__pread_all(struct hgt_input *in, void *buf, uint64_t len, uint64_t off);
 int hgt__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
@@ -167,6 +168,14 @@ struct hgt__append_undo {
 int hgt__append_options(const char *path, const struct hgt_option_blob *opts, int n,
 			struct hgt__append_undo *undo);
 int hgt__append_undo(const char *path, const struct hgt__append_undo *u);
+
+/* blob.c: metadata items being built */
+struct hgt__blob {
+	uint8_t *p;
+	size_t len, cap;
+};
+int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n);
+int hgt__blob_item(struct hgt__blob *b, const void *text, size_t n, int size_bytes);
 
 /* formats.c */
 int hgt__format_add(struct hgt_input *in, const char *system, char *text, uint64_t size,

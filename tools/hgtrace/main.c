@@ -14,6 +14,7 @@ static const struct {
 } cmds[] = {
 	{ "report", cmd_report, "print trace.dat files, merged by time (as trace-cmd report)" },
 	{ "dump", cmd_dump, "show a trace.dat file's structure: header, sections, options, data" },
+	{ "record", cmd_record, "record this machine's ftrace into a trace.dat" },
 	{ "attach", cmd_attach, "tie a guest trace to its host trace (vCPU map, TSC relation)" },
 	{ "simulate", cmd_simulate, "write a deterministic KVM host + guest session" },
 	{ "convert", cmd_convert, "rewrite a trace.dat as version 6 or 7, none/zlib/zstd" },

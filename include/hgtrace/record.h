@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * hgtrace/record.h - record this machine's ftrace into a trace.dat (version 7).
+ *
+ * The recorder works in a tracefs instance of its own ("hgtrace-PID", removed at the end),
+ * or in the named instance given (created if missing and then removed, otherwise left as
+ * it was found), so the top-level tracing settings are never touched. One thread per CPU
+ * moves whole ring-buffer pages from trace_pipe_raw into a temporary file with splice
+ * (libtracefs falls back to read/write where splice is refused); at the end the pages go
+ * into the trace.dat with the event formats, kallsyms, printk formats, saved cmdlines,
+ * clock, uname, trace id and per-CPU statistics.
+ */
+#ifndef HGTRACE_RECORD_H
+#define HGTRACE_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <hgtrace/tracedat.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hgt_recorder;
+
+struct hgt_record_opts {
+	size_t sz;		   /* sizeof(struct hgt_record_opts); use HGT_OPTS() */
+	const char *const *events; /* "SYSTEM" or "SYSTEM:EVENT" (also "SYSTEM/EVENT") */
+	int nr_events;
+	const char *clock;    /* trace clock (NULL: leave the instance's) */
+	size_t buffer_kb;     /* per-CPU ring buffer (0: leave as is) */
+	const char *instance; /* NULL: a private instance */
+	const char *output;   /* trace.dat path (required) */
+	const int *pids;      /* only these tasks' events (set_event_pid) */
+	int nr_pids;
+	const char *cpumask;		  /* hex mask of CPUs to trace (tracing_cpumask) */
+	enum hgt_compression compression; /* of the output (default zstd via HGT_OPTS) */
+	FILE *log;			  /* progress and loss lines (NULL: none) */
+};
+
+/* Per-CPU counts at the end of a recording. */
+struct hgt_record_cpu {
+	uint64_t bytes;	      /* ring-buffer pages written */
+	uint64_t read_events; /* the kernel's "read events" for this CPU */
+	uint64_t overrun;     /* events the ring overwrote before we read them */
+	uint64_t dropped;     /* "dropped events" */
+};
+
+struct hgt_record_result {
+	int nr_cpus;
+	struct hgt_record_cpu *cpus; /* owned by the recorder: valid until hgt_record_free() */
+	uint64_t lost;		     /* overrun + dropped over all CPUs */
+	uint64_t pages_with_loss;    /* pages whose header flags missed events */
+	bool splice_fallback;	     /* some CPU had to use read/write */
+};
+
+/**
+ * hgt_record_start - prepare tracefs (instance, clock, buffer, events, pid filter, CPU
+ * mask), start one reader thread per CPU and switch tracing on.
+ * Returns NULL with errno set and the reason in hgt_last_error(); tracefs is then put back.
+ */
+struct hgt_recorder *hgt_record_start(const struct hgt_record_opts *opts);
+
+/**
+ * hgt_record_stop - switch tracing off, let the readers drain the last (partial) pages,
+ * join them, write the trace.dat, and put tracefs back as it was found.
+ * @res: filled with the per-CPU counts and losses (may be NULL).
+ * Returns 0 or -errno (the reason in hgt_last_error()); what was read is kept on disk as
+ * far as it could be written.
+ */
+int hgt_record_stop(struct hgt_recorder *rec, struct hgt_record_result *res);
+
+/** hgt_record_free - free a stopped recorder. */
+void hgt_record_free(struct hgt_recorder *rec);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,866 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * hgtrace record: this machine's ftrace into a trace.dat, through libtracefs.
+ *
+ * Setup happens in a tracefs instance (private by default), never in the top-level one, and
+ * every setting changed is put back at the end. Per CPU, a thread moves whole pages from
+ * trace_pipe_raw into a temporary file with tracefs_cpu_write() (splice, or read/write
+ * where splice is refused); at stop, tracing is switched off and each thread drains the
+ * partial page with tracefs_cpu_flush_write(). The trace.dat is then written by the
+ * library's writer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <tracefs.h>
+
+#include <hgtrace/output.h>
+#include <hgtrace/peer.h>
+#include <hgtrace/record.h>
+
+#include "../tracedat/tracedat-local.h"
+
+struct ev {
+	char *system;
+	char *name;
+	char *old_enable; /* the enable file's content before us */
+};
+
+struct cpu_reader {
+	struct hgt_recorder *rec;
+	int cpu;
+	int fd; /* temporary file (unlinked) */
+	struct tracefs_cpu *tcpu;
+	pthread_t thread;
+	bool started;
+	int err;
+	uint64_t bytes;
+};
+
+/* A tracefs file of the instance, saved to be restored. */
+struct saved {
+	const char *file;
+	char *value;
+};
+
+struct hgt_recorder {
+	struct hgt_record_opts o;
+	struct tracefs_instance *inst;
+	bool created; /* we created the instance: destroy it at the end */
+	struct ev *evs;
+	int nr_evs;
+	struct saved saved[5];
+	int nr_saved;
+	int nr_cpus;
+	struct cpu_reader *r;
+	volatile int stop;
+	char *clock;
+	struct hgt_record_cpu *res;
+};
+
+static bool valid_name(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
+			return false;
+	return true;
+}
+
+/* Read a whole file into a new NUL-terminated buffer. */
+static char *slurp(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t cap = 65536, n = 0;
+	char *buf;
+
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap + 1);
+	while (buf) {
+		ssize_t r;
+
+		if (n == cap) {
+			char *b = realloc(buf, 2 * cap + 1);
+
+			if (!b) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = b;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (buf) {
+		buf[n] = 0;
+		if (len)
+			*len = n;
+	}
+	return buf;
+}
+
+static char *tracing_path(const char *rel)
+{
+	const char *dir = tracefs_tracing_dir();
+	size_t n = strlen(dir) + strlen(rel) + 2;
+	char *p = malloc(n);
+
+	if (p)
+		snprintf(p, n, "%s/%s", dir, rel);
+	return p;
+}
+
+static bool event_exists(const char *system, const char *name)
+{
+	char rel[512];
+	char *p;
+	bool ok;
+
+	snprintf(rel, sizeof(rel), "events/%s/%s/format", system, name);
+	p = tracing_path(rel);
+	ok = p && access(p, R_OK) == 0;
+	free(p);
+	return ok;
+}
+
+static int add_ev(struct hgt_recorder *r, const char *system, const char *name)
+{
+	struct ev *n;
+	int i;
+
+	for (i = 0; i < r->nr_evs; i++)
+		if (!strcmp(r->evs[i].system, system) && !strcmp(r->evs[i].name, name))
+			return 0;
+	n = realloc(r->evs, sizeof(*n) * (size_t)(r->nr_evs + 1));
+	if (!n)
+		return -ENOMEM;
+	r->evs = n;
+	n[r->nr_evs].system = strdup(system);
+	n[r->nr_evs].name = strdup(name);
+	n[r->nr_evs].old_enable = NULL;
+	if (!n[r->nr_evs].system || !n[r->nr_evs].name)
+		return -ENOMEM;
+	r->nr_evs++;
+	return 0;
+}
+
+/* "sched", "sched:sched_switch" or "sched/sched_switch" into the event list. */
+static int parse_events(struct hgt_recorder *r)
+{
+	int i, k, ret;
+
+	for (i = 0; i < r->o.nr_events; i++) {
+		char buf[256], *sep, *sys = buf, *name;
+
+		snprintf(buf, sizeof(buf), "%s", r->o.events[i]);
+		sep = strpbrk(buf, ":/");
+		name = sep ? sep + 1 : NULL;
+		if (sep)
+			*sep = 0;
+		if (!valid_name(sys) || (name && !valid_name(name)))
+			return hgt__errorf(EINVAL,
+					   "record: -e '%s': expected SYSTEM or SYSTEM:EVENT",
+					   r->o.events[i]);
+		if (name) {
+			if (!event_exists(sys, name))
+				return hgt__errorf(ENOENT, "record: -e '%s': no such event in %s",
+						   r->o.events[i], tracefs_tracing_dir());
+			ret = add_ev(r, sys, name);
+		} else {
+			char **evs = tracefs_system_events(NULL, sys);
+
+			if (!evs || !evs[0]) {
+				tracefs_list_free(evs);
+				return hgt__errorf(ENOENT,
+						   "record: -e '%s': no such event system in %s",
+						   sys, tracefs_tracing_dir());
+			}
+			for (ret = 0, k = 0; !ret && evs[k]; k++)
+				ret = add_ev(r, sys, evs[k]);
+			tracefs_list_free(evs);
+		}
+		if (ret)
+			return ret;
+	}
+	if (!r->nr_evs)
+		return hgt__errorf(EINVAL, "record: no events given (-e SYSTEM[:EVENT])");
+	return 0;
+}
+
+/* A file of the instance ("" for an empty one, NULL when it cannot be read). */
+static char *inst_read(struct hgt_recorder *r, const char *file)
+{
+	char *path = tracefs_instance_get_file(r->inst, file);
+	char *v = path ? slurp(path, NULL) : NULL;
+
+	tracefs_put_tracing_file(path);
+	return v;
+}
+
+/* Save @file then write @value to it. */
+static int set_saved(struct hgt_recorder *r, const char *file, const char *value)
+{
+	struct saved *s = &r->saved[r->nr_saved];
+
+	s->file = file;
+	s->value = inst_read(r, file);
+	if (!s->value)
+		return hgt__errorf(errno ? errno : EIO, "record: cannot read %s of instance %s",
+				   file, tracefs_instance_get_name(r->inst));
+	r->nr_saved++;
+	if (tracefs_instance_file_write(r->inst, file, value) < 0)
+		return hgt__errorf(errno ? errno : EINVAL,
+				   "record: instance %s: writing '%s' to %s was refused",
+				   tracefs_instance_get_name(r->inst), value, file);
+	return 0;
+}
+
+/* The selected clock: the [bracketed] word of trace_clock. */
+static char *selected_clock(const char *trace_clock)
+{
+	const char *o = trace_clock ? strchr(trace_clock, '[') : NULL;
+	const char *c = o ? strchr(o, ']') : NULL;
+
+	return c ? strndup(o + 1, (size_t)(c - o - 1)) : strdup("local");
+}
+
+static void restore(struct hgt_recorder *r)
+{
+	int i;
+
+	if (!r->inst)
+		return;
+	tracefs_trace_off(r->inst);
+	for (i = 0; i < r->nr_evs; i++) {
+		char rel[512];
+
+		if (!r->evs[i].old_enable)
+			continue;
+		snprintf(rel, sizeof(rel), "events/%s/%s/enable", r->evs[i].system, r->evs[i].name);
+		tracefs_instance_file_write(r->inst, rel, r->evs[i].old_enable);
+	}
+	for (i = r->nr_saved - 1; i >= 0; i--) {
+		char *v = r->saved[i].value;
+		size_t n = strlen(v);
+
+		/* trace_clock lists every clock with the selected one in brackets */
+		if (!strcmp(r->saved[i].file, "trace_clock")) {
+			char *c = selected_clock(v);
+
+			if (c)
+				tracefs_instance_file_write(r->inst, "trace_clock", c);
+			free(c);
+		} else {
+			while (n && v[n - 1] == '\n')
+				v[--n] = 0;
+			tracefs_instance_file_write(r->inst, r->saved[i].file, *v ? v : "\n");
+		}
+		free(v);
+	}
+	r->nr_saved = 0;
+	if (r->created)
+		tracefs_instance_destroy(r->inst);
+	tracefs_instance_free(r->inst);
+	r->inst = NULL;
+}
+
+static void *reader_main(void *arg)
+{
+	struct cpu_reader *c = arg;
+	struct hgt_recorder *r = c->rec;
+
+	while (!r->stop) {
+		int n = tracefs_cpu_write(c->tcpu, c->fd, false);
+
+		if (n > 0) {
+			c->bytes += (uint64_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EINTR && errno != EAGAIN && !r->stop) {
+			c->err = errno ? errno : EIO;
+			break;
+		}
+		if (n == 0 && !r->stop)
+			usleep(10000);
+	}
+	/* the partial page at the end */
+	for (;;) {
+		int n = tracefs_cpu_flush_write(c->tcpu, c->fd);
+
+		if (n <= 0)
+			break;
+		c->bytes += (uint64_t)n;
+	}
+	return NULL;
+}
+
+static bool cpu_in_mask(const char *mask, int cpu)
+{
+	size_t len;
+	int digit, bit;
+	char ch;
+	int v;
+
+	if (!mask)
+		return true;
+	if (!strncmp(mask, "0x", 2) || !strncmp(mask, "0X", 2))
+		mask += 2;
+	len = strlen(mask);
+	digit = cpu / 4;
+	bit = cpu % 4;
+	if ((size_t)digit >= len)
+		return false;
+	ch = mask[len - 1 - (size_t)digit];
+	v = ch >= '0' && ch <= '9'   ? ch - '0'
+	    : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+	    : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+				     : 0;
+	return (v >> bit) & 1;
+}
+
+static int tmp_fd(const char *output)
+{
+	char *dir = strdup(output), *slash;
+	int fd;
+
+	if (!dir)
+		return -1;
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	fd = open(slash ? (*dir ? dir : "/") : ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	free(dir);
+	if (fd < 0) {
+		char tmpl[] = "/tmp/hgtrace-record-XXXXXX";
+
+		fd = mkstemp(tmpl);
+		if (fd >= 0)
+			unlink(tmpl);
+	}
+	return fd;
+}
+
+struct hgt_recorder *hgt_record_start(const struct hgt_record_opts *opts)
+{
+	struct hgt_recorder *r;
+	char name[64], *v;
+	int i, ret = 0;
+
+	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(r->o) || !opts->output) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	memcpy(&r->o, opts, opts->sz);
+	if (!tracefs_tracing_dir()) {
+		ret = hgt__errorf(ENODEV, "record: tracefs is not mounted (mount -t tracefs nodev "
+					  "/sys/kernel/tracing)");
+		goto fail;
+	}
+	if (r->o.cpumask) {
+		for (v = (char *)r->o.cpumask + (strncmp(r->o.cpumask, "0x", 2) ? 0 : 2); *v; v++)
+			if (!strchr("0123456789abcdefABCDEF", *v)) {
+				ret = hgt__errorf(EINVAL,
+						  "record: -M '%s': expected a hex CPU mask",
+						  r->o.cpumask);
+				goto fail;
+			}
+	}
+	ret = parse_events(r);
+	if (ret)
+		goto fail;
+	snprintf(name, sizeof(name), "hgtrace-%d", (int)getpid());
+	if (r->o.instance && !valid_name(r->o.instance)) {
+		ret = hgt__errorf(EINVAL, "record: -B '%s': not a valid instance name",
+				  r->o.instance);
+		goto fail;
+	}
+	r->created = !tracefs_instance_exists(r->o.instance ? r->o.instance : name);
+	r->inst = tracefs_instance_create(r->o.instance ? r->o.instance : name);
+	if (!r->inst) {
+		ret = hgt__errorf(errno ? errno : EIO, "record: cannot create tracefs instance %s",
+				  r->o.instance ? r->o.instance : name);
+		goto fail;
+	}
+	ret = set_saved(r, "tracing_on", "0");
+	if (!ret && r->o.clock)
+		ret = set_saved(r, "trace_clock", r->o.clock);
+	if (!ret && r->o.buffer_kb) {
+		char kb[32];
+
+		snprintf(kb, sizeof(kb), "%zu", r->o.buffer_kb);
+		ret = set_saved(r, "buffer_size_kb", kb);
+	}
+	if (!ret && r->o.nr_pids) {
+		char pids[4096];
+		int n = 0;
+
+		for (i = 0; i < r->o.nr_pids && n < (int)sizeof(pids) - 16; i++)
+			n += snprintf(pids + n, sizeof(pids) - (size_t)n, "%d ", r->o.pids[i]);
+		ret = set_saved(r, "set_event_pid", pids);
+	}
+	if (!ret && r->o.cpumask)
+		ret = set_saved(r, "tracing_cpumask", r->o.cpumask);
+	if (ret)
+		goto fail;
+	r->clock = selected_clock(v = inst_read(r, "trace_clock"));
+	free(v);
+	for (i = 0; i < r->nr_evs; i++) {
+		char rel[512];
+
+		snprintf(rel, sizeof(rel), "events/%s/%s/enable", r->evs[i].system, r->evs[i].name);
+		r->evs[i].old_enable = inst_read(r, rel);
+		if (tracefs_instance_file_write(r->inst, rel, "1") < 0) {
+			ret = hgt__errorf(errno ? errno : EIO, "record: cannot enable %s:%s",
+					  r->evs[i].system, r->evs[i].name);
+			goto fail;
+		}
+	}
+	/* a clean ring buffer */
+	tracefs_instance_file_write(r->inst, "trace", "\n");
+
+	r->nr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
+	r->r = calloc((size_t)r->nr_cpus, sizeof(*r->r));
+	r->res = calloc((size_t)r->nr_cpus, sizeof(*r->res));
+	if (!r->r || !r->res) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < r->nr_cpus; i++)
+		r->r[i].fd = -1;
+	for (i = 0; i < r->nr_cpus; i++) {
+		struct cpu_reader *c = &r->r[i];
+
+		c->rec = r;
+		c->cpu = i;
+		if (!cpu_in_mask(r->o.cpumask, i))
+			continue;
+		c->fd = tmp_fd(r->o.output);
+		c->tcpu = tracefs_cpu_open(r->inst, i, false);
+		if (c->fd < 0 || !c->tcpu) {
+			ret = hgt__errorf(
+				errno ? errno : EIO,
+				"record: cpu %d: cannot open trace_pipe_raw or a temporary "
+				"file: %s",
+				i, strerror(errno ? errno : EIO));
+			goto fail;
+		}
+		if (pthread_create(&c->thread, NULL, reader_main, c)) {
+			ret = hgt__errorf(EAGAIN, "record: cannot start the reader of cpu %d", i);
+			goto fail;
+		}
+		c->started = true;
+	}
+	if (tracefs_trace_on(r->inst) < 0) {
+		ret = hgt__errorf(errno ? errno : EIO, "record: cannot switch tracing on");
+		goto fail;
+	}
+	if (r->o.log)
+		fprintf(r->o.log, "hgtrace record: %d events, clock %s, instance %s, %d CPUs\n",
+			r->nr_evs, r->clock ? r->clock : "?", tracefs_instance_get_name(r->inst),
+			r->nr_cpus);
+	return r;
+fail:
+	r->stop = 1;
+	for (i = 0; r->r && i < r->nr_cpus; i++)
+		if (r->r[i].tcpu)
+			tracefs_cpu_stop(r->r[i].tcpu);
+	hgt_record_free(r);
+	errno = -ret;
+	return NULL;
+}
+
+/* Metadata items and options of the output. */
+static int write_meta(struct hgt_recorder *r, struct hgt_output *out)
+{
+	struct hgt__blob b = { 0 };
+	char *text, rel[600];
+	size_t len;
+	int ret = 0, i, k;
+	const char *items[2] = { "header_page", "header_event" };
+
+	for (i = 0; !ret && i < 2; i++) {
+		snprintf(rel, sizeof(rel), "events/%s", items[i]);
+		text = tracing_path(rel);
+		char *t = text ? slurp(text, &len) : NULL;
+
+		free(text);
+		if (!t)
+			return hgt__errorf(EIO, "record: cannot read %s", rel);
+		ret = hgt__blob_put(&b, items[i], strlen(items[i]) + 1);
+		if (!ret)
+			ret = hgt__blob_item(&b, t, len, 8);
+		free(t);
+	}
+	if (!ret)
+		ret = hgt_output_set_meta(out, HGT_OPT_HEADER_INFO, b.p, b.len);
+
+	/* every ftrace event format, as trace-cmd stores them */
+	if (!ret) {
+		char **fev = tracefs_system_events(NULL, "ftrace");
+		uint32_t n = 0;
+
+		b.len = 0;
+		for (k = 0; fev && fev[k]; k++)
+			n++;
+		ret = hgt__blob_put(&b, &n, 4);
+		for (k = 0; !ret && fev && fev[k]; k++) {
+			char *path, *t;
+
+			snprintf(rel, sizeof(rel), "events/ftrace/%s/format", fev[k]);
+			path = tracing_path(rel);
+			t = path ? slurp(path, &len) : NULL;
+			free(path);
+			ret = t ? hgt__blob_item(&b, t, len, 8)
+				: hgt__errorf(EIO, "record: %s", rel);
+			free(t);
+		}
+		tracefs_list_free(fev);
+		if (!ret)
+			ret = hgt_output_set_meta(out, HGT_OPT_FTRACE_EVENTS, b.p, b.len);
+	}
+	/* formats of the recorded events, by system */
+	if (!ret) {
+		uint32_t systems = 0;
+
+		b.len = 0;
+		for (i = 0; i < r->nr_evs; i++) {
+			for (k = 0; k < i; k++)
+				if (!strcmp(r->evs[k].system, r->evs[i].system))
+					break;
+			systems += k == i;
+		}
+		ret = hgt__blob_put(&b, &systems, 4);
+		for (i = 0; !ret && i < r->nr_evs; i++) {
+			uint32_t count = 0;
+
+			for (k = 0; k < i; k++)
+				if (!strcmp(r->evs[k].system, r->evs[i].system))
+					break;
+			if (k < i)
+				continue; /* system done */
+			for (k = i; k < r->nr_evs; k++)
+				count += !strcmp(r->evs[k].system, r->evs[i].system);
+			ret = hgt__blob_put(&b, r->evs[i].system, strlen(r->evs[i].system) + 1);
+			if (!ret)
+				ret = hgt__blob_put(&b, &count, 4);
+			for (k = i; !ret && k < r->nr_evs; k++) {
+				char *path, *t;
+
+				if (strcmp(r->evs[k].system, r->evs[i].system))
+					continue;
+				snprintf(rel, sizeof(rel), "events/%s/%s/format", r->evs[k].system,
+					 r->evs[k].name);
+				path = tracing_path(rel);
+				t = path ? slurp(path, &len) : NULL;
+				free(path);
+				ret = t ? hgt__blob_item(&b, t, len, 8)
+					: hgt__errorf(EIO, "record: cannot read %s", rel);
+				free(t);
+			}
+		}
+		if (!ret)
+			ret = hgt_output_set_meta(out, HGT_OPT_EVENT_FORMATS, b.p, b.len);
+	}
+	/* kallsyms, printk formats, saved cmdlines */
+	if (!ret) {
+		const struct {
+			unsigned int id;
+			const char *path;
+			int size_bytes;
+		} items2[] = {
+			{ HGT_OPT_KALLSYMS, "/proc/kallsyms", 4 },
+			{ HGT_OPT_PRINTK, "printk_formats", 4 },
+			{ HGT_OPT_CMDLINES, "saved_cmdlines", 8 },
+		};
+
+		for (i = 0; !ret && i < 3; i++) {
+			char *path = items2[i].path[0] == '/' ? strdup(items2[i].path)
+							      : tracing_path(items2[i].path);
+			char *t = path ? slurp(path, &len) : NULL;
+
+			free(path);
+			if (!t) {
+				t = strdup("");
+				len = 0;
+			}
+			b.len = 0;
+			ret = t ? hgt__blob_item(&b, t, len, items2[i].size_bytes) : -ENOMEM;
+			free(t);
+			if (!ret)
+				ret = hgt_output_set_meta(out, items2[i].id, b.p, b.len);
+		}
+	}
+	free(b.p);
+	return ret;
+}
+
+static int write_options(struct hgt_recorder *r, struct hgt_output *out, const char *stats)
+{
+	char *clocks = inst_read(r, "trace_clock");
+	struct utsname u;
+	char uname_s[512];
+	uint64_t id = hgt_trace_id_generate();
+	int ret = 0;
+
+	if (clocks)
+		ret = hgt_output_add_option(out, HGT_OPT_TRACECLOCK, clocks,
+					    (uint32_t)strlen(clocks) + 1);
+	free(clocks);
+	if (!ret && !uname(&u)) {
+		snprintf(uname_s, sizeof(uname_s), "%s %s %s %s", u.sysname, u.nodename, u.release,
+			 u.machine);
+		ret = hgt_output_add_option(out, HGT_OPT_UNAME, uname_s,
+					    (uint32_t)strlen(uname_s) + 1);
+	}
+	if (!ret)
+		ret = hgt_output_add_option(out, HGT_OPT_VERSION, "hgtrace " HGT__VERSION,
+					    (uint32_t)strlen("hgtrace " HGT__VERSION) + 1);
+	if (!ret)
+		ret = hgt_output_add_option(out, HGT_OPT_TRACEID, &id, 8);
+	/* one CPUSTAT per CPU, "CPU: N\n" + the stats file */
+	if (!ret && stats) {
+		const char *p = stats;
+
+		while (!ret && *p) {
+			const char *e = strstr(p + 1, "CPU: ");
+
+			if (!e)
+				e = p + strlen(p);
+			ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, p, (uint32_t)(e - p));
+			p = e;
+		}
+	}
+	return ret;
+}
+
+/* The kernel's per-CPU statistics ("CPU: N\n" + stats each), and the counts we report. */
+static char *read_stats(struct hgt_recorder *r)
+{
+	char *all = NULL;
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < r->nr_cpus; i++) {
+		char rel[64], *s, *n;
+		size_t sl;
+
+		snprintf(rel, sizeof(rel), "per_cpu/cpu%d/stats", i);
+		s = inst_read(r, rel);
+		if (!s)
+			continue;
+		sl = strlen(s);
+		n = realloc(all, len + sl + 32);
+		if (!n) {
+			free(s);
+			break;
+		}
+		all = n;
+		len += (size_t)sprintf(all + len, "CPU: %d\n%s", i, s);
+		{
+			const char *p;
+
+			if ((p = strstr(s, "overrun: ")))
+				r->res[i].overrun = strtoull(p + 9, NULL, 10);
+			if ((p = strstr(s, "dropped events: ")))
+				r->res[i].dropped = strtoull(p + 16, NULL, 10);
+			if ((p = strstr(s, "read events: ")))
+				r->res[i].read_events = strtoull(p + 13, NULL, 10);
+		}
+		free(s);
+	}
+	return all;
+}
+
+static int copy_cpu(struct hgt_output *out, int cpu, int fd, size_t page)
+{
+	size_t cap = 256 * page;
+	uint8_t *buf = malloc(cap);
+	off_t off = 0;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = pread(fd, buf, cap, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
+		/* whole pages only: the ring buffer hands out whole pages */
+		n -= n % (ssize_t)page;
+		if (n <= 0)
+			break;
+		ret = hgt_output_write_cpu(out, 0, cpu, buf, (size_t)n);
+		if (ret)
+			break;
+		off += n;
+	}
+	free(buf);
+	return ret;
+}
+
+int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
+{
+	HGT_OPTS(hgt_output_opts, oo, .version = 7, .compression = r->o.compression,
+		 .page_size = (uint32_t)getpagesize());
+	struct hgt_output *out = NULL;
+	char *stats;
+	int i, ret = 0;
+
+	tracefs_trace_off(r->inst);
+	r->stop = 1;
+	for (i = 0; i < r->nr_cpus; i++)
+		if (r->r[i].tcpu)
+			tracefs_cpu_stop(r->r[i].tcpu);
+	for (i = 0; i < r->nr_cpus; i++) {
+		if (r->r[i].started) {
+			pthread_join(r->r[i].thread, NULL);
+			r->r[i].started = false;
+		}
+		if (r->r[i].err && !ret)
+			ret = hgt__errorf(r->r[i].err, "record: cpu %d: reading trace_pipe_raw: %s",
+					  i, strerror(r->r[i].err));
+		r->res[i].bytes = r->r[i].bytes;
+	}
+	stats = read_stats(r);
+	out = hgt_output_create(r->o.output, &oo);
+	if (!out)
+		ret = ret ? ret : -errno;
+	if (out) {
+		int rc = write_meta(r, out);
+
+		if (!rc)
+			rc = write_options(r, out, stats);
+		if (!rc) {
+			int b = hgt_output_add_buffer(out, "", r->clock ? r->clock : "local",
+						      r->nr_cpus);
+
+			rc = b < 0 ? b : 0;
+		}
+		for (i = 0; !rc && i < r->nr_cpus; i++)
+			if (r->r[i].fd >= 0)
+				rc = copy_cpu(out, i, r->r[i].fd, oo.page_size);
+		if (rc) {
+			hgt_output_abort(out);
+			ret = ret ? ret : rc;
+		} else {
+			rc = hgt_output_close(out);
+			ret = ret ? ret : rc;
+		}
+	}
+	free(stats);
+	for (i = 0; i < r->nr_cpus; i++) {
+		/* open trace_pipe_raw files keep the instance busy */
+		if (r->r[i].tcpu)
+			tracefs_cpu_close(r->r[i].tcpu);
+		r->r[i].tcpu = NULL;
+	}
+	restore(r);
+	if (res) {
+		memset(res, 0, sizeof(*res));
+		res->nr_cpus = r->nr_cpus;
+		res->cpus = r->res;
+		for (i = 0; i < r->nr_cpus; i++)
+			res->lost += r->res[i].overrun + r->res[i].dropped;
+	}
+	if (!ret && res) {
+		/* pages whose headers say events were missed */
+		HGT_OPTS(hgt_open_opts, op, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
+		struct hgt_input *in = hgt_input_open(r->o.output, &op);
+
+		for (i = 0; in && i < hgt_input_nr_cpus(in); i++) {
+			struct hgt_cursor *c = hgt_cursor_open(in, 0, i);
+			struct tep_record rec;
+			struct hgt_loss l;
+
+			if (!c)
+				continue;
+			while (hgt_cursor_next(c, &rec) > 0)
+				;
+			hgt_cursor_loss(c, &l);
+			res->pages_with_loss += l.pages_with_loss;
+			hgt_cursor_close(c);
+		}
+		hgt_input_close(in);
+	}
+	if (r->o.log && res) {
+		uint64_t bytes = 0;
+
+		for (i = 0; i < r->nr_cpus; i++)
+			bytes += r->res[i].bytes;
+		fprintf(r->o.log, "hgtrace record: %s: %llu bytes of ring-buffer pages\n",
+			r->o.output, (unsigned long long)bytes);
+		for (i = 0; i < r->nr_cpus; i++)
+			if (r->res[i].overrun || r->res[i].dropped)
+				fprintf(r->o.log,
+					"hgtrace record: CPU %d: %llu events LOST (ring buffer "
+					"overrun %llu, dropped %llu): use a larger -b\n",
+					i,
+					(unsigned long long)(r->res[i].overrun + r->res[i].dropped),
+					(unsigned long long)r->res[i].overrun,
+					(unsigned long long)r->res[i].dropped);
+		if (res->pages_with_loss)
+			fprintf(r->o.log, "hgtrace record: %llu pages carry missed-events marks\n",
+				(unsigned long long)res->pages_with_loss);
+	}
+	return ret;
+}
+
+void hgt_record_free(struct hgt_recorder *r)
+{
+	int i;
+
+	if (!r)
+		return;
+	for (i = 0; r->r && i < r->nr_cpus; i++) {
+		if (r->r[i].started)
+			pthread_join(r->r[i].thread, NULL);
+		if (r->r[i].tcpu)
+			tracefs_cpu_close(r->r[i].tcpu);
+		r->r[i].tcpu = NULL;
+	}
+	restore(r);
+	for (i = 0; r->r && i < r->nr_cpus; i++)
+		if (r->r[i].fd >= 0)
+			close(r->r[i].fd);
+	for (i = 0; i < r->nr_evs; i++) {
+		free(r->evs[i].system);
+		free(r->evs[i].name);
+		free(r->evs[i].old_enable);
+	}
+	for (i = 0; i < r->nr_saved; i++)
+		free(r->saved[i].value);
+	free(r->evs);
+	free(r->r);
+	free(r->res);
+	free(r->clock);
+	free(r);
+}

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* A growing byte buffer for building metadata items in their trace.dat encoding. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tracedat-local.h"
+
+int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t c = (b->len + n) * 2 + 256;
+		uint8_t *p = realloc(b->p, c);
+
+		if (!p)
+			return -ENOMEM;
+		b->p = p;
+		b->cap = c;
+	}
+	if (n)
+		memcpy(b->p + b->len, v, n);
+	b->len += n;
+	return 0;
+}
+
+/* A size (u32 or u64, @size_bytes) followed by @n bytes of @text. */
+int hgt__blob_item(struct hgt__blob *b, const void *text, size_t n, int size_bytes)
+{
+	uint64_t n64 = n;
+	uint32_t n32 = (uint32_t)n;
+	int ret = size_bytes == 8 ? hgt__blob_put(b, &n64, 8) : hgt__blob_put(b, &n32, 4);
+
+	return ret ? ret : hgt__blob_put(b, text, n);
+}

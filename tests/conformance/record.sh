@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# hgtrace record on this machine's real tracefs (root): trace-cmd reads what it writes, the
+# event counts match the kernel's per-CPU "read events", hgtrace and trace-cmd report it
+# alike, -P/-M/-C/-B do what they say, losses are reported, and tracefs is left as found.
+# Usage: record.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/record.sh"
+why=$(tracefs_ready) || tap_skip_all "$why"
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+cd "$t" || exit 1
+
+# What the top level looks like; it must not change.
+top_state() {
+	for f in trace_clock buffer_size_kb tracing_on set_event_pid current_tracer tracing_cpumask; do
+		printf '%s: %s\n' $f "$(cat $TRACEFS/$f 2>/dev/null)"
+	done
+	echo "instances: $(ls $TRACEFS/instances | grep -c '^hgtrace-')"
+}
+top_state > before
+
+# 1. A recording with a workload.
+if "$HGTRACE" record -e sched -e irq -e timer -o rec.dat -- sh -c '
+	for i in $(seq 100); do ls /usr/share/doc > /dev/null; done' 2> log; then
+	tap_ok "record -e sched -e irq -e timer -- workload ($(tail -1 log))"
+else
+	tap_fail "record: $(cat log)"
+	tap_done
+fi
+if trace-cmd report rec.dat > t.txt 2> /dev/null; then
+	tap_ok "trace-cmd reads the recording ($(grep -vc '^cpus=' t.txt) events)"
+else
+	tap_fail "trace-cmd reads the recording"
+fi
+"$HGTRACE" report --no-latency rec.dat > h.txt
+tap_cmp "hgtrace report = trace-cmd report" h.txt t.txt
+# per CPU: events in the file = the kernel's "read events"
+bad=0
+for cpu in $("$HGTRACE" report --cpus rec.dat | sed -n 's/^  \([0-9]*\)$/\1/p'); do
+	got=$(trace-cmd report --cpu "$cpu" rec.dat 2> /dev/null | grep -vc '^cpus=')
+	want=$(trace-cmd report --stat rec.dat 2> /dev/null |
+		awk -v c="CPU: $cpu" '$0 == c { f = 1 } f && /^read events:/ { print $3; exit }')
+	lost=$(trace-cmd report --stat rec.dat 2> /dev/null |
+		awk -v c="CPU: $cpu" '$0 == c { f = 1 } f && /^overrun:/ { print $2; exit }')
+	[ "$got" = "$want" ] || { bad=1; echo "# cpu $cpu: $got events in the file, kernel read $want (overrun $lost)"; }
+done
+[ $bad = 0 ] && tap_ok "events per CPU = the kernel's read events" ||
+	tap_fail "events per CPU = the kernel's read events"
+top_state > after
+tap_cmp "top-level tracefs untouched and no instance left" after before
+
+# 2. -P: only that task's events.
+sh -c 'while :; do cat /proc/self/stat > /dev/null; done' &
+busy=$!
+"$HGTRACE" record -e raw_syscalls -P $busy -o pid.dat -- sleep 0.3 2> log
+kill $busy
+wait $busy 2> /dev/null
+others=$("$HGTRACE" report pid.dat | grep -v '^cpus=' | grep -vc -- "-$busy ")
+n=$("$HGTRACE" report pid.dat | grep -vc '^cpus=')
+if [ "$n" -gt 0 ] && [ "$others" = 0 ]; then
+	tap_ok "-P $busy: all $n events are that task's"
+else
+	tap_fail "-P $busy: $others of $n events from other tasks"
+fi
+
+# 3. -M 1: only CPU 0.
+"$HGTRACE" record -e sched -e irq -M 1 -o mask.dat -- sh -c 'ls -R /usr/share/doc > /dev/null' 2> log
+off=$("$HGTRACE" report mask.dat | grep -v '^cpus=' | grep -vc ' \[000\] ')
+[ "$off" = 0 ] && tap_ok "-M 1: every event on CPU 0" || tap_fail "-M 1: $off events on other CPUs"
+
+# 4. -C x86-tsc: the file says so, trace-cmd prints raw counters as we do.
+"$HGTRACE" record -e sched -C x86-tsc -o tsc.dat -- sleep 0.1 2> log
+if "$HGTRACE" dump tsc.dat | grep -q 'x86-tsc'; then
+	tap_ok "-C x86-tsc is stored"
+else
+	tap_fail "-C x86-tsc is stored"
+fi
+"$HGTRACE" report --no-latency tsc.dat > h.txt
+trace-cmd report tsc.dat > t.txt 2> /dev/null
+tap_cmp "x86-tsc recording: hgtrace report = trace-cmd report" h.txt t.txt
+
+# 5. -B: an existing instance keeps its settings; a new one is removed.
+name=hgt_rec_$$
+mkdir $TRACEFS/instances/$name
+echo 77 > $TRACEFS/instances/$name/buffer_size_kb
+echo mono > $TRACEFS/instances/$name/trace_clock
+kb=$(cat $TRACEFS/instances/$name/buffer_size_kb)
+"$HGTRACE" record -e sched -B $name -b 512 -C local -o inst.dat -- sleep 0.1 2> log
+if [ "$(cat $TRACEFS/instances/$name/buffer_size_kb)" = "$kb" ] &&
+	grep -q '\[mono\]' $TRACEFS/instances/$name/trace_clock &&
+	[ "$(cat $TRACEFS/instances/$name/events/sched/enable)" = 0 ]; then
+	tap_ok "-B existing instance: buffer size, clock and events put back"
+else
+	tap_fail "-B existing instance: $(cat $TRACEFS/instances/$name/buffer_size_kb) KB, $(cat $TRACEFS/instances/$name/trace_clock)"
+fi
+rmdir $TRACEFS/instances/$name
+"$HGTRACE" record -e sched -B hgt_new_$$ -o inst2.dat -- sleep 0.1 2> log
+[ -d $TRACEFS/instances/hgt_new_$$ ] && { tap_fail "-B new instance removed"; rmdir $TRACEFS/instances/hgt_new_$$; } ||
+	tap_ok "-B new instance removed at the end"
+
+# 6. A tiny buffer and a burst: losses are reported, never silent.
+"$HGTRACE" record -e raw_syscalls -e sched -b 4 -o small.dat -- sh -c '
+	for i in $(seq 3000); do :; done; ls -R /usr > /dev/null 2>&1' 2> log
+lost=$(trace-cmd report --stat small.dat 2> /dev/null | awk '/^overrun:/ { s += $2 } END { print s + 0 }')
+if [ "$lost" -gt 0 ]; then
+	if grep -q "LOST" log; then
+		tap_ok "a 4 KB buffer overran ($lost events) and record said so"
+	else
+		tap_fail "overrun of $lost events not reported: $(cat log)"
+	fi
+else
+	tap_skip "loss reporting" "the 4 KB buffer did not overrun this time"
+fi
+
+# 7. Bad input: one line, non-zero, nothing left behind.
+if "$HGTRACE" record -e nosuchsystem -o bad.dat -- true 2> err; then
+	tap_fail "an unknown event system is refused"
+elif [ "$(wc -l < err)" = 1 ] && [ ! -e bad.dat ]; then
+	tap_ok "an unknown event system is refused ($(cat err))"
+else
+	tap_fail "an unknown event system: $(cat err)"
+fi
+top_state > after
+tap_cmp "top-level tracefs still untouched" after before
+tap_done
