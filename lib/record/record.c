@@ -26,6 +26,7 @@
 #include <hgtrace/record.h>
 
 #include "../tracedat/tracedat-local.h"
+#include "record-local.h"
 
 struct ev {
 	char *system;
@@ -63,6 +64,8 @@ struct hgt_recorder {
 	volatile int stop;
 	char *clock;
 	struct hgt_record_cpu *res;
+	uint64_t trace_id;
+	bool own_fds; /* the per-CPU files are ours (temporary), not the caller's */
 };
 
 static bool valid_name(const char *s)
@@ -364,11 +367,24 @@ static int tmp_fd(const char *output)
 
 struct hgt_recorder *hgt_record_start(const struct hgt_record_opts *opts)
 {
+	if (!opts || !opts->output) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return hgt__record_start(opts, NULL);
+}
+
+/**
+ * hgt__record_start - hgt_record_start(), with the per-CPU pages going to @cpu_fds (one
+ * per CPU, owned by the caller) instead of temporary files when given.
+ */
+struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const int *cpu_fds)
+{
 	struct hgt_recorder *r;
 	char name[64], *v;
 	int i, ret = 0;
 
-	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(r->o) || !opts->output) {
+	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(r->o)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -376,6 +392,8 @@ struct hgt_recorder *hgt_record_start(const struct hgt_record_opts *opts)
 	if (!r)
 		return NULL;
 	memcpy(&r->o, opts, opts->sz);
+	r->trace_id = hgt_trace_id_generate();
+	r->own_fds = !cpu_fds;
 	if (!tracefs_tracing_dir()) {
 		ret = hgt__errorf(ENODEV, "record: tracefs is not mounted (mount -t tracefs nodev "
 					  "/sys/kernel/tracing)");
@@ -459,7 +477,7 @@ struct hgt_recorder *hgt_record_start(const struct hgt_record_opts *opts)
 		c->cpu = i;
 		if (!cpu_in_mask(r->o.cpumask, i))
 			continue;
-		c->fd = tmp_fd(r->o.output);
+		c->fd = cpu_fds ? cpu_fds[i] : tmp_fd(r->o.output ? r->o.output : "./");
 		c->tcpu = tracefs_cpu_open(r->inst, i, false);
 		if (c->fd < 0 || !c->tcpu) {
 			ret = hgt__errorf(
@@ -495,7 +513,7 @@ fail:
 }
 
 /* Metadata items and options of the output. */
-static int write_meta(struct hgt_recorder *r, struct hgt_output *out)
+static int write_meta(struct hgt_recorder *r, const struct hgt__meta_sink *out)
 {
 	struct hgt__blob b = { 0 };
 	char *text, rel[600];
@@ -517,7 +535,7 @@ static int write_meta(struct hgt_recorder *r, struct hgt_output *out)
 		free(t);
 	}
 	if (!ret)
-		ret = hgt_output_set_meta(out, HGT_OPT_HEADER_INFO, b.p, b.len);
+		ret = out->meta(out->ctx, HGT_OPT_HEADER_INFO, b.p, b.len);
 
 	/* every ftrace event format, as trace-cmd stores them */
 	if (!ret) {
@@ -541,7 +559,7 @@ static int write_meta(struct hgt_recorder *r, struct hgt_output *out)
 		}
 		tracefs_list_free(fev);
 		if (!ret)
-			ret = hgt_output_set_meta(out, HGT_OPT_FTRACE_EVENTS, b.p, b.len);
+			ret = out->meta(out->ctx, HGT_OPT_FTRACE_EVENTS, b.p, b.len);
 	}
 	/* formats of the recorded events, by system */
 	if (!ret) {
@@ -584,7 +602,7 @@ static int write_meta(struct hgt_recorder *r, struct hgt_output *out)
 			}
 		}
 		if (!ret)
-			ret = hgt_output_set_meta(out, HGT_OPT_EVENT_FORMATS, b.p, b.len);
+			ret = out->meta(out->ctx, HGT_OPT_EVENT_FORMATS, b.p, b.len);
 	}
 	/* kallsyms, printk formats, saved cmdlines */
 	if (!ret) {
@@ -612,36 +630,36 @@ static int write_meta(struct hgt_recorder *r, struct hgt_output *out)
 			ret = t ? hgt__blob_item(&b, t, len, items2[i].size_bytes) : -ENOMEM;
 			free(t);
 			if (!ret)
-				ret = hgt_output_set_meta(out, items2[i].id, b.p, b.len);
+				ret = out->meta(out->ctx, items2[i].id, b.p, b.len);
 		}
 	}
 	free(b.p);
 	return ret;
 }
 
-static int write_options(struct hgt_recorder *r, struct hgt_output *out, const char *stats)
+static int write_options(struct hgt_recorder *r, const struct hgt__meta_sink *out,
+			 const char *stats)
 {
 	char *clocks = inst_read(r, "trace_clock");
 	struct utsname u;
 	char uname_s[512];
-	uint64_t id = hgt_trace_id_generate();
+	uint64_t id = r->trace_id;
 	int ret = 0;
 
 	if (clocks)
-		ret = hgt_output_add_option(out, HGT_OPT_TRACECLOCK, clocks,
-					    (uint32_t)strlen(clocks) + 1);
+		ret = out->option(out->ctx, HGT_OPT_TRACECLOCK, clocks,
+				  (uint32_t)strlen(clocks) + 1);
 	free(clocks);
 	if (!ret && !uname(&u)) {
 		snprintf(uname_s, sizeof(uname_s), "%s %s %s %s", u.sysname, u.nodename, u.release,
 			 u.machine);
-		ret = hgt_output_add_option(out, HGT_OPT_UNAME, uname_s,
-					    (uint32_t)strlen(uname_s) + 1);
+		ret = out->option(out->ctx, HGT_OPT_UNAME, uname_s, (uint32_t)strlen(uname_s) + 1);
 	}
 	if (!ret)
-		ret = hgt_output_add_option(out, HGT_OPT_VERSION, "hgtrace " HGT__VERSION,
-					    (uint32_t)strlen("hgtrace " HGT__VERSION) + 1);
+		ret = out->option(out->ctx, HGT_OPT_VERSION, "hgtrace " HGT__VERSION,
+				  (uint32_t)strlen("hgtrace " HGT__VERSION) + 1);
 	if (!ret)
-		ret = hgt_output_add_option(out, HGT_OPT_TRACEID, &id, 8);
+		ret = out->option(out->ctx, HGT_OPT_TRACEID, &id, 8);
 	/* one CPUSTAT per CPU, "CPU: N\n" + the stats file */
 	if (!ret && stats) {
 		const char *p = stats;
@@ -651,7 +669,7 @@ static int write_options(struct hgt_recorder *r, struct hgt_output *out, const c
 
 			if (!e)
 				e = p + strlen(p);
-			ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, p, (uint32_t)(e - p));
+			ret = out->option(out->ctx, HGT_OPT_CPUSTAT, p, (uint32_t)(e - p));
 			p = e;
 		}
 	}
@@ -727,12 +745,11 @@ static int copy_cpu(struct hgt_output *out, int cpu, int fd, size_t page)
 	return ret;
 }
 
-int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
+/**
+ * hgt__record_halt - tracing off, readers drained and joined; the per-CPU counts filled.
+ */
+int hgt__record_halt(struct hgt_recorder *r)
 {
-	HGT_OPTS(hgt_output_opts, oo, .version = 7, .compression = r->o.compression,
-		 .page_size = (uint32_t)getpagesize());
-	struct hgt_output *out = NULL;
-	char *stats;
 	int i, ret = 0;
 
 	tracefs_trace_off(r->inst);
@@ -750,15 +767,63 @@ int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 					  i, strerror(r->r[i].err));
 		r->res[i].bytes = r->r[i].bytes;
 	}
-	stats = read_stats(r);
-	out = hgt_output_create(r->o.output, &oo);
-	if (!out)
-		ret = ret ? ret : -errno;
-	if (out) {
-		int rc = write_meta(r, out);
+	return ret;
+}
 
-		if (!rc)
-			rc = write_options(r, out, stats);
+/**
+ * hgt__record_describe - hand the recording's metadata items and options to @sink; with
+ * @final, also the per-CPU statistics (read now) as CPUSTAT options.
+ */
+int hgt__record_describe(struct hgt_recorder *r, const struct hgt__meta_sink *sink, bool final)
+{
+	char *stats = final ? read_stats(r) : NULL;
+	int ret = write_meta(r, sink);
+
+	if (!ret)
+		ret = write_options(r, sink, stats);
+	free(stats);
+	return ret;
+}
+
+int hgt__record_nr_cpus(const struct hgt_recorder *r)
+{
+	return r->nr_cpus;
+}
+
+const char *hgt__record_clock(const struct hgt_recorder *r)
+{
+	return r->clock ? r->clock : "local";
+}
+
+uint64_t hgt__record_trace_id(const struct hgt_recorder *r)
+{
+	return r->trace_id;
+}
+
+static int out_meta(void *ctx, unsigned int id, const void *p, size_t n)
+{
+	return hgt_output_set_meta(ctx, id, p, n);
+}
+
+static int out_option(void *ctx, unsigned int id, const void *p, uint32_t n)
+{
+	return hgt_output_add_option(ctx, id, p, n);
+}
+
+int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
+{
+	HGT_OPTS(hgt_output_opts, oo, .version = 7, .compression = r->o.compression,
+		 .page_size = (uint32_t)getpagesize());
+	struct hgt_output *out = NULL;
+	int i, ret = hgt__record_halt(r);
+
+	out = r->o.output ? hgt_output_create(r->o.output, &oo) : NULL;
+	if (!out)
+		ret = ret ? ret : (r->o.output ? -errno : -EINVAL);
+	if (out) {
+		struct hgt__meta_sink sink = { out_meta, out_option, out };
+		int rc = hgt__record_describe(r, &sink, true);
+
 		if (!rc) {
 			int b = hgt_output_add_buffer(out, "", r->clock ? r->clock : "local",
 						      r->nr_cpus);
@@ -776,7 +841,6 @@ int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 			ret = ret ? ret : rc;
 		}
 	}
-	free(stats);
 	for (i = 0; i < r->nr_cpus; i++) {
 		/* open trace_pipe_raw files keep the instance busy */
 		if (r->r[i].tcpu)
@@ -848,7 +912,7 @@ void hgt_record_free(struct hgt_recorder *r)
 		r->r[i].tcpu = NULL;
 	}
 	restore(r);
-	for (i = 0; r->r && i < r->nr_cpus; i++)
+	for (i = 0; r->own_fds && r->r && i < r->nr_cpus; i++)
 		if (r->r[i].fd >= 0)
 			close(r->r[i].fd);
 	for (i = 0; i < r->nr_evs; i++) {

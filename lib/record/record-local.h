@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The recorder's pieces, for the guest agent (lib/transport/agent.c). */
+#ifndef HGT_RECORD_LOCAL_H
+#define HGT_RECORD_LOCAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hgtrace/record.h>
+
+/* Where metadata items (16..21, v6 encoding) and options go. */
+struct hgt__meta_sink {
+	int (*meta)(void *ctx, unsigned int id, const void *p, size_t n);
+	int (*option)(void *ctx, unsigned int id, const void *p, uint32_t n);
+	void *ctx;
+};
+
+struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const int *cpu_fds);
+int hgt__record_halt(struct hgt_recorder *r);
+int hgt__record_describe(struct hgt_recorder *r, const struct hgt__meta_sink *sink, bool final);
+int hgt__record_nr_cpus(const struct hgt_recorder *r);
+const char *hgt__record_clock(const struct hgt_recorder *r);
+uint64_t hgt__record_trace_id(const struct hgt_recorder *r);
+
+#endif
