@@ -57,7 +57,7 @@ struct hgt_recorder {
 	bool created; /* we created the instance: destroy it at the end */
 	struct ev *evs;
 	int nr_evs;
-	struct saved saved[5];
+	struct saved saved[6];
 	int nr_saved;
 	int nr_cpus;
 	struct cpu_reader *r;
@@ -67,17 +67,6 @@ struct hgt_recorder {
 	uint64_t trace_id;
 	bool own_fds; /* the per-CPU files are ours (temporary), not the caller's */
 };
-
-static bool valid_name(const char *s)
-{
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
-			return false;
-	return true;
-}
 
 /* Read a whole file into a new NUL-terminated buffer. */
 static char *slurp(const char *path, size_t *len)
@@ -182,7 +171,7 @@ static int parse_events(struct hgt_recorder *r)
 		name = sep ? sep + 1 : NULL;
 		if (sep)
 			*sep = 0;
-		if (!valid_name(sys) || (name && !valid_name(name)))
+		if (!hgt__valid_name(sys) || (name && !hgt__valid_name(name)))
 			return hgt__errorf(EINVAL,
 					   "record: -e '%s': expected SYSTEM or SYSTEM:EVENT",
 					   r->o.events[i]);
@@ -207,9 +196,7 @@ static int parse_events(struct hgt_recorder *r)
 		if (ret)
 			return ret;
 	}
-	if (!r->nr_evs)
-		return hgt__errorf(EINVAL, "record: no events given (-e SYSTEM[:EVENT])");
-	return 0;
+	return 0; /* no events: trace_marker writes only */
 }
 
 /* A file of the instance ("" for an empty one, NULL when it cannot be read). */
@@ -343,6 +330,7 @@ static bool cpu_in_mask(const char *mask, int cpu)
 	return (v >> bit) & 1;
 }
 
+/* A temporary file for a CPU's pages, beside the output. */
 static int tmp_fd(const char *output)
 {
 	char *dir = strdup(output), *slash;
@@ -352,16 +340,9 @@ static int tmp_fd(const char *output)
 		return -1;
 	slash = strrchr(dir, '/');
 	if (slash)
-		*slash = 0;
-	fd = open(slash ? (*dir ? dir : "/") : ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		slash[slash == dir] = 0;
+	fd = hgt__tmpfile(slash ? dir : ".");
 	free(dir);
-	if (fd < 0) {
-		char tmpl[] = "/tmp/hgtrace-record-XXXXXX";
-
-		fd = mkstemp(tmpl);
-		if (fd >= 0)
-			unlink(tmpl);
-	}
 	return fd;
 }
 
@@ -412,7 +393,7 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 	if (ret)
 		goto fail;
 	snprintf(name, sizeof(name), "hgtrace-%d", (int)getpid());
-	if (r->o.instance && !valid_name(r->o.instance)) {
+	if (r->o.instance && !hgt__valid_name(r->o.instance)) {
 		ret = hgt__errorf(EINVAL, "record: -B '%s': not a valid instance name",
 				  r->o.instance);
 		goto fail;
@@ -443,6 +424,9 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 	}
 	if (!ret && r->o.cpumask)
 		ret = set_saved(r, "tracing_cpumask", r->o.cpumask);
+	/* streaming (the agent): hand over every completed page, not half a buffer's worth */
+	if (!ret && cpu_fds && tracefs_file_exists(r->inst, "buffer_percent"))
+		ret = set_saved(r, "buffer_percent", "0");
 	if (ret)
 		goto fail;
 	r->clock = selected_clock(v = inst_read(r, "trace_clock"));

@@ -370,6 +370,11 @@ int hgt__par_log_comm(struct hgt__par *p, int top, int pid, const char *comm)
 {
 	int ret = 0;
 
+	/* the entry belongs to the record about to be queued: its batch starts before it */
+	if (!p->cur)
+		p->cur = take_slot(p);
+	if (!p->cur)
+		return p->err ? p->err : -EIO;
 	pthread_mutex_lock(&p->lock);
 	if (p->nlog == p->maxlog) {
 		size_t m = p->maxlog ? 2 * p->maxlog : 256;

@@ -122,6 +122,9 @@ int hgt__errorf(int err, const char *fmt, ...) __attribute__((format(printf, 2, 
 
 int hgt__pread_all(struct hgt_input *in, void *buf, uint64_t len, uint64_t off);
 int hgt__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
+int hgt__write_full(int fd, const void *buf, size_t n);
+int hgt__tmpfile(const char *dir);
+bool hgt__valid_name(const char *s);
 
 int hgt__rd_bytes(struct hgt__rd *rd, void *buf, uint64_t len);
 int hgt__rd_u16(struct hgt__rd *rd, uint16_t *v);

@@ -121,6 +121,10 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (!nev) {
+		fprintf(stderr, "hgtrace: record: no events given (-e SYSTEM[:EVENT])\n");
+		goto out;
+	}
 	o.events = events;
 	o.nr_events = nev;
 	o.pids = pids;

@@ -8,6 +8,9 @@ int cmd_convert(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
+int cmd_listen(int argc, char **argv);
+int cmd_setup_guest(int argc, char **argv);
 
 /* Print "hgtrace: MESSAGE" for the library's last error, or @fallback. */
 void cmd_error(const char *fallback);

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * hgtrace/transport.h - the guest agent and the host listener.
+ *
+ * The agent (in the guest) records with the recorder of hgtrace/record.h, but its per-CPU
+ * readers splice whole ring-buffer pages straight into the transport (one data channel per
+ * CPU); a control channel carries what the host needs for a complete trace.dat (header
+ * page, formats, kallsyms, printk formats, cmdlines, clock, CPU count, trace id, stats) and
+ * the host's start ('1') and stop ('0') orders, as in the kernel's virtio-trace agent.
+ *
+ * Transports: virtio-serial ports (/dev/virtio-ports/<name>, virtio-trace's names:
+ * agent-ctl-path, trace-path-cpuN), FIFO pairs (<dir>/<name>.in host -> guest,
+ * <dir>/<name>.out guest -> host, as QEMU's pipe chardev uses them), vsock and TCP.
+ *
+ * The listener treats the guest as hostile: every length and count is bounded, nothing the
+ * guest sends chooses a path, each guest has a disk limit, and a broken stream ends that
+ * guest's file cleanly (its CPU statistics say where the data stopped).
+ */
+#ifndef HGTRACE_TRANSPORT_H
+#define HGTRACE_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <hgtrace/record.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum hgt_transport {
+	HGT_TRANSPORT_PORTS = 1, /* virtio-serial ports in a directory (/dev/virtio-ports) */
+	HGT_TRANSPORT_FIFOS,	 /* FIFO pairs NAME.in / NAME.out in a directory */
+	HGT_TRANSPORT_TCP,	 /* host:port (unauthenticated) */
+	HGT_TRANSPORT_VSOCK,	 /* cid:port */
+};
+
+struct hgt_agent_opts {
+	size_t sz; /* sizeof(struct hgt_agent_opts); use HGT_OPTS() */
+	enum hgt_transport transport;
+	const char *dir;  /* PORTS / FIFOS: the directory */
+	const char *host; /* TCP host name or address */
+	unsigned int cid; /* VSOCK */
+	unsigned int port;
+	bool now;			      /* start at once, without waiting for '1' */
+	const struct hgt_record_opts *record; /* events, clock, buffer, instance... */
+	FILE *log;
+	volatile int *stop; /* set by a signal handler to stop (may be NULL) */
+};
+
+/**
+ * hgt_agent_run - run the agent until the host says stop ('0'), the control channel
+ * closes, or *@opts->stop becomes non-zero. Returns 0 or -errno (reason in
+ * hgt_last_error()).
+ */
+int hgt_agent_run(const struct hgt_agent_opts *opts);
+
+struct hgt_listen_guest {
+	const char *name; /* file name part: trace-NAME.dat ([A-Za-z0-9_.-] only) */
+	const char *dir;  /* FIFO pairs made by hgt_setup_guest() */
+};
+
+struct hgt_listen_opts {
+	size_t sz;			       /* sizeof(struct hgt_listen_opts); use HGT_OPTS() */
+	const char *output_dir;		       /* where trace-NAME.dat go (default ".") */
+	const struct hgt_listen_guest *guests; /* FIFO guests */
+	int nr_guests;
+	unsigned int tcp_port;	    /* 0: none */
+	unsigned int vsock_port;    /* 0: none */
+	bool start;		    /* send '1' to each guest as it appears */
+	unsigned int stop_after_ms; /* send '0' to each guest this long after its start */
+	uint64_t max_bytes;	    /* per guest (0: 1 GiB) */
+	unsigned int idle_ms;	    /* a stopped guest silent this long is finished (0: 500) */
+	FILE *log;
+	volatile int *stop; /* finish every guest when it becomes non-zero */
+};
+
+/**
+ * hgt_listen_run - serve guests until every FIFO guest has finished (and, with a TCP or
+ * vsock port, until *@opts->stop). Returns 0 when every guest's file was written, or
+ * -errno after the others were served.
+ */
+int hgt_listen_run(const struct hgt_listen_opts *opts);
+
+/**
+ * hgt_setup_guest - create the FIFO pairs of guest @name with @cpus CPUs in @dir/@name
+ * (made if missing) and print QEMU's -chardev/-device arguments and libvirt's <channel>
+ * XML to @out. Returns 0 or -errno.
+ */
+int hgt_setup_guest(const char *dir, const char *name, int cpus, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,940 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The host listener: one poll() loop serving every guest (FIFO pairs, TCP, vsock). Guest
+ * input is hostile: message and page sizes are bounded, memory grows only with bytes
+ * actually received, each guest has a byte limit, file names come from the listener's own
+ * configuration (or a counter), and a fault ends only that guest's stream, with its file
+ * written from what arrived and a line saying why.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/vm_sockets.h>
+
+#include <hgtrace/output.h>
+#include <hgtrace/transport.h>
+
+#include "../tracedat/tracedat-local.h"
+#include "proto.h"
+
+#define MAX_GUESTS 64
+#define MAX_CPUS 1024
+#define MAX_PENDING 64
+
+struct chan {
+	int fd;
+	int cpu;
+	uint8_t hdr[HGT__DATA_HDR];
+	size_t hdr_got;
+	uint64_t bytes; /* page bytes received */
+	size_t part;	/* bytes of the current, incomplete page */
+	int tmp;	/* temporary file of the CPU's pages */
+	bool eof;
+};
+
+struct opt {
+	uint16_t id;
+	uint32_t size;
+	uint8_t *data;
+};
+
+struct guest {
+	char name[80];
+	bool fifo;
+	int ctl_r, ctl_w;
+	/* control message being received */
+	uint8_t mhdr[HGT__MSG_HDR];
+	size_t mhdr_got;
+	uint8_t *msg;
+	size_t msg_len, msg_got, msg_cap;
+	/* what the guest said */
+	bool hello, ended, ready;
+	uint32_t nr_cpus, page_size, long_size;
+	uint64_t session;
+	char clock[64];
+	uint8_t *meta[6];
+	size_t meta_len[6];
+	struct opt *opts;
+	int nr_opts;
+	struct chan *data;
+	int nr_data;
+	uint64_t bytes; /* everything received */
+	bool over_limit;
+	char fault[256];
+	uint64_t t_start, t_last;
+	bool start_sent, stop_sent, done;
+};
+
+struct pending {
+	int fd;
+	uint8_t hdr[HGT__DATA_HDR];
+	size_t got;
+	uint64_t t;
+};
+
+struct listener {
+	struct hgt_listen_opts o;
+	struct guest *g[MAX_GUESTS];
+	int nr_g;
+	int tcp_fd, vsock_fd;
+	struct pending pend[MAX_PENDING];
+	int nr_pend;
+	int tcp_count;
+	int failures;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void logf_(struct listener *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct listener *l, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!l->o.log)
+		return;
+	va_start(ap, fmt);
+	fputs("hgtrace listen: ", l->o.log);
+	vfprintf(l->o.log, fmt, ap);
+	fputc('\n', l->o.log);
+	va_end(ap);
+	fflush(l->o.log);
+}
+
+/* End this guest's stream for @why (first fault kept); it is then written out. */
+static void fault(struct listener *l, struct guest *g, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void fault(struct listener *l, struct guest *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!g->fault[0]) {
+		va_start(ap, fmt);
+		vsnprintf(g->fault, sizeof(g->fault), fmt, ap);
+		va_end(ap);
+		logf_(l, "guest %s: %s", g->name, g->fault);
+	}
+	g->done = true;
+}
+
+static struct guest *new_guest(struct listener *l, const char *name)
+{
+	struct guest *g;
+
+	if (l->nr_g == MAX_GUESTS)
+		return NULL;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->ctl_r = g->ctl_w = -1;
+	g->t_start = g->t_last = now_ms();
+	l->g[l->nr_g++] = g;
+	return g;
+}
+
+static int add_chan(struct listener *l, struct guest *g, int fd, int cpu)
+{
+	struct chan *n;
+
+	if (g->nr_data >= MAX_CPUS)
+		return -EMFILE;
+	n = realloc(g->data, sizeof(*n) * (size_t)(g->nr_data + 1));
+	if (!n)
+		return -ENOMEM;
+	g->data = n;
+	memset(&n[g->nr_data], 0, sizeof(*n));
+	n[g->nr_data].fd = fd;
+	n[g->nr_data].cpu = cpu;
+	n[g->nr_data].tmp = hgt__tmpfile(l->o.output_dir);
+	if (n[g->nr_data].tmp < 0)
+		return -errno;
+	g->nr_data++;
+	return 0;
+}
+
+static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg)
+{
+	struct guest *g;
+	char path[4096];
+	int i, fd;
+
+	if (!hgt__valid_name(lg->name))
+		return hgt__errorf(EINVAL, "listen: guest name '%s': use [A-Za-z0-9_.-]", lg->name);
+	g = new_guest(l, lg->name);
+	if (!g)
+		return -ENOMEM;
+	g->fifo = true;
+	/* O_RDWR: opening never waits for the guest, and polling never sees a hang-up */
+	snprintf(path, sizeof(path), "%s/agent-ctl-path.out", lg->dir);
+	g->ctl_r = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	snprintf(path, sizeof(path), "%s/agent-ctl-path.in", lg->dir);
+	g->ctl_w = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (g->ctl_r < 0 || g->ctl_w < 0)
+		return hgt__errorf(errno, "listen: %s: %s (make it with hgtrace setup-guest)", path,
+				   strerror(errno));
+	for (i = 0; i < MAX_CPUS; i++) {
+		snprintf(path, sizeof(path), "%s/trace-path-cpu%d.out", lg->dir, i);
+		fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			break;
+		if (add_chan(l, g, fd, -1)) {
+			close(fd);
+			return -ENOMEM;
+		}
+	}
+	if (!i)
+		return hgt__errorf(ENOENT, "listen: %s: no trace-path-cpu0.out", lg->dir);
+	return 0;
+}
+
+static void send_cmd(struct guest *g, const char *c)
+{
+	if (g->ctl_w >= 0 && write(g->ctl_w, c, strlen(c)) < 0) {
+		/* the agent reads commands when it is ready; nothing to do */
+	}
+}
+
+/* A whole control message arrived. */
+static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
+{
+	const uint8_t *p = g->msg;
+	size_t n = g->msg_len;
+	uint32_t v[4];
+
+	switch (type) {
+	case HGT__MSG_HELLO:
+		if (n < 25 || g->hello) {
+			fault(l, g, "HELLO of %zu bytes%s", n, g->hello ? " (a second one)" : "");
+			return;
+		}
+		memcpy(v, p, 16);
+		memcpy(&g->session, p + 16, 8);
+		if (v[0] != HGT__PROTO_VERSION || !v[1] || v[1] > MAX_CPUS || v[2] < 4096 ||
+		    v[2] > 65536 || (v[2] & (v[2] - 1)) || (v[3] != 4 && v[3] != 8) ||
+		    !memchr(p + 24, 0, n - 24) ||
+		    strlen((const char *)p + 24) >= sizeof(g->clock) ||
+		    !hgt__valid_name((const char *)p + 24)) {
+			fault(l, g,
+			      "HELLO rejected: version %u, %u CPUs, page size %u, long size %u",
+			      v[0], v[1], v[2], v[3]);
+			return;
+		}
+		if (g->ready && g->session != *(const uint64_t *)(const void *)(p + 16)) {
+			fault(l, g, "HELLO names another session than READY");
+			return;
+		}
+		for (int k = 0; k < g->nr_data; k++)
+			if (g->data[k].cpu >= (int)v[1] || (g->page_size && g->page_size != v[2])) {
+				fault(l, g,
+				      "a data channel of cpu %d (page %u) does not fit HELLO's "
+				      "%u CPUs, page %u",
+				      g->data[k].cpu, g->page_size, v[1], v[2]);
+				return;
+			}
+		g->nr_cpus = v[1];
+		g->page_size = v[2];
+		g->long_size = v[3];
+		snprintf(g->clock, sizeof(g->clock), "%s", (const char *)p + 24);
+		g->hello = true;
+		logf_(l, "guest %s: %u CPUs, clock %s", g->name, g->nr_cpus, g->clock);
+		return;
+	case HGT__MSG_META: {
+		uint32_t id;
+
+		if (n < 4)
+			goto bad;
+		memcpy(&id, p, 4);
+		if (id < HGT_OPT_HEADER_INFO || id > HGT_OPT_CMDLINES)
+			goto bad;
+		free(g->meta[id - HGT_OPT_HEADER_INFO]);
+		g->meta[id - HGT_OPT_HEADER_INFO] = malloc(n - 4 ? n - 4 : 1);
+		if (!g->meta[id - HGT_OPT_HEADER_INFO]) {
+			fault(l, g, "out of memory");
+			return;
+		}
+		memcpy(g->meta[id - HGT_OPT_HEADER_INFO], p + 4, n - 4);
+		g->meta_len[id - HGT_OPT_HEADER_INFO] = n - 4;
+		return;
+	}
+	case HGT__MSG_OPTION: {
+		static const uint16_t allowed[] = { HGT_OPT_DATE,	HGT_OPT_CPUSTAT,
+						    HGT_OPT_TRACECLOCK, HGT_OPT_UNAME,
+						    HGT_OPT_OFFSET,	HGT_OPT_VERSION,
+						    HGT_OPT_TRACEID,	HGT_OPT_TSC2NSEC };
+		uint32_t id;
+		int i, k = -1;
+		struct opt *o;
+
+		if (n < 4 || g->nr_opts > 4096)
+			goto bad;
+		memcpy(&id, p, 4);
+		for (i = 0; i < (int)(sizeof(allowed) / sizeof(allowed[0])); i++)
+			if (id == allowed[i])
+				k = i;
+		if (k < 0)
+			goto bad;
+		/* the last of each wins, except CPUSTAT: one per CPU, all kept */
+		for (i = 0; id != HGT_OPT_CPUSTAT && i < g->nr_opts; i++)
+			if (g->opts[i].id == id)
+				break;
+		if (id == HGT_OPT_CPUSTAT || i == g->nr_opts) {
+			o = realloc(g->opts, sizeof(*o) * (size_t)(g->nr_opts + 1));
+			if (!o) {
+				fault(l, g, "out of memory");
+				return;
+			}
+			g->opts = o;
+			i = g->nr_opts++;
+			g->opts[i].data = NULL;
+		}
+		free(g->opts[i].data);
+		g->opts[i].id = (uint16_t)id;
+		g->opts[i].size = (uint32_t)(n - 4);
+		g->opts[i].data = malloc(n - 4 ? n - 4 : 1);
+		if (!g->opts[i].data) {
+			g->opts[i].size = 0;
+			fault(l, g, "out of memory");
+			return;
+		}
+		memcpy(g->opts[i].data, p + 4, n - 4);
+		return;
+	}
+	case HGT__MSG_READY:
+		if (n != 8 || g->ready) {
+			fault(l, g, "READY of %zu bytes%s", n, g->ready ? " (a second one)" : "");
+			return;
+		}
+		memcpy(&g->session, p, 8);
+		g->ready = true;
+		return;
+	case HGT__MSG_END:
+		g->ended = true;
+		logf_(l, "guest %s: stopped", g->name);
+		return;
+	default:
+		break;
+	}
+bad:
+	fault(l, g, "control message type %u of %zu bytes rejected", type, n);
+}
+
+/* Parse @r bytes of the control stream. */
+static void ctl_bytes(struct listener *l, struct guest *g, const uint8_t *buf, ssize_t r)
+{
+	size_t i = 0;
+
+	g->bytes += (uint64_t)r;
+	g->t_last = now_ms();
+	while (i < (size_t)r && !g->done) {
+		if (g->mhdr_got < HGT__MSG_HDR) {
+			size_t k = HGT__MSG_HDR - g->mhdr_got;
+
+			if (k > (size_t)r - i)
+				k = (size_t)r - i;
+			memcpy(g->mhdr + g->mhdr_got, buf + i, k);
+			g->mhdr_got += k;
+			i += k;
+			if (g->mhdr_got == HGT__MSG_HDR) {
+				uint32_t magic, len;
+
+				memcpy(&magic, g->mhdr, 4);
+				memcpy(&len, g->mhdr + 8, 4);
+				if (magic != HGT__CTL_MAGIC || len > HGT__MSG_MAX) {
+					fault(l, g,
+					      "control stream at byte %llu: bad message header "
+					      "(magic 0x%08x, %u bytes)",
+					      (unsigned long long)(g->bytes - (uint64_t)r + i -
+								   HGT__MSG_HDR),
+					      magic, len);
+					return;
+				}
+				g->msg_len = len;
+				g->msg_got = 0;
+			}
+		} else {
+			size_t k = g->msg_len - g->msg_got;
+
+			if (k > (size_t)r - i)
+				k = (size_t)r - i;
+			/* grow with what arrives, never with what is claimed */
+			if (g->msg_got + k > g->msg_cap) {
+				size_t c = (g->msg_got + k) * 2;
+				uint8_t *m;
+
+				if (c > g->msg_len)
+					c = g->msg_len;
+				m = realloc(g->msg, c ? c : 1);
+				if (!m) {
+					fault(l, g, "out of memory");
+					return;
+				}
+				g->msg = m;
+				g->msg_cap = c;
+			}
+			memcpy(g->msg + g->msg_got, buf + i, k);
+			g->msg_got += k;
+			i += k;
+		}
+		if (g->mhdr_got == HGT__MSG_HDR && g->msg_got == g->msg_len) {
+			uint16_t type;
+
+			memcpy(&type, g->mhdr + 4, 2);
+			handle_msg(l, g, type);
+			g->mhdr_got = 0;
+		}
+	}
+	if (g->bytes > l->o.max_bytes && !g->over_limit) {
+		g->over_limit = true;
+		fault(l, g, "more than %llu bytes: the guest's limit",
+		      (unsigned long long)l->o.max_bytes);
+	}
+}
+
+static void read_ctl(struct listener *l, struct guest *g)
+{
+	uint8_t buf[65536];
+	ssize_t r = read(g->ctl_r, buf, sizeof(buf));
+
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		if (!g->ended)
+			fault(l, g, "control channel closed before the end (%s)",
+			      r < 0 ? strerror(errno) : "EOF");
+		g->done = true;
+		return;
+	}
+	ctl_bytes(l, g, buf, r);
+}
+
+static void read_data(struct listener *l, struct guest *g, struct chan *c)
+{
+	uint8_t buf[65536];
+	ssize_t r = read(c->fd, buf, sizeof(buf));
+	size_t i = 0;
+
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		c->eof = true;
+		return;
+	}
+	g->t_last = now_ms();
+	g->bytes += (uint64_t)r;
+	if (c->hdr_got < HGT__DATA_HDR) {
+		size_t k = HGT__DATA_HDR - c->hdr_got;
+		uint32_t h[4];
+
+		if (k > (size_t)r)
+			k = (size_t)r;
+		memcpy(c->hdr + c->hdr_got, buf, k);
+		c->hdr_got += k;
+		i = k;
+		if (c->hdr_got < HGT__DATA_HDR)
+			return;
+		memcpy(h, c->hdr, 16);
+		if (h[0] != HGT__DATA_MAGIC || h[1] != HGT__PROTO_VERSION || h[2] >= MAX_CPUS ||
+		    h[3] < 4096 || h[3] > 65536 || (h[3] & (h[3] - 1))) {
+			fault(l, g, "data channel header rejected (magic 0x%08x, cpu %u, page %u)",
+			      h[0], h[2], h[3]);
+			return;
+		}
+		if (c->cpu >= 0 && (uint32_t)c->cpu != h[2]) {
+			fault(l, g, "data channel of cpu %d says cpu %u", c->cpu, h[2]);
+			return;
+		}
+		c->cpu = (int)h[2];
+		if (g->page_size && g->page_size != h[3]) {
+			fault(l, g, "cpu %u: page size %u, HELLO said %u", h[2], h[3],
+			      g->page_size);
+			return;
+		}
+		g->page_size = h[3];
+	}
+	if (g->bytes > l->o.max_bytes) {
+		if (!g->over_limit)
+			fault(l, g, "more than %llu bytes: the guest's limit",
+			      (unsigned long long)l->o.max_bytes);
+		g->over_limit = true;
+		return;
+	}
+	if ((size_t)r > i) {
+		if (hgt__write_full(c->tmp, buf + i, (size_t)r - i)) {
+			fault(l, g, "cannot store cpu %d's pages: %s", c->cpu, strerror(errno));
+			return;
+		}
+		c->bytes += (uint64_t)r - i;
+	}
+}
+
+/* Write trace-NAME.dat from what the guest sent. */
+static int finish_guest(struct listener *l, struct guest *g)
+{
+	HGT_OPTS(hgt_output_opts, oo, .version = 7, .compression = HGT_COMPRESS_ZSTD,
+		 .page_size = g->page_size ? g->page_size : 4096,
+		 .long_size = g->long_size ? (int)g->long_size : 8);
+	char path[4096], note[512];
+	struct hgt_output *out;
+	int i, ret = 0, ncpu = 0;
+	uint8_t *buf = NULL;
+
+	snprintf(path, sizeof(path), "%s/trace-%s.dat", l->o.output_dir ? l->o.output_dir : ".",
+		 g->name);
+	for (i = 0; i < 6; i++)
+		if (!g->meta[i] || !g->hello) {
+			logf_(l, "guest %s: no file: the stream ended before the guest sent its %s",
+			      g->name, g->hello ? hgt_option_name((unsigned)i + 16) : "HELLO");
+			return -EPROTO;
+		}
+	out = hgt_output_create(path, &oo);
+	if (!out)
+		return -errno;
+	for (i = 0; !ret && i < 6; i++)
+		ret = hgt_output_set_meta(out, (unsigned)i + 16, g->meta[i], g->meta_len[i]);
+	for (i = 0; !ret && i < g->nr_opts; i++)
+		ret = hgt_output_add_option(out, g->opts[i].id, g->opts[i].data, g->opts[i].size);
+	/* say where each CPU's data stopped when the stream did not end cleanly */
+	for (i = 0; !ret && i < g->nr_data; i++) {
+		struct chan *c = &g->data[i];
+		uint64_t part = g->page_size ? c->bytes % g->page_size : 0;
+
+		if (c->cpu + 1 > ncpu)
+			ncpu = c->cpu + 1;
+		if (!g->fault[0] && !part)
+			continue;
+		snprintf(
+			note, sizeof(note),
+			"hgtrace listen: cpu %d: %llu bytes of pages received%s%s; %llu bytes of a "
+			"partial page dropped\n",
+			c->cpu, (unsigned long long)(c->bytes - part),
+			g->fault[0] ? "; stream ended: " : "", g->fault, (unsigned long long)part);
+		ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, note, (uint32_t)strlen(note) + 1);
+	}
+	if ((uint32_t)ncpu < g->nr_cpus)
+		ncpu = (int)g->nr_cpus;
+	if (!ret) {
+		int b = hgt_output_add_buffer(out, "", g->clock, ncpu);
+
+		ret = b < 0 ? b : 0;
+	}
+	buf = malloc(256 * (size_t)oo.page_size);
+	if (!buf)
+		ret = -ENOMEM;
+	/* CPUs in order, whole pages only */
+	for (int cpu = 0; !ret && cpu < ncpu; cpu++) {
+		for (i = 0; !ret && i < g->nr_data; i++) {
+			struct chan *c = &g->data[i];
+			uint64_t left = c->bytes - (c->bytes % oo.page_size);
+			off_t off = 0;
+
+			if (c->cpu != cpu)
+				continue;
+			while (!ret && left) {
+				size_t k = left < 256 * (uint64_t)oo.page_size
+						   ? (size_t)left
+						   : 256 * (size_t)oo.page_size;
+				ssize_t n = pread(c->tmp, buf, k, off);
+
+				if (n != (ssize_t)k) {
+					ret = -EIO;
+					break;
+				}
+				ret = hgt_output_write_cpu(out, 0, cpu, buf, k);
+				off += (off_t)k;
+				left -= k;
+			}
+		}
+	}
+	free(buf);
+	if (ret) {
+		hgt_output_abort(out);
+		logf_(l, "guest %s: cannot write %s: %s", g->name, path, hgt_last_error());
+		return ret;
+	}
+	ret = hgt_output_close(out);
+	if (!ret)
+		logf_(l, "guest %s: wrote %s%s", g->name, path,
+		      g->fault[0] ? " (stream ended early: see report --stat)" : "");
+	return ret;
+}
+
+static void free_guest(struct guest *g)
+{
+	int i;
+
+	if (g->ctl_w >= 0 && g->ctl_w != g->ctl_r)
+		close(g->ctl_w);
+	if (g->ctl_r >= 0)
+		close(g->ctl_r);
+	for (i = 0; i < g->nr_data; i++) {
+		if (g->data[i].fd >= 0)
+			close(g->data[i].fd);
+		if (g->data[i].tmp >= 0)
+			close(g->data[i].tmp);
+	}
+	for (i = 0; i < 6; i++)
+		free(g->meta[i]);
+	for (i = 0; i < g->nr_opts; i++)
+		free(g->opts[i].data);
+	free(g->opts);
+	free(g->data);
+	free(g->msg);
+	free(g);
+}
+
+static int listen_socket(struct listener *l, int family, unsigned int port)
+{
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
+
+	if (fd < 0)
+		return hgt__errorf(errno, "listen: socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (family == AF_VSOCK) {
+		struct sockaddr_vm sa = { .svm_family = AF_VSOCK,
+					  .svm_cid = VMADDR_CID_ANY,
+					  .svm_port = port };
+
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			goto fail;
+	} else {
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = htons((uint16_t)port) };
+
+		sa.sin_addr.s_addr = htonl(INADDR_ANY);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			goto fail;
+	}
+	if (listen(fd, 64))
+		goto fail;
+	return fd;
+fail : {
+	int e = errno;
+
+	close(fd);
+	return hgt__errorf(e, "listen: %s port %u: %s", family == AF_VSOCK ? "vsock" : "tcp", port,
+			   strerror(e));
+}
+}
+
+/* A new connection's first bytes say what it is: a control stream (its guest starts now)
+ * or a data channel (joined to the guest whose HELLO names its session). Returns true when
+ * the connection was handed over or closed. */
+static bool classify(struct listener *l, struct pending *p)
+{
+	uint32_t magic, h[4];
+	uint64_t session;
+	int i;
+
+	memcpy(&magic, p->hdr, 4);
+	if (magic == HGT__CTL_MAGIC) {
+		char name[32];
+		struct guest *g;
+
+		snprintf(name, sizeof(name), "net-%d", ++l->tcp_count);
+		g = new_guest(l, name);
+		if (!g) {
+			logf_(l, "too many guests: connection closed");
+			close(p->fd);
+			return true;
+		}
+		g->ctl_r = g->ctl_w = p->fd;
+		ctl_bytes(l, g, p->hdr, 4);
+		if (l->o.start) {
+			send_cmd(g, "1\n");
+			g->start_sent = true;
+			g->t_start = now_ms();
+		}
+		logf_(l, "guest %s connected", g->name);
+		return true;
+	}
+	if (magic != HGT__DATA_MAGIC) {
+		logf_(l, "a connection sent no hgtrace header (0x%08x): closed", magic);
+		close(p->fd);
+		return true;
+	}
+	if (p->got < HGT__DATA_HDR)
+		return false;
+	memcpy(h, p->hdr, 16);
+	memcpy(&session, p->hdr + 16, 8);
+	for (i = 0; i < l->nr_g; i++) {
+		struct guest *g = l->g[i];
+		struct chan *c;
+
+		if (!g || g->fifo || !g->ready || g->session != session || g->done)
+			continue;
+		if (h[1] != HGT__PROTO_VERSION || h[2] >= MAX_CPUS ||
+		    (g->nr_cpus && h[2] >= g->nr_cpus) || h[3] < 4096 || h[3] > 65536 ||
+		    (h[3] & (h[3] - 1)) || (g->page_size && h[3] != g->page_size)) {
+			fault(l, g, "data channel header rejected (cpu %u, page %u)", h[2], h[3]);
+			close(p->fd);
+			return true;
+		}
+		for (int k = 0; k < g->nr_data; k++)
+			if (g->data[k].cpu == (int)h[2]) {
+				fault(l, g, "a second data channel for cpu %u", h[2]);
+				close(p->fd);
+				return true;
+			}
+		if (add_chan(l, g, p->fd, (int)h[2])) {
+			close(p->fd);
+			return true;
+		}
+		c = &g->data[g->nr_data - 1];
+		memcpy(c->hdr, p->hdr, HGT__DATA_HDR);
+		c->hdr_got = HGT__DATA_HDR;
+		g->page_size = h[3];
+		return true;
+	}
+	return false; /* its HELLO has not arrived yet */
+}
+
+int hgt_listen_run(const struct hgt_listen_opts *opts)
+{
+	struct listener l = { .tcp_fd = -1, .vsock_fd = -1 };
+	int i, ret = 0;
+
+	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(l.o))
+		return -EINVAL;
+	memcpy(&l.o, opts, opts->sz);
+	if (!l.o.max_bytes)
+		l.o.max_bytes = 1ULL << 30;
+	if (!l.o.idle_ms)
+		l.o.idle_ms = 500;
+	for (i = 0; i < l.o.nr_guests; i++) {
+		ret = open_fifo_guest(&l, &l.o.guests[i]);
+		if (ret)
+			goto out;
+		if (l.o.start) {
+			send_cmd(l.g[l.nr_g - 1], "1\n");
+			l.g[l.nr_g - 1]->start_sent = true;
+		}
+	}
+	if (l.o.tcp_port && (l.tcp_fd = listen_socket(&l, AF_INET, l.o.tcp_port)) < 0) {
+		ret = l.tcp_fd;
+		goto out;
+	}
+	if (l.o.vsock_port && (l.vsock_fd = listen_socket(&l, AF_VSOCK, l.o.vsock_port)) < 0) {
+		ret = l.vsock_fd;
+		goto out;
+	}
+	for (;;) {
+		struct pollfd pf[1 + 1 + MAX_PENDING + MAX_GUESTS * (MAX_CPUS + 1) / 16];
+		struct {
+			int kind, g, c;
+		} who[sizeof(pf) / sizeof(pf[0])];
+		int n = 0, active = 0;
+		uint64_t t = now_ms();
+		bool stopping = l.o.stop && *l.o.stop;
+
+		/* finish guests that are done */
+		for (i = 0; i < l.nr_g; i++) {
+			struct guest *g = l.g[i];
+
+			if (!g)
+				continue;
+			if (stopping && !g->done) {
+				if (!g->ended)
+					fault(&l, g, "the listener was stopped");
+				g->done = true;
+			}
+			if (g->start_sent && !g->stop_sent && l.o.stop_after_ms &&
+			    t - g->t_start >= l.o.stop_after_ms) {
+				send_cmd(g, "0\n");
+				g->stop_sent = true;
+			}
+			if (g->ended && !g->done) {
+				bool all_eof = true;
+
+				for (int k = 0; k < g->nr_data; k++)
+					all_eof &= g->data[k].eof;
+				if (all_eof || t - g->t_last >= l.o.idle_ms)
+					g->done = true;
+			}
+			if (g->done) {
+				if (finish_guest(&l, g))
+					l.failures++;
+				free_guest(g);
+				l.g[i] = NULL;
+				continue;
+			}
+			active++;
+		}
+		if (stopping || (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && l.o.nr_guests))
+			break;
+		if (!active && l.tcp_fd < 0 && l.vsock_fd < 0)
+			break;
+		if (l.tcp_fd >= 0) {
+			pf[n] = (struct pollfd){ .fd = l.tcp_fd, .events = POLLIN };
+			who[n++].kind = 0;
+		}
+		if (l.vsock_fd >= 0) {
+			pf[n] = (struct pollfd){ .fd = l.vsock_fd, .events = POLLIN };
+			who[n++].kind = 0;
+		}
+		for (i = 0; i < l.nr_pend; i++) {
+			pf[n] = (struct pollfd){ .fd = l.pend[i].fd, .events = POLLIN };
+			who[n].kind = 1;
+			who[n++].g = i;
+		}
+		for (i = 0; i < l.nr_g && n < (int)(sizeof(pf) / sizeof(pf[0])) - 1; i++) {
+			struct guest *g = l.g[i];
+
+			if (!g)
+				continue;
+			pf[n] = (struct pollfd){ .fd = g->ctl_r, .events = POLLIN };
+			who[n].kind = 2;
+			who[n++].g = i;
+			for (int k = 0; k < g->nr_data && n < (int)(sizeof(pf) / sizeof(pf[0]));
+			     k++) {
+				if (g->data[k].eof)
+					continue;
+				pf[n] = (struct pollfd){ .fd = g->data[k].fd, .events = POLLIN };
+				who[n].kind = 3;
+				who[n].g = i;
+				who[n++].c = k;
+			}
+		}
+		if (poll(pf, (nfds_t)n, 100) < 0 && errno != EINTR) {
+			ret = hgt__errorf(errno, "listen: poll: %s", strerror(errno));
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (who[i].kind == 0 && l.nr_pend < MAX_PENDING) {
+				int fd =
+					accept4(pf[i].fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+				if (fd >= 0)
+					l.pend[l.nr_pend++] =
+						(struct pending){ .fd = fd, .t = now_ms() };
+			} else if (who[i].kind == 1) {
+				struct pending *p = &l.pend[who[i].g];
+				/* the magic first; the rest of a data header after it */
+				size_t want = p->got < 4 ? 4 : HGT__DATA_HDR;
+				ssize_t r = read(p->fd, p->hdr + p->got, want - p->got);
+
+				if (r < 0 && (errno == EAGAIN || errno == EINTR))
+					continue;
+				if (r <= 0) {
+					close(p->fd);
+					p->fd = -1;
+					continue;
+				}
+				p->got += (size_t)r;
+				if (p->got >= 4 && classify(&l, p))
+					p->fd = -1;
+			} else if (who[i].kind == 2 && l.g[who[i].g]) {
+				read_ctl(&l, l.g[who[i].g]);
+			} else if (who[i].kind == 3 && l.g[who[i].g]) {
+				read_data(&l, l.g[who[i].g], &l.g[who[i].g]->data[who[i].c]);
+			}
+		}
+		/* data channels waiting for their HELLO; give up on silent ones */
+		for (i = 0; i < l.nr_pend; i++) {
+			struct pending *p = &l.pend[i];
+
+			if (p->fd >= 0 && p->got == HGT__DATA_HDR && classify(&l, p))
+				p->fd = -1;
+			if (p->fd >= 0 && now_ms() - p->t > 10000) {
+				logf_(&l, "a connection waited 10 s for its guest: closed");
+				close(p->fd);
+				p->fd = -1;
+			}
+			if (p->fd < 0)
+				l.pend[i--] = l.pend[--l.nr_pend];
+		}
+	}
+out:
+	for (i = 0; i < l.nr_g; i++)
+		if (l.g[i]) {
+			if (!ret && finish_guest(&l, l.g[i]))
+				l.failures++;
+			free_guest(l.g[i]);
+		}
+	for (i = 0; i < l.nr_pend; i++)
+		if (l.pend[i].fd >= 0)
+			close(l.pend[i].fd);
+	if (l.tcp_fd >= 0)
+		close(l.tcp_fd);
+	if (l.vsock_fd >= 0)
+		close(l.vsock_fd);
+	if (!ret && l.failures)
+		ret = hgt__errorf(EPROTO, "listen: %d guest file%s could not be written",
+				  l.failures, l.failures == 1 ? "" : "s");
+	return ret;
+}
+
+/* virtio-trace's port names: -1 is the control port, N the data port of CPU N. */
+static void port_name(char *buf, size_t n, int i)
+{
+	if (i < 0)
+		snprintf(buf, n, "agent-ctl-path");
+	else
+		snprintf(buf, n, "trace-path-cpu%d", i);
+}
+
+/**
+ * hgt_setup_guest - FIFO pairs for guest @name and the QEMU/libvirt configuration.
+ */
+int hgt_setup_guest(const char *dir, const char *name, int cpus, FILE *out)
+{
+	char path[4096], d[4096];
+	int i, k;
+
+	if (!hgt__valid_name(name) || cpus < 1 || cpus > MAX_CPUS)
+		return hgt__errorf(EINVAL, "setup-guest: name [A-Za-z0-9_.-], 1 to %d CPUs",
+				   MAX_CPUS);
+	snprintf(d, sizeof(d), "%s/%s", dir, name);
+	if (mkdir(d, 0700) && errno != EEXIST)
+		return hgt__errorf(errno, "setup-guest: %s: %s", d, strerror(errno));
+	for (i = -1; i < cpus; i++) {
+		const char *sfx[2] = { ".in", ".out" };
+
+		char port[64];
+
+		port_name(port, sizeof(port), i);
+		for (k = 0; k < 2; k++) {
+			snprintf(path, sizeof(path), "%s/%s%s", d, port, sfx[k]);
+			if (mkfifo(path, 0600) && errno != EEXIST)
+				return hgt__errorf(errno, "setup-guest: %s: %s", path,
+						   strerror(errno));
+		}
+	}
+	fprintf(out, "# QEMU arguments\n-device virtio-serial-pci,id=hgtrace0 \\\n");
+	for (i = -1; i < cpus; i++) {
+		char port[64];
+
+		port_name(port, sizeof(port), i);
+		fprintf(out,
+			"-chardev pipe,id=hgt-%s,path=%s/%s \\\n"
+			"-device virtserialport,bus=hgtrace0.0,nr=%d,chardev=hgt-%s,name=%s \\\n",
+			port, d, port, i + 2, port, port);
+	}
+	fprintf(out, "\n<!-- libvirt: inside <devices> -->\n");
+	for (i = -1; i < cpus; i++) {
+		char port[64];
+
+		port_name(port, sizeof(port), i);
+		fprintf(out,
+			"<channel type='pipe'>\n  <source path='%s/%s'/>\n  <target type='virtio' "
+			"name='%s'/>\n</channel>\n",
+			d, port, port);
+	}
+	return 0;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The agent -> listener protocol (version 1), all little endian.
+ *
+ * Control channel, agent -> host: messages {u32 magic "HGTC", u16 type, u16 flags (0),
+ * u32 len} + len bytes:
+ *   HELLO  {u32 version, u32 nr_cpus, u32 page_size, u32 long_size, u64 session} clock\0
+ *   META   {u32 id (16..21)} + the item's v6 encoding
+ *   OPTION {u32 id} + payload (TRACECLOCK, UNAME, VERSION, TRACEID, CPUSTAT, DATE, OFFSET)
+ *   END    {u64 lost events}: everything was sent
+ *   READY  {u64 session}: the first message, sent as soon as the channel is open (before
+ *          the host's start), so the host knows the guest and its data channels
+ * Control channel, host -> agent: "1\n" start, "0\n" stop (as virtio-trace's agent).
+ * Data channel, one per CPU: {u32 magic "HGTD", u32 version, u32 cpu, u32 page_size,
+ * u64 session}, then whole ring-buffer pages, nothing else (zero-copy with splice).
+ */
+#ifndef HGT_TRANSPORT_PROTO_H
+#define HGT_TRANSPORT_PROTO_H
+
+#include <stdint.h>
+
+#define HGT__CTL_MAGIC 0x43544748u  /* "HGTC" */
+#define HGT__DATA_MAGIC 0x44544748u /* "HGTD" */
+#define HGT__PROTO_VERSION 1
+#define HGT__MSG_HDR 12
+#define HGT__DATA_HDR 24
+#define HGT__MSG_MAX (128u << 20) /* kallsyms of a big kernel fit */
+
+enum hgt__msg_type {
+	HGT__MSG_HELLO = 1,
+	HGT__MSG_META = 2,
+	HGT__MSG_OPTION = 3,
+	HGT__MSG_END = 4,
+	HGT__MSG_READY = 5, /* {u64 session}: first message, sent on connecting */
+};
+
+#endif

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# hgtrace agent -> hgtrace listen on this machine's real ring buffer (it is itself a guest):
+# over FIFO pairs and over TCP loopback, started and stopped by the host, N markers written
+# to the agent's trace_marker all arrive, once each; trace-cmd reads the files; a cut
+# connection keeps what was sent and the file says where data stopped; hostile peers get
+# one line each while a well-behaved guest beside them is served.
+# Usage: agent.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/record.sh"
+why=$(tracefs_ready) || tap_skip_all "$why"
+command -v python3 > /dev/null || tap_skip_all "python3 is missing"
+t=$(mktemp -d)
+cleanup() {
+	jobs -p | xargs -r kill 2> /dev/null
+	rm -rf "$t"
+}
+trap cleanup EXIT
+cd "$t" || exit 1
+N=300
+
+# markers INSTANCE N: wait for the agent's instance, then write N numbered markers
+markers() {
+	local i=0
+	while [ ! -e "$TRACEFS/instances/$1/trace_marker" ] && [ $i -lt 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	for i in $(seq 1 "$2"); do echo "hgt-mark-$i" > "$TRACEFS/instances/$1/trace_marker"; done
+}
+
+check_markers() { # FILE WHAT
+	local got dup
+	got=$(trace-cmd report "$1" 2> /dev/null | grep -o 'hgt-mark-[0-9]*' | sort -u | wc -l)
+	dup=$(trace-cmd report "$1" 2> /dev/null | grep -o 'hgt-mark-[0-9]*' | sort | uniq -d | wc -l)
+	if [ "$got" = "$N" ] && [ "$dup" = 0 ]; then
+		tap_ok "$2: all $N markers arrived, none twice; trace-cmd reads the file"
+	else
+		tap_fail "$2: $got of $N markers, $dup twice"
+	fi
+	"$HGTRACE" report --no-latency "$1" > h.txt
+	trace-cmd report "$1" > t.txt 2> /dev/null
+	tap_cmp "$2: hgtrace report = trace-cmd report" h.txt t.txt
+}
+
+# 1. FIFO pairs, started and stopped by the host.
+"$HGTRACE" setup-guest g1 --cpus "$(nproc)" --dir . > qemu-args.txt
+if grep -q 'virtserialport' qemu-args.txt && grep -q "<channel type='pipe'>" qemu-args.txt; then
+	tap_ok "setup-guest made the FIFOs and printed QEMU and libvirt configuration"
+else
+	tap_fail "setup-guest output"
+fi
+inst=hgt_agent_f$$
+"$HGTRACE" listen -o . --fifo g1:g1 --start --stop-after 2500 2> listen.log &
+lpid=$!
+"$HGTRACE" agent --fifos g1 -B $inst -e sched:sched_switch 2> agent.log &
+apid=$!
+markers $inst $N
+wait $apid
+wait $lpid && tap_ok "FIFO: listener finished ($(tail -1 listen.log))" ||
+	tap_fail "FIFO listener: $(cat listen.log)"
+check_markers trace-g1.dat "FIFO"
+[ -d "$TRACEFS/instances/$inst" ] && tap_fail "FIFO: the agent's instance is left" ||
+	tap_ok "FIFO: the agent removed its instance"
+
+# 2. TCP loopback.
+port=$((20000 + $$ % 20000))
+inst=hgt_agent_t$$
+"$HGTRACE" listen -o . --tcp $port --start --stop-after 2500 2> listen.log &
+lpid=$!
+sleep 0.3
+"$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -e sched:sched_switch 2> agent.log &
+apid=$!
+markers $inst $N
+wait $apid
+sleep 1
+kill -INT $lpid
+wait $lpid
+check_markers trace-net-1.dat "TCP"
+grep -q 'unauthenticated' agent.log && tap_ok "TCP: the agent warns that TCP is unauthenticated" ||
+	tap_fail "TCP: no warning"
+
+# 3. A connection cut in the middle: what was sent is kept, the file says where it stopped.
+inst=hgt_agent_c$$
+rm -f trace-net-1.dat
+"$HGTRACE" listen -o . --tcp $port --start 2> listen.log &
+lpid=$!
+sleep 0.3
+"$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -b 64 2> agent.log &
+apid=$!
+markers $inst 3000
+sleep 1
+kill -9 $apid
+wait $apid 2> /dev/null
+sleep 0.5
+kill -INT $lpid
+wait $lpid
+rmdir "$TRACEFS/instances/$inst" 2> /dev/null # the killed agent could not
+got=$(trace-cmd report trace-net-1.dat 2> /dev/null | grep -o 'hgt-mark-[0-9]*' | sort -u | wc -l)
+dup=$(trace-cmd report trace-net-1.dat 2> /dev/null | grep -o 'hgt-mark-[0-9]*' | sort | uniq -d | wc -l)
+if [ "$got" -gt 0 ] && [ "$dup" = 0 ]; then
+	tap_ok "cut: the $got markers in the pages sent before the kill are kept, none twice"
+else
+	tap_fail "cut: $got markers, $dup twice ($(cat listen.log))"
+fi
+if "$HGTRACE" report --stat trace-net-1.dat | grep -q 'stream ended: control channel closed'; then
+	tap_ok "cut: the file says where each CPU's data stopped"
+else
+	tap_fail "cut: no note in the file's statistics"
+fi
+
+# 4. Hostile peers beside a good guest.
+inst=hgt_agent_h$$
+rm -f trace-net-*.dat
+"$HGTRACE" listen -o . --tcp $port --start --stop-after 3000 --max-mb 32 2> listen.log &
+lpid=$!
+sleep 0.3
+python3 - $port > hostile.log 2>&1 << 'PY' &
+import socket, struct, sys, time
+port = int(sys.argv[1])
+def conn():
+    s = socket.create_connection(("127.0.0.1", port)); return s
+def msg(t, payload): return struct.pack("<IHHI", 0x43544748, t, 0, len(payload)) + payload
+# garbage magic
+s = conn(); s.sendall(b"GET / HTTP/1.0\r\n\r\n"); time.sleep(0.1); s.close()
+# absurd HELLO
+s = conn(); s.sendall(msg(5, struct.pack("<Q", 7)) + msg(1, struct.pack("<IIIIQ", 1, 10**9, 4096, 8, 7) + b"local\0")); time.sleep(0.2); s.close()
+# a message claiming 100 MB, then a disconnect
+s = conn(); s.sendall(struct.pack("<IHHI", 0x43544748, 2, 0, 100 << 20) + b"x" * 1000); time.sleep(0.2); s.close()
+# a flood past the limit on a data channel
+c = conn(); c.sendall(msg(5, struct.pack("<Q", 9)))
+time.sleep(0.2)
+d = conn(); d.sendall(struct.pack("<IIIIQ", 0x44544748, 1, 0, 4096, 9))
+try:
+    for i in range(10000): d.sendall(b"\0" * 4096)
+except OSError: pass
+# a stall: connected, then silent
+st = conn(); st.sendall(msg(5, struct.pack("<Q", 11)))
+time.sleep(2); print("hostile done")
+PY
+"$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -e sched:sched_switch 2> agent.log &
+apid=$!
+N=300
+markers $inst $N
+wait $apid
+sleep 1.5
+kill -INT $lpid
+wait $lpid
+good=
+for f in trace-net-*.dat; do
+	trace-cmd report "$f" 2> /dev/null | grep -q 'hgt-mark-1$' && good=$f
+done
+if [ -n "$good" ]; then
+	check_markers "$good" "good guest beside hostile ones"
+else
+	tap_fail "good guest beside hostile ones: no file with its markers ($(cat listen.log))"
+fi
+for what in "no hgtrace header" "HELLO rejected" "control channel closed before the end" \
+	"the guest's limit"; do
+	if grep -q "$what" listen.log; then
+		tap_ok "hostile: reported in one line: $(grep -m1 "$what" listen.log)"
+	else
+		tap_fail "hostile: '$what' not reported"
+	fi
+done
+tap_done

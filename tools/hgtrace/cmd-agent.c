@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* hgtrace agent (guest) and hgtrace listen / setup-guest (host). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hgtrace/transport.h>
+
+#include "cmd.h"
+
+static volatile int stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int parse_uint(const char *what, const char *s, unsigned long max, unsigned long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoul(s, &end, 0);
+	if (errno || end == s || *end || *v > max || *s == '-') {
+		fprintf(stderr, "hgtrace: %s '%s': expected a number up to %lu\n", what, s, max);
+		return -1;
+	}
+	return 0;
+}
+
+/* "A:B": splits at the last colon. */
+static int split_pair(const char *what, char *s, char **a, char **b)
+{
+	char *c = strrchr(s, ':');
+
+	if (!c || c == s || !c[1]) {
+		fprintf(stderr, "hgtrace: %s '%s': expected A:B\n", what, s);
+		return -1;
+	}
+	*c = 0;
+	*a = s;
+	*b = c + 1;
+	return 0;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	enum { O_FIFOS = 256, O_PORTS, O_TCP, O_VSOCK, O_NOW };
+	static const struct option lopts[] = {
+		{ "fifos", required_argument, NULL, O_FIFOS },
+		{ "ports", required_argument, NULL, O_PORTS },
+		{ "tcp", required_argument, NULL, O_TCP },
+		{ "vsock", required_argument, NULL, O_VSOCK },
+		{ "now", no_argument, NULL, O_NOW },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	HGT_OPTS(hgt_record_opts, ro);
+	HGT_OPTS(hgt_agent_opts, ao, .transport = HGT_TRANSPORT_PORTS, .dir = "/dev/virtio-ports",
+		 .record = &ro, .log = stderr, .stop = &stop_flag);
+	const char **events = NULL;
+	int nev = 0, c, ret = 2;
+	unsigned long v;
+	char *a, *b;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+e:C:b:B:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'e': {
+			const char **n = realloc(events, sizeof(*n) * (size_t)(nev + 1));
+
+			if (!n)
+				goto out;
+			events = n;
+			events[nev++] = optarg;
+			break;
+		}
+		case 'C':
+			ro.clock = optarg;
+			break;
+		case 'b':
+			if (parse_uint("agent: -b", optarg, 1UL << 30, &v))
+				goto out;
+			ro.buffer_kb = v;
+			break;
+		case 'B':
+			ro.instance = optarg;
+			break;
+		case O_FIFOS:
+		case O_PORTS:
+			ao.transport = c == O_FIFOS ? HGT_TRANSPORT_FIFOS : HGT_TRANSPORT_PORTS;
+			ao.dir = optarg;
+			break;
+		case O_TCP:
+		case O_VSOCK:
+			if (split_pair(c == O_TCP ? "agent: --tcp" : "agent: --vsock", optarg, &a,
+				       &b) ||
+			    parse_uint("agent: port", b, 65535, &v))
+				goto out;
+			ao.port = (unsigned int)v;
+			if (c == O_TCP) {
+				ao.transport = HGT_TRANSPORT_TCP;
+				ao.host = a;
+			} else {
+				ao.transport = HGT_TRANSPORT_VSOCK;
+				if (parse_uint("agent: cid", a, 0xffffffffUL, &v))
+					goto out;
+				ao.cid = (unsigned int)v;
+			}
+			break;
+		case O_NOW:
+			ao.now = true;
+			break;
+		case 'h':
+			printf("usage: hgtrace agent [--ports DIR | --fifos DIR | --tcp HOST:PORT "
+			       "| "
+			       "--vsock CID:PORT]\n"
+			       "                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] "
+			       "[-B INSTANCE] [--now]\n");
+			ret = 0;
+			goto out;
+		default:
+			goto out;
+		}
+	}
+	ro.events = events;
+	ro.nr_events = nev;
+	catch_signals();
+	ret = hgt_agent_run(&ao);
+	if (ret) {
+		cmd_error("agent failed");
+		ret = 1;
+	}
+out:
+	free(events);
+	return ret;
+}
+
+int cmd_listen(int argc, char **argv)
+{
+	enum { O_FIFO = 256, O_TCP, O_VSOCK, O_START, O_STOP, O_MAX };
+	static const struct option lopts[] = {
+		{ "fifo", required_argument, NULL, O_FIFO },
+		{ "tcp", required_argument, NULL, O_TCP },
+		{ "vsock", required_argument, NULL, O_VSOCK },
+		{ "start", no_argument, NULL, O_START },
+		{ "stop-after", required_argument, NULL, O_STOP },
+		{ "max-mb", required_argument, NULL, O_MAX },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	HGT_OPTS(hgt_listen_opts, lo, .output_dir = ".", .log = stderr, .stop = &stop_flag);
+	struct hgt_listen_guest *gs = NULL;
+	int c, ret = 2;
+	unsigned long v;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			lo.output_dir = optarg;
+			break;
+		case O_FIFO: {
+			struct hgt_listen_guest *n =
+				realloc(gs, sizeof(*n) * (size_t)(lo.nr_guests + 1));
+			char *a, *b;
+
+			if (!n || split_pair("listen: --fifo", optarg, &a, &b))
+				goto out;
+			gs = n;
+			gs[lo.nr_guests].name = a;
+			gs[lo.nr_guests++].dir = b;
+			break;
+		}
+		case O_TCP:
+		case O_VSOCK:
+			if (parse_uint("listen: port", optarg, 65535, &v) || !v)
+				goto out;
+			*(c == O_TCP ? &lo.tcp_port : &lo.vsock_port) = (unsigned int)v;
+			break;
+		case O_START:
+			lo.start = true;
+			break;
+		case O_STOP:
+			if (parse_uint("listen: --stop-after", optarg, 86400000UL, &v))
+				goto out;
+			lo.stop_after_ms = (unsigned int)v;
+			break;
+		case O_MAX:
+			if (parse_uint("listen: --max-mb", optarg, 1UL << 30, &v) || !v)
+				goto out;
+			lo.max_bytes = (uint64_t)v << 20;
+			break;
+		case 'h':
+			printf("usage: hgtrace listen [-o DIR] [--fifo NAME:DIR]... [--tcp PORT] "
+			       "[--vsock PORT]\n"
+			       "                      [--start] [--stop-after MS] [--max-mb N]\n");
+			ret = 0;
+			goto out;
+		default:
+			goto out;
+		}
+	}
+	if (!lo.nr_guests && !lo.tcp_port && !lo.vsock_port) {
+		fprintf(stderr,
+			"hgtrace: listen: give --fifo NAME:DIR, --tcp PORT or --vsock PORT\n");
+		goto out;
+	}
+	lo.guests = gs;
+	catch_signals();
+	ret = hgt_listen_run(&lo);
+	if (ret) {
+		cmd_error("listen failed");
+		ret = 1;
+	}
+out:
+	free(gs);
+	return ret;
+}
+
+int cmd_setup_guest(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "cpus", required_argument, NULL, 'c' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dir = ".";
+	unsigned long cpus = 1;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:d:", lopts, NULL)) != -1) {
+		if (c == 'c') {
+			if (parse_uint("setup-guest: --cpus", optarg, 1024, &cpus) || !cpus)
+				return 2;
+		} else if (c == 'd') {
+			dir = optarg;
+		} else {
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, "usage: hgtrace setup-guest NAME --cpus N [--dir DIR]\n");
+		return 2;
+	}
+	if (hgt_setup_guest(dir, argv[optind], (int)cpus, stdout)) {
+		cmd_error("setup-guest failed");
+		return 1;
+	}
+	return 0;
+}
