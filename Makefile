@@ -26,6 +26,7 @@ demo: deps build
 bench: deps build
 	@bench/run.sh $(BUILDDIR)
 	@bench/hostguest.sh $(BUILDDIR)
+	@bench/agent.sh $(BUILDDIR)
 
 bench-big: deps build
 	@bench/bigfile.sh $(BUILDDIR)

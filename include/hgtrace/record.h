@@ -39,6 +39,7 @@ struct hgt_record_opts {
 	const char *cpumask;		  /* hex mask of CPUs to trace (tracing_cpumask) */
 	enum hgt_compression compression; /* of the output (default zstd via HGT_OPTS) */
 	FILE *log;			  /* progress and loss lines (NULL: none) */
+	bool no_splice;			  /* copy pages through user space (read/write) */
 };
 
 /* Per-CPU counts at the end of a recording. */

@@ -43,6 +43,7 @@ struct cpu_reader {
 	bool started;
 	int err;
 	uint64_t bytes;
+	char *buf; /* --no-splice: one page */
 };
 
 /* A tracefs file of the instance, saved to be restored. */
@@ -276,13 +277,49 @@ static void restore(struct hgt_recorder *r)
 	r->inst = NULL;
 }
 
+/* Move what is ready from the ring buffer to the CPU's file: with splice (no copy), or
+ * through c->buf with read/write (--no-splice). Returns bytes moved, 0, or -1 (errno). */
+static int move_pages(struct cpu_reader *c)
+{
+	int n;
+
+	if (!c->buf)
+		return tracefs_cpu_write(c->tcpu, c->fd, false);
+	n = tracefs_cpu_read(c->tcpu, c->buf, false);
+	if (n > 0 && hgt__write_full(c->fd, c->buf, (size_t)n))
+		return -1;
+	return n;
+}
+
+/* At stop: the partial page. */
+static int flush_pages(struct cpu_reader *c)
+{
+	int n;
+
+	if (!c->buf)
+		return tracefs_cpu_flush_write(c->tcpu, c->fd);
+	n = tracefs_cpu_flush(c->tcpu, c->buf);
+	if (n > 0 && hgt__write_full(c->fd, c->buf, (size_t)n))
+		return -1;
+	return n;
+}
+
 static void *reader_main(void *arg)
 {
 	struct cpu_reader *c = arg;
 	struct hgt_recorder *r = c->rec;
 
+	if (r->o.no_splice) {
+		int size = tracefs_cpu_read_size(c->tcpu);
+
+		c->buf = malloc(size > 0 ? (size_t)size : 4096);
+		if (!c->buf) {
+			c->err = ENOMEM;
+			return NULL;
+		}
+	}
 	while (!r->stop) {
-		int n = tracefs_cpu_write(c->tcpu, c->fd, false);
+		int n = move_pages(c);
 
 		if (n > 0) {
 			c->bytes += (uint64_t)n;
@@ -295,14 +332,15 @@ static void *reader_main(void *arg)
 		if (n == 0 && !r->stop)
 			usleep(10000);
 	}
-	/* the partial page at the end */
 	for (;;) {
-		int n = tracefs_cpu_flush_write(c->tcpu, c->fd);
+		int n = flush_pages(c);
 
 		if (n <= 0)
 			break;
 		c->bytes += (uint64_t)n;
 	}
+	free(c->buf);
+	c->buf = NULL;
 	return NULL;
 }
 

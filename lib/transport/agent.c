@@ -28,6 +28,8 @@ struct agent {
 	int *data;
 	int nr_cpus;
 	uint64_t session;
+	char cmd[256]; /* host commands read, not yet used */
+	size_t cmd_len, cmd_pos;
 };
 
 static int send_msg(struct agent *a, uint16_t type, const void *h, size_t hn, const void *p,
@@ -168,29 +170,34 @@ static int open_channels(struct agent *a)
 	return 0;
 }
 
-/* Wait for "1" (start) from the host; 0 when it came, 1 when the agent should end. */
+/* Wait for @want ('1' start, '0' stop) from the host. Returns 0 when it came, 1 when the
+ * agent should end (stop before start, the host went away, or a signal). Bytes after the
+ * command stay for the next wait: "1\n0\n" in one read starts and then stops. */
 static int wait_command(struct agent *a, char want)
 {
 	for (;;) {
 		struct pollfd p = { .fd = a->ctl_r, .events = POLLIN };
-		char buf[256];
 		ssize_t n;
-		int i;
 
+		while (a->cmd_pos < a->cmd_len) {
+			char c = a->cmd[a->cmd_pos++];
+
+			if (c == want)
+				return 0;
+			if (c == '0' && want == '1')
+				return 1;
+		}
 		if (a->o.stop && *a->o.stop)
 			return 1;
 		if (poll(&p, 1, 100) <= 0)
 			continue;
-		n = read(a->ctl_r, buf, sizeof(buf));
+		n = read(a->ctl_r, a->cmd, sizeof(a->cmd));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return 1; /* the host went away */
-		for (i = 0; i < n; i++)
-			if (buf[i] == want)
-				return 0;
-			else if (buf[i] == '0' && want == '1')
-				return 1;
+		a->cmd_len = (size_t)n;
+		a->cmd_pos = 0;
 	}
 }
 

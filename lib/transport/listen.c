@@ -251,6 +251,7 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		g->long_size = v[3];
 		snprintf(g->clock, sizeof(g->clock), "%s", (const char *)p + 24);
 		g->hello = true;
+		g->t_start = now_ms(); /* --stop-after counts from the guest's start */
 		logf_(l, "guest %s: %u CPUs, clock %s", g->name, g->nr_cpus, g->clock);
 		return;
 	case HGT__MSG_META: {
@@ -752,7 +753,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 					fault(&l, g, "the listener was stopped");
 				g->done = true;
 			}
-			if (g->start_sent && !g->stop_sent && l.o.stop_after_ms &&
+			if (g->hello && !g->stop_sent && l.o.stop_after_ms &&
 			    t - g->t_start >= l.o.stop_after_ms) {
 				send_cmd(g, "0\n");
 				g->stop_sent = true;

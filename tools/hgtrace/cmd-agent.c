@@ -60,13 +60,14 @@ static int split_pair(const char *what, char *s, char **a, char **b)
 
 int cmd_agent(int argc, char **argv)
 {
-	enum { O_FIFOS = 256, O_PORTS, O_TCP, O_VSOCK, O_NOW };
+	enum { O_FIFOS = 256, O_PORTS, O_TCP, O_VSOCK, O_NOW, O_NOSPLICE };
 	static const struct option lopts[] = {
 		{ "fifos", required_argument, NULL, O_FIFOS },
 		{ "ports", required_argument, NULL, O_PORTS },
 		{ "tcp", required_argument, NULL, O_TCP },
 		{ "vsock", required_argument, NULL, O_VSOCK },
 		{ "now", no_argument, NULL, O_NOW },
+		{ "no-splice", no_argument, NULL, O_NOSPLICE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -126,12 +127,15 @@ int cmd_agent(int argc, char **argv)
 		case O_NOW:
 			ao.now = true;
 			break;
+		case O_NOSPLICE:
+			ro.no_splice = true;
+			break;
 		case 'h':
 			printf("usage: hgtrace agent [--ports DIR | --fifos DIR | --tcp HOST:PORT "
 			       "| "
 			       "--vsock CID:PORT]\n"
 			       "                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] "
-			       "[-B INSTANCE] [--now]\n");
+			       "[-B INSTANCE] [--now] [--no-splice]\n");
 			ret = 0;
 			goto out;
 		default:

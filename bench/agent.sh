@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# make bench (part 3): agent throughput on this machine's real ring buffer, over FIFO pairs
+# and over TCP loopback, splice (zero copy) vs read/write copy, side by side in one run.
+# Load: MB of 1000-byte trace_marker writes into the agent's instance. Prints MB/s (marker
+# payload that reached the host's file / time from the first write until the agent has
+# drained and exited), the agent's CPU seconds per GB delivered, and the events the ring
+# buffer overwrote because the agent fell behind.
+set -uo pipefail
+builddir=$(realpath "${1:-build}")
+hg=$builddir/tools/hgtrace/hgtrace
+MB=${AGENT_MB:-200}
+T=/sys/kernel/tracing
+[ "$(id -u)" = 0 ] && [ -e $T/trace_marker ] || { echo "bench agent: needs root and tracefs"; exit 0; }
+w=$(mktemp -d)
+trap 'rm -rf "$w"' EXIT
+cd "$w" || exit 1
+"$hg" setup-guest g --cpus "$(nproc)" --dir . > /dev/null
+port=$((30000 + $$ % 20000))
+
+run() { # TRANSPORT MODE
+	local inst=hgt_bench_$$_$1_$2 lpid apid
+	rm -f trace-*.dat
+	if [ "$1" = fifo ]; then
+		"$hg" listen -o . --fifo g:g --start 2> listen.log &
+	else
+		"$hg" listen -o . --tcp $port --start 2> listen.log &
+	fi
+	lpid=$!
+	sleep 0.3
+	local flags=""
+	[ "$2" = copy ] && flags=--no-splice
+	if [ "$1" = fifo ]; then
+		/usr/bin/time -f "%e %U %S" -o time.txt "$hg" agent --fifos g -B $inst -b 16384 $flags 2> agent.log &
+	else
+		/usr/bin/time -f "%e %U %S" -o time.txt "$hg" agent --tcp 127.0.0.1:$port -B $inst -b 16384 $flags 2> agent.log &
+	fi
+	apid=$!
+	while [ ! -e $T/instances/$inst/trace_marker ]; do sleep 0.05; done
+	local t0 t1
+	t0=$(date +%s.%N)
+	python3 -c "
+import os, sys
+fd = os.open('$T/instances/$inst/trace_marker', os.O_WRONLY)
+line = b'x' * 999 + b'\n'
+for i in range($MB * 1000): os.write(fd, line)
+"
+	pkill -INT -f "agent --.* -B $inst" 
+	wait $apid
+	t1=$(date +%s.%N)
+	if [ "$1" = fifo ]; then wait $lpid; else sleep 0.5; kill -INT $lpid; wait $lpid; fi
+	local f bytes cpu lost u s
+	f=$(ls trace-*.dat | head -1)
+	# payload delivered: the 1000-byte markers that arrived
+	bytes=$(( $("$hg" report "$f" | grep -c 'xxxxxxxxxx') * 1000 ))
+	lost=$("$hg" report --stat "$f" | awk '/^overrun:/ { s += $2 } END { print s + 0 }')
+	read -r _ u s < time.txt
+	cpu=$(echo "$u + $s" | bc -l)
+	printf "agent %-4s %-6s: %7.1f MB of markers in %5.2f s = %7.1f MB/s; agent CPU %5.2f s = %6.2f s/GB; %s events overwritten\n" \
+		"$1" "$2" "$(echo "$bytes / 1000000" | bc -l)" "$(echo "$t1 - $t0" | bc -l)" \
+		"$(echo "$bytes / 1000000 / ($t1 - $t0)" | bc -l)" "$cpu" \
+		"$(echo "$cpu / ($bytes / 1000000000)" | bc -l)" "$lost"
+}
+for tr in fifo tcp; do
+	for mode in splice copy; do
+		run $tr $mode
+	done
+done
