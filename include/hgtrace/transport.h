@@ -35,6 +35,8 @@ enum hgt_transport {
 	HGT_TRANSPORT_FIFOS,	 /* FIFO pairs NAME.in / NAME.out in a directory */
 	HGT_TRANSPORT_TCP,	 /* host:port (unauthenticated) */
 	HGT_TRANSPORT_VSOCK,	 /* cid:port */
+	HGT_TRANSPORT_STDOUT,	 /* debug (virtio-trace's -o): every CPU's raw pages to stdout,
+				    interleaved; starts at once, stops on *stop */
 };
 
 struct hgt_agent_opts {

@@ -136,6 +136,15 @@ static int open_channels(struct agent *a)
 	int i;
 
 	switch (a->o.transport) {
+	case HGT_TRANSPORT_STDOUT:
+		/* no host: no commands, metadata nowhere, raw pages to stdout */
+		a->ctl_r = -1;
+		a->ctl_w = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		for (i = 0; i < a->nr_cpus; i++)
+			a->data[i] = dup(STDOUT_FILENO);
+		return a->ctl_w < 0 || a->data[0] < 0
+			       ? hgt__errorf(errno, "agent: %s", strerror(errno))
+			       : 0;
 	case HGT_TRANSPORT_PORTS:
 		a->ctl_r = open_path(a->o.dir, "agent-ctl-path", "", O_RDWR);
 		if (a->ctl_r < 0)
@@ -229,8 +238,10 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 		ret = send_msg(&a, HGT__MSG_READY, &a.session, 8, NULL, 0);
 	if (ret)
 		goto out;
-	/* every data channel says which CPU and session it carries */
-	for (i = 0; i < a.nr_cpus && !ret; i++) {
+	if (a.o.transport == HGT_TRANSPORT_STDOUT)
+		a.o.now = true;
+	/* every data channel says which CPU and session it carries (raw pages only on stdout) */
+	for (i = 0; i < a.nr_cpus && !ret && a.o.transport != HGT_TRANSPORT_STDOUT; i++) {
 		uint32_t h[4] = { HGT__DATA_MAGIC, HGT__PROTO_VERSION, (uint32_t)i,
 				  (uint32_t)getpagesize() };
 		uint8_t b[HGT__DATA_HDR];

@@ -110,6 +110,21 @@ else
 	tap_fail "cut: no note in the file's statistics"
 fi
 
+# 3b. -o: virtio-trace's debug mode, every CPU's raw pages on stdout.
+inst=hgt_agent_o$$
+"$HGTRACE" agent -o -B $inst > pages.bin 2> agent.log &
+apid=$!
+markers $inst $N
+sleep 0.3
+kill -INT $apid
+wait $apid
+got=$(python3 -c "import sys; d = open('pages.bin', 'rb').read(); print(len(d) % 4096, d.count(b'hgt-mark-'))")
+if [ "$got" = "0 $N" ]; then
+	tap_ok "-o: whole pages on stdout holding all $N markers"
+else
+	tap_fail "-o: (bytes mod page, markers) = $got"
+fi
+
 # 4. Hostile peers beside a good guest.
 inst=hgt_agent_h$$
 rm -f trace-net-*.dat

@@ -80,8 +80,11 @@ int cmd_agent(int argc, char **argv)
 	char *a, *b;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+e:C:b:B:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:C:b:B:oh", lopts, NULL)) != -1) {
 		switch (c) {
+		case 'o':
+			ao.transport = HGT_TRANSPORT_STDOUT;
+			break;
 		case 'e': {
 			const char **n = realloc(events, sizeof(*n) * (size_t)(nev + 1));
 
@@ -135,7 +138,8 @@ int cmd_agent(int argc, char **argv)
 			       "| "
 			       "--vsock CID:PORT]\n"
 			       "                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] "
-			       "[-B INSTANCE] [--now] [--no-splice]\n");
+			       "[-B INSTANCE] [--now] [--no-splice] [-o]\n"
+			       "  -o: debug, every CPU's raw pages to stdout until SIGINT\n");
 			ret = 0;
 			goto out;
 		default:
