@@ -11,6 +11,7 @@ rc=$?
 python3 - "$builddir/meson-logs/testlog.json" <<'PY'
 import json, re, sys
 passed = failed = skipped = 0
+bad = []
 for line in open(sys.argv[1]):
     t = json.loads(line)
     out = t.get('stdout') or ''
@@ -19,18 +20,23 @@ for line in open(sys.argv[1]):
         for l in cases:
             if l.startswith('not ok'):
                 failed += 1
+                bad.append(f"{t['name']}: {l}")
             elif re.search(r'#\s*SKIP', l, re.I):
                 skipped += 1
             else:
                 passed += 1
         if t['result'] in ('FAIL', 'TIMEOUT', 'ERROR') and not any(l.startswith('not ok') for l in cases):
             failed += 1
+            bad.append(f"{t['name']}: {t['result']} after {len(cases)} cases")
     elif t['result'] == 'SKIP':
         skipped += 1
     elif t['result'] in ('OK', 'EXPECTEDFAIL'):
         passed += 1
     else:
         failed += 1
+        bad.append(f"{t['name']}: {t['result']}")
+for b in bad:
+    print("FAILED", b)
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(1 if failed else 0)
 PY

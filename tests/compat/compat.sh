@@ -26,9 +26,8 @@ done
 flags=$(PKG_CONFIG_PATH=$t/pc pkg-config --cflags --libs hgtrace-tracecmd)
 libdir=$(PKG_CONFIG_PATH=$t/pc pkg-config --variable=libdir hgtrace-tracecmd)
 # A sanitized build's libraries need the program linked with the same sanitizers.
-san=$(meson introspect --buildoptions "$build" 2> /dev/null |
-	python3 -c 'import json,sys; print(next((o["value"] for o in json.load(sys.stdin) if o["name"] == "b_sanitize"), "none"))')
-[ "$san" != none ] && [ -n "$san" ] && flags="$flags -fsanitize=$san"
+. "$here/lib/build.sh"
+flags="$flags $(sanitize_flags "$build")"
 # -rpath-link only because the DESTDIR is not on the linker's search path, as an
 # installed /usr/local/lib would be.
 # shellcheck disable=SC2086

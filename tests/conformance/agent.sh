@@ -20,10 +20,12 @@ trap cleanup EXIT
 cd "$t" || exit 1
 N=300
 
-# markers INSTANCE N: wait for the agent's instance, then write N numbered markers
+# markers INSTANCE N: wait until the agent records (its instance exists and it said
+# "recording" in agent.log: the host's start has arrived), then write N numbered markers
 markers() {
 	local i=0
-	while [ ! -e "$TRACEFS/instances/$1/trace_marker" ] && [ $i -lt 100 ]; do
+	while ! { [ -e "$TRACEFS/instances/$1/trace_marker" ] && grep -q recording agent.log; } &&
+		[ $i -lt 400 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
@@ -37,7 +39,7 @@ check_markers() { # FILE WHAT
 	if [ "$got" = "$N" ] && [ "$dup" = 0 ]; then
 		tap_ok "$2: all $N markers arrived, none twice; trace-cmd reads the file"
 	else
-		tap_fail "$2: $got of $N markers, $dup twice"
+		tap_fail "$2: $got of $N markers, $dup twice; listener: $(tr '\n' ' ' < listen.log); agent: $(tr '\n' ' ' < agent.log)"
 	fi
 	"$HGTRACE" report --no-latency "$1" > h.txt
 	trace-cmd report "$1" > t.txt 2> /dev/null
@@ -122,7 +124,7 @@ got=$(python3 -c "import sys; d = open('pages.bin', 'rb').read(); print(len(d) %
 if [ "$got" = "0 $N" ]; then
 	tap_ok "-o: whole pages on stdout holding all $N markers"
 else
-	tap_fail "-o: (bytes mod page, markers) = $got"
+	tap_fail "-o: (bytes mod page, markers) = $got; agent: $(tr '\n' ' ' < agent.log)"
 fi
 
 # 4. Hostile peers beside a good guest.
@@ -176,7 +178,7 @@ for what in "no hgtrace header" "HELLO rejected" "control channel closed before 
 	if grep -q "$what" listen.log; then
 		tap_ok "hostile: reported in one line: $(grep -m1 "$what" listen.log)"
 	else
-		tap_fail "hostile: '$what' not reported"
+		tap_fail "hostile: '$what' not reported; listener: $(tr '\n' ' ' < listen.log)"
 	fi
 done
 tap_done

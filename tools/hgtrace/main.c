@@ -22,6 +22,9 @@ static const struct {
 	{ "attach", cmd_attach, "tie a guest trace to its host trace (vCPU map, TSC relation)" },
 	{ "simulate", cmd_simulate, "write a deterministic KVM host + guest session" },
 	{ "convert", cmd_convert, "rewrite a trace.dat as version 6 or 7, none/zlib/zstd" },
+	{ "gen", cmd_gen, "userspace probes: trace-events files -> header, C, dtrace, stp, ust" },
+	{ "simpletrace", cmd_simpletrace, "print a simple-backend trace (ours, or QEMU's v4)" },
+	{ "ctl", cmd_ctl, "enable/disable a running program's probes over its control socket" },
 };
 
 void cmd_error(const char *fallback)

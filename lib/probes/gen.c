@@ -1,0 +1,721 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The code generator: trace-events -> a header of inline trace_<name>() functions (h),
+ * the C file with the registry entries and the out-of-line backend code (c), a DTrace
+ * provider (d), a SystemTap tapset (stp) and an LTTng-UST provider (ust).
+ *
+ * Generated trace_<name>(): USDT and LTTng probes first (they keep their own state: a
+ * semaphore, LTTng's enable flag), then one predictable branch on the event's state byte
+ * around an out-of-line call that feeds log, simple, ftrace and syslog in that order.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hgtrace/probegen.h>
+#include <hgtrace/probes.h>
+
+#define B_STATE (HGT_PROBE_B_LOG | HGT_PROBE_B_SIMPLE | HGT_PROBE_B_FTRACE | HGT_PROBE_B_SYSLOG)
+
+struct em {
+	FILE *out;
+	long line; /* lines written so far */
+	const char *name;
+	int err;
+};
+
+static void __attribute__((format(printf, 2, 3))) emit(struct em *e, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		e->err = -ENOMEM;
+		return;
+	}
+	for (char *p = s; *p; p++)
+		e->line += *p == '\n';
+	if (fputs(s, e->out) < 0)
+		e->err = -EIO;
+	free(s);
+}
+
+/* One half of an event as generated: a plain event, or a tcg event's _trans or _exec. */
+struct half {
+	const struct hgt_tev *t;
+	char name[160];
+	char upper[160];
+	const char *fmt; /* C tokens, or NULL */
+	int trans;	 /* drop tcg arguments */
+	unsigned int flags;
+};
+
+static int halves(const struct hgt_tev *t, struct half h[2])
+{
+	int n = 1;
+
+	memset(h, 0, 2 * sizeof(*h));
+	h[0].t = t;
+	h[0].fmt = t->fmt;
+	if (t->props & HGT_TEV_DISABLE)
+		h[0].flags |= HGT_PROBE_F_DISABLE;
+	if (t->props & HGT_TEV_VCPU)
+		h[0].flags |= HGT_PROBE_F_VCPU;
+	if (t->props & HGT_TEV_TCG) {
+		h[1] = h[0];
+		snprintf(h[0].name, sizeof(h[0].name), "%s_trans", t->name);
+		snprintf(h[1].name, sizeof(h[1].name), "%s_exec", t->name);
+		h[0].trans = 1;
+		h[0].flags |= HGT_PROBE_F_TCG_TRANS;
+		h[1].flags |= HGT_PROBE_F_TCG_EXEC;
+		h[1].fmt = t->fmt_exec;
+		n = 2;
+	} else {
+		snprintf(h[0].name, sizeof(h[0].name), "%s", t->name);
+	}
+	for (int i = 0; i < n; i++)
+		for (char *s = h[i].name, *u = h[i].upper; *s; s++, u++)
+			*u = (char)toupper((unsigned char)*s);
+	return n;
+}
+
+static int use_arg(const struct half *h, int i)
+{
+	return !(h->trans && h->t->args[i].tcg);
+}
+
+static const char *ctype(const struct hgt_tev_arg *a)
+{
+	return a->tcg ? "uint64_t" : a->type;
+}
+
+/* "int a, const char *s" or "void" */
+static void params(struct em *e, const struct half *h)
+{
+	int any = 0;
+
+	for (int i = 0; i < h->t->nargs; i++) {
+		const char *ty;
+
+		if (!use_arg(h, i))
+			continue;
+		ty = ctype(&h->t->args[i]);
+		emit(e, "%s%s%s%s", any ? ", " : "", ty, ty[strlen(ty) - 1] == '*' ? "" : " ",
+		     h->t->args[i].name);
+		any = 1;
+	}
+	if (!any)
+		emit(e, "void");
+}
+
+/* ", a, s" (with a leading comma when @lead) or "a, s" */
+static void argnames(struct em *e, const struct half *h, int lead)
+{
+	int any = 0;
+
+	for (int i = 0; i < h->t->nargs; i++) {
+		if (!use_arg(h, i))
+			continue;
+		emit(e, "%s%s", lead || any ? ", " : "", h->t->args[i].name);
+		any = 1;
+	}
+}
+
+static int is_c_ident(const char *s)
+{
+	if (!*s || isdigit((unsigned char)*s))
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return 0;
+	return 1;
+}
+
+static uint32_t fnv1a(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static void upper_of(char *dst, size_t sz, const char *s)
+{
+	size_t i = 0;
+
+	for (; s[i] && i + 1 < sz; i++)
+		dst[i] = (char)toupper((unsigned char)s[i]);
+	dst[i] = '\0';
+}
+
+static int n_halves_all(const struct hgt_tev_list *l)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		n += l->ev[i].props & HGT_TEV_TCG ? 2 : 1;
+	return n;
+}
+
+/* ---- h ---- */
+
+static void gen_h_event(struct em *e, const struct hgt_gen_opts *o, const struct half *h)
+{
+	int off = h->flags & HGT_PROBE_F_DISABLE;
+	char gu[128];
+
+	upper_of(gu, sizeof(gu), o->group);
+	emit(e, "\nextern struct hgt_probe_event _TRACE_%s_EVENT;\n", h->upper);
+	emit(e, "extern unsigned char _TRACE_%s_DSTATE;\n", h->upper);
+	emit(e, "#define TRACE_%s_ENABLED %d\n", h->upper, off ? 0 : 1);
+	if (off) {
+		emit(e, "#define TRACE_%s_BACKEND_DSTATE() 0\n", h->upper);
+	} else {
+		emit(e, "#define TRACE_%s_BACKEND_DSTATE() (", h->upper);
+		emit(e, "__atomic_load_n(&_TRACE_%s_DSTATE, __ATOMIC_RELAXED)", h->upper);
+		if (o->backends & HGT_PROBE_B_DTRACE)
+			emit(e, " || %s_%s_ENABLED()", gu, h->upper);
+		if (o->backends & HGT_PROBE_B_UST)
+			emit(e, " || tracepoint_enabled(%s, %s)", o->group, h->name);
+		emit(e, ")\n");
+	}
+	if (!off && (o->backends & B_STATE)) {
+		emit(e, "void _hgt_trace_%s(", h->name);
+		params(e, h);
+		emit(e, ");\n");
+	}
+	emit(e, "static inline void trace_%s(", h->name);
+	params(e, h);
+	emit(e, ")\n{\n");
+	if (off) {
+		for (int i = 0; i < h->t->nargs; i++)
+			if (use_arg(h, i))
+				emit(e, "\t(void)%s;\n", h->t->args[i].name);
+	} else {
+		int any = 0;
+
+		if (o->backends & HGT_PROBE_B_DTRACE) {
+			emit(e, "\tif (%s_%s_ENABLED())\n\t\t%s_%s(", gu, h->upper, gu, h->upper);
+			argnames(e, h, 0);
+			emit(e, ");\n");
+			any = 1;
+		}
+		if (o->backends & HGT_PROBE_B_UST) {
+			emit(e, "\ttracepoint(%s, %s", o->group, h->name);
+			argnames(e, h, 1);
+			emit(e, ");\n");
+			any = 1;
+		}
+		if (o->backends & B_STATE) {
+			emit(e, "\tif (trace_event_get_state(TRACE_%s))\n\t\t_hgt_trace_%s(",
+			     h->upper, h->name);
+			argnames(e, h, 0);
+			emit(e, ");\n");
+			any = 1;
+		}
+		if (!any)
+			for (int i = 0; i < h->t->nargs; i++)
+				if (use_arg(h, i))
+					emit(e, "\t(void)%s;\n", h->t->args[i].name);
+	}
+	emit(e, "}\n");
+}
+
+static void gen_h_tcg(struct em *e, const struct hgt_tev *t, const struct half h[2])
+{
+	emit(e,
+	     "\n/* %s: the translation-time half fires now, the execution-time half is "
+	     "emitted into the generated code through @emit. */\n",
+	     t->name);
+	emit(e, "void trace_%s_exec_helper(", t->name);
+	params(e, &h[1]);
+	emit(e, ");\n");
+	emit(e, "static inline void trace_%s_tcg(hgt_probe_tcg_emit_fn emit, void *jit", t->name);
+	for (int i = 0; i < t->nargs; i++)
+		if (!t->args[i].tcg)
+			emit(e, ", %s%s%s", t->args[i].type,
+			     t->args[i].type[strlen(t->args[i].type) - 1] == '*' ? "" : " ",
+			     t->args[i].name);
+	emit(e, ")\n{\n\ttrace_%s(", h[0].name);
+	argnames(e, &h[0], 0);
+	emit(e,
+	     ");\n\tif (trace_event_get_state_backends(TRACE_%s))\n"
+	     "\t\temit(jit, &_TRACE_%s_EVENT, (void (*)(void))trace_%s_exec_helper);\n"
+	     "\telse\n\t\t(void)jit;\n}\n",
+	     h[1].upper, h[1].upper, t->name);
+}
+
+static void gen_h(struct em *e, const struct hgt_gen_opts *o, const struct hgt_tev_list *l)
+{
+	char gu[128];
+
+	upper_of(gu, sizeof(gu), o->group);
+	emit(e, "#ifndef HGT_TRACE_%s_H\n#define HGT_TRACE_%s_H\n\n", gu, gu);
+	emit(e, "#include <inttypes.h>\n#include <stdbool.h>\n#include <stddef.h>\n#include "
+		"<sys/types.h>\n#include <hgtrace/probes.h>\n");
+	if (o->backends & HGT_PROBE_B_DTRACE)
+		emit(e,
+		     "#ifndef SDT_USE_VARIADIC\n#define SDT_USE_VARIADIC 1\n#endif\n"
+		     "#include \"%s\"\n",
+		     o->dtrace_header);
+	if (o->backends & HGT_PROBE_B_UST)
+		emit(e, "#include \"%s\"\n", o->ust_header);
+	emit(e,
+	     "\n#ifndef trace_event_get_state\n"
+	     "/* Compile-time state, then one predictable branch on the event's byte. */\n"
+	     "#define trace_event_get_state(id) \\\n"
+	     "\t((id##_ENABLED) && __builtin_expect(__atomic_load_n(&_##id##_DSTATE, "
+	     "__ATOMIC_RELAXED), 0))\n"
+	     "/* True when any backend (including USDT and LTTng listeners) wants the event. */\n"
+	     "#define trace_event_get_state_backends(id) ((id##_ENABLED) && "
+	     "id##_BACKEND_DSTATE())\n"
+	     "#endif\n");
+	for (size_t i = 0; i < l->n; i++) {
+		struct half h[2];
+		int n = halves(&l->ev[i], h);
+
+		for (int k = 0; k < n; k++)
+			gen_h_event(e, o, &h[k]);
+		if (n == 2)
+			gen_h_tcg(e, &l->ev[i], h);
+	}
+	emit(e, "\n#endif\n");
+}
+
+/* ---- c ---- */
+
+static const char *kind_name(int k)
+{
+	static const char *const n[] = { "0",
+					 "HGT_PROBE_S8",
+					 "HGT_PROBE_S16",
+					 "HGT_PROBE_S32",
+					 "HGT_PROBE_S64",
+					 "HGT_PROBE_U8",
+					 "HGT_PROBE_U16",
+					 "HGT_PROBE_U32",
+					 "HGT_PROBE_U64",
+					 "HGT_PROBE_BOOL",
+					 "HGT_PROBE_PTR",
+					 "HGT_PROBE_STR" };
+
+	return k >= 0 && k <= HGT_PROBE_STR ? n[k] : "0";
+}
+
+/* A C string literal for @s. */
+static void cstr(struct em *e, const char *s)
+{
+	emit(e, "\"");
+	for (; *s; s++)
+		emit(e, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+	emit(e, "\"");
+}
+
+static void gen_simple(struct em *e, const struct half *h, uint32_t id)
+{
+	int strs = 0, scal = 0;
+
+	for (int i = 0; i < h->t->nargs; i++) {
+		if (!use_arg(h, i))
+			continue;
+		if (h->t->args[i].kind == HGT_PROBE_STR)
+			emit(e, "\t\tuint32_t _l%d = hgt__probe_strlen(%s);\n", strs++,
+			     h->t->args[i].name);
+		else
+			scal++;
+	}
+	emit(e, "\t\tuint64_t *_p = hgt__probe_reserve(%#xu, 24 + %d", id, 8 * scal);
+	for (int i = 0; i < strs; i++)
+		emit(e, " + HGT_PROBE_STR_SIZE(_l%d)", i);
+	emit(e, ");\n\n\t\tif (_p) {\n");
+	strs = 0;
+	for (int i = 0; i < h->t->nargs; i++) {
+		const struct hgt_tev_arg *a = &h->t->args[i];
+
+		if (!use_arg(h, i))
+			continue;
+		switch (a->kind) {
+		case HGT_PROBE_STR:
+			emit(e, "\t\t\t_p = hgt__probe_put_str(_p, %s, _l%d);\n", a->name, strs++);
+			break;
+		case HGT_PROBE_PTR:
+			emit(e, "\t\t\t*_p++ = (uint64_t)(uintptr_t)%s;\n", a->name);
+			break;
+		case HGT_PROBE_S8:
+		case HGT_PROBE_S16:
+		case HGT_PROBE_S32:
+		case HGT_PROBE_S64:
+			emit(e, "\t\t\t*_p++ = (uint64_t)(int64_t)%s;\n", a->name);
+			break;
+		default:
+			emit(e, "\t\t\t*_p++ = (uint64_t)%s;\n", a->name);
+		}
+	}
+	emit(e, "\t\t\thgt__probe_commit();\n\t\t}\n");
+}
+
+static void line_back(struct em *e)
+{
+	emit(e, "#line %ld \"%s\"\n", e->line + 2, e->name);
+}
+
+static void gen_c_event(struct em *e, const struct hgt_gen_opts *o, const struct half *h)
+{
+	const struct hgt_tev *t = h->t;
+	uint32_t id = fnv1a(h->name);
+	int off = h->flags & HGT_PROBE_F_DISABLE, used = 0;
+
+	emit(e, "\n");
+	for (int i = 0; i < t->nargs; i++)
+		used += use_arg(h, i);
+	if (used) {
+		emit(e, "static const struct hgt_probe_arg _hgt_args_%s[] = {\n", h->name);
+		for (int i = 0; i < t->nargs; i++) {
+			if (!use_arg(h, i))
+				continue;
+			emit(e, "\t{ ");
+			cstr(e, ctype(&t->args[i]));
+			emit(e, ", \"%s\", %s },\n", t->args[i].name, kind_name(t->args[i].kind));
+		}
+		emit(e, "};\n");
+	}
+	emit(e, "unsigned char _TRACE_%s_DSTATE;\n", h->upper);
+	emit(e,
+	     "struct hgt_probe_event _TRACE_%s_EVENT = {\n\t.name = \"%s\",\n\t.fmt = ", h->upper,
+	     h->name);
+	if (h->fmt) {
+		emit(e, "\n#line %d \"%s\"\n%s\n", t->line, t->file, h->fmt);
+		line_back(e);
+	} else {
+		emit(e, "\"\"");
+	}
+	emit(e,
+	     ",\n\t.args = %s%s,\n\t.id = %#xu,\n\t.nargs = %d,\n\t.flags = %#x,\n"
+	     "\t.state = &_TRACE_%s_DSTATE,\n};\n",
+	     used ? "_hgt_args_" : "NULL", used ? h->name : "", id, used, h->flags, h->upper);
+	if (off || !(o->backends & B_STATE))
+		return;
+	emit(e, "\nvoid _hgt_trace_%s(", h->name);
+	params(e, h);
+	emit(e, ")\n{\n");
+	for (int i = 0; i < t->nargs; i++) /* not every backend uses every argument */
+		if (use_arg(h, i))
+			emit(e, "\t(void)%s;\n", t->args[i].name);
+	for (unsigned int b = 1; b & B_STATE; b <<= 1) {
+		const char *fn = b == HGT_PROBE_B_LOG	   ? "hgt_probe_log"
+				 : b == HGT_PROBE_B_FTRACE ? "hgt_probe_ftrace"
+				 : b == HGT_PROBE_B_SYSLOG ? "hgt_probe_syslog"
+							   : NULL;
+
+		if (!(o->backends & b))
+			continue;
+		if (b == HGT_PROBE_B_SIMPLE) {
+			emit(e, "\t{\n");
+			gen_simple(e, h, id);
+			emit(e, "\t}\n");
+			continue;
+		}
+		emit(e, "#line %d \"%s\"\n\t%s(\"%s \" %s", t->line, t->file, fn, h->name,
+		     h->fmt ? h->fmt : "\"\"");
+		if (h->fmt) /* an event without a format prints its name only */
+			argnames(e, h, 1);
+		emit(e, ");\n");
+		line_back(e);
+	}
+	emit(e, "}\n");
+}
+
+static void gen_c(struct em *e, const struct hgt_gen_opts *o, const struct hgt_tev_list *l)
+{
+	int n = n_halves_all(l), k = 0;
+
+	/* LTTng defines its tracepoints and probes where its header is first read. */
+	if (o->backends & HGT_PROBE_B_UST)
+		emit(e, "#define TRACEPOINT_CREATE_PROBES\n#define TRACEPOINT_DEFINE\n");
+	emit(e, "#include <stdint.h>\n#include <stddef.h>\n#include \"%s\"\n", o->header);
+	for (size_t i = 0; i < l->n; i++) {
+		struct half h[2];
+		int m = halves(&l->ev[i], h);
+
+		for (int j = 0; j < m; j++)
+			gen_c_event(e, o, &h[j]);
+		if (m == 2) {
+			emit(e, "\nvoid trace_%s_exec_helper(", l->ev[i].name);
+			params(e, &h[1]);
+			emit(e, ")\n{\n\ttrace_%s(", h[1].name);
+			argnames(e, &h[1], 0);
+			emit(e, ");\n}\n");
+		}
+	}
+	emit(e, "\nstatic struct hgt_probe_event *const _hgt_events_%s[%d] = {\n", o->group, n);
+	for (size_t i = 0; i < l->n; i++) {
+		struct half h[2];
+		int m = halves(&l->ev[i], h);
+
+		for (int j = 0; j < m; j++, k++)
+			emit(e, "\t&_TRACE_%s_EVENT,\n", h[j].upper);
+	}
+	emit(e,
+	     "};\n\nstatic struct hgt_probe_group _hgt_group_%s = {\n"
+	     "\t.sz = sizeof(struct hgt_probe_group),\n\t.name = \"%s\",\n"
+	     "\t.events = _hgt_events_%s,\n\t.nevents = %d,\n\t.backends = %#x,\n};\n",
+	     o->group, o->group, o->group, n, o->backends);
+	emit(e,
+	     "\nstatic void __attribute__((constructor)) _hgt_register_%s(void)\n{\n"
+	     "\thgt_probe_register_group(&_hgt_group_%s);\n}\n",
+	     o->group, o->group);
+}
+
+/* ---- d, stp, ust ---- */
+
+static const char *safe_name(const char *n, const char *const *kw, char *buf, size_t sz)
+{
+	for (; *kw; kw++)
+		if (!strcmp(n, *kw)) {
+			snprintf(buf, sz, "%s_", n);
+			return buf;
+		}
+	return n;
+}
+
+static void gen_d(struct em *e, const struct hgt_gen_opts *o, const struct hgt_tev_list *l)
+{
+	static const char *const kw[] = { "in",	   "next",     "self",	 "string", "translator",
+					  "probe", "provider", "inline", NULL };
+
+	emit(e, "provider %s {\n", o->group);
+	for (size_t i = 0; i < l->n; i++) {
+		struct half h[2];
+		int m = halves(&l->ev[i], h);
+
+		for (int j = 0; j < m; j++) {
+			int any = 0;
+
+			if (h[j].flags & HGT_PROBE_F_DISABLE)
+				continue;
+			emit(e, "\tprobe %s(", h[j].name);
+			for (int a = 0; a < h[j].t->nargs; a++) {
+				char b[80];
+				const char *ty = ctype(&h[j].t->args[a]);
+
+				if (!use_arg(&h[j], a))
+					continue;
+				if (!strcmp(ty, "bool"))
+					ty = "_Bool";
+				else if (!strcmp(ty, "long long"))
+					ty = "int64_t";
+				emit(e, "%s%s%s%s", any ? ", " : "", ty,
+				     ty[strlen(ty) - 1] == '*' ? "" : " ",
+				     safe_name(h[j].t->args[a].name, kw, b, sizeof(b)));
+				any = 1;
+			}
+			emit(e, ");\n");
+		}
+	}
+	emit(e, "};\n");
+}
+
+static void gen_stp(struct em *e, const struct hgt_gen_opts *o, const struct hgt_tev_list *l)
+{
+	static const char *const kw[] = { "break",  "catch",   "continue", "delete", "else",
+					  "for",    "foreach", "function", "global", "if",
+					  "in",	    "limit",   "long",	   "next",   "probe",
+					  "return", "string",  "try",	   "while",  NULL };
+
+	for (size_t i = 0; i < l->n; i++) {
+		struct half h[2];
+		int m = halves(&l->ev[i], h);
+
+		for (int j = 0; j < m; j++) {
+			int n = 0;
+
+			if (h[j].flags & HGT_PROBE_F_DISABLE)
+				continue;
+			emit(e, "probe %s.%s = process(\"%s\").mark(\"%s\")\n{\n", o->probe_prefix,
+			     h[j].name, o->binary, h[j].name);
+			for (int a = 0; a < h[j].t->nargs; a++) {
+				char b[80];
+
+				if (!use_arg(&h[j], a))
+					continue;
+				n++;
+				emit(e, "  %s = $arg%d;\n",
+				     safe_name(h[j].t->args[a].name, kw, b, sizeof(b)), n);
+			}
+			emit(e, "}\n");
+		}
+	}
+}
+
+/* Which printf conversions print in hex: the ust provider uses ctf_integer_hex for them. */
+static void hex_args(const struct half *h, int hex[HGT_TEV_MAX_ARGS + 1])
+{
+	char f[2048];
+	int n = 0, idx[HGT_TEV_MAX_ARGS + 1], k = 0;
+
+	memset(hex, 0, sizeof(int) * (HGT_TEV_MAX_ARGS + 1));
+	for (int i = 0; i < h->t->nargs; i++)
+		if (use_arg(h, i))
+			idx[k++] = i;
+	if (hgt_tev_expand_fmt(h->t, h->fmt == h->t->fmt_exec && h->fmt, f, sizeof(f)))
+		return;
+	for (char *p = f; *p; p++) {
+		if (*p != '%')
+			continue;
+		if (p[1] == '%') {
+			p++;
+			continue;
+		}
+		p++;
+		while (*p && !strchr("diouxXcspn", *p))
+			p++;
+		if (!*p)
+			break;
+		if (n < k && (*p == 'x' || *p == 'X' || *p == 'p'))
+			hex[idx[n]] = 1;
+		n++;
+	}
+}
+
+static void gen_ust(struct em *e, const struct hgt_gen_opts *o, const struct hgt_tev_list *l)
+{
+	char gu[128];
+
+	upper_of(gu, sizeof(gu), o->group);
+	emit(e,
+	     "#undef TRACEPOINT_PROVIDER\n#define TRACEPOINT_PROVIDER %s\n\n"
+	     "#undef TRACEPOINT_INCLUDE\n#define TRACEPOINT_INCLUDE \"./%s\"\n\n"
+	     "#if !defined(HGT_UST_%s_H) || defined(TRACEPOINT_HEADER_MULTI_READ)\n"
+	     "#define HGT_UST_%s_H\n\n#include <stdbool.h>\n#include <stdint.h>\n"
+	     "#include <lttng/tracepoint.h>\n",
+	     o->group, o->out_name, gu, gu);
+	for (size_t i = 0; i < l->n; i++) {
+		struct half h[2];
+		int m = halves(&l->ev[i], h);
+
+		for (int j = 0; j < m; j++) {
+			int hex[HGT_TEV_MAX_ARGS + 1], any = 0;
+
+			hex_args(&h[j], hex);
+			emit(e, "\nTRACEPOINT_EVENT(\n\t%s,\n\t%s,\n\tTP_ARGS(", o->group,
+			     h[j].name);
+			for (int a = 0; a < h[j].t->nargs; a++)
+				if (use_arg(&h[j], a)) {
+					emit(e, "%s%s, %s", any ? ", " : "",
+					     ctype(&h[j].t->args[a]), h[j].t->args[a].name);
+					any = 1;
+				}
+			emit(e, "),\n\tTP_FIELDS(");
+			for (int a = 0; a < h[j].t->nargs; a++) {
+				const struct hgt_tev_arg *x = &h[j].t->args[a];
+
+				if (!use_arg(&h[j], a))
+					continue;
+				if (x->kind == HGT_PROBE_STR)
+					emit(e, "\n\t\tctf_string(%s, %s)", x->name, x->name);
+				else if (x->kind == HGT_PROBE_PTR)
+					emit(e,
+					     "\n\t\tctf_integer_hex(uintptr_t, %s, (uintptr_t)%s)",
+					     x->name, x->name);
+				else if (x->kind == HGT_PROBE_BOOL)
+					emit(e, "\n\t\tctf_integer(int, %s, %s)", x->name, x->name);
+				else
+					emit(e, "\n\t\tctf_integer%s(%s, %s, %s)",
+					     hex[a] ? "_hex" : "", x->tcg ? "uint64_t" : x->type,
+					     x->name, x->name);
+			}
+			emit(e, ")\n)\n");
+		}
+	}
+	emit(e, "\n#endif\n\n#include <lttng/tracepoint-event.h>\n");
+}
+
+/**
+ * hgt_gen_backends - parse a backend list into HGT_PROBE_B_* bits.
+ * Returns 0, or -EINVAL naming the unknown backend in @err.
+ */
+int hgt_gen_backends(const char *list, unsigned int *out, char *err, size_t errsz)
+{
+	static const struct {
+		const char *name;
+		unsigned int bit;
+	} b[] = { { "nop", 0 },
+		  { "log", HGT_PROBE_B_LOG },
+		  { "simple", HGT_PROBE_B_SIMPLE },
+		  { "ftrace", HGT_PROBE_B_FTRACE },
+		  { "syslog", HGT_PROBE_B_SYSLOG },
+		  { "ust", HGT_PROBE_B_UST },
+		  { "dtrace", HGT_PROBE_B_DTRACE } };
+	const char *p = list;
+
+	*out = 0;
+	while (*p) {
+		size_t n = strcspn(p, ","), i;
+
+		for (i = 0; i < sizeof(b) / sizeof(b[0]); i++)
+			if (strlen(b[i].name) == n && !strncmp(p, b[i].name, n))
+				break;
+		if (i == sizeof(b) / sizeof(b[0])) {
+			snprintf(err, errsz,
+				 "--backends: unknown backend '%.*s' (nop, log, simple, ftrace, "
+				 "syslog, ust, dtrace)",
+				 (int)n, p);
+			return -EINVAL;
+		}
+		*out |= b[i].bit;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+/**
+ * hgt_gen - write the @o->format output for the events of @l to @out.
+ * Returns 0, or a negative errno with the reason in @err.
+ */
+int hgt_gen(const struct hgt_gen_opts *o, const struct hgt_tev_list *l, FILE *out, char *err,
+	    size_t errsz)
+{
+	struct em e = { .out = out, .name = o->out_name ? o->out_name : "-" };
+
+	if (!o->group || !is_c_ident(o->group)) {
+		snprintf(err, errsz, "--group: '%s' is not a C identifier",
+			 o->group ? o->group : "");
+		return -EINVAL;
+	}
+	if (o->format == HGT_GEN_STP && (!o->binary || !o->probe_prefix)) {
+		snprintf(err, errsz, "--format stp needs --binary and --probe-prefix");
+		return -EINVAL;
+	}
+	emit(&e, "/* Generated by hgtrace gen from");
+	for (size_t i = 0; i < l->nfiles; i++)
+		emit(&e, " %s", l->files[i]);
+	emit(&e, ". Do not edit. */\n");
+	switch (o->format) {
+	case HGT_GEN_H:
+		gen_h(&e, o, l);
+		break;
+	case HGT_GEN_C:
+		gen_c(&e, o, l);
+		break;
+	case HGT_GEN_D:
+		gen_d(&e, o, l);
+		break;
+	case HGT_GEN_STP:
+		gen_stp(&e, o, l);
+		break;
+	case HGT_GEN_UST:
+		gen_ust(&e, o, l);
+		break;
+	}
+	if (e.err)
+		snprintf(err, errsz, "%s: %s", e.name, strerror(-e.err));
+	return e.err;
+}

@@ -1,0 +1,428 @@
+#!/usr/bin/env bash
+# Userspace probes end to end: hgtrace gen's output against golden files, grammar errors,
+# the sample program built once per backend and once with all of them, and what each
+# backend really produced (log lines, simple files through hgtrace simpletrace, ftrace
+# events read back from tracefs, syslog datagrams, an LTTng session read with babeltrace2,
+# USDT notes and semaphores switched on by a real uprobe), plus run-time control through an
+# events file, the environment and the control socket.
+# Usage: probes.sh HGTRACE BUILD-ROOT
+HGTRACE=$(realpath "$1")
+BUILD=$(realpath "$2")
+here=$(cd "$(dirname "$0")/.." && pwd)
+src=$here/probes
+. "$here/lib/tap.sh"
+. "$here/lib/build.sh"
+command -v cc > /dev/null || tap_skip_all "no C compiler"
+SAN=$(sanitize_flags "$BUILD")
+t=$(mktemp -d)
+TRACEFS=${TRACEFS:-/sys/kernel/tracing}
+cleanup() {
+	jobs -p | xargs -r kill 2> /dev/null
+	[ -n "$uprobe" ] && echo "-:$uprobe" >> "$TRACEFS/uprobe_events" 2> /dev/null
+	[ -n "$inst" ] && rmdir "$TRACEFS/instances/$inst" 2> /dev/null
+	[ -n "$lttng_session" ] && lttng destroy "$lttng_session" > /dev/null 2>&1
+	rm -rf "$t"
+}
+trap cleanup EXIT
+export PKG_CONFIG_PATH=$BUILD/meson-uninstalled
+EVENTS="sample.trace-events sample2.trace-events"
+
+# gen_into DIR BACKENDS FORMAT OUT [ARGS...]: run hgtrace gen in the sources' directory so
+# the file names it embeds (#line, comments) are the same on every machine.
+gen_into() {
+	local dir=$1 b=$2 f=$3 out=$4
+	shift 4
+	(cd "$src" && "$HGTRACE" gen --backends "$b" --format "$f" -o "$dir/$out" "$@" $EVENTS)
+}
+
+# build NAME BACKENDS: generate and compile the sample with those backends, using nothing
+# but the generated files and pkg-config hgtrace-probes.
+build() {
+	local d=$t/$1 extra=()
+	mkdir -p "$d"
+	gen_into "$d" "$2" h trace-sample.h || return 1
+	gen_into "$d" "$2" c trace-sample.c || return 1
+	if [[ $2 == *ust* ]]; then
+		gen_into "$d" nop ust probes-ust.h || return 1
+		extra+=($(pkg-config --cflags --libs lttng-ust))
+	fi
+	if [[ $2 == *dtrace* ]]; then
+		gen_into "$d" nop d probes.d || return 1
+		(cd "$d" && dtrace -h -s probes.d -o probes-dtrace.h && dtrace -G -s probes.d -o probes-dtrace.o) > /dev/null || return 1
+		extra+=("$d/probes-dtrace.o")
+	fi
+	cc -O2 -Wall -Wextra -Werror $SAN -I"$d" -o "$d/sample" "$src/sample.c" "$d/trace-sample.c" \
+		$(pkg-config --cflags --libs hgtrace-probes-uninstalled) -Wl,-rpath,"$BUILD/lib" \
+		-lpthread "${extra[@]}" 2> "$d/cc.log"
+}
+
+# 1. The generator's output per backend and format, against golden files
+#    (HGT_REGENERATE=1 rewrites them after a deliberate change).
+mkdir -p "$t/gold"
+for b in nop log simple ftrace syslog ust dtrace log,simple,ftrace,syslog,ust,dtrace; do
+	name=${b//,/-}
+	[ "$b" = log,simple,ftrace,syslog,ust,dtrace ] && name=all
+	for f in h c; do
+		gen_into "$t/gold" "$b" $f "$name.$f" || tap_fail "gen --backends $b --format $f"
+	done
+done
+gen_into "$t/gold" nop d probes.d
+gen_into "$t/gold" nop ust probes-ust.h
+gen_into "$t/gold" nop stp probes.stp --binary /usr/bin/sample --probe-prefix sample
+if [ -n "$HGT_REGENERATE" ]; then
+	cp "$t"/gold/* "$src/golden/"
+fi
+for g in "$src"/golden/*; do
+	tap_cmp "gen golden: $(basename "$g")" "$g" "$t/gold/$(basename "$g")"
+done
+
+# 2. Grammar errors: one FILE:LINE message, exit status 1, no output file.
+while IFS='|' read -r line want; do
+	printf '# a comment\n\n%s\n' "$line" > "$t/bad.trace-events"
+	rm -f "$t/bad.h"
+	if "$HGTRACE" gen --format h -o "$t/bad.h" "$t/bad.trace-events" 2> "$t/err"; then
+		tap_fail "grammar: '$line' accepted"
+	elif grep -q "bad.trace-events:3: .*$want" "$t/err" && [ "$(wc -l < "$t/err")" = 1 ] &&
+		[ ! -e "$t/bad.h" ]; then
+		tap_ok "grammar: $(cat "$t/err")"
+	else
+		tap_fail "grammar: '$line': $(cat "$t/err")"
+	fi
+done << 'EOF'
+ev_a(int a,) "a=%d"|empty argument
+ev_b() "x"|write 'void'
+ev_c(struct foo *p) "p=%p"|not allowed
+ev_d(float f) "f=%f"|not allowed
+ev_e(int a) "a=%d\n"|\\n
+ev_f(int a) "a=%m"|%m
+ev_g(int a) 'a'|expected a "format"
+hot ev_h(int a) "a=%d"|unknown property 'hot'
+ev_i(int a, int a) "a=%d"|argument 'a' twice
+ev_j(int a1, int a2, int a3, int a4, int a5, int a6, int a7, int a8, int a9, int a10, int a11) ""|at most 10
+tcg ev_k(int a) "only one"|two formats
+ev_l(int a "a=%d"|no ')'
+ev_m(int a) "a=%d" junk|unexpected 'j'
+EOF
+printf 'ev_a(int a) "a=%%d"\nev_a(int b) "b=%%d"\n' > "$t/dup.trace-events"
+if ! "$HGTRACE" gen --format h -o "$t/dup.h" "$t/dup.trace-events" 2> "$t/err" &&
+	grep -q 'dup.trace-events:2: event .ev_a. is already declared at .*dup.trace-events:1' "$t/err"; then
+	tap_ok "grammar: a duplicate name is refused: $(cat "$t/err")"
+else
+	tap_fail "grammar: duplicate: $(cat "$t/err")"
+fi
+if ! "$HGTRACE" gen --backends simple,bogus --format h -o "$t/x.h" "$src/sample.trace-events" 2> "$t/err" &&
+	grep -q "unknown backend 'bogus'" "$t/err"; then
+	tap_ok "gen: an unknown backend is named"
+else
+	tap_fail "gen: unknown backend: $(cat "$t/err")"
+fi
+
+# 3. The sample, built once per backend and once with all of them.
+have_ust=1 have_dtrace=1
+pkg-config --exists lttng-ust || have_ust=
+command -v dtrace > /dev/null || have_dtrace=
+for b in nop log simple ftrace syslog ust dtrace all; do
+	bl=$b
+	[ $b = all ] && bl=log,simple,ftrace,syslog${have_ust:+,ust}${have_dtrace:+,dtrace}
+	if [ $b = ust ] && [ -z "$have_ust" ]; then
+		tap_skip "build with ust" "liblttng-ust-dev is missing"
+		continue
+	fi
+	if [ $b = dtrace ] && [ -z "$have_dtrace" ]; then
+		tap_skip "build with dtrace" "systemtap-sdt-dev (dtrace) is missing"
+		continue
+	fi
+	if build $b "$bl"; then
+		tap_ok "sample built with --backends $bl (-Wall -Wextra -Werror)"
+	else
+		tap_fail "sample with --backends $bl: $(head -5 "$t/$b/cc.log")"
+	fi
+done
+
+# The values sample.c fires, as each backend prints them.
+expected_text() {
+	cat << 'EOF'
+ev_ints a=-1 b=-2 c=-3 d=-4
+ev_uints a=255 b=65535 c=4294967295 d=0x123456789abcdef0
+ev_plain ch=65 s=-7 i=1000000 l=-5000000000 u=3000000000 ul=18000000000000000000 flag=1
+ev_sizes sz=4096 ss=-1 up=0xdeadbeef pd=-16
+ev_str s=hello world t=mutable p=0x1234
+ev_str s=(null) t=mutable p=(nil)
+ev_void 
+ev_vcpu cpu=0x10 n=3
+ev_mem_trans size=8
+ev_mem_exec size=8 addr=0x1000
+ev_mem_exec size=8 addr=0x1008
+ev_vcpu cpu=0x11 n=42
+EOF
+}
+expected_text > "$t/want.txt"
+
+# 4. nop: nothing printed, no file written, even with events named.
+(cd "$t/nop" && HGTRACE_EVENTS='*' ./sample fire > out 2>&1)
+if [ ! -s "$t/nop/out" ] && ! ls "$t/nop"/hgtrace-*.trace > /dev/null 2>&1; then
+	tap_ok "nop: nothing printed, no file"
+else
+	tap_fail "nop: $(cat "$t/nop/out")"
+fi
+
+# 5. log: every line "TID@SEC.USEC:name args", the arguments as the format prints them.
+(cd "$t/log" && HGTRACE_EVENTS='*' ./sample fire 2> log.txt)
+if grep -qvE '^[0-9]+@[0-9]+\.[0-9]{6}:ev_' "$t/log/log.txt"; then
+	tap_fail "log: a line without TID@SEC.USEC: $(grep -vE '^[0-9]+@' "$t/log/log.txt" | head -1)"
+else
+	tap_ok "log: every line has the thread id and time"
+fi
+sed -E 's/^[0-9]+@[0-9.]+://' "$t/log/log.txt" > "$t/log/got.txt"
+tap_cmp "log: every argument type, field by field" "$t/want.txt" "$t/log/got.txt"
+(cd "$t/log" && ./sample fire 2> quiet.txt)
+[ ! -s "$t/log/quiet.txt" ] && tap_ok "log: nothing when no event is enabled" ||
+	tap_fail "log: printed without events enabled"
+
+# 6. simple: the file describes itself; hgtrace simpletrace prints it without the events file.
+cat > "$t/want-simple.txt" << 'EOF'
+ev_ints a=-1 b=-2 c=-3 d=-4
+ev_uints a=255 b=65535 c=4294967295 d=1311768467463790320
+ev_plain ch=65 s=-7 i=1000000 l=-5000000000 u=3000000000 ul=18000000000000000000 flag=1
+ev_sizes sz=4096 ss=-1 up=3735928559 pd=-16
+ev_str s=hello world t=mutable p=0x1234
+ev_str s= t=mutable p=0x0
+ev_void
+ev_vcpu __cpu=0x10 n=3
+ev_mem_trans size=8
+ev_mem_exec size=8 addr=4096
+ev_mem_exec size=8 addr=4104
+ev_vcpu __cpu=0x11 n=42
+EOF
+(cd "$t/simple" && HGTRACE_EVENTS='ev_*,-ev_tick' HGTRACE_FILE=$t/simple/s.trace ./sample fire)
+"$HGTRACE" simpletrace "$t/simple/s.trace" > "$t/simple/st.txt" 2> "$t/simple/st.err"
+pid_ok=$(awk '{ print $3 }' "$t/simple/st.txt" | sort -u | grep -c '^pid=[0-9][0-9]*$')
+awk '{ $2 = ""; $3 = ""; print }' "$t/simple/st.txt" | sed -E 's/  +/ /g; s/ $//' > "$t/simple/got.txt"
+tap_cmp "simple: every argument type, typed, through hgtrace simpletrace" "$t/want-simple.txt" "$t/simple/got.txt"
+[ "$pid_ok" = 1 ] && [ ! -s "$t/simple/st.err" ] &&
+	tap_ok "simple: one thread id, deltas from the file's own TSC rate" ||
+	tap_fail "simple: pid column or warnings: $(cat "$t/simple/st.err")"
+
+# Two threads flat out into small rings: every event is either in the file, in order per
+# thread, or counted in a Dropped_Event record; nothing twice.
+(cd "$t/simple" && HGTRACE_RING_KB=16 HGTRACE_EVENTS=ev_work HGTRACE_FILE=$t/simple/w.trace ./sample threads 2 200000)
+"$HGTRACE" simpletrace "$t/simple/w.trace" > "$t/simple/w.txt"
+read -r got dropped bad << EOF
+$(awk '/^ev_work/ { split($4, a, "="); split($5, b, "="); n++;
+		    if (b[2] != "" && (a[2] in last) && b[2] + 0 <= last[a[2]]) bad++; last[a[2]] = b[2] + 0 }
+      /^Dropped_Event/ { split($4, d, "="); dr += d[2] }
+      END { print n + 0, dr + 0, bad + 0 }' "$t/simple/w.txt")
+EOF
+if [ $((got + dropped)) = 400000 ] && [ "$bad" = 0 ]; then
+	tap_ok "simple: 2 threads x 200000: $got recorded + $dropped counted as dropped = 400000, in order per thread"
+else
+	tap_fail "simple: $got recorded + $dropped dropped != 400000 or $bad out of order"
+fi
+
+# A crash: the events fired before abort() are in the file (flushed on the fatal signal).
+sh -c "cd '$t/simple' && HGTRACE_EVENTS='ev_*' HGTRACE_FILE='$t/simple/c.trace' ./sample crash" 2> /dev/null
+n=$("$HGTRACE" simpletrace "$t/simple/c.trace" 2> /dev/null | grep -c '^ev_')
+[ "$n" = 12 ] && tap_ok "simple: all 12 events before abort() are in the file" ||
+	tap_fail "simple: $n of 12 events after abort()"
+
+# A damaged file: one line naming the file and offset, exit status 1.
+head -c 300 "$t/simple/s.trace" > "$t/simple/cut.trace"
+if ! "$HGTRACE" simpletrace "$t/simple/cut.trace" > /dev/null 2> "$t/err" &&
+	grep -q "cut.trace: offset 0x" "$t/err" && [ "$(wc -l < "$t/err")" = 1 ]; then
+	tap_ok "simpletrace: a cut file: $(cat "$t/err")"
+else
+	tap_fail "simpletrace: cut file: $(cat "$t/err")"
+fi
+
+# 7. ftrace: events land in the instance's buffer; tracing_on is never switched.
+if why=$(. "$here/lib/record.sh" && tracefs_ready); then
+	inst=hgt_probes_$$
+	mkdir "$TRACEFS/instances/$inst"
+	top_on=$(cat "$TRACEFS/tracing_on")
+	(cd "$t/ftrace" && HGTRACE_FTRACE_INSTANCE=$inst HGTRACE_EVENTS='ev_*' ./sample fire 2> err.txt)
+	sed -n 's/.*tracing_mark_write: //p' "$TRACEFS/instances/$inst/trace" > "$t/ftrace/got.txt"
+	tap_cmp "ftrace: every event read back from tracefs" "$t/want.txt" "$t/ftrace/got.txt"
+	echo 0 > "$TRACEFS/instances/$inst/tracing_on"
+	(cd "$t/ftrace" && HGTRACE_FTRACE_INSTANCE=$inst HGTRACE_EVENTS='ev_*' ./sample fire 2> err.txt)
+	if grep -q 'tracing_on is 0' "$t/ftrace/err.txt" && [ "$(cat "$TRACEFS/instances/$inst/tracing_on")" = 0 ] &&
+		[ "$(cat "$TRACEFS/tracing_on")" = "$top_on" ]; then
+		tap_ok "ftrace: tracing off is reported, not switched on: $(head -1 "$t/ftrace/err.txt")"
+	else
+		tap_fail "ftrace: tracing_on: $(cat "$t/ftrace/err.txt")"
+	fi
+	rmdir "$TRACEFS/instances/$inst" && inst=
+	(cd "$t/ftrace" && HGTRACE_FTRACE_INSTANCE=hgt_no_such_$$ HGTRACE_EVENTS='ev_*' ./sample fire 2> err.txt)
+	if grep -q 'hgt_no_such.*trace_marker: No such file or directory; ftrace events are not recorded' "$t/ftrace/err.txt" &&
+		[ "$(wc -l < "$t/ftrace/err.txt")" = 1 ]; then
+		tap_ok "ftrace: a missing trace_marker is one clear error, not a silent /dev/null"
+	else
+		tap_fail "ftrace: missing marker: $(cat "$t/ftrace/err.txt")"
+	fi
+else
+	tap_skip "ftrace backend" "$why"
+fi
+
+# 8. syslog: in a private mount namespace /dev/log is our datagram socket.
+if command -v unshare > /dev/null && unshare -m true 2> /dev/null; then
+	python3 - "$t/log.sock" "$t/syslog.txt" << 'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1]); s.settimeout(10)
+with open(sys.argv[2], "w") as out:
+    try:
+        while True:
+            d = s.recv(4096).decode()
+            out.write(d.rstrip("\n") + "\n"); out.flush()
+            if "ev_vcpu cpu=0x11" in d: break
+    except socket.timeout: pass
+PY
+	spid=$!
+	while [ ! -S "$t/log.sock" ]; do sleep 0.05; done
+	unshare -m sh -c "mount -t tmpfs none /dev && ln -s '$t/log.sock' /dev/log &&
+		cd '$t/syslog' && HGTRACE_EVENTS='ev_*' exec ./sample fire"
+	wait $spid
+	# <30>Nov 22 06:00:00 sample[123]: ev_ints a=-1 ...   (30 = daemon.info)
+	if grep -qvE '^<30>.* sample\[[0-9]+\]: ev_' "$t/syslog.txt"; then
+		tap_fail "syslog: not daemon.info with the pid: $(head -1 "$t/syslog.txt")"
+	else
+		tap_ok "syslog: daemon.info lines with the program's pid"
+	fi
+	sed -E 's/^<30>.* sample\[[0-9]+\]: //' "$t/syslog.txt" | sed 's/^ev_void$/ev_void /' > "$t/syslog-got.txt"
+	tap_cmp "syslog: every event read back" "$t/want.txt" "$t/syslog-got.txt"
+else
+	tap_skip "syslog backend" "no mount namespaces (unshare -m) to give the test its own /dev/log"
+fi
+
+# 9. ust: a real LTTng session (the test starts lttng-sessiond), read with babeltrace2.
+if [ -n "$have_ust" ] && command -v lttng > /dev/null && command -v babeltrace2 > /dev/null; then
+	pgrep -x lttng-sessiond > /dev/null || lttng-sessiond --daemonize --no-kernel > /dev/null 2>&1
+	lttng_session=hgt_probes_$$
+	lttng create $lttng_session --output="$t/ust-trace" > /dev/null &&
+		lttng enable-event -s $lttng_session -u 'probes:*' > /dev/null &&
+		lttng start $lttng_session > /dev/null
+	(cd "$t/ust" && ./sample fire)
+	lttng stop $lttng_session > /dev/null
+	lttng destroy $lttng_session > /dev/null && lttng_session=
+	babeltrace2 "$t/ust-trace" 2> /dev/null |
+		sed -E 's/.* probes:([a-z_]+): \{ cpu_id = [0-9]+ \}, \{ ?(.*) ?\}$/\1 \2/; s/ $//; s/ = /=/g; s/, / /g' > "$t/ust-got.txt"
+	cat > "$t/ust-want.txt" << 'EOF'
+ev_ints a=-1 b=-2 c=-3 d=-4
+ev_uints a=255 b=65535 c=4294967295 d=0x123456789ABCDEF0
+ev_plain ch=65 s=-7 i=1000000 l=-5000000000 u=3000000000 ul=18000000000000000000 flag=1
+ev_sizes sz=4096 ss=-1 up=0xDEADBEEF pd=-16
+ev_str s="hello world" t="mutable" p=0x1234
+ev_str s="(null)" t="mutable" p=0x0
+ev_void
+ev_vcpu __cpu=0x10 n=3
+ev_mem_trans size=8
+ev_mem_exec size=8 addr=0x1000
+ev_mem_exec size=8 addr=0x1008
+ev_vcpu __cpu=0x11 n=42
+EOF
+	tap_cmp "ust: every event captured by an LTTng session, field by field" "$t/ust-want.txt" "$t/ust-got.txt"
+else
+	tap_skip "ust backend" "liblttng-ust-dev, lttng-tools or babeltrace2 is missing"
+fi
+
+# 10. dtrace: USDT notes for every event not compiled out; the semaphore stays 0 (arguments
+#     never computed) until a real uprobe with a reference counter is attached.
+if [ -n "$have_dtrace" ]; then
+	notes=$(readelf -n "$t/dtrace/sample" | sed -n 's/^ *Name: //p' | sort -u | tr '\n' ' ')
+	want="ev_ints ev_mem_exec ev_mem_trans ev_plain ev_sizes ev_str ev_tick ev_uints ev_vcpu ev_void ev_work "
+	[ "$notes" = "$want" ] && tap_ok "dtrace: stapsdt notes for every enabled event, none for ev_off" ||
+		tap_fail "dtrace: notes '$notes'"
+	out=$("$t/dtrace/sample" semaphore)
+	[ "$out" = "computed 0" ] && tap_ok "dtrace: no listener, the guarded argument is never computed" ||
+		tap_fail "dtrace: without a listener: $out"
+	if why=$(. "$here/lib/record.sh" && tracefs_ready) && [ -w "$TRACEFS/uprobe_events" ]; then
+		# The note's addresses are virtual; uprobes want file offsets.
+		read -r loc sem << EOF
+$(readelf -n "$t/dtrace/sample" | awk '/Name: ev_vcpu$/ { getline; gsub(",", ""); print $2, $6; exit }')
+EOF
+		off() { # VADDR -> file offset, through the PT_LOAD holding it
+			local a=$(($1)) typ o v p fs ms rest
+			while read -r typ o v p fs ms rest; do
+				[ "$typ" = LOAD ] || continue
+				if [ $a -ge $((v)) ] && [ $a -lt $((v + ms)) ]; then
+					printf '0x%x\n' $((a - v + o))
+					return
+				fi
+			done < <(readelf -lW "$t/dtrace/sample")
+		}
+		inst=hgt_usdt_$$
+		uprobe=hgt_usdt_$$/ev_vcpu
+		mkdir "$TRACEFS/instances/$inst"
+		if echo "p:$uprobe $t/dtrace/sample:$(off $loc)($(off $sem))" >> "$TRACEFS/uprobe_events" &&
+			echo 1 > "$TRACEFS/instances/$inst/events/$uprobe/enable"; then
+			out=$("$t/dtrace/sample" semaphore)
+			hits=$(grep -c ' ev_vcpu: ' "$TRACEFS/instances/$inst/trace")
+			echo 0 > "$TRACEFS/instances/$inst/events/$uprobe/enable"
+			[ "$out" = "computed 3" ] && [ "$hits" -ge 1 ] &&
+				tap_ok "dtrace: a uprobe on the USDT site sets the semaphore: $out, $hits hits in tracefs" ||
+				tap_fail "dtrace: with a uprobe: '$out', $hits hits"
+		else
+			tap_fail "dtrace: the kernel refused the uprobe with a semaphore"
+		fi
+		echo "-:$uprobe" >> "$TRACEFS/uprobe_events" && uprobe=
+		rmdir "$TRACEFS/instances/$inst" && inst=
+	else
+		tap_skip "dtrace semaphore with a uprobe" "${why:-uprobe_events is not writable}"
+	fi
+else
+	tap_skip "dtrace backend" "systemtap-sdt-dev (dtrace) is missing"
+fi
+
+# 11. All backends at once: log and simple both have every event.
+(cd "$t/all" && HGTRACE_EVENTS='ev_*,-ev_tick,-ev_work' HGTRACE_FILE=$t/all/a.trace HGTRACE_FTRACE_INSTANCE=hgt_none_$$ \
+	./sample fire 2> log.txt > /dev/null)
+n_log=$(grep -c ':ev_' "$t/all/log.txt")
+n_simple=$("$HGTRACE" simpletrace "$t/all/a.trace" | grep -c '^ev_')
+[ "$n_log" = 12 ] && [ "$n_simple" = 12 ] && tap_ok "all backends: log and simple each have the 12 events" ||
+	tap_fail "all backends: log $n_log, simple $n_simple of 12"
+
+# 12. Control: an events file (comments, blank lines, '-' lines, no final newline).
+printf '# enable the integer events\n\n  ev_*ints \n\t# indented comment\nev_str\n-ev_uints\nev_void' > "$t/events"
+(cd "$t/log" && HGTRACE_EVENTS=@$t/events ./sample fire 2> ctl.txt)
+got=$(sed -E 's/^[0-9]+@[0-9.]+:([a-z_]+).*/\1/' "$t/log/ctl.txt" | tr '\n' ' ')
+[ "$got" = "ev_ints ev_str ev_str ev_void " ] &&
+	tap_ok "events file: comments, blanks, '-', a last line without newline" ||
+	tap_fail "events file: got '$got' ($(grep -v ':ev_' "$t/log/ctl.txt" | head -2))"
+(cd "$t/log" && HGTRACE_EVENTS='ev_?ints,ev_mem*,-ev_mem_trans,ev_nosuch,ev_off' ./sample fire 2> ctl.txt)
+got=$(grep -oE ':ev_[a-z_]+' "$t/log/ctl.txt" | tr '\n' ' ')
+if [ "$got" = ":ev_uints :ev_mem_exec :ev_mem_exec " ] && grep -q "'ev_nosuch' does not exist" "$t/log/ctl.txt" &&
+	grep -q "'ev_off' is compiled out" "$t/log/ctl.txt"; then
+	tap_ok "HGTRACE_EVENTS: patterns, '-', unknown and compiled-out names warned about"
+else
+	tap_fail "HGTRACE_EVENTS: got '$got': $(grep -v ':ev_' "$t/log/ctl.txt")"
+fi
+
+# The control socket, on a running program: ticks are recorded only while switched on.
+sock=$t/ctl.sock
+(cd "$t/simple" && HGTRACE_CTL=$sock HGTRACE_FILE=$t/simple/ticks.trace ./sample ticks "$t/stop" 2> ctl.err) &
+tpid=$!
+for i in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+info=$("$HGTRACE" ctl "$sock" info trace-events 'ev_t*')
+"$HGTRACE" ctl "$sock" trace-file on > /dev/null
+"$HGTRACE" ctl "$sock" trace-event ev_tick on > /dev/null
+sleep 0.3
+"$HGTRACE" ctl "$sock" trace-event ev_tick off > /dev/null
+sleep 0.2
+on2=$("$HGTRACE" ctl "$sock" info trace-events ev_tick)
+"$HGTRACE" ctl "$sock" trace-file flush > /dev/null
+"$HGTRACE" ctl "$sock" trace-event ev_nosuch on > /dev/null 2> "$t/ctlerr" && ctl_bad=1
+touch "$t/stop"
+wait $tpid
+"$HGTRACE" simpletrace "$t/simple/ticks.trace" > "$t/ticks.txt"
+read -r n first last << EOF
+$(awk '/^ev_tick/ { split($4, a, "="); if (!n) f = a[2]; l = a[2]; n++ } END { print n + 0, f, l }' "$t/ticks.txt")
+EOF
+if [ "$info" = "ev_tick : state 0" ] && [ "$on2" = "ev_tick : state 0" ] && [ "$n" -ge 50 ] &&
+	[ "$n" -le 400 ] && [ $((last - first + 1)) = "$n" ]; then
+	tap_ok "control socket: ev_tick on for 0.3 s gave $n ticks in one unbroken run, none before or after"
+else
+	tap_fail "control socket: info '$info' / '$on2', $n ticks $first..$last"
+fi
+[ -z "$ctl_bad" ] && grep -q 'unknown event "ev_nosuch"' "$t/ctlerr" &&
+	tap_ok "control socket: an unknown event is an error: $(cat "$t/ctlerr")" ||
+	tap_fail "control socket: unknown event: $(cat "$t/ctlerr")"
+
+tap_done

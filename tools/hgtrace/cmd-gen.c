@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* hgtrace gen: trace-events files -> header, C file, dtrace provider, tapset, LTTng provider. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hgtrace/probegen.h>
+
+#include "cmd.h"
+
+static void gen_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hgtrace gen --backends LIST --format h|c|d|stp|ust -o OUT [OPTIONS] "
+		"EVENTS-FILE...\n"
+		"  --backends LIST       nop,log,simple,ftrace,syslog,ust,dtrace (all selected "
+		"fire)\n"
+		"  --group NAME          group, DTrace and LTTng provider name (default: probes)\n"
+		"  --header FILE         c: the header to include (default: OUT with .c -> .h)\n"
+		"  --ust-header FILE     the LTTng provider header (default: GROUP-ust.h)\n"
+		"  --dtrace-header FILE  the header 'dtrace -h' makes (default: GROUP-dtrace.h)\n"
+		"  --binary PATH --probe-prefix PREFIX   stp: the program and the tapset prefix\n");
+}
+
+static const char *base(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+int cmd_gen(int argc, char **argv)
+{
+	static const struct option lo[] = { { "backends", required_argument, 0, 'b' },
+					    { "format", required_argument, 0, 'f' },
+					    { "group", required_argument, 0, 'g' },
+					    { "header", required_argument, 0, 'H' },
+					    { "ust-header", required_argument, 0, 'U' },
+					    { "dtrace-header", required_argument, 0, 'D' },
+					    { "binary", required_argument, 0, 'B' },
+					    { "probe-prefix", required_argument, 0, 'P' },
+					    { "help", no_argument, 0, 'h' },
+					    { 0, 0, 0, 0 } };
+	struct hgt_gen_opts o = { .sz = sizeof(o), .group = "probes" };
+	const char *out = NULL, *fmt = NULL, *backends = "nop";
+	char err[1024], header[1024], ust[256], dt[256], *tmp = NULL;
+	struct hgt_tev_list l = { 0 };
+	int c, ret = 1;
+	FILE *f;
+
+	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			backends = optarg;
+			break;
+		case 'f':
+			fmt = optarg;
+			break;
+		case 'g':
+			o.group = optarg;
+			break;
+		case 'H':
+			o.header = optarg;
+			break;
+		case 'U':
+			o.ust_header = optarg;
+			break;
+		case 'D':
+			o.dtrace_header = optarg;
+			break;
+		case 'B':
+			o.binary = optarg;
+			break;
+		case 'P':
+			o.probe_prefix = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			gen_usage(stdout);
+			return 0;
+		default:
+			gen_usage(stderr);
+			return 2;
+		}
+	}
+	if (!fmt || !out || optind >= argc) {
+		fprintf(stderr, "hgtrace gen: %s\n",
+			!fmt   ? "--format is required"
+			: !out ? "-o OUT is required"
+			       : "no events file");
+		gen_usage(stderr);
+		return 2;
+	}
+	if (!strcmp(fmt, "h"))
+		o.format = HGT_GEN_H;
+	else if (!strcmp(fmt, "c"))
+		o.format = HGT_GEN_C;
+	else if (!strcmp(fmt, "d"))
+		o.format = HGT_GEN_D;
+	else if (!strcmp(fmt, "stp"))
+		o.format = HGT_GEN_STP;
+	else if (!strcmp(fmt, "ust"))
+		o.format = HGT_GEN_UST;
+	else {
+		fprintf(stderr, "hgtrace gen: --format: '%s' is not h, c, d, stp or ust\n", fmt);
+		return 2;
+	}
+	if (hgt_gen_backends(backends, &o.backends, err, sizeof(err)) < 0) {
+		fprintf(stderr, "hgtrace gen: %s\n", err);
+		return 2;
+	}
+	if (!o.header) {
+		size_t n = strlen(base(out));
+
+		snprintf(header, sizeof(header), "%s", base(out));
+		if (n > 2 && !strcmp(header + n - 2, ".c"))
+			header[n - 1] = 'h';
+		o.header = header;
+	}
+	snprintf(ust, sizeof(ust), "%s-ust.h", o.group);
+	snprintf(dt, sizeof(dt), "%s-dtrace.h", o.group);
+	if (!o.ust_header)
+		o.ust_header = o.format == HGT_GEN_UST ? base(out) : ust;
+	if (!o.dtrace_header)
+		o.dtrace_header = dt;
+	o.out_name = base(out);
+	for (int i = optind; i < argc; i++)
+		if (hgt_tev_parse(argv[i], &l, err, sizeof(err)) < 0) {
+			fprintf(stderr, "hgtrace gen: %s\n", err);
+			goto out;
+		}
+	/* Write beside the target, then rename: a failed run leaves no half file. */
+	if (strcmp(out, "-")) {
+		if (asprintf(&tmp, "%s.tmpXXXXXX", out) < 0)
+			goto out;
+		c = mkstemp(tmp);
+		if (c < 0 || !(f = fdopen(c, "w"))) {
+			fprintf(stderr, "hgtrace gen: %s: %s\n", out, strerror(errno));
+			goto out;
+		}
+	} else {
+		f = stdout;
+	}
+	if (hgt_gen(&o, &l, f, err, sizeof(err)) < 0) {
+		fprintf(stderr, "hgtrace gen: %s\n", err);
+		if (f != stdout)
+			fclose(f);
+		goto out;
+	}
+	if (f != stdout) {
+		if (fclose(f) || rename(tmp, out)) {
+			fprintf(stderr, "hgtrace gen: %s: %s\n", out, strerror(errno));
+			goto out;
+		}
+		free(tmp);
+		tmp = NULL;
+	}
+	ret = 0;
+out:
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	hgt_tev_free(&l);
+	return ret;
+}
