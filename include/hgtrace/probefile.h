@@ -51,6 +51,7 @@ struct hgt_probefile_event {
 	const char *fmt;  /* NULL for QEMU files and loss records */
 	uint64_t ts;	  /* in the file's clock */
 	uint32_t tid;	  /* the pid in QEMU files */
+	const char *comm; /* the thread's name when the file gives it, else NULL */
 	unsigned int nargs;
 	const char *const *argnames;
 	const unsigned char *kinds; /* enum hgt_probe_kind per argument */

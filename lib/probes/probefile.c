@@ -53,6 +53,11 @@ struct hgt_probefile {
 	int nrounds, eof;
 	double clk[2][2]; /* first and last CLOCK records: tsc, mono */
 	int nclk, end_clock;
+	struct thread {
+		uint32_t tid;
+		char comm[17];
+	} * thr;
+	size_t nthr;
 	/* the current event's decoded arguments */
 	unsigned char *cur;
 	uint64_t vals[HGT_TEV_MAX_ARGS + 1];
@@ -223,6 +228,32 @@ static int parse_desc(struct hgt_probefile *f, const unsigned char *b, size_t n,
 	return 0;
 }
 
+static struct thread *find_thread(struct hgt_probefile *f, uint32_t tid)
+{
+	for (size_t i = 0; i < f->nthr; i++)
+		if (f->thr[i].tid == tid)
+			return &f->thr[i];
+	return NULL;
+}
+
+static int add_thread(struct hgt_probefile *f, uint32_t tid, const unsigned char *name, size_t n)
+{
+	struct thread *t = find_thread(f, tid);
+
+	if (!t) {
+		t = realloc(f->thr, (f->nthr + 1) * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		f->thr = t;
+		t = &f->thr[f->nthr++];
+		t->tid = tid;
+	}
+	n = n < sizeof(t->comm) - 1 ? n : sizeof(t->comm) - 1;
+	memcpy(t->comm, name, n);
+	t->comm[n] = '\0';
+	return 0;
+}
+
 static int hold(struct hgt_probefile *f, unsigned char *rec, uint32_t size, uint64_t ts)
 {
 	if (f->nh == f->caph) {
@@ -286,8 +317,13 @@ static int fill(struct hgt_probefile *f)
 		}
 		switch (type) {
 		case HGT_PROBE_R_PAD:
-		case HGT_PROBE_R_THREAD:
 			free(body);
+			break;
+		case HGT_PROBE_R_THREAD:
+			r = size >= 16 ? add_thread(f, rd32(f, body + 8), body + 16, size - 16) : 0;
+			free(body);
+			if (r < 0)
+				return r;
 			break;
 		case HGT_PROBE_R_DESC:
 			r = parse_desc(f, body + 8, size - 8, at);
@@ -364,8 +400,9 @@ static int set_event(struct hgt_probefile *f, struct hgt_probefile_event *ev, co
 static int set_dropped(struct hgt_probefile *f, struct hgt_probefile_event *ev, uint64_t n)
 {
 	static char name[] = "Dropped_Event", arg[] = "num_events_dropped";
-	static const struct desc d = { .name = name, .nargs = 1, .kinds = { HGT_PROBE_U64 },
-				       .argnames = { arg } };
+	static const struct desc d = {
+		.name = name, .nargs = 1, .kinds = { HGT_PROBE_U64 }, .argnames = { arg }
+	};
 
 	ev->dropped = n;
 	f->vals[0] = n;
@@ -423,6 +460,7 @@ static int decode_args(struct hgt_probefile *f, const unsigned char *p, const un
 static int next_ours(struct hgt_probefile *f, struct hgt_probefile_event *ev)
 {
 	const unsigned char *b;
+	struct thread *th;
 	struct held *h;
 	struct desc *d;
 	int r = fill(f);
@@ -439,6 +477,8 @@ static int next_ours(struct hgt_probefile *f, struct hgt_probefile_event *ev)
 	}
 	d = find_desc(f, rd32(f, b + 8));
 	ev->tid = rd32(f, b + 12);
+	if ((th = find_thread(f, ev->tid)) && th->comm[0])
+		ev->comm = th->comm;
 	if (!d)
 		return bad(f, 0, "an event with id %#x that no description names", rd32(f, b + 8));
 	r = decode_args(f, b + 24, b + h->size, d->nargs, d->kinds, 0);
@@ -716,6 +756,7 @@ void hgt_probefile_close(struct hgt_probefile *f)
 		free(f->h[i].rec);
 	free(f->h);
 	free(f->cur);
+	free(f->thr);
 	hgt_tev_free(&f->tev);
 	free(f->path);
 	free(f);

@@ -15,6 +15,7 @@
 #include <hgtrace/clock.h>
 #include <hgtrace/merge.h>
 #include <hgtrace/peer.h>
+#include <hgtrace/probefile.h>
 #include <hgtrace/report.h>
 #include <hgtrace/sync.h>
 #include <hgtrace/tracedat.h>
@@ -38,8 +39,19 @@ struct handle {
 	const struct hgt_report_input *rin;
 };
 
+/* A simple-backend file among the inputs (hgtrace-probes(3)): its events join the merge. */
+struct probe_src {
+	struct hgt_probefile *f;
+	struct hgt_probefile_event ev;
+	const char *path, *tag;
+	uint64_t ts; /* ev's time in the report's time base */
+	int have;    /* ev holds the next event */
+};
+
 struct report {
 	const struct hgt_report_opts *o;
+	struct probe_src *ps;
+	int nr_ps;
 	FILE *out;
 	struct handle *h;
 	int nr_h;
@@ -73,6 +85,9 @@ static void report_free(struct report *r)
 			hgt_input_close(r->h[i].in);
 	free(r->h);
 	free(r->tag_width);
+	for (i = 0; i < r->nr_ps; i++)
+		hgt_probefile_close(r->ps[i].f);
+	free(r->ps);
 	hgt__line_fini(&r->line);
 }
 
@@ -173,6 +188,111 @@ static bool keep_record(const struct handle *h, struct tep_record *rec)
 	return true;
 }
 
+static int add_probe_src(struct report *r, const char *path)
+{
+	struct probe_src *p = realloc(r->ps, sizeof(*p) * (size_t)(r->nr_ps + 1));
+	char err[512];
+
+	if (!p)
+		return -ENOMEM;
+	r->ps = p;
+	p = &r->ps[r->nr_ps];
+	memset(p, 0, sizeof(*p));
+	p->f = hgt_probefile_open(path, NULL, err, sizeof(err));
+	if (!p->f)
+		return report_error("hgtrace: %s%s", err, "");
+	p->path = path;
+	p->tag = basename_of(path);
+	r->nr_ps++;
+	return 0;
+}
+
+/*
+ * Probe files join in the time base of the first trace.dat: their clock must be the one
+ * it was recorded with (raw TSC with x86-tsc, CLOCK_MONOTONIC with mono).
+ */
+static int probes_check_clock(struct report *r)
+{
+	const char *tc = r->nr_top ? hgt_input_trace_clock(r->h[0].in) : NULL;
+	int i;
+
+	for (i = 0; i < r->nr_ps && r->nr_top; i++) {
+		int c = hgt_probefile_clock(r->ps[i].f);
+		const char *want = c == HGT_PROBE_CLOCK_TSC ? "x86-tsc" : "mono";
+
+		if (!tc || strcmp(tc, want))
+			return report_error(
+				"hgtrace: %s: its events are stamped with the %s, "
+				"but the first trace.dat was not recorded with that clock: "
+				"record with -C x86-tsc (HGTRACE_CLOCK=tsc) or -C mono "
+				"(HGTRACE_CLOCK=mono)",
+				r->ps[i].path,
+				c == HGT_PROBE_CLOCK_TSC ? "TSC" : "monotonic clock");
+	}
+	return 0;
+}
+
+/* Read a probe file's next event; its time converted as the first trace.dat's are. */
+static int probe_advance(struct report *r, struct probe_src *p)
+{
+	int ret = hgt_probefile_next(p->f, &p->ev);
+
+	p->have = ret > 0;
+	if (ret < 0)
+		return report_error("hgtrace: %s%s", hgt_probefile_error(p->f), "");
+	if (p->have)
+		p->ts = r->nr_top ? hgt_clock_convert(&r->h[0].clock, p->ev.ts, 0) : p->ev.ts;
+	return 0;
+}
+
+/* Print every probe event older than @ts (trace.dat events win ties), in time order. */
+static int probes_until(struct report *r, uint64_t ts)
+{
+	bool in_usecs =
+		r->nr_top ? r->h[0].in_usecs
+			  : r->nr_ps && hgt_probefile_clock(r->ps[0].f) != HGT_PROBE_CLOCK_TSC;
+
+	for (;;) {
+		struct probe_src *best = NULL;
+		char line[9000], tbuf[40], args[8192], pre[512];
+		size_t n = 0;
+		int i, len, ret;
+
+		for (i = 0; i < r->nr_ps; i++) {
+			struct probe_src *p = &r->ps[i];
+
+			if (!p->have && p->f) {
+				ret = probe_advance(r, p);
+				if (ret)
+					return ret;
+				if (!p->have) {
+					hgt_probefile_close(p->f);
+					p->f = NULL;
+				}
+			}
+			if (p->have && p->ts < ts && (!best || p->ts < best->ts))
+				best = p;
+		}
+		if (!best)
+			return 0;
+		if (r->prefix)
+			n = (size_t)snprintf(pre, sizeof(pre), "%*s: ", r->max_tag, best->tag);
+		hgt__format_time_col(tbuf, best->ts, in_usecs, r->o->nsec);
+		hgt_probefile_format(&best->ev, args, sizeof(args));
+		/* laid out as hgt__line_print lays out trace.dat events; no CPU to show */
+		len = snprintf(line, sizeof(line), "%.*s%16s-%-5u [---]%s%s%s: %s: %*s%s\n", (int)n,
+			       pre, best->ev.comm ? best->ev.comm : "<...>", best->ev.tid,
+			       r->o->no_latency ? "" : " .....", in_usecs ? " " : "", tbuf,
+			       best->ev.name,
+			       strlen(best->ev.name) < 20 ? (int)(20 - strlen(best->ev.name)) : 0,
+			       "", args);
+		if (len > 0)
+			hgt__line_put(&r->line, r->out, line,
+				      (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1);
+		best->have = 0;
+	}
+}
+
 static int open_inputs(struct report *r)
 {
 	const struct hgt_report_opts *o = r->o;
@@ -187,11 +307,18 @@ static int open_inputs(struct report *r)
 			 .flags = (o->no_plugins ? HGT_OPEN_NO_PLUGINS : 0) |
 				  (o->quiet ? HGT_OPEN_QUIET : 0));
 		const struct hgt_report_input *ri = &o->inputs[i];
+		struct handle *h;
+
+		if (hgt_probefile_is(ri->path)) {
+			ret = add_probe_src(r, ri->path);
+			if (ret)
+				return ret;
+			continue;
+		}
 		HGT_OPTS(hgt_clock_opts, co, .raw_ts = o->raw_ts, .no_date = o->nodate,
 			 .has_ts_offset = ri->has_ts_offset, .ts_offset = ri->ts_offset,
 			 .ts2secs = ri->ts2secs ? ri->ts2secs : o->ts2secs);
-		struct handle *h = new_handle(r);
-
+		h = new_handle(r);
 		if (!h)
 			return -ENOMEM;
 		h->in = hgt_input_open(ri->path, &oo);
@@ -221,6 +348,12 @@ static int open_inputs(struct report *r)
 		if (len > r->max_tag)
 			r->max_tag = len;
 	}
+	for (i = 0; i < r->nr_ps; i++)
+		if ((int)strlen(r->ps[i].tag) > r->max_tag)
+			r->max_tag = (int)strlen(r->ps[i].tag);
+	ret = probes_check_clock(r);
+	if (ret)
+		return ret;
 	/* Buffer instances follow all top-level inputs, in input order. trace-cmd widens the
 	 * file column as it adds them, after printing each input's "cpus=" line. */
 	for (i = 0; i < r->nr_top; i++) {
@@ -255,6 +388,8 @@ static int open_inputs(struct report *r)
 	/* trace-cmd prints the file column for several inputs, or when the last input read
 	 * has buffer instances (its top handle then has a blank tag). */
 	r->prefix = o->nr_inputs > 1 || nr_inst > 0;
+	if (!r->nr_top)
+		r->prefix = false;
 	for (i = 0; i < r->nr_h; i++) {
 		r->h[i].gbase = i ? r->h[i - 1].gbase + r->h[i - 1].nr_cpus : 0;
 		ret = setup_filters(r, &r->h[i]);
@@ -442,7 +577,7 @@ static int par_threads(const struct report *r)
 	for (i = 0; i < r->nr_top; i++)
 		if (hgt_input_is_latency(r->h[i].in))
 			return 0;
-	if (n < 2)
+	if (n < 2 || r->nr_ps) /* probe lines are printed here, in order with the rest */
 		return 0;
 	return n > 8 ? 8 : (int)n;
 }
@@ -584,6 +719,11 @@ static int print_events(struct report *r)
 		struct hgt__line_ctx lc = line_ctx(r, h);
 
 		lc.boundary = r->o->boundary && hgt_cursor_at_page_start(h->cursors[rec->cpu]);
+		if (r->nr_ps && keep_record(h, rec)) {
+			ret = probes_until(r, rec->ts);
+			if (ret < 0)
+				break;
+		}
 
 		if (sc && !h->instance)
 			hgt_sync_check_record(sc, (int)(h - r->h), rec);
@@ -611,6 +751,8 @@ static int print_events(struct report *r)
 		if (pret && ret >= 0)
 			ret = pret;
 	}
+	if (ret >= 0 && r->nr_ps)
+		ret = probes_until(r, UINT64_MAX);
 	hgt__line_flush(&r->line, r->out);
 	if (sc && ret == 0 && !r->o->quiet) {
 		fflush(r->out);

@@ -234,6 +234,39 @@ else
 	tap_fail "simpletrace: cut file: $(cat "$t/err")"
 fi
 
+# 6b. QEMU's simple format version 4, decoded with its trace-events-all file: values in hex
+#     as simpletrace.py prints them, strings as text, deltas in microseconds, loss records.
+cat > "$t/trace-events-all" << 'EOF'
+# hw/block
+blk_io(void *dev, uint64_t off, int len, const char *name) "dev %p off 0x%" PRIx64 " len %d name %s"
+blk_done(int ret) "ret %d"
+EOF
+python3 - "$t/qemu.trace" << 'PY'
+import struct, sys
+out = open(sys.argv[1], "wb")
+out.write(struct.pack("=QQQ", 0xffffffffffffffff, 0xf2b177cb0aa429b4, 4))
+for i, n in enumerate([b"blk_io", b"blk_done"]):
+    out.write(struct.pack("=QQI", 0, i, len(n)) + n)
+def ev(eid, ts, args):
+    body = b"".join(args)
+    out.write(struct.pack("=QQQII", 1, eid, ts, 24 + len(body), 4242) + body)
+ev(0, 1000000, [struct.pack("=Q", 0x55aa), struct.pack("=Q", 0x1000), struct.pack("=q", -5), struct.pack("=I", 3) + b"vda"])
+ev(1, 1002500, [struct.pack("=q", 0)])
+ev(0xfffffffffffffffe, 1003000, [struct.pack("=Q", 7)])
+PY
+cat > "$t/qemu-want.txt" << 'EOF'
+blk_io 0.000 pid=4242 dev=0x55aa off=0x1000 len=0xfffffffffffffffb name=vda
+blk_done 2.500 pid=4242 ret=0x0
+Dropped_Event 0.500 pid=4242 num_events_dropped=7
+EOF
+"$HGTRACE" simpletrace "$t/trace-events-all" "$t/qemu.trace" > "$t/qemu-got.txt" 2> "$t/err"
+tap_cmp "simpletrace: QEMU's simple format v4 with trace-events-all" "$t/qemu-want.txt" "$t/qemu-got.txt"
+if ! "$HGTRACE" simpletrace "$t/qemu.trace" > /dev/null 2> "$t/err" && grep -q 'give its trace-events-all file first' "$t/err"; then
+	tap_ok "simpletrace: a QEMU file without its events file: $(cat "$t/err")"
+else
+	tap_fail "simpletrace: QEMU file alone: $(cat "$t/err")"
+fi
+
 # 7. ftrace: events land in the instance's buffer; tracing_on is never switched.
 if why=$(. "$here/lib/record.sh" && tracefs_ready); then
 	inst=hgt_probes_$$
@@ -424,5 +457,44 @@ fi
 [ -z "$ctl_bad" ] && grep -q 'unknown event "ev_nosuch"' "$t/ctlerr" &&
 	tap_ok "control socket: an unknown event is an error: $(cat "$t/ctlerr")" ||
 	tap_fail "control socket: unknown event: $(cat "$t/ctlerr")"
+
+# 13. One timeline: a simple-backend file merged with a host trace.dat recorded at the same
+#     time. Each ev_tick (fired just before usleep) must sit between the program's previous
+#     syscall exit and its own clock_nanosleep entry (NR 230), with the TSC and with mono.
+if why=$(. "$here/lib/record.sh" && tracefs_ready); then
+	for clk in x86-tsc mono; do
+		d=$t/merge-$clk
+		mkdir -p "$d"
+		rm -f "$t/stop"
+		(sleep 0.5; touch "$t/stop") &
+		(cd "$d" && "$HGTRACE" record -e raw_syscalls -C $clk -o host.dat -- \
+			env HGTRACE_CLOCK=${clk#x86-} HGTRACE_EVENTS=ev_tick HGTRACE_FILE=$d/app.trace \
+			"$t/simple/sample" ticks "$t/stop" > /dev/null 2>&1)
+		wait
+		"$HGTRACE" report -i "$d/host.dat" -i "$d/app.trace" > "$d/merged.txt" 2> "$d/err"
+		pid=$(sed -n 's/^app.trace: *sample-\([0-9]*\) .*/\1/p' "$d/merged.txt" | head -1)
+		read -r ticks bad << EOF
+$(grep -E " sample-$pid +\[" "$d/merged.txt" | awk '{
+	for (i = 1; i <= NF; i++) if ($i ~ /^[a-z_]+:$/ && $i != "host.dat:" && $i != "app.trace:") { ev[NR] = $i; break }
+	line[NR] = $0 }
+	END { for (i = 2; i < NR; i++) if (ev[i] == "ev_tick:") { n++;
+		if (ev[i - 1] != "sys_exit:" || ev[i + 1] != "sys_enter:" || line[i + 1] !~ /NR 230 /) b++ }
+	      print n + 0, b + 0 }')
+EOF
+		if [ "$ticks" -ge 20 ] && [ "$bad" = 0 ]; then
+			tap_ok "merge ($clk): $ticks probe events, each between the program's syscall exit and its clock_nanosleep entry"
+		else
+			tap_fail "merge ($clk): $ticks ticks, $bad out of place ($(head -2 "$d/err"))"
+		fi
+	done
+	if ! "$HGTRACE" report -i "$t/merge-mono/host.dat" -i "$t/merge-x86-tsc/app.trace" > /dev/null 2> "$t/err" &&
+		grep -q 'stamped with the TSC, but the first trace.dat was not recorded with that clock' "$t/err"; then
+		tap_ok "merge: a clock mismatch is refused in one line"
+	else
+		tap_fail "merge: clock mismatch: $(cat "$t/err")"
+	fi
+else
+	tap_skip "merge with a host recording" "$why"
+fi
 
 tap_done
