@@ -27,6 +27,7 @@ bench: deps build
 	@bench/run.sh $(BUILDDIR)
 	@bench/hostguest.sh $(BUILDDIR)
 	@bench/agent.sh $(BUILDDIR)
+	@bench/probes.sh $(BUILDDIR)
 
 bench-big: deps build
 	@bench/bigfile.sh $(BUILDDIR)
