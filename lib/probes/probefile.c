@@ -32,7 +32,7 @@ struct desc {
 };
 
 struct held { /* an hgtrace EVENT record waiting for its turn */
-	uint64_t ts, seq;
+	uint64_t ts, seq, off;
 	unsigned char *rec;
 	uint32_t size;
 };
@@ -179,15 +179,17 @@ static int parse_desc(struct hgt_probefile *f, const unsigned char *b, size_t n,
 	if (nargs > HGT_TEV_MAX_ARGS)
 		return bad(f, at, "event description claims %u arguments (at most %d)", nargs,
 			   HGT_TEV_MAX_ARGS);
-#define STR(dst)                                                                \
-	do {                                                                    \
-		const unsigned char *z_ = memchr(p, 0, (size_t)(end - p));      \
-		if (!z_)                                                        \
-			return bad(f, at,                                       \
-				   "event description: a string runs past the " \
-				   "record");                                   \
-		(dst) = strdup((const char *)p);                                \
-		p = z_ + 1;                                                     \
+#define STR(dst)                                                           \
+	do {                                                               \
+		const unsigned char *z_ = memchr(p, 0, (size_t)(end - p)); \
+		if (!z_) {                                                 \
+			free_desc(&tmp);                                   \
+			return bad(f, at,                                  \
+				   "event description: a string runs "     \
+				   "past the record");                     \
+		}                                                          \
+		(dst) = strdup((const char *)p);                           \
+		p = z_ + 1;                                                \
 	} while (0)
 	STR(tmp.name);
 	STR(tmp.fmt);
@@ -205,10 +207,10 @@ static int parse_desc(struct hgt_probefile *f, const unsigned char *b, size_t n,
 			free_desc(&tmp);
 			return r;
 		}
+		tmp.nargs = i + 1; /* free_desc() frees argnames[i] from here on */
 		STR(type);
 		free(type);
 		STR(tmp.argnames[i]);
-		tmp.nargs = i + 1;
 	}
 #undef STR
 	if (!tmp.name || !tmp.fmt) {
@@ -254,7 +256,8 @@ static int add_thread(struct hgt_probefile *f, uint32_t tid, const unsigned char
 	return 0;
 }
 
-static int hold(struct hgt_probefile *f, unsigned char *rec, uint32_t size, uint64_t ts)
+static int hold(struct hgt_probefile *f, unsigned char *rec, uint32_t size, uint64_t ts,
+		uint64_t off)
 {
 	if (f->nh == f->caph) {
 		size_t cap = f->caph ? f->caph * 2 : 1024;
@@ -265,7 +268,7 @@ static int hold(struct hgt_probefile *f, unsigned char *rec, uint32_t size, uint
 		f->h = h;
 		f->caph = cap;
 	}
-	f->h[f->nh++] = (struct held){ ts, f->seq++, rec, size };
+	f->h[f->nh++] = (struct held){ ts, f->seq++, off, rec, size };
 	return 0;
 }
 
@@ -338,7 +341,7 @@ static int fill(struct hgt_probefile *f)
 				return bad(f, at, "%s record of %u bytes",
 					   type == HGT_PROBE_R_EVENT ? "event" : "loss", size);
 			}
-			r = hold(f, body, size, rd64(f, body + 16));
+			r = hold(f, body, size, rd64(f, body + 16), at);
 			if (r < 0) {
 				free(body);
 				return r;
@@ -480,8 +483,9 @@ static int next_ours(struct hgt_probefile *f, struct hgt_probefile_event *ev)
 	if ((th = find_thread(f, ev->tid)) && th->comm[0])
 		ev->comm = th->comm;
 	if (!d)
-		return bad(f, 0, "an event with id %#x that no description names", rd32(f, b + 8));
-	r = decode_args(f, b + 24, b + h->size, d->nargs, d->kinds, 0);
+		return bad(f, h->off, "an event with id %#x that no description names",
+			   rd32(f, b + 8));
+	r = decode_args(f, b + 24, b + h->size, d->nargs, d->kinds, h->off);
 	return r < 0 ? r : set_event(f, ev, d);
 }
 

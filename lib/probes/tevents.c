@@ -242,15 +242,15 @@ static int parse_args(char *text, struct hgt_tev *ev, const char *file, int line
 				    "argument '%s': type '%s' is not allowed (integers, bool, "
 				    "char *, void *)",
 				    name, type);
-		arg->tcg = tcg;
-		arg->type = strdup(type);
-		arg->name = strdup(name);
-		if (!arg->type || !arg->name)
-			return -ENOMEM;
 		for (int i = 0; i < ev->nargs; i++)
 			if (!strcmp(ev->args[i].name, name))
 				return fail(err, errsz, file, line, "argument '%s' twice", name);
-		ev->nargs++;
+		arg->tcg = tcg;
+		arg->type = strdup(type);
+		arg->name = strdup(name);
+		ev->nargs++; /* counted now: free_event() frees what was copied */
+		if (!arg->type || !arg->name)
+			return -ENOMEM;
 	}
 	return 0;
 }

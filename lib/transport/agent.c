@@ -18,6 +18,7 @@
 #include <hgtrace/peer.h>
 #include <hgtrace/transport.h>
 
+#include "trace-transport.h"
 #include "../record/record-local.h"
 #include "../tracedat/tracedat-local.h"
 #include "proto.h"
@@ -182,6 +183,22 @@ static int open_channels(struct agent *a)
 /* Wait for @want ('1' start, '0' stop) from the host. Returns 0 when it came, 1 when the
  * agent should end (stop before start, the host went away, or a signal). Bytes after the
  * command stay for the next wait: "1\n0\n" in one read starts and then stops. */
+static const char *transport_name(int t)
+{
+	switch (t) {
+	case HGT_TRANSPORT_PORTS:
+		return "virtio-serial";
+	case HGT_TRANSPORT_FIFOS:
+		return "fifo";
+	case HGT_TRANSPORT_TCP:
+		return "tcp";
+	case HGT_TRANSPORT_VSOCK:
+		return "vsock";
+	default:
+		return "stdout";
+	}
+}
+
 static int wait_command(struct agent *a, char want)
 {
 	for (;;) {
@@ -191,6 +208,7 @@ static int wait_command(struct agent *a, char want)
 		while (a->cmd_pos < a->cmd_len) {
 			char c = a->cmd[a->cmd_pos++];
 
+			trace_agent_command(c);
 			if (c == want)
 				return 0;
 			if (c == '0' && want == '1')
@@ -238,6 +256,7 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 		ret = send_msg(&a, HGT__MSG_READY, &a.session, 8, NULL, 0);
 	if (ret)
 		goto out;
+	trace_agent_channels(a.nr_cpus, transport_name(a.o.transport));
 	if (a.o.transport == HGT_TRANSPORT_STDOUT)
 		a.o.now = true;
 	/* every data channel says which CPU and session it carries (raw pages only on stdout) */
@@ -278,6 +297,7 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 	sink = (struct hgt__meta_sink){ sink_meta, sink_option, &a };
 	if (!ret)
 		ret = hgt__record_describe(rec, &sink, false);
+	trace_agent_state("recording", ret);
 	if (a.o.log)
 		fprintf(a.o.log, "hgtrace agent: recording\n");
 	if (!ret)
@@ -292,6 +312,7 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 
 		ret = send_msg(&a, HGT__MSG_END, &lost, 8, NULL, 0);
 	}
+	trace_agent_state("stopped", ret);
 	if (a.o.log)
 		fprintf(a.o.log, "hgtrace agent: stopped%s%s\n", ret ? ": " : "",
 			ret ? hgt_last_error() : "");

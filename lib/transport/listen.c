@@ -23,6 +23,7 @@
 #include <hgtrace/output.h>
 #include <hgtrace/transport.h>
 
+#include "trace-transport.h"
 #include "../tracedat/tracedat-local.h"
 #include "proto.h"
 
@@ -126,6 +127,7 @@ static void fault(struct listener *l, struct guest *g, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(g->fault, sizeof(g->fault), fmt, ap);
 		va_end(ap);
+		trace_listen_fault(g->name, g->fault);
 		logf_(l, "guest %s: %s", g->name, g->fault);
 	}
 	g->done = true;
@@ -204,6 +206,7 @@ static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg
 
 static void send_cmd(struct guest *g, const char *c)
 {
+	trace_listen_command(g->name, c);
 	if (g->ctl_w >= 0 && write(g->ctl_w, c, strlen(c)) < 0) {
 		/* the agent reads commands when it is ready; nothing to do */
 	}
@@ -216,6 +219,7 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 	size_t n = g->msg_len;
 	uint32_t v[4];
 
+	trace_listen_message(g->name, type, n);
 	switch (type) {
 	case HGT__MSG_HELLO:
 		if (n < 25 || g->hello) {
@@ -248,6 +252,7 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 			}
 		g->nr_cpus = v[1];
 		g->page_size = v[2];
+		trace_listen_guest(g->name, (int)v[1], (const char *)p + 24);
 		g->long_size = v[3];
 		snprintf(g->clock, sizeof(g->clock), "%s", (const char *)p + 24);
 		g->hello = true;
@@ -480,6 +485,7 @@ static void read_data(struct listener *l, struct guest *g, struct chan *c)
 			return;
 		}
 		c->bytes += (uint64_t)r - i;
+		trace_listen_data(g->name, c->cpu, (size_t)r - i);
 	}
 }
 
@@ -562,6 +568,7 @@ static int finish_guest(struct listener *l, struct guest *g)
 		}
 	}
 	free(buf);
+	trace_listen_done(g->name, g->bytes, ret);
 	if (ret) {
 		hgt_output_abort(out);
 		logf_(l, "guest %s: cannot write %s: %s", g->name, path, hgt_last_error());

@@ -21,6 +21,16 @@ check "no command prints usage" 2 "usage: hgtrace"
 check "--help" 0 "report" --help
 check "unknown command" 2 "unknown command 'frob'" frob
 check "report -h" 0 "--ts-offset" report -h
+check "gen -h" 0 "--backends LIST" gen -h
+check "gen without --format" 2 "--format is required" gen -o x.h "$here/probes/sample.trace-events"
+check "gen bad --format" 2 "'x' is not h, c, d, stp or ust" gen --format x -o x.h "$here/probes/sample.trace-events"
+check "gen stp without --binary" 1 "--format stp needs --binary and --probe-prefix" gen --format stp -o /dev/null "$here/probes/sample.trace-events"
+check "gen bad --group" 1 "--group: '1x' is not a C identifier" gen --format h --group 1x -o /dev/null "$here/probes/sample.trace-events"
+check "gen missing events file" 1 "nosuch.events: No such file or directory" gen --format h -o /dev/null nosuch.events
+check "simpletrace without a file" 2 "usage: hgtrace simpletrace" simpletrace
+check "simpletrace of a trace.dat" 1 "not a simple trace" simpletrace "$data/tsc.dat"
+check "ctl without a command" 2 "usage: hgtrace ctl" ctl /nonexistent
+check "ctl to no socket" 1 "hgtrace ctl: /nonexistent/sock: No such file or directory" ctl /nonexistent/sock info trace-events
 check "report unknown option" 2 "usage: hgtrace report" report --bogus
 check "--ts-offset before -i" 2 "--ts-offset must come after -i" report --ts-offset 5 "$data/tsc.dat"
 check "--ts-offset not a number" 2 "expected an integer" report -i "$data/tsc.dat" --ts-offset 5x

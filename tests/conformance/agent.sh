@@ -54,9 +54,12 @@ else
 	tap_fail "setup-guest output"
 fi
 inst=hgt_agent_f$$
-"$HGTRACE" listen -o . --fifo g1:g1 --start --stop-after 2500 2> listen.log &
+# hgtrace's own probes on (dogfooding: hgtrace-probes(3)), into simple-backend files.
+HGTRACE_EVENTS='listen_*' HGTRACE_FILE=$t/listen.trace \
+	"$HGTRACE" listen -o . --fifo g1:g1 --start --stop-after 2500 2> listen.log &
 lpid=$!
-"$HGTRACE" agent --fifos g1 -B $inst -e sched:sched_switch 2> agent.log &
+HGTRACE_EVENTS='agent_*' HGTRACE_FILE=$t/agent.trace \
+	"$HGTRACE" agent --fifos g1 -B $inst -e sched:sched_switch 2> agent.log &
 apid=$!
 markers $inst $N
 wait $apid
@@ -65,6 +68,17 @@ wait $lpid && tap_ok "FIFO: listener finished ($(tail -1 listen.log))" ||
 check_markers trace-g1.dat "FIFO"
 [ -d "$TRACEFS/instances/$inst" ] && tap_fail "FIFO: the agent's instance is left" ||
 	tap_ok "FIFO: the agent removed its instance"
+"$HGTRACE" simpletrace listen.trace > lt.txt 2>&1
+"$HGTRACE" simpletrace agent.trace > at.txt 2>&1
+bytes=$(awk '/^listen_data/ { split($6, b, "="); s += b[2] } END { print s + 0 }' lt.txt)
+if grep -q '^listen_command .* guest=g1 cmd=1' lt.txt && grep -q '^listen_guest .* guest=g1 cpus=' lt.txt &&
+	grep -q '^listen_done .* guest=g1 .* err=0' lt.txt && [ "$bytes" -gt 0 ] &&
+	grep -q '^agent_command .* cmd=49' at.txt && grep -q '^agent_state .* state=recording' at.txt &&
+	grep -q '^agent_state .* state=stopped err=0' at.txt; then
+	tap_ok "dogfooding: the listener's and agent's own probes recorded the session ($bytes data bytes)"
+else
+	tap_fail "dogfooding: $(head -3 lt.txt | tr '\n' ' ') / $(head -3 at.txt | tr '\n' ' ')"
+fi
 
 # 2. TCP loopback.
 port=$((20000 + $$ % 20000))

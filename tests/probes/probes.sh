@@ -234,6 +234,35 @@ else
 	tap_fail "simpletrace: cut file: $(cat "$t/err")"
 fi
 
+# Damaged files, 300 seeded mutations of a real one: simpletrace ends cleanly (exit 0, or 1
+# with one line naming the file), never by a signal, never hanging.
+python3 - "$t/simple/s.trace" "$t/mut" << 'PY'
+import os, random, sys
+data = open(sys.argv[1], "rb").read()
+os.makedirs(sys.argv[2])
+rnd = random.Random(7)
+for i in range(300):
+    b = bytearray(data)
+    for _ in range(rnd.randint(1, 4)):
+        b[rnd.randrange(len(b))] = rnd.randrange(256)
+    if i % 5 == 0:
+        b = b[: rnd.randrange(len(b))]
+    open(f"{sys.argv[2]}/m{i}.trace", "wb").write(b)
+PY
+crash=0 multi=0
+for f in "$t"/mut/*.trace; do
+	timeout 10 "$HGTRACE" simpletrace "$f" > /dev/null 2> "$t/err"
+	rc=$?
+	if [ $rc -gt 1 ]; then
+		crash=$((crash + 1))
+		echo "# $f: exit $rc"
+	elif [ $rc = 1 ] && { [ "$(wc -l < "$t/err")" != 1 ] || ! grep -q "$(basename "$f")" "$t/err"; }; then
+		multi=$((multi + 1))
+	fi
+done
+[ $crash = 0 ] && [ $multi = 0 ] && tap_ok "simpletrace: 300 damaged files, each read or refused in one line" ||
+	tap_fail "simpletrace: $crash crashes or hangs, $multi refusals not in one line naming the file"
+
 # 6b. QEMU's simple format version 4, decoded with its trace-events-all file: values in hex
 #     as simpletrace.py prints them, strings as text, deltas in microseconds, loss records.
 cat > "$t/trace-events-all" << 'EOF'

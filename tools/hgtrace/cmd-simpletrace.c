@@ -27,7 +27,7 @@ int cmd_simpletrace(int argc, char **argv)
 	char err[1024], args[8192];
 	uint64_t last = 0;
 	double per_ns = 1.0;
-	int c, r, first = 1, raw = 0;
+	int c, r, first = 1, raw = 0, no_hz = 0;
 
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
@@ -59,11 +59,7 @@ int cmd_simpletrace(int argc, char **argv)
 			double hz = hgt_probefile_tsc_hz(f);
 
 			per_ns = hz > 0 ? hz / 1e9 : 1.0;
-			if (hz <= 0)
-				fprintf(stderr,
-					"hgtrace: %s: no TSC frequency in the file (it was not "
-					"closed); deltas are in TSC ticks\n",
-					path);
+			no_hz = hz <= 0;
 		}
 		if (first)
 			last = ev.ts;
@@ -80,6 +76,11 @@ int cmd_simpletrace(int argc, char **argv)
 	}
 	if (r < 0)
 		fprintf(stderr, "hgtrace: %s\n", hgt_probefile_error(f));
+	else if (no_hz)
+		fprintf(stderr,
+			"hgtrace: %s: no TSC frequency in the file (it was not closed); "
+			"deltas are in TSC ticks\n",
+			path);
 	hgt_probefile_close(f);
 	return r < 0 ? 1 : 0;
 }
