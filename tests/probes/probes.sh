@@ -526,4 +526,64 @@ else
 	tap_skip "merge with a host recording" "$why"
 fi
 
+# 14. The explicit init call, for programs that want one: its events and file win over an
+#     empty environment.
+(cd "$t/simple" && env -u HGTRACE_EVENTS -u HGTRACE_FILE ./sample init "$t/simple/init.trace")
+got=$("$HGTRACE" simpletrace "$t/simple/init.trace" | awk '{ print $1 }' | tr '\n' ' ')
+[ "$got" = "ev_ints ev_void " ] && tap_ok "hgt_probes_init: ev_ints and ev_void only, into its file" ||
+	tap_fail "hgt_probes_init: got '$got'"
+
+# 15. trace-file set and off on a running program.
+rm -f "$t/stop" "$sock"
+(cd "$t/simple" && HGTRACE_CTL=$sock HGTRACE_EVENTS=ev_tick HGTRACE_FILE=$t/simple/f1.trace ./sample ticks "$t/stop" 2> /dev/null) &
+tpid=$!
+for i in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+sleep 0.2
+set_out=$("$HGTRACE" ctl "$sock" trace-file set "$t/simple/f2.trace")
+sleep 0.2
+off_out=$("$HGTRACE" ctl "$sock" trace-file off)
+sleep 0.2
+q=$("$HGTRACE" ctl "$sock" trace-file)
+touch "$t/stop"
+wait $tpid
+n1=$("$HGTRACE" simpletrace "$t/simple/f1.trace" | grep -c '^ev_tick')
+last1=$("$HGTRACE" simpletrace "$t/simple/f1.trace" | awk '/^ev_tick/ { split($4, a, "="); l = a[2] } END { print l }')
+first2=$("$HGTRACE" simpletrace "$t/simple/f2.trace" | awk '/^ev_tick/ { split($4, a, "="); print a[2]; exit }')
+n2=$("$HGTRACE" simpletrace "$t/simple/f2.trace" | grep -c '^ev_tick')
+if [ "$set_out" = "Trace file \"$t/simple/f2.trace\" on." ] && [ "$off_out" = "Trace file \"$t/simple/f2.trace\" off." ] &&
+	[ "$q" = "Trace file \"$t/simple/f2.trace\" off." ] && [ "$n1" -gt 20 ] && [ "$n2" -gt 20 ] &&
+	[ "$first2" -gt "$last1" ] && [ "$n2" -lt 400 ]; then
+	tap_ok "trace-file set/off: $n1 ticks in the first file, $n2 (from $first2) in the second, none after off"
+else
+	tap_fail "trace-file set/off: '$set_out' '$off_out' '$q'; $n1 (last $last1), $n2 (first $first2)"
+fi
+
+# 16. report with a probe file alone: its own time base, no file column.
+n=$("$HGTRACE" report "$t/simple/s.trace" | grep -c ' \[---\] .* ev_')
+[ "$n" = 12 ] && tap_ok "report of a probe file alone: 12 lines" || tap_fail "report of a probe file alone: $n lines"
+
+# 17. The fast path: a disabled event has no code at all; an enabled one costs one byte
+#     compare and one conditional jump before the out-of-line call.
+if nm "$t/simple/sample" | grep -q '_hgt_trace_ev_off'; then
+	tap_fail "disable: _hgt_trace_ev_off exists"
+else
+	tap_ok "disable: no code for ev_off (no _hgt_trace_ev_off symbol)"
+fi
+cat > "$t/fast.c" << 'EOF'
+#include "trace-sample.h"
+void fast(unsigned long n);
+void fast(unsigned long n) { trace_ev_tick(n); }
+EOF
+if cc -O2 -c -I"$t/simple" $(pkg-config --cflags hgtrace-probes-uninstalled) -o "$t/fast.o" "$t/fast.c"; then
+	objdump -d --no-show-raw-insn "$t/fast.o" | awk '/<fast>:/ { on = 1; next } on && /^$/ { exit } on' > "$t/fast.s"
+	loads=$(grep -cE '\(%rip\)' "$t/fast.s") # the state byte, read once
+	jumps=$(grep -cE '\sj(ne|e|nz|z)\s' "$t/fast.s")
+	total=$(grep -cE '^\s+[0-9a-f]+:' "$t/fast.s")
+	[ "$loads" = 1 ] && [ "$jumps" = 1 ] && [ "$total" -le 6 ] &&
+		tap_ok "fast path: one load of the state byte, one branch, $total instructions with the tail call" ||
+		tap_fail "fast path: $loads loads, $jumps branches, $total instructions: $(tr '\n' ';' < "$t/fast.s")"
+else
+	tap_fail "fast path: the probe header does not compile alone"
+fi
+
 tap_done

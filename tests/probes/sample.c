@@ -7,6 +7,7 @@
  *   sample ticks FILE    fire ev_tick every millisecond until FILE exists
  *   sample crash         fire, then abort()
  *   sample semaphore     print whether a USDT/LTTng listener is attached (args computed)
+ *   sample init FILE     hgt_probes_init() with ev_ints and ev_void into FILE, then fire
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -89,6 +90,17 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "crash")) {
 		fire();
 		abort();
+	} else if (!strcmp(mode, "init") && argc == 3) {
+		struct hgt_probes_opts o = { .sz = sizeof(o),
+					     .events = "ev_ints,ev_void",
+					     .file = argv[2] };
+		int r = hgt_probes_init(&o);
+
+		if (r < 0) {
+			fprintf(stderr, "hgt_probes_init: %d\n", r);
+			return 1;
+		}
+		fire();
 	} else if (!strcmp(mode, "semaphore")) {
 		/* Without a listener the guarded argument is never computed. */
 		for (int i = 0; i < 3; i++) {
@@ -99,7 +111,8 @@ int main(int argc, char **argv)
 		}
 		printf("computed %lu\n", computed);
 	} else {
-		fprintf(stderr, "usage: sample fire|threads N M|ticks FILE|crash|semaphore\n");
+		fprintf(stderr,
+			"usage: sample fire|threads N M|ticks FILE|crash|semaphore|init FILE\n");
 		return 2;
 	}
 	return 0;
