@@ -377,6 +377,8 @@ static int fill(struct hgt_probefile *f)
 		continue;
 sort:
 		/* Drop what was handed out, sort the rest. */
+		if (!f->nh) /* nothing held (and maybe no array yet) */
+			continue;
 		for (size_t i = 0; i < f->hpos; i++)
 			free(f->h[i].rec);
 		memmove(f->h, f->h + f->hpos, (f->nh - f->hpos) * sizeof(*f->h));
