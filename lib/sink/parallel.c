@@ -55,15 +55,15 @@ struct batch {
 	uint8_t *data;
 	size_t dlen, dcap;
 	size_t log_start; /* comm log entries before this batch */
-	char *text;	  /* formatted output */
-	size_t tlen;
+	char *text;	  /* formatted output (kept between uses) */
+	size_t tlen, tcap;
 	int err;
 };
 
 struct worker {
 	struct hgt__par *p;
 	pthread_t thread;
-	struct hgt_input **in; /* per top input */
+	struct hgt_input **in; /* per top input, opened by the worker itself */
 	struct hgt__line line;
 	struct hgt__kvm_funcs kvm;
 	size_t applied; /* comm log entries applied to this worker's teps */
@@ -87,7 +87,36 @@ struct hgt__par {
 	struct comm_entry *log;
 	size_t nlog, maxlog;
 	int err;
+	/* what each worker opens, in its own thread, while the main thread merges */
+	const char **paths;
+	unsigned int open_flags;
+	bool nsec;
+	struct hgt__kvm_map kvm_map;
 };
+
+/* Open the worker's own inputs (tep handles are not thread safe). Returns 0 or -errno. */
+static int worker_open(struct worker *w)
+{
+	struct hgt__par *p = w->p;
+	HGT_OPTS(hgt_open_opts, oo, .flags = p->open_flags | HGT_OPEN_QUIET);
+	int i;
+
+	for (i = 0; i < p->nr_top; i++) {
+		w->in[i] = hgt_input_open(p->paths[i], &oo);
+		if (!w->in[i])
+			return errno ? -errno : -EIO;
+		if (p->nsec)
+			tep_set_flag(hgt_input_tep(w->in[i]), TEP_NSEC_OUTPUT);
+		/* settle the cmdline table as the first printed line does */
+		tep_data_comm_from_pid(hgt_input_tep(w->in[i]), 0);
+	}
+	for (i = 0; i < p->kvm_map.n; i++) {
+		w->kvm.pid[i] = p->kvm_map.pid[i];
+		w->kvm.tep[i] = hgt_input_tep(w->in[p->kvm_map.top[i]]);
+	}
+	w->kvm.n = p->kvm_map.n;
+	return 0;
+}
 
 /* Apply the comm registrations of earlier batches to a worker's teps. */
 static void catch_up(struct worker *w, size_t upto)
@@ -103,16 +132,17 @@ static void catch_up(struct worker *w, size_t upto)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/*
+ * Format a batch straight into the worker's growing line buffer, then hand that buffer to
+ * the batch and take the batch's old one (no stream, no copy).
+ */
 static int format_batch(struct worker *w, struct batch *b)
 {
 	struct hgt__par *p = w->p;
-	char *text = NULL;
-	size_t tlen = 0;
-	FILE *f = open_memstream(&text, &tlen);
 	int i;
 
-	if (!f)
-		return -ENOMEM;
+	w->line.grow = true;
+	w->line.olen = 0;
 	for (i = 0; i < b->n; i++) {
 		const struct pitem *it = &b->items[i];
 		const struct hgt__par_handle *h = &p->hs[it->h];
@@ -128,16 +158,28 @@ static int format_batch(struct worker *w, struct batch *b)
 		rec.size = it->size;
 		rec.missed_events = it->missed;
 		if (h->prefix_len)
-			hgt__line_put(&w->line, f, h->prefix, h->prefix_len);
-		hgt__line_print(&w->line, &c, &rec, &last, f);
+			hgt__line_put(&w->line, NULL, h->prefix, h->prefix_len);
+		hgt__line_print(&w->line, &c, &rec, &last, NULL);
 	}
-	hgt__line_flush(&w->line, f);
-	if (fclose(f)) {
-		free(text);
-		return -EIO;
+	if (w->line.oom)
+		return -ENOMEM;
+	{
+		char *text = b->text;
+		size_t cap = b->tcap;
+
+		b->text = w->line.obuf;
+		b->tcap = w->line.ocap;
+		b->tlen = w->line.olen;
+		w->line.obuf = text;
+		w->line.ocap = cap;
+		w->line.olen = 0;
+		if (!w->line.obuf) { /* the batch had none yet */
+			w->line.ocap = HGT__OBUF;
+			w->line.obuf = malloc(w->line.ocap);
+			if (!w->line.obuf)
+				return -ENOMEM;
+		}
 	}
-	b->text = text;
-	b->tlen = tlen;
 	return 0;
 }
 
@@ -145,7 +187,17 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct hgt__par *p = w->p;
+	int err = worker_open(w);
 
+	if (err) { /* cannot format: fail the report rather than wait forever */
+		pthread_mutex_lock(&p->lock);
+		if (!p->err)
+			p->err = err;
+		p->stop = true;
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+		return NULL;
+	}
 	hgt__kvm_funcs_set(w->kvm.n ? &w->kvm : NULL);
 	for (;;) {
 		struct batch *b;
@@ -184,7 +236,7 @@ static int write_done(struct hgt__par *p, bool all)
 		struct batch *b = &p->b[p->next_write % (unsigned long long)p->nr_b];
 
 		if (b->state != B_DONE) {
-			if (!all)
+			if (!all || p->err) /* after an error nobody may format what is left */
 				break;
 			pthread_cond_wait(&p->cond, &p->lock);
 			continue;
@@ -200,9 +252,7 @@ static int write_done(struct hgt__par *p, bool all)
 			if (w != b->tlen)
 				p->err = -EIO;
 		}
-		free(b->text);
-		b->text = NULL;
-		b->tlen = 0;
+		b->tlen = 0; /* the buffer stays for the next use */
 		b->n = 0;
 		b->dlen = 0;
 		b->state = B_FREE;
@@ -221,7 +271,6 @@ struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths, int nr_t
 			      unsigned int open_flags, bool nsec, const struct hgt__par_handle *hs,
 			      int nr_h, const struct hgt__kvm_map *kvm, FILE *out)
 {
-	HGT_OPTS(hgt_open_opts, oo, .flags = open_flags | HGT_OPEN_QUIET);
 	struct hgt__par *p = calloc(1, sizeof(*p));
 	int i, k;
 
@@ -244,6 +293,15 @@ struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths, int nr_t
 		if (!p->b[i].items)
 			goto fail;
 	}
+	p->paths = malloc(sizeof(*p->paths) * (size_t)(nr_top ? nr_top : 1));
+	if (!p->paths)
+		goto fail;
+	for (i = 0; i < nr_top; i++)
+		p->paths[i] = paths[i];
+	p->open_flags = open_flags;
+	p->nsec = nsec;
+	if (kvm && kvm->n)
+		p->kvm_map = *kvm; /* the caller's arrays outlive the workers */
 	for (k = 0; k < nr_workers; k++) {
 		struct worker *w = &p->w[k];
 
@@ -253,25 +311,11 @@ struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths, int nr_t
 		w->in = calloc((size_t)nr_top, sizeof(*w->in));
 		if (!w->in)
 			goto fail;
-		for (i = 0; i < nr_top; i++) {
-			w->in[i] = hgt_input_open(paths[i], &oo);
-			if (!w->in[i])
-				goto fail;
-			if (nsec)
-				tep_set_flag(hgt_input_tep(w->in[i]), TEP_NSEC_OUTPUT);
-			/* settle the cmdline table as the first printed line does */
-			tep_data_comm_from_pid(hgt_input_tep(w->in[i]), 0);
-		}
-		if (kvm && kvm->n) {
-			w->kvm.pid = malloc(sizeof(int) * (size_t)kvm->n);
-			w->kvm.tep = malloc(sizeof(*w->kvm.tep) * (size_t)kvm->n);
+		if (p->kvm_map.n) {
+			w->kvm.pid = malloc(sizeof(int) * (size_t)p->kvm_map.n);
+			w->kvm.tep = malloc(sizeof(*w->kvm.tep) * (size_t)p->kvm_map.n);
 			if (!w->kvm.pid || !w->kvm.tep)
 				goto fail;
-			for (i = 0; i < kvm->n; i++) {
-				w->kvm.pid[i] = kvm->pid[i];
-				w->kvm.tep[i] = hgt_input_tep(w->in[kvm->top[i]]);
-			}
-			w->kvm.n = kvm->n;
 		}
 	}
 	for (k = 0; k < nr_workers; k++) {
@@ -451,6 +495,7 @@ void hgt__par_free(struct hgt__par *p)
 	}
 	free(p->b);
 	free(p->w);
+	free(p->paths);
 	free(p->log);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);

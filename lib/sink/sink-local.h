@@ -16,7 +16,17 @@ struct hgt_input;
 struct hgt__line {
 	struct trace_seq info;
 	size_t olen;
-	char *obuf; /* HGT__OBUF bytes */
+	char *obuf; /* ocap bytes */
+	size_t ocap;
+	bool grow; /* keep everything in obuf (growing it) instead of writing to the FILE */
+	bool oom;  /* growing failed: lines were lost */
+	/* pid -> comm as libtraceevent found it (found names only: a pid's first registered
+	 * comm never changes, an unknown one may become known) */
+	struct {
+		const struct tep_handle *tep;
+		int pid;
+		const char *comm;
+	} comm_cache[512];
 };
 
 #define HGT__OBUF (256 * 1024)

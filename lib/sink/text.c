@@ -25,6 +25,10 @@
 int hgt__line_init(struct hgt__line *l)
 {
 	l->olen = 0;
+	l->grow = false;
+	l->oom = false;
+	memset(l->comm_cache, 0, sizeof(l->comm_cache));
+	l->ocap = HGT__OBUF;
 	l->obuf = malloc(HGT__OBUF);
 	trace_seq_init(&l->info);
 	return l->info.buffer && l->obuf ? 0 : -1;
@@ -86,11 +90,24 @@ void hgt__format_time_col(char *buf, uint64_t ts, bool in_usecs, bool nsec)
 /* Output buffer: lines are assembled here and written in large pieces. */
 static char *obuf_reserve(struct hgt__line *l, FILE *out, size_t n)
 {
-	if (l->olen + n > HGT__OBUF) {
+	if (l->olen + n > l->ocap && l->grow) {
+		size_t cap = (l->olen + n) * 2;
+		char *b = realloc(l->obuf, cap);
+
+		if (b) {
+			l->obuf = b;
+			l->ocap = cap;
+		} else {
+			l->oom = true;
+		}
+	}
+	if (l->olen + n > l->ocap) {
+		if (!out)
+			return NULL;
 		fwrite(l->obuf, 1, l->olen, out);
 		l->olen = 0;
 	}
-	if (n > HGT__OBUF)
+	if (n > l->ocap)
 		return NULL;
 	return l->obuf + l->olen;
 }
@@ -100,7 +117,8 @@ void hgt__line_put(struct hgt__line *l, FILE *out, const char *s, size_t n)
 	char *p = obuf_reserve(l, out, n);
 
 	if (!p) { /* longer than the buffer: write it through */
-		fwrite(s, 1, n, out);
+		if (out)
+			fwrite(s, 1, n, out);
 		return;
 	}
 	memcpy(p, s, n);
@@ -109,7 +127,7 @@ void hgt__line_put(struct hgt__line *l, FILE *out, const char *s, size_t n)
 
 void hgt__line_flush(struct hgt__line *l, FILE *out)
 {
-	if (l->olen)
+	if (l->olen && out)
 		fwrite(l->obuf, 1, l->olen, out);
 	l->olen = 0;
 }
@@ -117,24 +135,36 @@ void hgt__line_flush(struct hgt__line *l, FILE *out)
 /* Decimal digits of @v, right-aligned in a field of @width (left-aligned when @left). */
 static size_t put_uint(char *p, uint64_t v, int width, bool left, char pad)
 {
-	char tmp[24];
-	size_t n = 0, i, len;
+	static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+				       "25262728293031323334353637383940414243444546474849"
+				       "50515253545556575859606162636465666768697071727374"
+				       "75767778798081828384858687888990919293949596979899";
+	char tmp[24], *e = tmp + sizeof(tmp), *d = e;
+	size_t n, len, i;
 
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
+	while (v >= 100) { /* two digits per division */
+		unsigned int r = (unsigned int)(v % 100);
+
+		v /= 100;
+		d -= 2;
+		memcpy(d, pairs + 2 * r, 2);
+	}
+	if (v >= 10) {
+		d -= 2;
+		memcpy(d, pairs + 2 * v, 2);
+	} else {
+		*--d = (char)('0' + v);
+	}
+	n = (size_t)(e - d);
 	len = n > (size_t)width ? n : (size_t)width;
 	if (left) {
-		for (i = 0; i < n; i++)
-			p[i] = tmp[n - 1 - i];
-		for (; i < len; i++)
+		memcpy(p, d, n);
+		for (i = n; i < len; i++)
 			p[i] = ' ';
 	} else {
 		for (i = 0; i < len - n; i++)
 			p[i] = pad;
-		for (; i < len; i++)
-			p[i] = tmp[len - 1 - i];
+		memcpy(p + len - n, d, n);
 	}
 	return len;
 }
@@ -170,13 +200,29 @@ unsigned long long hgt__line_diff_base(const struct hgt__line_ctx *c, unsigned l
 	return c->use_trace_clock && !c->nsec ? (ts + 500) / 1000 : ts;
 }
 
+static const char *comm_of(struct hgt__line *l, struct tep_handle *tep, int pid)
+{
+	unsigned int k = (unsigned int)pid % (sizeof(l->comm_cache) / sizeof(l->comm_cache[0]));
+	const char *comm;
+
+	if (l->comm_cache[k].tep == tep && l->comm_cache[k].pid == pid)
+		return l->comm_cache[k].comm;
+	comm = tep_data_comm_from_pid(tep, pid);
+	if (strcmp(comm, "<...>")) {
+		l->comm_cache[k].tep = tep;
+		l->comm_cache[k].pid = pid;
+		l->comm_cache[k].comm = comm;
+	}
+	return comm;
+}
+
 void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct tep_record *rec,
 		     unsigned long long *last_ts, FILE *out)
 {
 	struct tep_event *event = tep_find_event_by_record(c->tep, rec);
 	const char *name = event ? event->name : "[UNKNOWN EVENT]";
 	int pid = tep_data_pid(c->tep, rec);
-	const char *comm = tep_data_comm_from_pid(c->tep, pid);
+	const char *comm = comm_of(l, c->tep, pid);
 	size_t clen = strlen(comm), nlen = strlen(name), n = 0, ilen;
 	char *p;
 
@@ -185,6 +231,8 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 	if (!p) {
 		hgt__line_flush(l, out);
 		p = obuf_reserve(l, out, 256);
+		if (!p)
+			return; /* out of memory while growing (l->oom) */
 		comm = "<...>";
 		clen = 5;
 		nlen = 0;
