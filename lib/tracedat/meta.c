@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <traceevent/event-parse.h>
@@ -191,10 +192,53 @@ int hgt__read_kallsyms(struct hgt_input *in, struct hgt__rd *rd)
 			      tep_parse_kallsyms);
 }
 
+/*
+ * libtraceevent's printk parser copies from one byte past each line's first ':' (or past the
+ * line when it has none), then looks at the copy's last three bytes: a line with fewer than
+ * four bytes after its ':' makes it read outside its buffers. Such a line ("ADDR : FORMAT"
+ * has at least a blank and two quotes there) carries no format: it is dropped here.
+ */
+static int parse_printk(struct hgt_input *in, const char *where, char *text)
+{
+	char *out = text, *line = text;
+	unsigned int dropped = 0;
+
+	while (*line) {
+		char *nl = strchr(line, '\n'), *colon;
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+
+		colon = memchr(line, ':', len);
+		if (colon && line + len - (colon + 1) >= 4) {
+			memmove(out, line, len);
+			out += len;
+			if (nl) /* never longer than what was read */
+				*out++ = '\n';
+		} else if (len) {
+			dropped++;
+		}
+		line += len + (nl ? 1 : 0);
+	}
+	*out = '\0';
+	if (dropped && !(in->flags & HGT_OPEN_QUIET))
+		fprintf(stderr, "hgtrace: %s: %s: %u line%s without \"ADDR : format\": skipped\n",
+			in->path, where, dropped, dropped == 1 ? "" : "s");
+	if (*text)
+		tep_parse_printk_formats(in->tep, text);
+	return 0;
+}
+
 int hgt__read_printk(struct hgt_input *in, struct hgt__rd *rd)
 {
-	return read_text_item(in, rd, "printk formats", false, &in->meta.printk_size,
-			      tep_parse_printk_formats);
+	char *text;
+	int ret;
+
+	ret = read_text(in, rd, "printk formats", false, &text, &in->meta.printk_size);
+	if (ret)
+		return ret;
+	if (in->tep && !(in->flags & HGT_OPEN_HEAD_ONLY) && in->meta.printk_size)
+		parse_printk(in, "printk formats", text);
+	free(text);
+	return 0;
 }
 
 int hgt__read_cmdlines(struct hgt_input *in, struct hgt__rd *rd)
