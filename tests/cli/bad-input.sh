@@ -94,29 +94,28 @@ coff=$(cpu0_offset "$t/chunk.dat")
 patch "$t/chunk.dat" $((coff + 12)) deadbeefdeadbeef
 expect_error "corrupt compressed chunk" "$t/chunk.dat" "corrupt zstd"
 
+# damaged_dir DIR NEEDLE WHAT: every file of DIR reports NEEDLE and exits 0 or 1, no crash.
+damaged_dir() {
+	local f rc
+	for f in "$1"/*.dat; do
+		"$HGTRACE" report "$f" > /dev/null 2> "$t/err"
+		rc=$?
+		if [ $rc -le 1 ] && grep -q "$2" "$t/err"; then
+			tap_ok "$(basename "$f"): $3 (exit $rc)"
+		else
+			tap_fail "$(basename "$f"): exit $rc, $(head -c 300 "$t/err")"
+		fi
+	done
+}
+
 # Damaged event formats that crash libtraceevent 1.7's tep_parse_event (one found by the
 # fuzzer, one by the random flips below): each is reported and skipped, never a crash.
-for f in "$data"/damaged/*.dat; do
-	"$HGTRACE" report "$f" > /dev/null 2> "$t/err"
-	rc=$?
-	if [ $rc -le 1 ] && grep -q "crashes libtraceevent's parser: skipped" "$t/err"; then
-		tap_ok "$(basename "$f"): the format libtraceevent crashes on is skipped (exit $rc)"
-	else
-		tap_fail "$(basename "$f"): exit $rc, $(head -c 300 "$t/err")"
-	fi
-done
-
+damaged_dir "$data/damaged" "crashes libtraceevent's parser: skipped" \
+	"the format libtraceevent crashes on is skipped"
 # printk-format lines that make libtraceevent 1.7's printk parser read outside its buffers
 # (found by the fuzzer): skipped with a warning, never handed over.
-for f in "$data"/damaged-printk/*.dat; do
-	"$HGTRACE" report "$f" > /dev/null 2> "$t/err"
-	rc=$?
-	if [ $rc -le 1 ] && grep -q 'printk formats: [0-9]* lines\? without "ADDR : format": skipped' "$t/err"; then
-		tap_ok "$(basename "$f"): the bad printk lines are skipped (exit $rc)"
-	else
-		tap_fail "$(basename "$f"): exit $rc, $(head -c 300 "$t/err")"
-	fi
-done
+damaged_dir "$data/damaged-printk" 'printk formats: [0-9]* lines\? without "ADDR : format": skipped' \
+	"the bad printk lines are skipped"
 
 # Random byte flips must never crash: exit 0 or 1 only.
 crashes=0
