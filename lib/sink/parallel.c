@@ -94,6 +94,13 @@ struct hgt__par {
 	struct hgt__kvm_map kvm_map;
 };
 
+/*
+ * libtraceevent's format parser keeps its input in static variables: two threads may not
+ * parse at once, even into different handles. Workers open one after the other (while the
+ * main thread goes on merging); nothing else parses once they run.
+ */
+static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Open the worker's own inputs (tep handles are not thread safe). Returns 0 or -errno. */
 static int worker_open(struct worker *w)
 {
@@ -102,7 +109,9 @@ static int worker_open(struct worker *w)
 	int i;
 
 	for (i = 0; i < p->nr_top; i++) {
+		pthread_mutex_lock(&parse_lock);
 		w->in[i] = hgt_input_open(p->paths[i], &oo);
+		pthread_mutex_unlock(&parse_lock);
 		if (!w->in[i])
 			return errno ? -errno : -EIO;
 		if (p->nsec)
