@@ -95,13 +95,11 @@ struct hgt__par {
 };
 
 /*
- * libtraceevent's format parser keeps its input in static variables: two threads may not
- * parse at once, even into different handles. Workers open one after the other (while the
- * main thread goes on merging); nothing else parses once they run.
+ * Open a worker's own inputs (tep handles are not thread safe). Done by the main thread
+ * before any worker runs: libtraceevent's format parser keeps its input in static
+ * variables, and the format guard forks (hgt__formats_parse), which must not happen while
+ * other threads run. Returns 0 or -errno.
  */
-static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Open the worker's own inputs (tep handles are not thread safe). Returns 0 or -errno. */
 static int worker_open(struct worker *w)
 {
 	struct hgt__par *p = w->p;
@@ -109,9 +107,7 @@ static int worker_open(struct worker *w)
 	int i;
 
 	for (i = 0; i < p->nr_top; i++) {
-		pthread_mutex_lock(&parse_lock);
 		w->in[i] = hgt_input_open(p->paths[i], &oo);
-		pthread_mutex_unlock(&parse_lock);
 		if (!w->in[i])
 			return errno ? -errno : -EIO;
 		if (p->nsec)
@@ -196,17 +192,6 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct hgt__par *p = w->p;
-	int err = worker_open(w);
-
-	if (err) { /* cannot format: fail the report rather than wait forever */
-		pthread_mutex_lock(&p->lock);
-		if (!p->err)
-			p->err = err;
-		p->stop = true;
-		pthread_cond_broadcast(&p->cond);
-		pthread_mutex_unlock(&p->lock);
-		return NULL;
-	}
 	hgt__kvm_funcs_set(w->kvm.n ? &w->kvm : NULL);
 	for (;;) {
 		struct batch *b;
@@ -326,6 +311,8 @@ struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths, int nr_t
 			if (!w->kvm.pid || !w->kvm.tep)
 				goto fail;
 		}
+		if (worker_open(w))
+			goto fail;
 	}
 	for (k = 0; k < nr_workers; k++) {
 		if (pthread_create(&p->w[k].thread, NULL, worker_main, &p->w[k]))
