@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# make bench: hgtrace report vs trace-cmd report on the same large real recording, to
+# make bench: hgtrace report vs trace-cmd report on the same large real recordings, to
 # /dev/null, run alternately; prints both times, the ratio and both peak RSS.
-# The recording (>= 2 million events) is made with trace-cmd on this machine (root, tracefs).
+# Two recordings (>= 2 million events each) are made with trace-cmd on this machine (root,
+# tracefs): syscalls of a one-byte dd (payloads repeat: the info memo's best case) and a
+# mixed one (file-system walks, many small processes, compression; sched, irq, timer,
+# syscalls and workqueue events), where fewer payloads repeat. hgtrace also runs once
+# with its info memo off (HGT_INFO_MEMO=0) to show what the memo is worth.
 set -uo pipefail
 builddir=$(realpath "${1:-build}")
 hg=$builddir/tools/hgtrace/hgtrace
@@ -9,45 +13,69 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../tests/lib/record.sh"
 out=$here/out
 mkdir -p "$out"
-big=$out/big.dat
 runs=${BENCH_RUNS:-3}
 
-if [ ! -s "$big" ]; then
+record() { # record OUT BUFFER_KB EVENTS... -- CMD...
+	local f=$1 kb=$2
+	shift 2
+	[ -s "$f" ] && return 0
 	why=$(tracefs_ready) || { echo "bench: cannot record: $why"; exit 1; }
-	echo "bench: recording syscalls of dd (1.5M one-byte copies) with trace-cmd..."
 	(
 		flock 9
-		trace-cmd record -d --no-filter -b 20000 -e syscalls -e sched -o "$big" -- \
-			dd if=/dev/zero of=/dev/null bs=1 count=1500000 >/dev/null 2>&1 || true
+		trace-cmd record -d --no-filter -b "$kb" "$@" >/dev/null 2>&1 || true
 	) 9>/tmp/hgtrace-tracefs-top.lock
-fi
-events=$(trace-cmd report "$big" 2>/dev/null | grep -vc '^cpus=')
-echo "bench: $big: $(stat -c %s "$big") bytes, $events events"
-[ "$events" -ge 2000000 ] || echo "bench: warning: fewer than 2 million events"
-
-# Identical output first (latency column removed).
-"$hg" report --no-latency "$big" > "$out/hg.txt"
-trace-cmd report "$big" > "$out/tc.txt" 2>/dev/null
-if cmp -s "$out/hg.txt" "$out/tc.txt"; then echo "bench: outputs identical"; else
-	echo "bench: OUTPUTS DIFFER"; fi
-rm -f "$out/hg.txt" "$out/tc.txt"
+	[ -s "$f" ] || { echo "bench: recording $f failed"; exit 1; }
+}
 
 measure() { # prints "wall_seconds cpu_seconds maxrss_kb"
 	/usr/bin/time -f "%e %U %S %M" "$@" > /dev/null 2> "$out/time.txt"
 	tail -1 "$out/time.txt" | awk '{ print $1, $2 + $3, $4 }'
 }
-ht=0 tt=0 hc=0 tc=0
-for i in $(seq 1 "$runs"); do
-	read -r s1 c1 m1 < <(measure "$hg" report "$big")
-	read -r s2 c2 m2 < <(measure trace-cmd report "$big")
-	printf "run %d: hgtrace %6.2fs wall %6.2fs cpu %7d KB   trace-cmd %6.2fs wall %6.2fs cpu %7d KB\n" \
-		"$i" "$s1" "$c1" "$m1" "$s2" "$c2" "$m2"
-	ht=$(echo "$ht + $s1" | bc -l); tt=$(echo "$tt + $s2" | bc -l)
-	hc=$(echo "$hc + $c1" | bc -l); tc=$(echo "$tc + $c2" | bc -l)
-	hm=$m1 tm=$m2
-done
-printf "report, %d events, mean of %d: hgtrace %.2fs wall / %.2fs cpu, trace-cmd %.2fs wall / %.2fs cpu\n" \
-	"$events" "$runs" "$(echo "$ht / $runs" | bc -l)" "$(echo "$hc / $runs" | bc -l)" \
-	"$(echo "$tt / $runs" | bc -l)" "$(echo "$tc / $runs" | bc -l)"
-printf "ratio: %.2fx faster (wall), %.2fx less cpu; peak RSS %d KB vs %d KB (%.1fx less)\n" \
-	"$(echo "$tt / $ht" | bc -l)" "$(echo "$tc / $hc" | bc -l)" "$hm" "$tm" "$(echo "$tm / $hm" | bc -l)"
+
+bench_file() { # bench_file NAME FILE
+	local name=$1 big=$2 events hits ht=0 tt=0 hc=0 tc=0 nt=0 hm tm i
+	events=$(trace-cmd report "$big" 2>/dev/null | grep -vc '^cpus=')
+	echo "bench $name: $big: $(stat -c %s "$big") bytes, $events events"
+	[ "$events" -ge 2000000 ] || echo "bench $name: warning: fewer than 2 million events"
+
+	# Identical output first (latency column removed).
+	"$hg" report --no-latency "$big" > "$out/hg.txt"
+	trace-cmd report "$big" > "$out/tc.txt" 2>/dev/null
+	if cmp -s "$out/hg.txt" "$out/tc.txt"; then echo "bench $name: outputs identical"; else
+		echo "bench $name: OUTPUTS DIFFER"; fi
+	rm -f "$out/hg.txt" "$out/tc.txt"
+	hits=$(HGT_INFO_MEMO=stats HGT_THREADS=1 "$hg" report "$big" 2>&1 >/dev/null |
+		sed -n 's/^info memo: .*(\(.*\)).*/\1/p')
+	echo "bench $name: info memo hit rate ${hits:-unknown}"
+
+	for i in $(seq 1 "$runs"); do
+		read -r s1 c1 m1 < <(measure "$hg" report "$big")
+		read -r s2 c2 m2 < <(measure trace-cmd report "$big")
+		read -r s3 c3 m3 < <(measure env HGT_INFO_MEMO=0 "$hg" report "$big")
+		printf "run %d: hgtrace %6.2fs wall %6.2fs cpu %7d KB   trace-cmd %6.2fs wall %6.2fs cpu %7d KB   (hgtrace, no memo: %5.2fs wall)\n" \
+			"$i" "$s1" "$c1" "$m1" "$s2" "$c2" "$m2" "$s3"
+		ht=$(echo "$ht + $s1" | bc -l); tt=$(echo "$tt + $s2" | bc -l)
+		hc=$(echo "$hc + $c1" | bc -l); tc=$(echo "$tc + $c2" | bc -l)
+		nt=$(echo "$nt + $s3" | bc -l)
+		hm=$m1 tm=$m2
+	done
+	printf "%s report, %d events, mean of %d: hgtrace %.2fs wall / %.2fs cpu, trace-cmd %.2fs wall / %.2fs cpu\n" \
+		"$name" "$events" "$runs" "$(echo "$ht / $runs" | bc -l)" "$(echo "$hc / $runs" | bc -l)" \
+		"$(echo "$tt / $runs" | bc -l)" "$(echo "$tc / $runs" | bc -l)"
+	printf "%s ratio: %.2fx faster (wall), %.2fx less cpu; without the memo %.2fx; peak RSS %d KB vs %d KB (%.1fx less)\n" \
+		"$name" "$(echo "$tt / $ht" | bc -l)" "$(echo "$tc / $hc" | bc -l)" "$(echo "$tt / $nt" | bc -l)" \
+		"$hm" "$tm" "$(echo "$tm / $hm" | bc -l)"
+}
+
+big=$out/big.dat
+mixed=$out/mixed.dat
+[ -s "$big" ] || echo "bench: recording syscalls of dd (1.5M one-byte copies) with trace-cmd..."
+record "$big" 20000 -e syscalls -e sched -o "$big" -- \
+	dd if=/dev/zero of=/dev/null bs=1 count=1500000
+[ -s "$mixed" ] || echo "bench: recording a mixed workload with trace-cmd..."
+record "$mixed" 60000 -e sched -e irq -e timer -e syscalls -e workqueue -o "$mixed" -- \
+	sh -c 'for k in 1 2; do find /usr -xdev > /dev/null 2>&1
+		for i in $(seq 300); do ls /usr/share/doc > /dev/null; date > /dev/null; done
+		tar cf - /usr/share/doc /usr/include 2>/dev/null | gzip -1 | wc -c > /dev/null; done'
+bench_file dd "$big"
+bench_file mixed "$mixed"

@@ -76,6 +76,9 @@ enum hgt_open_flags {
 	HGT_OPEN_NO_PLUGINS = 1 << 0, /* do not load libtraceevent plugins (report -N) */
 	HGT_OPEN_HEAD_ONLY = 1 << 1,  /* header and options only: no event formats, no tep */
 	HGT_OPEN_QUIET = 1 << 2,      /* do not print warnings (unknown options) to stderr */
+	/* do not hand kallsyms to libtraceevent: the caller resolves kernel functions itself
+	 * (tep_set_function_resolver), e.g. from a handle of the same file opened before */
+	HGT_OPEN_NO_KALLSYMS = 1 << 3,
 };
 
 struct hgt_open_opts {

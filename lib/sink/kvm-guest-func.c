@@ -22,6 +22,11 @@ void hgt__kvm_funcs_set(const struct hgt__kvm_funcs *f)
 	current = f;
 }
 
+const struct hgt__kvm_funcs *hgt__kvm_funcs_get(void)
+{
+	return current;
+}
+
 /* The function holding guest address *@val for the vCPU thread that logged @record;
  * *@val becomes the function's start address. NULL when unknown. */
 const char *tep_plugin_kvm_get_func(struct tep_event *event, struct tep_record *record,

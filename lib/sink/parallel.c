@@ -6,7 +6,10 @@
  * main thread keeps merging and filtering in time order; it copies the records it keeps
  * into batches, and worker threads format batches, each with its own libtraceevent handles
  * (every input opened again per worker: tep handles are not thread safe). Batches are
- * written out in order, so the output is byte for byte the sequential one.
+ * written out in order, so the output is byte for byte the sequential one. When no batch
+ * slot is free, the main thread formats the oldest waiting batch itself (with a context
+ * of its own) instead of waiting: one worker per spare core keeps every core busy whether
+ * merging or formatting is the heavier part.
  *
  * Two things make a line depend on the lines before it, and both are kept:
  *  - the sched_switch plugin registers the comm of every pid it prints (first one wins):
@@ -63,7 +66,7 @@ struct batch {
 struct worker {
 	struct hgt__par *p;
 	pthread_t thread;
-	struct hgt_input **in; /* per top input, opened by the worker itself */
+	struct hgt_input **in; /* per top input, opened for this context alone */
 	struct hgt__line line;
 	struct hgt__kvm_funcs kvm;
 	size_t applied; /* comm log entries applied to this worker's teps */
@@ -82,17 +85,38 @@ struct hgt__par {
 	unsigned long long filling; /* seq of the batch being filled */
 	unsigned long long next_take, next_write;
 	bool stop;
-	struct worker *w;
+	struct worker *w; /* nr_w threads, then the main thread's own context */
 	int nr_w;
 	struct comm_entry *log;
 	size_t nlog, maxlog;
 	int err;
-	/* what each worker opens, in its own thread, while the main thread merges */
+	/* what each worker opens (in the main thread, before any worker runs) */
 	const char **paths;
+	struct tep_handle **funcs_from; /* per top input: the main thread's handle */
 	unsigned int open_flags;
 	bool nsec;
 	struct hgt__kvm_map kvm_map;
 };
+
+/*
+ * Kernel functions for a worker's handle, from the main thread's handle of the same file:
+ * parsing kallsyms (libtraceevent does it with one sscanf per line) was half the cost of
+ * opening an input again. The main thread's function map is built before any worker
+ * starts (hgt__par_new) and only read afterwards, so lookups from several threads are
+ * safe. The module name is not printed by libtraceevent's event output, only the name.
+ */
+static char *resolve_function(void *priv, unsigned long long *addrp, char **modp)
+{
+	const char *name;
+	unsigned long long start;
+	unsigned long size;
+
+	*modp = NULL;
+	if (!tep_find_function_info(priv, *addrp, &name, &start, &size)) /* 1: found */
+		return NULL;
+	*addrp = start;
+	return (char *)name;
+}
 
 /*
  * Open a worker's own inputs (tep handles are not thread safe). Done by the main thread
@@ -103,13 +127,16 @@ struct hgt__par {
 static int worker_open(struct worker *w)
 {
 	struct hgt__par *p = w->p;
-	HGT_OPTS(hgt_open_opts, oo, .flags = p->open_flags | HGT_OPEN_QUIET);
+	HGT_OPTS(hgt_open_opts, oo, .flags = p->open_flags | HGT_OPEN_QUIET | HGT_OPEN_NO_KALLSYMS);
 	int i;
 
 	for (i = 0; i < p->nr_top; i++) {
 		w->in[i] = hgt_input_open(p->paths[i], &oo);
 		if (!w->in[i])
 			return errno ? -errno : -EIO;
+		if (tep_set_function_resolver(hgt_input_tep(w->in[i]), resolve_function,
+					      p->funcs_from[i]))
+			return -ENOMEM;
 		if (p->nsec)
 			tep_set_flag(hgt_input_tep(w->in[i]), TEP_NSEC_OUTPUT);
 		/* settle the cmdline table as the first printed line does */
@@ -188,15 +215,30 @@ static int format_batch(struct worker *w, struct batch *b)
 	return 0;
 }
 
+/*
+ * Take the oldest submitted batch and format it with @w's handles. Called with the lock
+ * held, and returns with it held (dropped while formatting).
+ */
+static void take_and_format(struct worker *w)
+{
+	struct hgt__par *p = w->p;
+	struct batch *b = &p->b[p->next_take++ % (unsigned long long)p->nr_b];
+
+	b->state = B_BUSY;
+	pthread_mutex_unlock(&p->lock);
+	catch_up(w, b->log_start);
+	b->err = format_batch(w, b);
+	pthread_mutex_lock(&p->lock);
+	b->state = B_DONE;
+	pthread_cond_broadcast(&p->cond);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct hgt__par *p = w->p;
 	hgt__kvm_funcs_set(w->kvm.n ? &w->kvm : NULL);
 	for (;;) {
-		struct batch *b;
-		unsigned long long seq;
-
 		pthread_mutex_lock(&p->lock);
 		while (p->next_take >= p->filling && !p->stop)
 			pthread_cond_wait(&p->cond, &p->lock);
@@ -204,21 +246,29 @@ static void *worker_main(void *arg)
 			pthread_mutex_unlock(&p->lock);
 			break;
 		}
-		seq = p->next_take++;
-		b = &p->b[seq % (unsigned long long)p->nr_b];
-		b->state = B_BUSY;
-		pthread_mutex_unlock(&p->lock);
-
-		catch_up(w, b->log_start);
-		b->err = format_batch(w, b);
-
-		pthread_mutex_lock(&p->lock);
-		b->state = B_DONE;
-		pthread_cond_broadcast(&p->cond);
+		take_and_format(w);
 		pthread_mutex_unlock(&p->lock);
 	}
 	hgt__kvm_funcs_set(NULL);
 	return NULL;
+}
+
+/*
+ * The main thread, rather than wait for a worker, formats the oldest submitted batch
+ * itself, with a context of its own (the handles it merges with already hold the comms
+ * registered further on). Lock held. Returns whether it formatted one.
+ */
+static bool main_help(struct hgt__par *p)
+{
+	struct worker *self = &p->w[p->nr_w];
+	const struct hgt__kvm_funcs *kf = hgt__kvm_funcs_get();
+
+	if (p->next_take >= p->filling || p->err)
+		return false;
+	hgt__kvm_funcs_set(self->kvm.n ? &self->kvm : NULL);
+	take_and_format(self);
+	hgt__kvm_funcs_set(kf);
+	return true;
 }
 
 /* Write out finished batches in order; with @all, wait for every submitted one. Called by
@@ -232,7 +282,8 @@ static int write_done(struct hgt__par *p, bool all)
 		if (b->state != B_DONE) {
 			if (!all || p->err) /* after an error nobody may format what is left */
 				break;
-			pthread_cond_wait(&p->cond, &p->lock);
+			if (!main_help(p))
+				pthread_cond_wait(&p->cond, &p->lock);
 			continue;
 		}
 		if (b->err && !p->err)
@@ -258,12 +309,15 @@ static int write_done(struct hgt__par *p, bool all)
 
 /**
  * hgt__par_new - start @nr_workers formatting threads over the inputs @paths (opened again
- * with @open_flags for each worker). @hs describes every report handle. Returns NULL when
- * the parallel path cannot be set up (the caller then formats alone).
+ * with @open_flags for each worker; kernel functions are looked up in the caller's handles
+ * @teps of the same files, which it must not use for anything else that looks functions up
+ * until hgt__par_finish()). @hs describes every report handle. Returns NULL when the
+ * parallel path cannot be set up (the caller then formats alone).
  */
-struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths, int nr_top,
-			      unsigned int open_flags, bool nsec, const struct hgt__par_handle *hs,
-			      int nr_h, const struct hgt__kvm_map *kvm, FILE *out)
+struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths,
+			      struct tep_handle *const *teps, int nr_top, unsigned int open_flags,
+			      bool nsec, const struct hgt__par_handle *hs, int nr_h,
+			      const struct hgt__kvm_map *kvm, FILE *out)
 {
 	struct hgt__par *p = calloc(1, sizeof(*p));
 	int i, k;
@@ -279,7 +333,7 @@ struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths, int nr_t
 	p->nr_w = nr_workers;
 	p->nr_b = 2 * nr_workers + 2;
 	p->b = calloc((size_t)p->nr_b, sizeof(*p->b));
-	p->w = calloc((size_t)nr_workers, sizeof(*p->w));
+	p->w = calloc((size_t)nr_workers + 1, sizeof(*p->w)); /* + the main thread's */
 	if (!p->b || !p->w)
 		goto fail;
 	for (i = 0; i < p->nr_b; i++) {
@@ -290,13 +344,19 @@ struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths, int nr_t
 	p->paths = malloc(sizeof(*p->paths) * (size_t)(nr_top ? nr_top : 1));
 	if (!p->paths)
 		goto fail;
-	for (i = 0; i < nr_top; i++)
+	p->funcs_from = malloc(sizeof(*p->funcs_from) * (size_t)(nr_top ? nr_top : 1));
+	if (!p->funcs_from)
+		goto fail;
+	for (i = 0; i < nr_top; i++) {
 		p->paths[i] = paths[i];
+		p->funcs_from[i] = teps[i];
+		tep_find_function(teps[i], 0); /* builds the function map, here, once */
+	}
 	p->open_flags = open_flags;
 	p->nsec = nsec;
 	if (kvm && kvm->n)
 		p->kvm_map = *kvm; /* the caller's arrays outlive the workers */
-	for (k = 0; k < nr_workers; k++) {
+	for (k = 0; k <= nr_workers; k++) {
 		struct worker *w = &p->w[k];
 
 		w->p = p;
@@ -333,7 +393,7 @@ static struct batch *take_slot(struct hgt__par *p)
 	pthread_mutex_lock(&p->lock);
 	while (b->state != B_FREE && !p->err) {
 		write_done(p, false);
-		if (b->state != B_FREE && !p->err)
+		if (b->state != B_FREE && !p->err && !main_help(p))
 			pthread_cond_wait(&p->cond, &p->lock);
 	}
 	if (b->state != B_FREE) {
@@ -471,7 +531,7 @@ void hgt__par_free(struct hgt__par *p)
 		p->stop = true;
 		pthread_cond_broadcast(&p->cond);
 		pthread_mutex_unlock(&p->lock);
-		for (k = 0; k < p->nr_w; k++) {
+		for (k = 0; k <= p->nr_w; k++) {
 			struct worker *w = &p->w[k];
 
 			if (w->started)
@@ -492,6 +552,7 @@ void hgt__par_free(struct hgt__par *p)
 	free(p->b);
 	free(p->w);
 	free(p->paths);
+	free(p->funcs_from);
 	free(p->log);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);

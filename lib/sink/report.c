@@ -579,7 +579,7 @@ static int par_threads(const struct report *r)
 			return 0;
 	if (n < 2 || r->nr_ps) /* probe lines are printed here, in order with the rest */
 		return 0;
-	return n > 8 ? 8 : (int)n;
+	return n > 9 ? 8 : (int)n - 1; /* the main thread merges on a core of its own */
 }
 
 static void par_state_free(struct report *r, struct par_state *ps)
@@ -601,6 +601,7 @@ static void par_state_free(struct report *r, struct par_state *ps)
 static void par_state_init(struct report *r, struct par_state *ps, const struct hgt__kvm_map *km)
 {
 	int n = par_threads(r), i;
+	struct tep_handle **teps = NULL;
 	const char **paths;
 
 	if (!n)
@@ -609,13 +610,15 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 	ps->prefix = calloc((size_t)r->nr_h, sizeof(*ps->prefix));
 	ps->kinds = calloc((size_t)r->nr_top, sizeof(*ps->kinds));
 	paths = calloc((size_t)r->nr_top, sizeof(*paths));
-	if (!ps->hs || !ps->prefix || !ps->kinds || !paths)
+	teps = calloc((size_t)r->nr_top, sizeof(*teps));
+	if (!ps->hs || !ps->prefix || !ps->kinds || !paths || !teps)
 		goto fail;
 	for (i = 0; i < r->nr_top; i++) {
 		ps->kinds[i] = calloc(65536, 1);
 		if (!ps->kinds[i])
 			goto fail;
 		paths[i] = hgt_input_path(r->h[i].in);
+		teps[i] = hgt_input_tep(r->h[i].in);
 	}
 	for (i = 0; i < r->nr_h; i++) {
 		struct handle *h = &r->h[i];
@@ -629,15 +632,18 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 			ph->prefix_len = line_prefix(r, h, ps->prefix[i]);
 		}
 	}
-	ps->par = hgt__par_new(n, paths, r->nr_top,
+	ps->par = hgt__par_new(n, paths, teps, r->nr_top,
 			       (r->o->no_plugins ? HGT_OPEN_NO_PLUGINS : 0) | HGT_OPEN_QUIET,
 			       r->o->nsec, ps->hs, r->nr_h, km, r->out);
 	free(paths);
+	free(teps);
 	if (ps->par)
 		return;
 	paths = NULL;
+	teps = NULL;
 fail:
 	free(paths);
+	free(teps);
 	par_state_free(r, ps);
 }
 

@@ -11,10 +11,14 @@
 
 struct tep_handle;
 struct tep_record;
+struct tep_event;
 struct hgt_input;
+
+struct hgt__info_memo;
 
 struct hgt__line {
 	struct trace_seq info;
+	struct hgt__info_memo *memo; /* info texts of payloads printed before, or NULL */
 	size_t olen;
 	char *obuf; /* ocap bytes */
 	size_t ocap;
@@ -27,6 +31,12 @@ struct hgt__line {
 		int pid;
 		const char *comm;
 	} comm_cache[512];
+	/* type id -> event (libtraceevent remembers only the last one it found) */
+	struct {
+		const struct tep_handle *tep;
+		int type;
+		struct tep_event *event;
+	} event_cache[256];
 };
 
 #define HGT__OBUF (256 * 1024)
@@ -46,6 +56,12 @@ struct hgt__line_ctx {
 };
 
 int hgt__line_init(struct hgt__line *l);
+/* info-memo.c */
+struct hgt__info_memo *hgt__info_memo_new(void);
+void hgt__info_memo_free(struct hgt__info_memo *m);
+const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, struct tep_handle *tep,
+			   const struct tep_event *ev, struct tep_record *rec, bool raw,
+			   size_t *len);
 void hgt__line_fini(struct hgt__line *l);
 /* Write out what hgt__line_print() buffered; call before anything else goes to @out. */
 void hgt__line_flush(struct hgt__line *l, FILE *out);
@@ -65,6 +81,7 @@ struct hgt__kvm_funcs {
 	struct tep_handle **tep;
 };
 void hgt__kvm_funcs_set(const struct hgt__kvm_funcs *f);
+const struct hgt__kvm_funcs *hgt__kvm_funcs_get(void);
 
 /* The same map by top-level input index, for the parallel workers' own teps. */
 struct hgt__kvm_map {
@@ -82,9 +99,10 @@ struct hgt__par_handle {
 	const char *prefix;	  /* file-name column, or NULL */
 	size_t prefix_len;
 };
-struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths, int nr_top,
-			      unsigned int open_flags, bool nsec, const struct hgt__par_handle *hs,
-			      int nr_h, const struct hgt__kvm_map *kvm, FILE *out);
+struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths,
+			      struct tep_handle *const *teps, int nr_top, unsigned int open_flags,
+			      bool nsec, const struct hgt__par_handle *hs, int nr_h,
+			      const struct hgt__kvm_map *kvm, FILE *out);
 int hgt__par_add(struct hgt__par *p, int h, const struct tep_record *rec, bool boundary,
 		 unsigned long long prev_ts);
 int hgt__par_log_comm(struct hgt__par *p, int top, int pid, const char *comm);

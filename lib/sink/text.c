@@ -28,15 +28,19 @@ int hgt__line_init(struct hgt__line *l)
 	l->grow = false;
 	l->oom = false;
 	memset(l->comm_cache, 0, sizeof(l->comm_cache));
+	memset(l->event_cache, 0, sizeof(l->event_cache));
 	l->ocap = HGT__OBUF;
 	l->obuf = malloc(HGT__OBUF);
 	trace_seq_init(&l->info);
+	l->memo = hgt__info_memo_new(); /* NULL: printed every time */
 	return l->info.buffer && l->obuf ? 0 : -1;
 }
 
 void hgt__line_fini(struct hgt__line *l)
 {
 	free(l->obuf);
+	hgt__info_memo_free(l->memo);
+	l->memo = NULL;
 	trace_seq_destroy(&l->info);
 }
 
@@ -216,14 +220,33 @@ static const char *comm_of(struct hgt__line *l, struct tep_handle *tep, int pid)
 	return comm;
 }
 
+static struct tep_event *event_of(struct hgt__line *l, struct tep_handle *tep,
+				  struct tep_record *rec)
+{
+	int type = tep_data_type(tep, rec);
+	unsigned int k = (unsigned int)type % (sizeof(l->event_cache) / sizeof(l->event_cache[0]));
+	struct tep_event *ev;
+
+	if (l->event_cache[k].tep == tep && l->event_cache[k].type == type)
+		return l->event_cache[k].event;
+	ev = tep_find_event(tep, type);
+	if (ev) {
+		l->event_cache[k].tep = tep;
+		l->event_cache[k].type = type;
+		l->event_cache[k].event = ev;
+	}
+	return ev;
+}
+
 void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct tep_record *rec,
 		     unsigned long long *last_ts, FILE *out)
 {
-	struct tep_event *event = tep_find_event_by_record(c->tep, rec);
+	struct tep_event *event = event_of(l, c->tep, rec);
 	const char *name = event ? event->name : "[UNKNOWN EVENT]";
 	int pid = tep_data_pid(c->tep, rec);
 	const char *comm = comm_of(l, c->tep, pid);
 	size_t clen = strlen(comm), nlen = strlen(name), n = 0, ilen;
+	const char *info;
 	char *p;
 
 	/* Everything before the info fits in this bound. */
@@ -290,11 +313,7 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 	}
 	l->olen += n;
 
-	trace_seq_reset(&l->info);
-	tep_print_event(c->tep, &l->info, rec, "%s", c->raw ? TEP_PRINT_INFO_RAW : TEP_PRINT_INFO);
-	ilen = l->info.len;
-	if (ilen && l->info.buffer[ilen - 1] == '\n')
-		ilen--;
-	hgt__line_put(l, out, l->info.buffer, ilen);
+	info = hgt__info_text(l->memo, &l->info, c->tep, event, rec, c->raw, &ilen);
+	hgt__line_put(l, out, info, ilen);
 	hgt__line_put(l, out, "\n", 1);
 }

@@ -186,10 +186,17 @@ static int read_text_item(struct hgt_input *in, struct hgt__rd *rd, const char *
 	return 0;
 }
 
+static int no_parse(struct tep_handle *tep, const char *text)
+{
+	(void)tep;
+	(void)text;
+	return 0;
+}
+
 int hgt__read_kallsyms(struct hgt_input *in, struct hgt__rd *rd)
 {
 	return read_text_item(in, rd, "kallsyms", false, &in->meta.kallsyms_size,
-			      tep_parse_kallsyms);
+			      in->flags & HGT_OPEN_NO_KALLSYMS ? no_parse : tep_parse_kallsyms);
 }
 
 /*

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The info text of records already printed, kept for records with the same bytes.
+ *
+ * Most of a report's time is libtraceevent turning a record's payload into its info text,
+ * and real traces repeat payloads a lot (a task's syscalls with the same arguments, the
+ * same irq on the same line, a context switch between the same two tasks). The info text
+ * is a function of the event, the handle's fixed metadata (formats, kallsyms, printk
+ * formats) and the payload bytes alone when the event has no plugin handler, or has one of
+ * the sched plugin's handlers, which only read the payload (they also register the comms
+ * they print, first registration wins, so printing the same payload again registers
+ * nothing new). Plugins that keep state between records (the function tracers) or that
+ * look at anything but the payload are never memoized. The key is the whole payload,
+ * common fields included, so a print fmt that reads common_pid stays exact.
+ *
+ * A direct-mapped table: a hit costs one hash and one memcmp of the payload; a miss prints
+ * as before and stores the text when it fits. HGT_INFO_MEMO=0 turns it off and
+ * HGT_INFO_MEMO=stats prints the hit rate at the end (benchmarks, debugging).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <traceevent/event-parse.h>
+
+#include "sink-local.h"
+
+#define MEMO_SLOTS 4096 /* power of two */
+#define MEMO_KEY 120	/* payload bytes kept (sched_switch: 64) */
+#define MEMO_TEXT 184	/* info text bytes kept */
+#define PURE_SLOTS 64	/* per-event decisions */
+
+struct memo_slot {
+	const struct tep_handle *tep;
+	uint64_t hash;
+	uint16_t klen, tlen;
+	bool raw, used;
+	uint8_t key[MEMO_KEY];
+	char text[MEMO_TEXT];
+};
+
+struct pure_slot {
+	const struct tep_event *ev;
+	bool pure;
+};
+
+struct hgt__info_memo {
+	struct memo_slot slot[MEMO_SLOTS];
+	struct pure_slot pure[PURE_SLOTS];
+	unsigned long long hits, lookups, records;
+	bool stats;
+};
+
+struct hgt__info_memo *hgt__info_memo_new(void)
+{
+	const char *e = getenv("HGT_INFO_MEMO");
+	struct hgt__info_memo *m;
+
+	if (e && !strcmp(e, "0"))
+		return NULL;
+	m = calloc(1, sizeof(*m));
+	if (m)
+		m->stats = e && !strcmp(e, "stats");
+	return m;
+}
+
+void hgt__info_memo_free(struct hgt__info_memo *m)
+{
+	if (m && m->stats && m->records)
+		fprintf(stderr, "info memo: %llu records, %llu looked up, %llu hits (%.1f%%)\n",
+			m->records, m->lookups, m->hits,
+			100.0 * (double)m->hits / (double)m->records);
+	free(m);
+}
+
+/* Whether printing @ev's info reads nothing but the payload and the fixed metadata. */
+static bool event_pure(struct hgt__info_memo *m, const struct tep_event *ev, bool raw)
+{
+	struct pure_slot *p = &m->pure[(unsigned int)ev->id % PURE_SLOTS];
+
+	if (raw || !ev->handler) /* -R prints the fields; no handler prints the print fmt */
+		return true;
+	if (p->ev != ev) {
+		p->ev = ev;
+		p->pure = !strcmp(ev->system, "sched") &&
+			  (!strcmp(ev->name, "sched_switch") || !strcmp(ev->name, "sched_wakeup") ||
+			   !strcmp(ev->name, "sched_wakeup_new"));
+	}
+	return p->pure;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
+	return h ^ (h >> 31);
+}
+
+static uint64_t payload_hash(const struct tep_handle *tep, const uint8_t *p, size_t n, bool raw)
+{
+	uint64_t h = mix(0x9e3779b97f4a7c15ULL,
+			 (uint64_t)n << 1 | raw); /* no pointer: hits repeat run to run */
+
+	for (; n >= 8; p += 8, n -= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		h = mix(h, v);
+	}
+	if (n) {
+		uint64_t v = 0;
+
+		memcpy(&v, p, n);
+		h = mix(h, v);
+	}
+	return h ^ (h >> 29);
+}
+
+/**
+ * hgt__info_text - the info text of @rec (event @ev of @tep), without its trailing newline:
+ * from the memo @m when the same payload was printed before, else printed by libtraceevent
+ * into @seq (and kept in @m when it fits). @m may be NULL. Sets *@len; the text stays valid
+ * until the next call.
+ */
+const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, struct tep_handle *tep,
+			   const struct tep_event *ev, struct tep_record *rec, bool raw,
+			   size_t *len)
+{
+	struct memo_slot *s = NULL;
+	uint64_t h = 0;
+	size_t n;
+
+	if (m)
+		m->records++;
+	if (m && ev && rec->size > 0 && rec->size <= MEMO_KEY && event_pure(m, ev, raw)) {
+		h = payload_hash(tep, rec->data, (size_t)rec->size, raw);
+		s = &m->slot[h & (MEMO_SLOTS - 1)];
+		m->lookups++;
+		if (s->used && s->hash == h && s->tep == tep && s->raw == raw &&
+		    s->klen == (uint16_t)rec->size && !memcmp(s->key, rec->data, s->klen)) {
+			m->hits++;
+			*len = s->tlen;
+			return s->text;
+		}
+	}
+	trace_seq_reset(seq);
+	tep_print_event(tep, seq, rec, "%s", raw ? TEP_PRINT_INFO_RAW : TEP_PRINT_INFO);
+	n = seq->len;
+	if (n && seq->buffer[n - 1] == '\n')
+		n--;
+	if (s && n <= MEMO_TEXT) {
+		s->used = true;
+		s->hash = h;
+		s->tep = tep;
+		s->raw = raw;
+		s->klen = (uint16_t)rec->size;
+		memcpy(s->key, rec->data, s->klen);
+		s->tlen = (uint16_t)n;
+		memcpy(s->text, seq->buffer, n);
+	}
+	*len = n;
+	return seq->buffer;
+}
