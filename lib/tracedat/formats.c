@@ -6,10 +6,14 @@
  * (found by our fuzzer). A file must never crash us, so every format of a file is first
  * parsed in a forked child with a throw-away tep handle; a format the child dies on (or
  * hangs on) is reported and skipped, and only the others are parsed for real. One fork per
- * file, whatever the number of formats (a child that dies restarts after the culprit).
+ * file, whatever the number of formats (a child that dies restarts after the culprit). The
+ * child starts as soon as the formats are read and works while the parent reads kallsyms;
+ * formats identical byte for byte to ones probed before in the process are not probed
+ * again.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,16 +102,15 @@ static void probe_child(struct hgt_input *in, int start, int fd)
 	_exit(0);
 }
 
-/* Parse formats from @start in a child. Returns -1 when all went through, the index of the
- * format the child died on, or a negative errno below -1 when the probe itself failed. */
-static int probe(struct hgt_input *in, int start)
+/* Start parsing formats from @start in a child; its pid and the read end of its pipe go
+ * to @in. Returns 0 or -errno (no child: the caller parses unguarded). */
+static int probe_begin(struct hgt_input *in, int start)
 {
-	int p[2], last = -2, v, status;
+	int p[2];
 	pid_t pid;
-	ssize_t r;
 
 	if (pipe2(p, O_CLOEXEC))
-		return -errno - 1;
+		return -errno;
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -115,29 +118,164 @@ static int probe(struct hgt_input *in, int start)
 
 		close(p[0]);
 		close(p[1]);
-		return -e - 1;
+		return -e;
 	}
 	if (pid == 0) {
 		close(p[0]);
 		probe_child(in, start, p[1]);
 	}
 	close(p[1]);
+	in->probe_pid = pid;
+	in->probe_fd = p[0];
+	in->probe_start = start;
+	return 0;
+}
+
+/* Wait for the child of probe_begin(). Returns -1 when all went through, the index of the
+ * format the child died on, or -2 when the probe itself failed. */
+static int probe_end(struct hgt_input *in)
+{
+	int last = -2, v, status = 0;
+	ssize_t r;
+
 	for (;;) {
-		r = read(p[0], &v, sizeof(v));
+		r = read(in->probe_fd, &v, sizeof(v));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r != sizeof(v))
 			break;
 		last = v;
 	}
-	close(p[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	close(in->probe_fd);
+	while (waitpid(in->probe_pid, &status, 0) < 0 && errno == EINTR)
 		;
+	in->probe_pid = 0;
+	in->probe_fd = -1;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && last == -1)
 		return -1;
-	if (last >= start)
+	if (last >= in->probe_start)
 		return last;
-	return -EIO - 1;
+	return -2;
+}
+
+/*
+ * Formats already probed in this process, kept byte for byte with their verdict: a file
+ * opened again (the report's worker handles) is not probed again. Only identical bytes
+ * count, so a different file cannot borrow another's verdict.
+ */
+#define MAX_VERDICTS 4
+struct verdict {
+	int nr;
+	uint64_t total;
+	struct hgt__format *f; /* texts and systems copied; bad flags as found */
+};
+static struct verdict verdicts[MAX_VERDICTS];
+static int next_verdict;
+static pthread_mutex_t verdict_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t formats_total(const struct hgt_input *in)
+{
+	uint64_t t = 0;
+	int i;
+
+	for (i = 0; i < in->nr_formats; i++)
+		t += in->formats[i].size;
+	return t;
+}
+
+static bool same_formats(const struct verdict *v, const struct hgt_input *in, uint64_t total)
+{
+	int i;
+
+	if (!v->f || v->nr != in->nr_formats || v->total != total)
+		return false;
+	for (i = 0; i < v->nr; i++) {
+		const struct hgt__format *a = &v->f[i], *b = &in->formats[i];
+
+		if (a->size != b->size || strcmp(a->system, b->system) ||
+		    memcmp(a->text, b->text, (size_t)a->size))
+			return false;
+	}
+	return true;
+}
+
+/* Take the verdict on formats identical to @in's, if there is one. */
+static bool verdict_take(struct hgt_input *in)
+{
+	uint64_t total = formats_total(in);
+	bool found = false;
+	int k, i;
+
+	pthread_mutex_lock(&verdict_lock);
+	for (k = 0; k < MAX_VERDICTS && !found; k++) {
+		if (!same_formats(&verdicts[k], in, total))
+			continue;
+		for (i = 0; i < in->nr_formats; i++)
+			in->formats[i].bad = verdicts[k].f[i].bad;
+		found = true;
+	}
+	pthread_mutex_unlock(&verdict_lock);
+	return found;
+}
+
+static void verdict_drop(struct verdict *v)
+{
+	int i;
+
+	for (i = 0; v->f && i < v->nr; i++) {
+		free(v->f[i].text);
+		free(v->f[i].system);
+	}
+	free(v->f);
+	memset(v, 0, sizeof(*v));
+}
+
+/* Keep the verdict on @in's formats (best effort: nothing is kept without memory). */
+static void verdict_keep(const struct hgt_input *in)
+{
+	struct verdict n = { .nr = in->nr_formats, .total = formats_total(in) };
+	int i;
+
+	if (n.nr <= 0)
+		return;
+	n.f = calloc((size_t)n.nr, sizeof(*n.f));
+	for (i = 0; n.f && i < n.nr; i++) {
+		const struct hgt__format *src = &in->formats[i];
+
+		n.f[i] = *src;
+		n.f[i].system = strdup(src->system);
+		n.f[i].text = malloc(src->size ? (size_t)src->size : 1);
+		if (!n.f[i].system || !n.f[i].text) {
+			n.nr = i + 1;
+			verdict_drop(&n);
+			return;
+		}
+		memcpy(n.f[i].text, src->text, (size_t)src->size);
+	}
+	if (!n.f)
+		return;
+	pthread_mutex_lock(&verdict_lock);
+	verdict_drop(&verdicts[next_verdict]);
+	verdicts[next_verdict] = n;
+	next_verdict = (next_verdict + 1) % MAX_VERDICTS;
+	pthread_mutex_unlock(&verdict_lock);
+}
+
+/**
+ * hgt__formats_check_start - start probing the formats read so far in a child, so that the
+ * probe runs while the rest of the metadata (kallsyms above all) is read. Formats probed
+ * before in this process with the same bytes are not probed again.
+ */
+void hgt__formats_check_start(struct hgt_input *in)
+{
+	if (!in->tep || in->formats_checked || in->probe_pid > 0 || !in->nr_formats)
+		return;
+	if (verdict_take(in)) {
+		in->formats_checked = true;
+		return;
+	}
+	if (probe_begin(in, 0))
+		in->formats_checked = true; /* no probe possible (no fork): parse unguarded */
 }
 
 /**
@@ -146,17 +284,16 @@ static int probe(struct hgt_input *in, int start)
  */
 int hgt__formats_parse(struct hgt_input *in)
 {
-	int start = 0, nbad = 0, i, ret = 0;
+	int nbad = 0, i, ret = 0;
+	bool verdict = false; /* a child went through every format (skipping the bad ones) */
 
-	while (in->tep && start < in->nr_formats) {
-		int bad = probe(in, start);
+	hgt__formats_check_start(in);
+	while (in->probe_pid > 0) {
+		int bad = probe_end(in);
 
-		if (bad == -1)
+		verdict = bad == -1;
+		if (bad < 0) /* -1: all went through; -2: no verdict, parse unguarded as before */
 			break;
-		if (bad < -1) {
-			/* no probe possible (no fork): parse unguarded, as before */
-			break;
-		}
 		in->formats[bad].bad = true;
 		if (!(in->flags & HGT_OPEN_QUIET))
 			fprintf(stderr,
@@ -171,8 +308,14 @@ int hgt__formats_parse(struct hgt_input *in)
 					 MAX_BAD_FORMATS);
 			break;
 		}
-		start = bad + 1;
+		if (bad + 1 == in->nr_formats)
+			verdict = true;
+		else if (probe_begin(in, bad + 1))
+			break;
 	}
+	if (!ret && verdict)
+		verdict_keep(in);
+	in->formats_checked = true;
 	for (i = 0; i < in->nr_formats; i++) {
 		struct hgt__format *f = &in->formats[i];
 
@@ -192,6 +335,10 @@ void hgt__formats_free(struct hgt_input *in)
 {
 	int i;
 
+	if (in->probe_pid > 0) { /* the open failed while the probe ran */
+		kill(in->probe_pid, SIGKILL);
+		probe_end(in);
+	}
 	for (i = 0; i < in->nr_formats; i++) {
 		free(in->formats[i].text);
 		free(in->formats[i].system);

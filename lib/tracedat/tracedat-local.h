@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <hgtrace/tracedat.h>
 
@@ -87,6 +88,9 @@ struct hgt_input {
 
 	struct hgt__format *formats; /* kept until the guarded parse (formats.c) */
 	int nr_formats, max_formats;
+	pid_t probe_pid; /* the child probing them, or 0 */
+	int probe_fd, probe_start;
+	bool formats_checked; /* verdict known (or no probe possible) */
 
 	struct hgt__tsync *tsync;
 	struct hgt__guest *guests;
@@ -184,6 +188,7 @@ int hgt__blob_item(struct hgt__blob *b, const void *text, size_t n, int size_byt
 int hgt__format_add(struct hgt_input *in, const char *system, char *text, uint64_t size,
 		    uint64_t where);
 int hgt__formats_parse(struct hgt_input *in);
+void hgt__formats_check_start(struct hgt_input *in);
 void hgt__formats_free(struct hgt_input *in);
 
 /* peer.c */
