@@ -32,9 +32,8 @@
 
 struct memo_slot {
 	const struct tep_handle *tep;
-	uint64_t hash;
 	uint16_t klen, tlen;
-	bool raw, used;
+	bool raw;
 	uint8_t key[MEMO_KEY];
 	char text[MEMO_TEXT];
 };
@@ -45,6 +44,10 @@ struct pure_slot {
 };
 
 struct hgt__info_memo {
+	/* hash | 1 of each used slot, 0 when free: a lookup that misses touches only this
+	 * compact array (the slots are 1.3 MB, and a cache miss on them cost more than the
+	 * hash) */
+	uint64_t tag[MEMO_SLOTS];
 	struct memo_slot slot[MEMO_SLOTS];
 	struct pure_slot pure[PURE_SLOTS];
 	unsigned long long hits, lookups, records;
@@ -126,16 +129,18 @@ const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, stru
 			   size_t *len)
 {
 	struct memo_slot *s = NULL;
+	unsigned int k = 0;
 	uint64_t h = 0;
 	size_t n;
 
 	if (m)
 		m->records++;
 	if (m && ev && rec->size > 0 && rec->size <= MEMO_KEY && event_pure(m, ev, raw)) {
-		h = payload_hash(tep, rec->data, (size_t)rec->size, raw);
-		s = &m->slot[h & (MEMO_SLOTS - 1)];
+		h = payload_hash(tep, rec->data, (size_t)rec->size, raw) | 1;
+		k = (unsigned int)(h >> 1) & (MEMO_SLOTS - 1);
+		s = &m->slot[k];
 		m->lookups++;
-		if (s->used && s->hash == h && s->tep == tep && s->raw == raw &&
+		if (m->tag[k] == h && s->tep == tep && s->raw == raw &&
 		    s->klen == (uint16_t)rec->size && !memcmp(s->key, rec->data, s->klen)) {
 			m->hits++;
 			*len = s->tlen;
@@ -148,8 +153,7 @@ const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, stru
 	if (n && seq->buffer[n - 1] == '\n')
 		n--;
 	if (s && n <= MEMO_TEXT) {
-		s->used = true;
-		s->hash = h;
+		m->tag[k] = h;
 		s->tep = tep;
 		s->raw = raw;
 		s->klen = (uint16_t)rec->size;
