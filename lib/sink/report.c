@@ -896,6 +896,8 @@ int hgt_report(const struct hgt_report_opts *opts)
 			ret = hgt_input_write_latency(h->in, r.out);
 			if (ret)
 				hgt__set_error_line(hgt_input_error(h->in));
+			else
+				fputc('\n', r.out); /* trace-cmd ends the text with one */
 			goto out;
 		}
 		switch (opts->mode) {

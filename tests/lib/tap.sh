@@ -7,6 +7,12 @@ tap_ok() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $*"; }
 tap_fail() { _tap_n=$((_tap_n + 1)); _tap_fail=$((_tap_fail + 1)); echo "not ok $_tap_n - $*"; }
 tap_skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1 # SKIP ${2:-}"; }
 tap_skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+# tap_check WHAT CMD...: ok when CMD succeeds.
+tap_check() {
+	local what=$1
+	shift
+	if "$@"; then tap_ok "$what"; else tap_fail "$what"; fi
+}
 tap_done() { echo "1..$_tap_n"; [ "$_tap_fail" -eq 0 ]; exit $?; }
 
 # Compare two files; on a difference show the first lines of the diff as TAP comments.
