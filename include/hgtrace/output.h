@@ -79,6 +79,14 @@ int hgt_output_add_buffer(struct hgt_output *out, const char *name, const char *
 int hgt_output_write_cpu(struct hgt_output *out, int buf, int cpu, const void *pages, size_t len);
 
 /**
+ * hgt_output_write_latency - make the file a latency (ASCII) trace: @len bytes of @text
+ * (the latency tracer's trace file) instead of pages. The top buffer, the only one
+ * declared, gives the CPU count and the clock. Call once, instead of hgt_output_write_cpu().
+ * Returns 0 or -errno.
+ */
+int hgt_output_write_latency(struct hgt_output *out, const void *text, size_t len);
+
+/**
  * hgt_output_close - finish the file (buffer options, strings, patched offsets), close it
  * and free @out. Returns 0, or a negative errno when anything failed since creation (the
  * file is then removed).

@@ -4,6 +4,7 @@
  * copied, buffers and their pages are copied byte for byte.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,31 @@ static int copy_cpu(struct hgt_input *in, struct hgt_output *out, int buf, int c
 	return ret;
 }
 
+/* A latency (ASCII) trace: its text, with the CPU count and clock of the file. */
+static int copy_latency(struct hgt_input *in, struct hgt_output *out)
+{
+	const char *clock = in->trace_clock && *in->trace_clock ? in->trace_clock : "local";
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = hgt_input_write_latency(in, f);
+	if (fclose(f) && !ret)
+		ret = -ENOMEM;
+	if (!ret) {
+		ret = hgt_output_add_buffer(out, "", clock, in->nr_cpus > 0 ? in->nr_cpus : 1);
+		if (ret > 0)
+			ret = 0;
+	}
+	if (!ret)
+		ret = hgt_output_write_latency(out, text, len);
+	free(text);
+	return ret;
+}
+
 /**
  * hgt_tracedat_convert - rewrite @in as @path.
  */
@@ -53,12 +79,9 @@ int hgt_tracedat_convert(struct hgt_input *in, const char *path,
 			return -EINVAL;
 		memcpy(&co, opts, opts->sz);
 	}
-	if (in->latency)
-		return hgt__error(in, in->latency_offset, ENOTSUP,
-				  "latency (text) traces cannot be converted yet");
 	if (!in->tep)
 		return hgt__error(in, 0, EINVAL, "opened with HGT_OPEN_HEAD_ONLY: no pages");
-	if (in->nr_bufs < 1 || *in->bufs[0].name)
+	if (!in->latency && (in->nr_bufs < 1 || *in->bufs[0].name))
 		return hgt__error(in, in->first_options, ENOTSUP,
 				  "the file has no top instance buffer");
 	for (i = 1; i < in->nr_bufs; i++)
@@ -70,7 +93,8 @@ int hgt_tracedat_convert(struct hgt_input *in, const char *path,
 					  in->bufs[0].pub.page_size);
 	{
 		HGT_OPTS(hgt_output_opts, oo, .version = co.version, .compression = co.compression,
-			 .page_size = in->bufs[0].pub.page_size, .long_size = in->long_size);
+			 .page_size = in->latency ? in->page_size : in->bufs[0].pub.page_size,
+			 .long_size = in->long_size);
 
 		out = hgt_output_create(path, &oo);
 	}
@@ -93,7 +117,9 @@ int hgt_tracedat_convert(struct hgt_input *in, const char *path,
 		if (!layout_option(op->id))
 			ret = hgt_output_add_option(out, op->id, op->data, op->size);
 	}
-	for (i = 0; !ret && i < in->nr_bufs; i++) {
+	if (!ret && in->latency)
+		ret = copy_latency(in, out);
+	for (i = 0; !ret && !in->latency && i < in->nr_bufs; i++) {
 		const struct hgt_buffer *b = &in->bufs[i].pub;
 		int n = b->nr_cpus;
 
@@ -103,7 +129,7 @@ int hgt_tracedat_convert(struct hgt_input *in, const char *path,
 		if (ret > 0)
 			ret = 0;
 	}
-	for (i = 0; !ret && i < in->nr_bufs; i++)
+	for (i = 0; !ret && !in->latency && i < in->nr_bufs; i++)
 		for (int c = 0; !ret && c < in->bufs[i].pub.nr_cpus; c++)
 			ret = copy_cpu(in, out, i, c);
 	if (ret) {

@@ -8,6 +8,8 @@
  *   [STRINGS]
  * v6 layout: [header][items 1-6][u32 cpus]["options  " options (instance BUFFER offsets
  * patched later) u16 0]["flyrecord" cpu table, clock, pages][instances' flyrecord blocks].
+ * A latency (ASCII) trace has, instead of the buffers, a BUFFER_TEXT section and option
+ * (v7) or "latency  " and the text up to the end of the file (v6).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +57,8 @@ struct hgt_output {
 	int long_size;
 	int err;
 	bool data_started;
+	bool latency;	  /* the data is a latency (ASCII) trace, not pages */
+	uint64_t lat_off; /* v7: its BUFFER_TEXT section header */
 
 	uint8_t *meta[NR_META];
 	size_t meta_len[NR_META];
@@ -675,6 +679,8 @@ int hgt_output_write_cpu(struct hgt_output *o, int buf, int cpu, const void *pag
 
 	if (o->err)
 		return o->err;
+	if (o->latency)
+		return out_error(o, EINVAL, "CPU data written into a latency trace");
 	ret = begin_data(o);
 	if (ret)
 		return ret;
@@ -721,6 +727,78 @@ int hgt_output_write_cpu(struct hgt_output *o, int buf, int cpu, const void *pag
 	return 0;
 }
 
+/**
+ * hgt_output_write_latency - make the file a latency (ASCII) trace: @len bytes of @text
+ * (the latency tracer's trace file) take the place of ring-buffer pages. The top buffer,
+ * declared with hgt_output_add_buffer() and the only one, gives the CPU count and the
+ * clock. Call once, instead of hgt_output_write_cpu(). Returns 0 or -errno.
+ */
+int hgt_output_write_latency(struct hgt_output *o, const void *text, size_t len)
+{
+	const uint8_t *p = text;
+	int ret;
+
+	if (o->err)
+		return o->err;
+	if (o->latency || o->cur_buf >= 0)
+		return out_error(o, EINVAL, "latency text written after other data");
+	if (o->nr_bufs != 1 || *o->bufs[0].name)
+		return out_error(o, EINVAL, "a latency trace has the top buffer only");
+	ret = begin_data(o);
+	if (ret)
+		return ret;
+	o->latency = true;
+	if (o->version < 7)
+		return wr(o, "latency  ", 10) ?: wr(o, text, len);
+	o->lat_off = o->pos;
+	ret = sec_header(o, HGT_OPT_BUFFER_TEXT, o->comp ? 1 : 0, add_string(o, "buffer latency"),
+			 0);
+	if (!ret && !o->comp)
+		ret = wr(o, text, len);
+	if (!ret && o->comp) {
+		/* u32 chunk count, then {u32 compressed size, u32 size, data} */
+		o->nr_chunks = 0;
+		o->chunk_len = 0;
+		ret = wr32(o, 0);
+		while (!ret && len) {
+			size_t k = (size_t)o->page_size * PAGES_IN_CHUNK;
+
+			if (k > len)
+				k = len;
+			memcpy(o->chunk, p, k);
+			o->chunk_len = k;
+			p += k;
+			len -= k;
+			ret = flush_chunk(o);
+		}
+		if (!ret)
+			ret = pwrite_all(o, &o->nr_chunks, 4, o->lat_off + 16);
+	}
+	if (!ret)
+		ret = patch64(o, o->lat_off + 8, o->pos - o->lat_off - 16);
+	return ret;
+}
+
+/* v7, latency trace: OPTIONS#2 with the BUFFER_TEXT option (section offset, name, clock). */
+static int finish_latency_options(struct hgt_output *o, int32_t sid, uint64_t *opt_off)
+{
+	const char *clock = *o->bufs[0].clock ? o->bufs[0].clock : "local";
+	uint32_t osize = (uint32_t)(8 + 1 + strlen(clock) + 1);
+	int ret;
+
+	*opt_off = o->pos;
+	ret = sec_header(o, HGT_OPT_DONE, 0, sid, 6 + (uint64_t)osize + 14);
+	if (!ret)
+		ret = opt_header(o, HGT_OPT_BUFFER_TEXT, osize);
+	if (!ret)
+		ret = wr64(o, o->lat_off);
+	if (!ret)
+		ret = wr(o, "", 1);
+	if (!ret)
+		ret = wr(o, clock, strlen(clock) + 1);
+	return ret;
+}
+
 /* v7: OPTIONS#2 with one BUFFER option per buffer, then STRINGS. */
 static int finish_v7(struct hgt_output *o)
 {
@@ -739,8 +817,11 @@ static int finish_v7(struct hgt_output *o)
 	sid = add_string(o, "options");
 	ssid = add_string(o, "strings");
 	opt_off = o->pos;
-	ret = sec_header(o, HGT_OPT_DONE, 0, sid, size);
-	for (i = 0; !ret && i < o->nr_bufs; i++) {
+	if (o->latency)
+		ret = finish_latency_options(o, sid, &opt_off);
+	else
+		ret = sec_header(o, HGT_OPT_DONE, 0, sid, size);
+	for (i = 0; !ret && !o->latency && i < o->nr_bufs; i++) {
 		struct out_buf *b = &o->bufs[i];
 		uint32_t n = 0;
 
@@ -823,9 +904,9 @@ int hgt_output_close(struct hgt_output *o)
 		return -EINVAL;
 	ret = begin_data(o);
 	/* start and end every buffer that received no data, in order */
-	if (!ret)
+	if (!ret && !o->latency)
 		ret = advance_to_buffer(o, o->nr_bufs - 1);
-	if (!ret)
+	if (!ret && !o->latency)
 		ret = end_buffer(o);
 	if (!ret && o->version >= 7)
 		ret = finish_v7(o);

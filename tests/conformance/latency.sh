@@ -4,7 +4,8 @@
 # tracecmd_create_file_latency() lays it out (the metadata of a committed recording, a CPU
 # count, an options block, "latency  \0", then the text of the trace file), lets trace-cmd
 # convert it to v7 (none, zstd: a BUFFER_TEXT section), and requires hgtrace report to
-# print what trace-cmd report prints for each.
+# print what trace-cmd report prints for each. Then hgtrace convert rewrites it in every
+# version and compression, and both tools must still print the same.
 # Usage: latency.sh HGTRACE
 HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,13 +16,13 @@ t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 cd "$t" || exit 1
 
-# The text of a latency trace: a header and a few hundred lines.
+# The text of a latency trace: a header and 3000 lines (160 KB: several compressed chunks).
 {
 	printf '# tracer: irqsoff\n#\n# irqsoff latency trace v1.1.5 on 6.1.0\n'
 	printf '# --------------------------------------------------------------------\n'
-	printf '# latency: 259 us, #%d/%d, CPU#1 | (M:server VP:0, KP:0, SP:0 HP:0 #P:2)\n' 300 300
+	printf '# latency: 259 us, #%d/%d, CPU#1 | (M:server VP:0, KP:0, SP:0 HP:0 #P:2)\n' 3000 3000
 	printf '#\n#                    _------=> CPU#\n#                   / _-----=> irqs-off\n'
-	for i in $(seq 1 300); do
+	for i in $(seq 1 3000); do
 		printf '  bash-%-5d   1d..%d.  %3dus : func_%d <-caller_%d\n' $((1000 + i % 7)) $((i % 3)) "$i" "$i" "$i"
 	done
 } > text
@@ -51,7 +52,7 @@ for v in 6 7-none 7-zstd; do
 	fi
 	trace-cmd report "$f" > tc.txt 2> /dev/null
 	"$HGTRACE" report "$f" > hg.txt 2> hg.err
-	if [ "$(wc -l < tc.txt)" -lt 300 ]; then
+	if [ "$(wc -l < tc.txt)" -lt 3000 ]; then
 		tap_fail "v$v: trace-cmd printed only $(wc -l < tc.txt) lines"
 		continue
 	fi
@@ -62,6 +63,26 @@ for v in 6 7-none 7-zstd; do
 	else
 		tap_check "v$v: dump lists the BUFFER_TEXT section" grep -q "BUFFER_TEXT" dump.txt
 	fi
+done
+
+# hgtrace convert: every version and compression, read back by both tools.
+trace-cmd report lat-6.dat > want.txt 2> /dev/null
+for v in 6-none 7-none 7-zstd 7-zlib; do
+	f=conv-$v.dat
+	if ! "$HGTRACE" convert -i lat-6.dat -o "$f" --file-version "${v%-*}" \
+		--compression "${v#*-}" 2> err.txt; then
+		tap_fail "convert to $v: $(cat err.txt)"
+		continue
+	fi
+	"$HGTRACE" report "$f" > hg.txt 2>&1
+	tap_cmp "convert to $v: hgtrace report unchanged" hg.txt want.txt
+	if [ "$v" = 7-zlib ] && ! trace-cmd report "$f" > /dev/null 2>&1; then
+		tap_skip "convert to $v: trace-cmd report" "this trace-cmd cannot read zlib files"
+		continue
+	fi
+	trace-cmd report "$f" > tc.txt 2> /dev/null
+	tap_cmp "convert to $v: trace-cmd report prints the same" tc.txt want.txt
+	tap_check "convert to $v: trace-cmd dump reads it" eval "trace-cmd dump $f > /dev/null 2>&1"
 done
 
 # A TRACECLOCK option in a v6 latency file makes trace-cmd 3.1.6 read the text's first 8
