@@ -31,6 +31,16 @@ struct hgt__line {
 		int pid;
 		const char *comm;
 	} comm_cache[512];
+	/* the time column's seconds, as last printed */
+	uint64_t tsec;
+	char tsec_txt[24];
+	size_t tsec_len;
+	/* where the common fields lie in the records of one handle (text.c) */
+	struct {
+		const struct tep_handle *tep;
+		bool fast; /* read here; else through libtraceevent */
+		uint8_t off[4], size[4];
+	} common;
 	/* type id -> event (libtraceevent remembers only the last one it found) */
 	struct {
 		const struct tep_handle *tep;

@@ -29,6 +29,8 @@ int hgt__line_init(struct hgt__line *l)
 	l->oom = false;
 	memset(l->comm_cache, 0, sizeof(l->comm_cache));
 	memset(l->event_cache, 0, sizeof(l->event_cache));
+	memset(&l->common, 0, sizeof(l->common));
+	l->tsec_len = 0;
 	l->ocap = HGT__OBUF;
 	l->obuf = malloc(HGT__OBUF);
 	trace_seq_init(&l->info);
@@ -136,13 +138,15 @@ void hgt__line_flush(struct hgt__line *l, FILE *out)
 	l->olen = 0;
 }
 
+/* "00" to "99": two digits per division */
+static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+			       "25262728293031323334353637383940414243444546474849"
+			       "50515253545556575859606162636465666768697071727374"
+			       "75767778798081828384858687888990919293949596979899";
+
 /* Decimal digits of @v, right-aligned in a field of @width (left-aligned when @left). */
 static size_t put_uint(char *p, uint64_t v, int width, bool left, char pad)
 {
-	static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
-				       "25262728293031323334353637383940414243444546474849"
-				       "50515253545556575859606162636465666768697071727374"
-				       "75767778798081828384858687888990919293949596979899";
 	char tmp[24], *e = tmp + sizeof(tmp), *d = e;
 	size_t n, len, i;
 
@@ -182,21 +186,49 @@ static size_t put_int(char *p, int64_t v, int width, bool left)
 }
 
 /* The time column's text (without the leading space and colon), as libtraceevent 1.7. */
-static size_t put_time(char *p, uint64_t ts, bool in_usecs, bool nsec)
+/* @v (< 10^@digits) as exactly @digits digits, zero-padded. */
+static void put_digits(char *p, uint64_t v, int digits)
 {
+	int i = digits;
+
+	while (i >= 2) {
+		unsigned int r = (unsigned int)(v % 100);
+
+		v /= 100;
+		i -= 2;
+		memcpy(p + i, pairs + 2 * r, 2);
+	}
+	if (i)
+		p[0] = (char)('0' + v % 10);
+}
+
+/* The time column's text (without the leading space and colon), as libtraceevent 1.7. The
+ * seconds change rarely from one line to the next: their text is kept. */
+static size_t put_time(struct hgt__line *l, char *p, uint64_t ts, bool in_usecs, bool nsec)
+{
+	uint64_t sec, frac;
+	int digits = nsec ? 9 : 6;
 	size_t n;
 
 	if (!in_usecs)
 		return put_uint(p, ts, 12, false, ' ');
 	if (nsec) {
-		n = put_uint(p, ts / 1000000000ULL, 5, false, ' ');
-		p[n++] = '.';
-		return n + put_uint(p + n, ts % 1000000000ULL, 9, false, '0');
+		sec = ts / 1000000000ULL;
+		frac = ts % 1000000000ULL;
+	} else {
+		ts = (ts + 500) / 1000;
+		sec = ts / 1000000ULL;
+		frac = ts % 1000000ULL;
 	}
-	ts = (ts + 500) / 1000;
-	n = put_uint(p, ts / 1000000ULL, 5, false, ' ');
+	if (!l->tsec_len || l->tsec != sec) {
+		l->tsec = sec;
+		l->tsec_len = put_uint(l->tsec_txt, sec, 5, false, ' ');
+	}
+	n = l->tsec_len;
+	memcpy(p, l->tsec_txt, n);
 	p[n++] = '.';
-	return n + put_uint(p + n, ts % 1000000ULL, 6, false, '0');
+	put_digits(p + n, frac, digits);
+	return n + (size_t)digits;
 }
 
 unsigned long long hgt__line_diff_base(const struct hgt__line_ctx *c, unsigned long long ts)
@@ -220,16 +252,72 @@ static const char *comm_of(struct hgt__line *l, struct tep_handle *tep, int pid)
 	return comm;
 }
 
+/*
+ * The common fields (type, flags, preempt count, pid), read straight from the record at
+ * the offsets the handle's formats give, when the file and this machine are both little
+ * endian and the sizes are plain; libtraceevent's tep_data_*() look the field up and
+ * convert on every call, which cost 5% of a report.
+ */
+enum { CF_TYPE, CF_FLAGS, CF_PC, CF_PID };
+
+static void common_setup(struct hgt__line *l, struct tep_handle *tep, const struct tep_event *ev)
+{
+	static const char *const names[4] = { "common_type", "common_flags", "common_preempt_count",
+					      "common_pid" };
+	int i;
+
+	l->common.tep = tep;
+	l->common.fast = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && !tep_is_file_bigendian(tep);
+	for (i = 0; i < 4 && l->common.fast; i++) {
+		struct tep_format_field *f =
+			tep_find_common_field((struct tep_event *)ev, names[i]);
+
+		if (!f || f->offset < 0 || f->offset > 64 ||
+		    (f->size != 1 && f->size != 2 && f->size != 4))
+			l->common.fast = false;
+		else {
+			l->common.off[i] = (uint8_t)f->offset;
+			l->common.size[i] = (uint8_t)f->size;
+		}
+	}
+}
+
+static unsigned int common_read(const struct hgt__line *l, const struct tep_record *rec, int i)
+{
+	const uint8_t *d = (const uint8_t *)rec->data + l->common.off[i];
+	uint16_t v2;
+	uint32_t v4;
+
+	switch (l->common.size[i]) {
+	case 1:
+		return d[0];
+	case 2:
+		memcpy(&v2, d, 2);
+		return v2;
+	default:
+		memcpy(&v4, d, 4);
+		return v4;
+	}
+}
+
+static bool common_fast(const struct hgt__line *l, const struct tep_handle *tep)
+{
+	return l->common.tep == tep && l->common.fast;
+}
+
 static struct tep_event *event_of(struct hgt__line *l, struct tep_handle *tep,
 				  struct tep_record *rec)
 {
-	int type = tep_data_type(tep, rec);
+	int type =
+		common_fast(l, tep) ? (int)common_read(l, rec, CF_TYPE) : tep_data_type(tep, rec);
 	unsigned int k = (unsigned int)type % (sizeof(l->event_cache) / sizeof(l->event_cache[0]));
 	struct tep_event *ev;
 
 	if (l->event_cache[k].tep == tep && l->event_cache[k].type == type)
 		return l->event_cache[k].event;
 	ev = tep_find_event(tep, type);
+	if (ev && l->common.tep != tep)
+		common_setup(l, tep, ev);
 	if (ev) {
 		l->event_cache[k].tep = tep;
 		l->event_cache[k].type = type;
@@ -243,7 +331,8 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 {
 	struct tep_event *event = event_of(l, c->tep, rec);
 	const char *name = event ? event->name : "[UNKNOWN EVENT]";
-	int pid = tep_data_pid(c->tep, rec);
+	bool fast = common_fast(l, c->tep);
+	int pid = fast ? (int)common_read(l, rec, CF_PID) : tep_data_pid(c->tep, rec);
 	const char *comm = comm_of(l, c->tep, pid);
 	size_t clen = strlen(comm), nlen = strlen(name), n = 0, ilen;
 	const char *info;
@@ -282,16 +371,21 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 	n += put_uint(p + n, (unsigned int)rec->cpu, 3, false, '0');
 	p[n++] = ']';
 	if (c->latency && c->raw) {
-		n += (size_t)sprintf(p + n, "-0x%x", tep_data_flags(c->tep, rec));
+		n += (size_t)sprintf(p + n, "-0x%x",
+				     fast ? common_read(l, rec, CF_FLAGS)
+					  : (unsigned int)tep_data_flags(c->tep, rec));
 	} else if (c->latency) {
 		p[n++] = ' ';
-		hgt_report_latency(p + n, (unsigned int)tep_data_flags(c->tep, rec),
-				   (unsigned int)tep_data_preempt_count(c->tep, rec));
+		hgt_report_latency(p + n,
+				   fast ? common_read(l, rec, CF_FLAGS)
+					: (unsigned int)tep_data_flags(c->tep, rec),
+				   fast ? common_read(l, rec, CF_PC)
+					: (unsigned int)tep_data_preempt_count(c->tep, rec));
 		n += 5;
 	}
 	if (c->in_usecs)
 		p[n++] = ' ';
-	n += put_time(p + n, rec->ts, c->in_usecs, c->nsec);
+	n += put_time(l, p + n, rec->ts, c->in_usecs, c->nsec);
 	p[n++] = ':';
 	if (c->ts_diff) {
 		unsigned long long ts = hgt__line_diff_base(c, rec->ts);
