@@ -261,15 +261,21 @@ static void verdict_keep(const struct hgt_input *in)
 	pthread_mutex_unlock(&verdict_lock);
 }
 
+/* An early probe runs while nobody reads its pipe: its announcements (one int per format)
+ * must fit in the pipe, or it would block there and its alarm would blame a good format. */
+#define EARLY_PROBE_MAX_FORMATS 8192
+
 /**
- * hgt__formats_check_start - start probing the formats read so far in a child, so that the
- * probe runs while the rest of the metadata (kallsyms above all) is read. Formats probed
+ * hgt__formats_check_start - start probing the formats read so far in a child. @early: the
+ * parent reads the rest of the metadata (kallsyms above all) meanwhile. Formats probed
  * before in this process with the same bytes are not probed again.
  */
-void hgt__formats_check_start(struct hgt_input *in)
+void hgt__formats_check_start(struct hgt_input *in, bool early)
 {
 	if (!in->tep || in->formats_checked || in->probe_pid > 0 || !in->nr_formats)
 		return;
+	if (early && in->nr_formats > EARLY_PROBE_MAX_FORMATS)
+		return; /* probed in hgt__formats_parse(), read as it goes */
 	if (verdict_take(in)) {
 		in->formats_checked = true;
 		return;
@@ -287,7 +293,7 @@ int hgt__formats_parse(struct hgt_input *in)
 	int nbad = 0, i, ret = 0;
 	bool verdict = false; /* a child went through every format (skipping the bad ones) */
 
-	hgt__formats_check_start(in);
+	hgt__formats_check_start(in, false);
 	while (in->probe_pid > 0) {
 		int bad = probe_end(in);
 

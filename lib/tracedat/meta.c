@@ -145,7 +145,7 @@ int hgt__read_event_formats(struct hgt_input *in, struct hgt__rd *rd)
 		if (ret)
 			return ret;
 	}
-	hgt__formats_check_start(in); /* the probe runs while kallsyms are read */
+	hgt__formats_check_start(in, true); /* the probe runs while kallsyms are read */
 	return 0;
 }
 

@@ -188,7 +188,7 @@ int hgt__blob_item(struct hgt__blob *b, const void *text, size_t n, int size_byt
 int hgt__format_add(struct hgt_input *in, const char *system, char *text, uint64_t size,
 		    uint64_t where);
 int hgt__formats_parse(struct hgt_input *in);
-void hgt__formats_check_start(struct hgt_input *in);
+void hgt__formats_check_start(struct hgt_input *in, bool early);
 void hgt__formats_free(struct hgt_input *in);
 
 /* peer.c */
