@@ -113,6 +113,17 @@ static inline uint64_t hgt_clock_convert(const struct hgt_clock *clk, uint64_t t
 	return ts + (uint64_t)clk->offset;
 }
 
+/**
+ * hgt_trace_clock_read - read ftrace clock @clock ("x86-tsc", "mono", "mono_raw", "boot",
+ * "tai") from user space, in the units its ring-buffer timestamps have, so that both ends
+ * of a sync exchange are stamped in their trace clocks. Returns 0, or -EOPNOTSUPP for a
+ * clock that user space cannot read (local, global, perf, uptime, counter: kernel-only).
+ */
+int hgt_trace_clock_read(const char *clock, uint64_t *ts);
+
+/** hgt_trace_clock_readable - whether hgt_trace_clock_read() can read @clock. */
+bool hgt_trace_clock_readable(const char *clock);
+
 #ifdef __cplusplus
 }
 #endif

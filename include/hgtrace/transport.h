@@ -50,6 +50,10 @@ struct hgt_agent_opts {
 	const struct hgt_record_opts *record; /* events, clock, buffer, instance... */
 	FILE *log;
 	volatile int *stop; /* set by a signal handler to stop (may be NULL) */
+	bool serve;	    /* a service: run every session a host asks for (CONFIG, '1', '0'), then
+			       wait for the next; ports and FIFOs only */
+	unsigned int host_silent_ms; /* serve: end a session whose host is silent this long
+					(0: 30000; the host probes every second) */
 };
 
 /**
@@ -62,6 +66,30 @@ int hgt_agent_run(const struct hgt_agent_opts *opts);
 struct hgt_listen_guest {
 	const char *name; /* file name part: trace-NAME.dat ([A-Za-z0-9_.-] only) */
 	const char *dir;  /* FIFO pairs made by hgt_setup_guest() */
+	const struct hgt_record_opts *record; /* sent as CONFIG before the start, for an
+						 agent --serve (NULL: none) */
+};
+
+/* How a guest's clock was synchronised with the host's, and what the guest sent. */
+struct hgt_listen_result {
+	const char *name;
+	const char *path;  /* the file written, NULL if none could be */
+	const char *fault; /* why its stream ended early, NULL if it did not */
+	uint64_t trace_id; /* its TRACEID (0: none) */
+	int nr_cpus;
+	const char *clock;
+	uint64_t bytes;		   /* everything received */
+	const uint64_t *cpu_bytes; /* page bytes per CPU (nr_cpus entries) */
+	/* sync over the agent's channel */
+	const char *sync; /* "agent channel": samples stored; else why there are none */
+	bool sync_failed; /* the guest's answers could not be trusted (said in sync) */
+	uint64_t samples; /* stored in the TIME_SHIFT */
+	uint32_t rounds;
+	uint64_t best_rtt; /* host clock units */
+	uint64_t bound;	   /* half the worst kept round trip: every stored offset is within it */
+	uint64_t agent_cpu_ns, agent_wall_ns; /* the agent's own CPU time while recording
+						 (from its first metadata sent to the stop) */
+	uint64_t agent_setup_cpu_ns;	      /* and to set up, describe and finish */
 };
 
 struct hgt_listen_opts {
@@ -77,6 +105,17 @@ struct hgt_listen_opts {
 	unsigned int idle_ms;	    /* a stopped guest silent this long is finished (0: 500) */
 	FILE *log;
 	volatile int *stop; /* finish every guest when it becomes non-zero */
+	/* sessions (hgtrace record -A) */
+	const char *output_base;       /* guest files are BASE-NAME.dat (NULL: DIR/trace) */
+	const char *sync_clock;	       /* the host's trace clock: probe guests with it */
+	unsigned int sync_interval_ms; /* between probe rounds (0: 1000) */
+	uint64_t host_trace_id;	       /* the TIME_SHIFT's peer */
+	bool graceful;		       /* a stop sends '0' and waits for the guests' end */
+	unsigned int start_timeout_ms; /* on_started at the latest this long after the start
+					  (0: 15000) */
+	void (*on_started)(void *ctx); /* every FIFO guest records (or the timeout passed) */
+	void (*on_guest_done)(void *ctx, const struct hgt_listen_result *r);
+	void *ctx;
 };
 
 /**

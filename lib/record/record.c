@@ -66,7 +66,8 @@ struct hgt_recorder {
 	char *clock;
 	struct hgt_record_cpu *res;
 	uint64_t trace_id;
-	bool own_fds; /* the per-CPU files are ours (temporary), not the caller's */
+	bool own_fds;	       /* the per-CPU files are ours (temporary), not the caller's */
+	unsigned int flush_us; /* a reader with no whole page sleeps this long */
 };
 
 /* Read a whole file into a new NUL-terminated buffer. */
@@ -329,8 +330,11 @@ static void *reader_main(void *arg)
 			c->err = errno ? errno : EIO;
 			break;
 		}
-		if (n == 0 && !r->stop)
-			usleep(10000);
+		/* No whole page yet. splice() reports that at once (0 or EAGAIN) when the ring
+		 * holds a partial page and buffer_percent is 0, as it is when streaming: sleep
+		 * instead of asking again, or the reader spins. */
+		if (!r->stop)
+			usleep(r->flush_us);
 	}
 	for (;;) {
 		int n = flush_pages(c);
@@ -413,6 +417,9 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 	memcpy(&r->o, opts, opts->sz);
 	r->trace_id = hgt_trace_id_generate();
 	r->own_fds = !cpu_fds;
+	/* streaming readers hand pages on at most this late; a file recorder's blocking
+	 * reads wait in the kernel for half a buffer and rarely get here */
+	r->flush_us = cpu_fds ? 100000 : 10000;
 	if (!tracefs_tracing_dir()) {
 		ret = hgt__errorf(ENODEV, "record: tracefs is not mounted (mount -t tracefs nodev "
 					  "/sys/kernel/tracing)");

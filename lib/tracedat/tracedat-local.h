@@ -129,6 +129,8 @@ int hgt__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
 int hgt__write_full(int fd, const void *buf, size_t n);
 int hgt__tmpfile(const char *dir);
 bool hgt__valid_name(const char *s);
+/* CLOCK_MONOTONIC in milliseconds (lib/clock/now.c). */
+uint64_t hgt__now_ms(void);
 
 int hgt__rd_bytes(struct hgt__rd *rd, void *buf, uint64_t len);
 int hgt__rd_u16(struct hgt__rd *rd, uint16_t *v);

@@ -8,13 +8,17 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/vm_sockets.h>
 
+#include <hgtrace/clock.h>
 #include <hgtrace/peer.h>
 #include <hgtrace/transport.h>
 
@@ -29,9 +33,41 @@ struct agent {
 	int *data;
 	int nr_cpus;
 	uint64_t session;
-	char cmd[256]; /* host commands read, not yet used */
-	size_t cmd_len, cmd_pos;
+	/* bytes from the host: commands and framed messages */
+	uint8_t in[4096];
+	size_t in_len, in_pos;
+	uint8_t mhdr[HGT__MSG_HDR];
+	size_t mhdr_got;
+	uint8_t *msg;
+	size_t msg_len, msg_got;
+	bool skip; /* a refused message's body is read and dropped */
+	/* the next session's settings: a CONFIG (serve) or the command line */
+	struct hgt_record_opts ro;
+	char *cfg;
+	const char **cfg_events;
+	bool have_config;
+	const char *clock; /* the recording's trace clock, for probes */
+	uint64_t last_host_ms;
+	uint64_t probes;
 };
+
+static uint64_t mono_ns(void)
+{
+	uint64_t t = 0;
+
+	hgt_trace_clock_read("mono", &t);
+	return t;
+}
+
+static uint64_t cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000u +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
+}
 
 static int send_msg(struct agent *a, uint16_t type, const void *h, size_t hn, const void *p,
 		    size_t n)
@@ -153,10 +189,14 @@ static int open_channels(struct agent *a)
 		a->ctl_w = a->ctl_r;
 		break;
 	case HGT_TRANSPORT_FIFOS:
-		a->ctl_r = open_path(a->o.dir, "agent-ctl-path", ".in", O_RDONLY);
+		/* a service holds its FIFOs open both ways, as QEMU does: no EOF when one
+		 * host goes, no EPIPE before the next comes, and opening never waits */
+		a->ctl_r = open_path(a->o.dir, "agent-ctl-path", ".in",
+				     a->o.serve ? O_RDWR : O_RDONLY);
 		if (a->ctl_r < 0)
 			return a->ctl_r;
-		a->ctl_w = open_path(a->o.dir, "agent-ctl-path", ".out", O_WRONLY);
+		a->ctl_w = open_path(a->o.dir, "agent-ctl-path", ".out",
+				     a->o.serve ? O_RDWR : O_WRONLY);
 		if (a->ctl_w < 0)
 			return a->ctl_w;
 		break;
@@ -171,7 +211,8 @@ static int open_channels(struct agent *a)
 		if (a->o.transport == HGT_TRANSPORT_PORTS)
 			a->data[i] = open_path(a->o.dir, name, "", O_WRONLY);
 		else if (a->o.transport == HGT_TRANSPORT_FIFOS)
-			a->data[i] = open_path(a->o.dir, name, ".out", O_WRONLY);
+			a->data[i] =
+				open_path(a->o.dir, name, ".out", a->o.serve ? O_RDWR : O_WRONLY);
 		else
 			a->data[i] = connect_to(a);
 		if (a->data[i] < 0)
@@ -199,16 +240,172 @@ static const char *transport_name(int t)
 	}
 }
 
-static int wait_command(struct agent *a, char want)
+/* CONFIG {u32 buffer_kb, u32 flags} clock\0 event\0...: the next session's settings. */
+static int take_config(struct agent *a, const uint8_t *p, size_t n)
+{
+	const char **ev = NULL;
+	char *cfg, *q, *end;
+	uint32_t kb;
+	int nev = 0;
+
+	if (n < 9 || p[n - 1]) {
+		if (a->o.log)
+			fprintf(a->o.log, "hgtrace agent: a CONFIG of %zu bytes refused\n", n);
+		return -EPROTO;
+	}
+	cfg = malloc(n - 8);
+	if (!cfg)
+		return -ENOMEM;
+	memcpy(cfg, p + 8, n - 8);
+	memcpy(&kb, p, 4);
+	end = cfg + (n - 8);
+	for (q = cfg + strlen(cfg) + 1; q < end; q += strlen(q) + 1) {
+		const char **e = realloc(ev, sizeof(*ev) * (size_t)(nev + 1));
+
+		if (!e) {
+			free(ev);
+			free(cfg);
+			return -ENOMEM;
+		}
+		ev = e;
+		ev[nev++] = q;
+	}
+	free(a->cfg);
+	free(a->cfg_events);
+	a->cfg = cfg;
+	a->cfg_events = ev;
+	/* the host's settings; what it leaves out keeps the agent's command line */
+	a->ro = *a->o.record;
+	if (*cfg)
+		a->ro.clock = cfg;
+	if (kb)
+		a->ro.buffer_kb = kb;
+	if (nev) {
+		a->ro.events = ev;
+		a->ro.nr_events = nev;
+	}
+	a->have_config = true;
+	return 0;
+}
+
+/* PROBE {u32 seq, u32 cpu}: the trace clock read on guest CPU cpu, right away. */
+static int answer_probe(struct agent *a, const uint8_t *p, size_t n)
+{
+	uint32_t seq, cpu;
+	uint8_t r[16];
+	uint64_t ts = 0;
+	cpu_set_t set;
+	int c;
+
+	if (n != 8)
+		return 0;
+	memcpy(&seq, p, 4);
+	memcpy(&cpu, p + 4, 4);
+	CPU_ZERO(&set);
+	if (cpu < CPU_SETSIZE && (int)cpu < a->nr_cpus) {
+		CPU_SET(cpu, &set);
+		sched_setaffinity(0, sizeof(set), &set); /* moves this thread before it returns */
+	}
+	c = sched_getcpu();
+	if (!a->clock || hgt_trace_clock_read(a->clock, &ts))
+		c = -1; /* a clock user space cannot read: no sample */
+	cpu = (uint32_t)c;
+	memcpy(r, &seq, 4);
+	memcpy(r + 4, &cpu, 4);
+	memcpy(r + 8, &ts, 8);
+	a->probes++;
+	return send_msg(a, HGT__MSG_PROBE_REPLY, r, sizeof(r), NULL, 0);
+}
+
+static int host_message(struct agent *a, uint16_t type)
+{
+	switch (type) {
+	case HGT__MSG_CONFIG:
+		return take_config(a, a->msg, a->msg_len);
+	case HGT__MSG_PROBE:
+		return answer_probe(a, a->msg, a->msg_len);
+	default:
+		return 0; /* a newer host's message: ignored */
+	}
+}
+
+/* One byte of the host's stream. Returns the command it completes ('0', '1', 'C' for a
+ * CONFIG), 0 for none, or -errno. */
+static int host_byte(struct agent *a, uint8_t c)
+{
+	if (!a->mhdr_got) {
+		if (c == '0' || c == '1') {
+			trace_agent_command((char)c);
+			return c;
+		}
+		if (c != (HGT__CTL_MAGIC & 0xff))
+			return 0; /* newlines and noise */
+	}
+	if (a->mhdr_got < HGT__MSG_HDR) {
+		a->mhdr[a->mhdr_got++] = c;
+		if (a->mhdr_got < HGT__MSG_HDR)
+			return 0;
+		{
+			uint32_t magic, len;
+			uint8_t *m;
+
+			memcpy(&magic, a->mhdr, 4);
+			memcpy(&len, a->mhdr + 8, 4);
+			if (magic != HGT__CTL_MAGIC) {
+				a->mhdr_got = 0; /* not a message: resynchronise */
+				return 0;
+			}
+			a->skip = len > HGT__CONFIG_MAX;
+			a->msg_len = len;
+			a->msg_got = 0;
+			if (!a->skip && len) {
+				m = realloc(a->msg, len);
+				if (!m)
+					return -ENOMEM;
+				a->msg = m;
+			}
+		}
+	} else {
+		if (!a->skip)
+			a->msg[a->msg_got] = c;
+		a->msg_got++;
+	}
+	if (a->mhdr_got == HGT__MSG_HDR && a->msg_got == a->msg_len) {
+		uint16_t type;
+		int ret = 0;
+
+		a->mhdr_got = 0;
+		memcpy(&type, a->mhdr + 4, 2);
+		if (a->skip) {
+			if (a->o.log)
+				fprintf(a->o.log, "hgtrace agent: a %zu-byte message refused\n",
+					a->msg_len);
+			return 0;
+		}
+		ret = host_message(a, type);
+		if (ret < 0)
+			return ret == -EPROTO ? 0 : ret;
+		return type == HGT__MSG_CONFIG ? 'C' : 0;
+	}
+	return 0;
+}
+
+/* Wait for @want ('1' start, '0' stop, 'C' a CONFIG) from the host, answering probes
+ * meanwhile. Returns 0 when it came, 1 when the agent should end the wait without it (a
+ * stop before the start, the host went away, a signal, or a serving agent's host silent
+ * for @silent_ms). Bytes after the command stay for the next wait: "1\n0\n" in one read
+ * starts and then stops. */
+static int wait_command(struct agent *a, int want, unsigned int silent_ms)
 {
 	for (;;) {
 		struct pollfd p = { .fd = a->ctl_r, .events = POLLIN };
 		ssize_t n;
 
-		while (a->cmd_pos < a->cmd_len) {
-			char c = a->cmd[a->cmd_pos++];
+		while (a->in_pos < a->in_len) {
+			int c = host_byte(a, a->in[a->in_pos++]);
 
-			trace_agent_command(c);
+			if (c < 0)
+				return 1;
 			if (c == want)
 				return 0;
 			if (c == '0' && want == '1')
@@ -216,23 +413,118 @@ static int wait_command(struct agent *a, char want)
 		}
 		if (a->o.stop && *a->o.stop)
 			return 1;
-		if (poll(&p, 1, 100) <= 0)
+		if (silent_ms && hgt__now_ms() - a->last_host_ms > silent_ms) {
+			if (a->o.log)
+				fprintf(a->o.log,
+					"hgtrace agent: the host was silent for %u ms: session "
+					"ended\n",
+					silent_ms);
+			return 1;
+		}
+		if (a->ctl_r < 0 || poll(&p, 1, 100) <= 0) {
+			if (a->ctl_r < 0)
+				usleep(100000);
 			continue;
-		n = read(a->ctl_r, a->cmd, sizeof(a->cmd));
-		if (n < 0 && errno == EINTR)
+		}
+		n = read(a->ctl_r, a->in, sizeof(a->in));
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
 			return 1; /* the host went away */
-		a->cmd_len = (size_t)n;
-		a->cmd_pos = 0;
+		a->in_len = (size_t)n;
+		a->in_pos = 0;
+		a->last_host_ms = hgt__now_ms();
 	}
+}
+
+/* Every data channel says which CPU and session it carries (raw pages only on stdout). */
+static int send_data_headers(struct agent *a)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < a->nr_cpus && !ret && a->o.transport != HGT_TRANSPORT_STDOUT; i++) {
+		uint32_t h[4] = { HGT__DATA_MAGIC, HGT__PROTO_VERSION, (uint32_t)i,
+				  (uint32_t)getpagesize() };
+		uint8_t b[HGT__DATA_HDR];
+
+		memcpy(b, h, 16);
+		memcpy(b + 16, &a->session, 8);
+		ret = hgt__write_full(a->data[i], b, sizeof(b));
+		if (ret)
+			ret = hgt__errorf(-ret, "agent: cpu %d data channel: %s", i,
+					  strerror(-ret));
+	}
+	return ret;
+}
+
+/* One recording: wait for the start (unless now), record until the stop, send the end.
+ * Returns 0, 1 when it never started, or -errno. */
+static int session(struct agent *a, bool now, unsigned int silent_ms)
+{
+	struct hgt_recorder *rec;
+	struct hgt__meta_sink sink;
+	uint64_t cpu0, t0, cpu1, t1, cpu2, t2;
+	int i, ret;
+
+	if (!now && wait_command(a, '1', silent_ms))
+		return 1; /* never started: nothing to send */
+	cpu0 = cpu_ns();
+	t0 = mono_ns();
+	rec = hgt__record_start(&a->ro, a->data);
+	if (!rec)
+		return -errno;
+	{
+		uint8_t h[24];
+		uint32_t v[4] = { HGT__PROTO_VERSION, (uint32_t)a->nr_cpus, (uint32_t)getpagesize(),
+				  (uint32_t)sizeof(long) };
+		const char *clock = hgt__record_clock(rec);
+
+		memcpy(h, v, 16);
+		memcpy(h + 16, &a->session, 8);
+		ret = send_msg(a, HGT__MSG_HELLO, h, sizeof(h), clock, strlen(clock) + 1);
+		a->clock = clock;
+	}
+	sink = (struct hgt__meta_sink){ sink_meta, sink_option, a };
+	if (!ret)
+		ret = hgt__record_describe(rec, &sink, false);
+	trace_agent_state("recording", ret);
+	if (a->o.log)
+		fprintf(a->o.log, "hgtrace agent: recording (clock %s)\n", a->clock);
+	cpu1 = cpu_ns();
+	t1 = mono_ns();
+	if (!ret)
+		wait_command(a, '0', silent_ms);
+	cpu2 = cpu_ns();
+	t2 = mono_ns();
+	i = hgt__record_halt(rec);
+	if (!ret)
+		ret = i;
+	if (!ret)
+		ret = hgt__record_describe(rec, &sink, true); /* cmdlines of the end, stats */
+	if (!ret) {
+		/* lost events per CPU are in the CPUSTAT options; our own cost for the summary */
+		uint64_t end[5] = { 0, cpu_ns() - cpu0, mono_ns() - t0, cpu2 - cpu1, t2 - t1 };
+
+		ret = send_msg(a, HGT__MSG_END, end, sizeof(end), NULL, 0);
+		if (a->o.log && !ret)
+			fprintf(a->o.log,
+				"hgtrace agent: stopped: %.1f ms of CPU in %.3f s of recording "
+				"(%.3f%% of one CPU), %.1f ms in all; %llu probes answered\n",
+				(double)end[3] / 1e6, (double)end[4] / 1e9,
+				end[4] ? 100.0 * (double)end[3] / (double)end[4] : 0.0,
+				(double)end[1] / 1e6, (unsigned long long)a->probes);
+	}
+	trace_agent_state("stopped", ret);
+	if (a->o.log && ret)
+		fprintf(a->o.log, "hgtrace agent: stopped: %s\n", hgt_last_error());
+	a->clock = a->ro.clock;
+	hgt_record_free(rec);
+	return ret;
 }
 
 int hgt_agent_run(const struct hgt_agent_opts *opts)
 {
 	struct agent a = { .ctl_r = -1, .ctl_w = -1 };
-	struct hgt_recorder *rec = NULL;
-	struct hgt__meta_sink sink;
 	int i, ret;
 
 	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(a.o) || !opts->record)
@@ -241,8 +533,13 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 	if ((a.o.transport == HGT_TRANSPORT_PORTS || a.o.transport == HGT_TRANSPORT_FIFOS) &&
 	    !a.o.dir)
 		return hgt__errorf(EINVAL, "agent: no directory for the ports or FIFOs");
+	if (a.o.serve && a.o.transport != HGT_TRANSPORT_PORTS &&
+	    a.o.transport != HGT_TRANSPORT_FIFOS)
+		return hgt__errorf(EINVAL,
+				   "agent: --serve works over virtio-serial ports or FIFOs");
+	a.ro = *a.o.record;
+	a.clock = a.ro.clock;
 	a.nr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
-	a.session = hgt_trace_id_generate();
 	a.data = malloc(sizeof(int) * (size_t)a.nr_cpus);
 	if (!a.data)
 		return -ENOMEM;
@@ -252,79 +549,60 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 		fprintf(a.o.log, "hgtrace agent: WARNING: TCP is unauthenticated and unencrypted: "
 				 "anyone on the path can read or inject trace data\n");
 	ret = open_channels(&a);
-	if (!ret)
-		ret = send_msg(&a, HGT__MSG_READY, &a.session, 8, NULL, 0);
 	if (ret)
 		goto out;
 	trace_agent_channels(a.nr_cpus, transport_name(a.o.transport));
-	if (a.o.transport == HGT_TRANSPORT_STDOUT)
-		a.o.now = true;
-	/* every data channel says which CPU and session it carries (raw pages only on stdout) */
-	for (i = 0; i < a.nr_cpus && !ret && a.o.transport != HGT_TRANSPORT_STDOUT; i++) {
-		uint32_t h[4] = { HGT__DATA_MAGIC, HGT__PROTO_VERSION, (uint32_t)i,
-				  (uint32_t)getpagesize() };
-		uint8_t b[HGT__DATA_HDR];
-
-		memcpy(b, h, 16);
-		memcpy(b + 16, &a.session, 8);
-		ret = hgt__write_full(a.data[i], b, sizeof(b));
-		if (ret)
-			ret = hgt__errorf(-ret, "agent: cpu %d data channel: %s", i,
-					  strerror(-ret));
+	if (a.o.serve) {
+		/* a service: each session starts with the host's CONFIG; nothing is written
+		 * before it, so no stale bytes wait in the ports for the next host */
+		if (a.o.log)
+			fprintf(a.o.log, "hgtrace agent: %d CPUs, serving sessions\n", a.nr_cpus);
+		for (;;) {
+			a.have_config = false;
+			if (wait_command(&a, 'C', 0))
+				break;
+			a.last_host_ms = hgt__now_ms();
+			a.session = hgt_trace_id_generate();
+			ret = send_msg(&a, HGT__MSG_READY, &a.session, 8, NULL, 0);
+			if (!ret)
+				ret = send_data_headers(&a);
+			if (!ret)
+				ret = session(&a, false,
+					      a.o.host_silent_ms ? a.o.host_silent_ms : 30000);
+			if (ret < 0 && a.o.log)
+				fprintf(a.o.log, "hgtrace agent: session failed: %s\n",
+					hgt_last_error());
+			ret = 0;
+			if (a.o.stop && *a.o.stop)
+				break;
+		}
+		goto out;
 	}
+	a.session = hgt_trace_id_generate();
+	ret = send_msg(&a, HGT__MSG_READY, &a.session, 8, NULL, 0);
+	if (!ret)
+		ret = send_data_headers(&a);
 	if (ret)
 		goto out;
+	if (a.o.transport == HGT_TRANSPORT_STDOUT)
+		a.o.now = true;
 	if (a.o.log)
 		fprintf(a.o.log, "hgtrace agent: %d CPUs, %s\n", a.nr_cpus,
 			a.o.now ? "starting" : "waiting for the host's start ('1')");
-	if (!a.o.now && wait_command(&a, '1'))
-		goto out; /* never started: nothing to send */
-	rec = hgt__record_start(a.o.record, a.data);
-	if (!rec) {
-		ret = -errno;
-		goto out;
-	}
-	{
-		uint8_t h[24];
-		uint32_t v[4] = { HGT__PROTO_VERSION, (uint32_t)a.nr_cpus, (uint32_t)getpagesize(),
-				  (uint32_t)sizeof(long) };
-		const char *clock = hgt__record_clock(rec);
-
-		memcpy(h, v, 16);
-		memcpy(h + 16, &a.session, 8);
-		ret = send_msg(&a, HGT__MSG_HELLO, h, sizeof(h), clock, strlen(clock) + 1);
-	}
-	sink = (struct hgt__meta_sink){ sink_meta, sink_option, &a };
-	if (!ret)
-		ret = hgt__record_describe(rec, &sink, false);
-	trace_agent_state("recording", ret);
-	if (a.o.log)
-		fprintf(a.o.log, "hgtrace agent: recording\n");
-	if (!ret)
-		wait_command(&a, '0');
-	i = hgt__record_halt(rec);
-	if (!ret)
-		ret = i;
-	if (!ret)
-		ret = hgt__record_describe(rec, &sink, true); /* cmdlines of the end, stats */
-	if (!ret) {
-		uint64_t lost = 0; /* per CPU, the kernel's overruns are in the CPUSTAT options */
-
-		ret = send_msg(&a, HGT__MSG_END, &lost, 8, NULL, 0);
-	}
-	trace_agent_state("stopped", ret);
-	if (a.o.log)
-		fprintf(a.o.log, "hgtrace agent: stopped%s%s\n", ret ? ": " : "",
-			ret ? hgt_last_error() : "");
+	ret = session(&a, a.o.now, 0);
+	if (ret > 0)
+		ret = 0;
 out:
 	for (i = 0; i < a.nr_cpus; i++)
 		if (a.data[i] >= 0)
 			close(a.data[i]);
-	hgt_record_free(rec);
 	if (a.ctl_w >= 0 && a.ctl_w != a.ctl_r)
 		close(a.ctl_w);
 	if (a.ctl_r >= 0)
 		close(a.ctl_r);
 	free(a.data);
+	free(a.msg);
+	free(a.cfg);
+	free(a.cfg_events);
 	return ret;
 }

@@ -20,7 +20,9 @@
 #include <unistd.h>
 #include <linux/vm_sockets.h>
 
+#include <hgtrace/clock.h>
 #include <hgtrace/output.h>
+#include <hgtrace/peer.h>
 #include <hgtrace/transport.h>
 
 #include "trace-transport.h"
@@ -30,6 +32,11 @@
 #define MAX_GUESTS 64
 #define MAX_CPUS 1024
 #define MAX_PENDING 64
+#define SYNC_FIRST 16	     /* probes per CPU in the first and the last round */
+#define SYNC_PERIODIC 8	     /* in the others */
+#define SYNC_TIMEOUT_MS 1000 /* a probe not answered in time is lost */
+#define SYNC_MAX_SAMPLES 4096
+#define END_TIMEOUT_MS 10000 /* a guest told to stop sends its end within this */
 
 struct chan {
 	int fd;
@@ -73,6 +80,30 @@ struct guest {
 	char fault[256];
 	uint64_t t_start, t_last;
 	bool start_sent, stop_sent, done;
+	/* sessions */
+	const struct hgt_record_opts *record; /* CONFIG to send before the start */
+	uint64_t t_read;		      /* host clock when the last control read returned */
+	uint64_t t_stop_sent;
+	uint64_t agent_cpu_ns, agent_wall_ns, agent_setup_cpu_ns;
+	struct sync {
+		bool on, failed, final_started, final_done;
+		uint64_t final_ms;
+		int lost_run; /* probes lost in a row */
+		char why[160];
+		uint32_t rounds, round_per_cpu;
+		int round_cpu, round_left; /* probes left in the round (0: none running) */
+		uint32_t seq;
+		bool waiting;
+		uint64_t t1, t1_ms;
+		uint64_t next_ms;
+		uint64_t lost;
+		/* the round's best probe per CPU */
+		uint64_t *best_rtt, *best_g, *best_mid;
+		/* kept samples: per CPU, guest time and offset */
+		uint32_t *count;
+		int64_t **time, **offset;
+		uint64_t bound, best;
+	} sync;
 };
 
 struct pending {
@@ -84,6 +115,8 @@ struct pending {
 
 struct listener {
 	struct hgt_listen_opts o;
+	bool started_called;
+	uint64_t t_begin;
 	struct guest *g[MAX_GUESTS];
 	int nr_g;
 	int tcp_fd, vsock_fd;
@@ -92,14 +125,6 @@ struct listener {
 	int tcp_count;
 	int failures;
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
 
 static void logf_(struct listener *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(struct listener *l, const char *fmt, ...)
@@ -133,6 +158,8 @@ static void fault(struct listener *l, struct guest *g, const char *fmt, ...)
 	g->done = true;
 }
 
+static int send_config(struct guest *g);
+
 static struct guest *new_guest(struct listener *l, const char *name)
 {
 	struct guest *g;
@@ -144,7 +171,7 @@ static struct guest *new_guest(struct listener *l, const char *name)
 		return NULL;
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	g->ctl_r = g->ctl_w = -1;
-	g->t_start = g->t_last = now_ms();
+	g->t_start = g->t_last = hgt__now_ms();
 	l->g[l->nr_g++] = g;
 	return g;
 }
@@ -201,6 +228,28 @@ static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg
 	}
 	if (!i)
 		return hgt__errorf(ENOENT, "listen: %s: no trace-path-cpu0.out", lg->dir);
+	if (lg->record) {
+		/* an agent --serve writes nothing before our CONFIG: whatever waits in the
+		 * FIFOs is left from an earlier host, cut off */
+		uint8_t junk[65536];
+		uint64_t stale = 0;
+		ssize_t r;
+
+		while ((r = read(g->ctl_r, junk, sizeof(junk))) > 0)
+			stale += (uint64_t)r;
+		for (i = 0; i < g->nr_data; i++)
+			while ((r = read(g->data[i].fd, junk, sizeof(junk))) > 0)
+				stale += (uint64_t)r;
+		if (stale)
+			logf_(l, "guest %s: %llu stale bytes of an earlier session dropped",
+			      g->name, (unsigned long long)stale);
+		g->record = lg->record;
+		if (send_config(g))
+			return hgt__errorf(errno ? errno : EIO,
+					   "listen: %s: cannot send the guest "
+					   "its settings",
+					   lg->dir);
+	}
 	return 0;
 }
 
@@ -210,6 +259,243 @@ static void send_cmd(struct guest *g, const char *c)
 	if (g->ctl_w >= 0 && write(g->ctl_w, c, strlen(c)) < 0) {
 		/* the agent reads commands when it is ready; nothing to do */
 	}
+}
+
+/* A framed message to the agent (CONFIG, PROBE). */
+static int send_framed(struct guest *g, uint16_t type, const void *p, size_t n)
+{
+	uint8_t b[HGT__MSG_HDR + 64];
+	uint32_t magic = HGT__CTL_MAGIC, len = (uint32_t)n;
+	uint16_t flags = 0;
+	uint8_t *m = n <= 64 ? b : malloc(HGT__MSG_HDR + n);
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	memcpy(m, &magic, 4);
+	memcpy(m + 4, &type, 2);
+	memcpy(m + 6, &flags, 2);
+	memcpy(m + 8, &len, 4);
+	memcpy(m + HGT__MSG_HDR, p, n);
+	ret = g->ctl_w >= 0 ? hgt__write_full(g->ctl_w, m, HGT__MSG_HDR + n) : -EBADF;
+	if (m != b)
+		free(m);
+	return ret;
+}
+
+/* CONFIG: the guest recording's clock, buffer size and events, for an agent --serve. */
+static int send_config(struct guest *g)
+{
+	const struct hgt_record_opts *r = g->record;
+	size_t n = 8 + (r->clock ? strlen(r->clock) : 0) + 1;
+	uint32_t h[2] = { (uint32_t)r->buffer_kb, 0 };
+	uint8_t *p;
+	size_t k;
+	int i, ret;
+
+	for (i = 0; i < r->nr_events; i++)
+		n += strlen(r->events[i]) + 1;
+	if (n > HGT__CONFIG_MAX)
+		return -E2BIG;
+	p = malloc(n);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, h, 8);
+	k = 8;
+	k += (size_t)sprintf((char *)p + k, "%s", r->clock ? r->clock : "") + 1;
+	for (i = 0; i < r->nr_events; i++)
+		k += (size_t)sprintf((char *)p + k, "%s", r->events[i]) + 1;
+	ret = send_framed(g, HGT__MSG_CONFIG, p, k);
+	free(p);
+	return ret;
+}
+
+static uint64_t host_clock(struct listener *l)
+{
+	uint64_t t = 0;
+
+	hgt_trace_clock_read(l->o.sync_clock, &t);
+	return t;
+}
+
+static void sync_fail(struct listener *l, struct guest *g, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void sync_fail(struct listener *l, struct guest *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g->sync.failed)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(g->sync.why, sizeof(g->sync.why), fmt, ap);
+	va_end(ap);
+	g->sync.failed = true;
+	g->sync.round_left = 0;
+	g->sync.waiting = false;
+	logf_(l, "guest %s: sync FAILED: %s", g->name, g->sync.why);
+}
+
+/* Sync over the control channel: the host stamps a probe's send (t1) and its answer's
+ * arrival (t2) in its trace clock, the agent stamps its answer in its own, pinned to the
+ * CPU asked for. Per round and CPU the probe with the shortest round trip is kept: the
+ * guest clock read g happened within [t1, t2], so offset = (t1 + t2) / 2 - g is right to
+ * within half that round trip. */
+static int sync_setup(struct listener *l, struct guest *g)
+{
+	struct sync *s = &g->sync;
+	int n = (int)g->nr_cpus;
+
+	if (!l->o.sync_clock)
+		return 0;
+	if (!hgt_trace_clock_readable(l->o.sync_clock)) {
+		snprintf(s->why, sizeof(s->why),
+			 "none: the host's clock %s cannot be read from user space",
+			 l->o.sync_clock);
+		return 0;
+	}
+	if (!hgt_trace_clock_readable(g->clock) || strcmp(g->clock, l->o.sync_clock)) {
+		snprintf(s->why, sizeof(s->why),
+			 "none: the guest records with clock %s, the host with %s (use one of "
+			 "x86-tsc, mono, mono_raw, boot, tai on both)",
+			 g->clock, l->o.sync_clock);
+		return 0;
+	}
+	s->best_rtt = calloc((size_t)n, 8);
+	s->best_g = calloc((size_t)n, 8);
+	s->best_mid = calloc((size_t)n, 8);
+	s->count = calloc((size_t)n, sizeof(*s->count));
+	s->time = calloc((size_t)n, sizeof(*s->time));
+	s->offset = calloc((size_t)n, sizeof(*s->offset));
+	if (!s->best_rtt || !s->best_g || !s->best_mid || !s->count || !s->time || !s->offset)
+		return -ENOMEM;
+	s->on = true;
+	s->best = UINT64_MAX;
+	return 0;
+}
+
+static void sync_send(struct listener *l, struct guest *g)
+{
+	struct sync *s = &g->sync;
+	uint32_t m[2];
+
+	/* CPU by CPU: the agent moves to a CPU once per round, not once per probe */
+	s->round_cpu = (int)g->nr_cpus - 1 - (s->round_left - 1) / (int)s->round_per_cpu;
+	m[0] = ++s->seq;
+	m[1] = (uint32_t)s->round_cpu;
+	s->t1_ms = hgt__now_ms();
+	s->t1 = host_clock(l);
+	if (send_framed(g, HGT__MSG_PROBE, m, sizeof(m))) {
+		sync_fail(l, g, "cannot send probes: %s", strerror(errno));
+		return;
+	}
+	s->waiting = true;
+}
+
+static void sync_round(struct listener *l, struct guest *g, int per_cpu)
+{
+	struct sync *s = &g->sync;
+
+	if (!s->on || s->failed || s->round_left)
+		return;
+	for (uint32_t c = 0; c < g->nr_cpus; c++)
+		s->best_rtt[c] = UINT64_MAX;
+	s->round_per_cpu = (uint32_t)per_cpu;
+	s->round_left = per_cpu * (int)g->nr_cpus;
+	s->round_cpu = -1;
+	sync_send(l, g);
+}
+
+/* The round is over: each CPU's best probe becomes a sample. */
+static void sync_round_done(struct listener *l, struct guest *g)
+{
+	struct sync *s = &g->sync;
+	int kept = 0;
+
+	for (uint32_t c = 0; c < g->nr_cpus && !s->failed; c++) {
+		uint32_t k = s->count[c];
+		int64_t *t, *o;
+
+		if (s->best_rtt[c] == UINT64_MAX || k >= SYNC_MAX_SAMPLES)
+			continue;
+		if (k && (int64_t)s->best_g[c] <= s->time[c][k - 1]) {
+			sync_fail(l, g,
+				  "cpu %u: its clock went back between probes (%llu after %lld)", c,
+				  (unsigned long long)s->best_g[c], (long long)s->time[c][k - 1]);
+			return;
+		}
+		t = realloc(s->time[c], sizeof(*t) * (k + 1));
+		if (t)
+			s->time[c] = t;
+		o = realloc(s->offset[c], sizeof(*o) * (k + 1));
+		if (o)
+			s->offset[c] = o;
+		if (!t || !o) {
+			sync_fail(l, g, "out of memory");
+			return;
+		}
+		t[k] = (int64_t)s->best_g[c];
+		o[k] = (int64_t)(s->best_mid[c] - s->best_g[c]);
+		s->count[c] = k + 1;
+		if (s->best_rtt[c] / 2 + 1 > s->bound)
+			s->bound = s->best_rtt[c] / 2 + 1;
+		if (s->best_rtt[c] < s->best)
+			s->best = s->best_rtt[c];
+		kept++;
+	}
+	if (kept)
+		s->rounds++;
+}
+
+/* PROBE_REPLY {u32 seq, u32 cpu, u64 ts}. */
+static void sync_reply(struct listener *l, struct guest *g, const uint8_t *p, size_t n)
+{
+	struct sync *s = &g->sync;
+	uint32_t seq, cpu;
+	uint64_t ts, rtt;
+
+	if (n != 16) {
+		sync_fail(l, g, "a probe answer of %zu bytes", n);
+		return;
+	}
+	memcpy(&seq, p, 4);
+	memcpy(&cpu, p + 4, 4);
+	memcpy(&ts, p + 8, 8);
+	if (!s->on || s->failed)
+		return;
+	if (seq > s->seq || !seq) {
+		sync_fail(l, g, "an answer to probe %u, which was never sent", seq);
+		return;
+	}
+	if (seq != s->seq || !s->waiting)
+		return; /* late: its probe was given up */
+	s->waiting = false;
+	s->lost_run = 0;
+	s->round_left--;
+	if (cpu == UINT32_MAX) {
+		snprintf(s->why, sizeof(s->why),
+			 "none: the agent cannot read its clock %s from user space", g->clock);
+		s->on = false;
+		s->round_left = 0;
+		return;
+	}
+	if (cpu >= g->nr_cpus) {
+		sync_fail(l, g, "a probe answered from cpu %u of %u", cpu, g->nr_cpus);
+		return;
+	}
+	rtt = g->t_read - s->t1;
+	if (g->t_read < s->t1) {
+		sync_fail(l, g, "the host clock went back during a probe");
+		return;
+	}
+	if (rtt < s->best_rtt[cpu]) {
+		s->best_rtt[cpu] = rtt;
+		s->best_g[cpu] = ts;
+		s->best_mid[cpu] = s->t1 + rtt / 2;
+	}
+	if (s->round_left > 0)
+		sync_send(l, g);
+	else
+		sync_round_done(l, g);
 }
 
 /* A whole control message arrived. */
@@ -256,8 +542,15 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		g->long_size = v[3];
 		snprintf(g->clock, sizeof(g->clock), "%s", (const char *)p + 24);
 		g->hello = true;
-		g->t_start = now_ms(); /* --stop-after counts from the guest's start */
+		g->t_start = hgt__now_ms(); /* --stop-after counts from the guest's start */
 		logf_(l, "guest %s: %u CPUs, clock %s", g->name, g->nr_cpus, g->clock);
+		if (sync_setup(l, g)) {
+			fault(l, g, "out of memory");
+			return;
+		}
+		g->sync.next_ms =
+			hgt__now_ms() + (l->o.sync_interval_ms ? l->o.sync_interval_ms : 1000);
+		sync_round(l, g, SYNC_FIRST);
 		return;
 	case HGT__MSG_META: {
 		uint32_t id;
@@ -328,7 +621,17 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		memcpy(&g->session, p, 8);
 		g->ready = true;
 		return;
+	case HGT__MSG_PROBE_REPLY:
+		sync_reply(l, g, p, n);
+		return;
 	case HGT__MSG_END:
+		if (n >= 40) {
+			memcpy(&g->agent_setup_cpu_ns, p + 8, 8);
+			memcpy(&g->agent_cpu_ns, p + 24, 8);
+			memcpy(&g->agent_wall_ns, p + 32, 8);
+			if (g->agent_setup_cpu_ns >= g->agent_cpu_ns)
+				g->agent_setup_cpu_ns -= g->agent_cpu_ns;
+		}
 		g->ended = true;
 		logf_(l, "guest %s: stopped", g->name);
 		return;
@@ -345,7 +648,7 @@ static void ctl_bytes(struct listener *l, struct guest *g, const uint8_t *buf, s
 	size_t i = 0;
 
 	g->bytes += (uint64_t)r;
-	g->t_last = now_ms();
+	g->t_last = hgt__now_ms();
 	while (i < (size_t)r && !g->done) {
 		if (g->mhdr_got < HGT__MSG_HDR) {
 			size_t k = HGT__MSG_HDR - g->mhdr_got;
@@ -416,6 +719,8 @@ static void read_ctl(struct listener *l, struct guest *g)
 	uint8_t buf[65536];
 	ssize_t r = read(g->ctl_r, buf, sizeof(buf));
 
+	if (l->o.sync_clock)
+		g->t_read = host_clock(l); /* a probe's answer arrived no later than this */
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0) {
@@ -440,7 +745,7 @@ static void read_data(struct listener *l, struct guest *g, struct chan *c)
 		c->eof = true;
 		return;
 	}
-	g->t_last = now_ms();
+	g->t_last = hgt__now_ms();
 	g->bytes += (uint64_t)r;
 	if (c->hdr_got < HGT__DATA_HDR) {
 		size_t k = HGT__DATA_HDR - c->hdr_got;
@@ -489,6 +794,125 @@ static void read_data(struct listener *l, struct guest *g, struct chan *c)
 	}
 }
 
+static void guest_path(struct listener *l, struct guest *g, char *path, size_t n)
+{
+	if (l->o.output_base)
+		snprintf(path, n, "%s-%s.dat", l->o.output_base, g->name);
+	else
+		snprintf(path, n, "%s/trace-%s.dat", l->o.output_dir ? l->o.output_dir : ".",
+			 g->name);
+}
+
+/* TIME_SHIFT from the kept samples, and a CPUSTAT line saying how they were made (shown by
+ * report --stat in both tools; the sync check reads its bound). */
+static int add_sync_options(struct listener *l, struct guest *g, struct hgt_output *out)
+{
+	struct sync *s = &g->sync;
+	struct hgt_time_shift_cpu *tc;
+	struct hgt_time_shift ts;
+	int64_t *ones, *zeros;
+	uint32_t most = 0, src = 0, total = 0;
+	char line[512];
+	uint8_t *buf = NULL;
+	uint32_t len;
+	int ret;
+
+	if (!l->o.sync_clock)
+		return 0;
+	for (uint32_t c = 0; s->on && c < g->nr_cpus; c++) {
+		total += s->count[c];
+		if (s->count[c] > most) {
+			most = s->count[c];
+			src = c;
+		}
+	}
+	if (!s->on || s->failed || !most) {
+		if (!s->why[0])
+			snprintf(s->why, sizeof(s->why), "none: no probe was answered (%llu lost)",
+				 (unsigned long long)s->lost);
+		snprintf(line, sizeof(line), "hgtrace sync: %s%s\\n",
+			 s->failed ? "FAILED, not applied: " : "", s->why);
+		return hgt_output_add_option(out, HGT_OPT_CPUSTAT, line,
+					     (uint32_t)strlen(line) + 1);
+	}
+	snprintf(s->why, sizeof(s->why), "agent channel");
+	tc = calloc(g->nr_cpus, sizeof(*tc));
+	ones = malloc(sizeof(int64_t) * most);
+	zeros = calloc(most, sizeof(int64_t));
+	if (!tc || !ones || !zeros) {
+		free(tc);
+		free(ones);
+		free(zeros);
+		return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < most; k++)
+		ones[k] = 1;
+	for (uint32_t c = 0; c < g->nr_cpus; c++) {
+		/* a CPU no probe reached takes the samples of the best-sampled one */
+		uint32_t from = s->count[c] ? c : src;
+
+		tc[c] = (struct hgt_time_shift_cpu){ s->count[from], s->time[from], s->offset[from],
+						     ones, zeros };
+	}
+	ts = (struct hgt_time_shift){ l->o.host_trace_id, HGT_TSYNC_INTERPOLATE, (int)g->nr_cpus,
+				      tc };
+	ret = hgt_time_shift_option_build(&ts, &buf, &len);
+	if (!ret)
+		ret = hgt_output_add_option(out, HGT_OPT_TIME_SHIFT, buf, len);
+	free(buf);
+	free(tc);
+	free(ones);
+	free(zeros);
+	snprintf(line, sizeof(line),
+		 "hgtrace sync: agent channel, clock %s: %u samples in %u rounds, best round trip "
+		 "%llu, bound=%llu\\n",
+		 g->clock, total, s->rounds, (unsigned long long)s->best,
+		 (unsigned long long)s->bound);
+	if (!ret)
+		ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
+	if (!ret && g->agent_wall_ns) {
+		snprintf(line, sizeof(line),
+			 "hgtrace agent: %.1f ms of CPU in %.3f s of recording\\n",
+			 (double)g->agent_cpu_ns / 1e6, (double)g->agent_wall_ns / 1e9);
+		ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
+	}
+	return ret;
+}
+
+static void report_result(struct listener *l, struct guest *g, const char *path)
+{
+	struct hgt_listen_result r = { .name = g->name, .path = path };
+	uint64_t *cb;
+	int i;
+
+	if (!l->o.on_guest_done)
+		return;
+	cb = calloc(g->nr_cpus ? g->nr_cpus : 1, 8);
+	for (i = 0; cb && i < g->nr_data; i++)
+		if (g->data[i].cpu >= 0 && (uint32_t)g->data[i].cpu < g->nr_cpus)
+			cb[g->data[i].cpu] += g->data[i].bytes;
+	for (i = 0; i < g->nr_opts; i++)
+		if (g->opts[i].id == HGT_OPT_TRACEID && g->opts[i].size == 8)
+			memcpy(&r.trace_id, g->opts[i].data, 8);
+	r.fault = g->fault[0] ? g->fault : NULL;
+	r.nr_cpus = cb ? (int)g->nr_cpus : 0;
+	r.clock = g->clock;
+	r.bytes = g->bytes;
+	r.cpu_bytes = cb;
+	r.sync = g->sync.why[0] ? g->sync.why : "none";
+	r.sync_failed = g->sync.failed;
+	for (uint32_t c = 0; g->sync.count && c < g->nr_cpus; c++)
+		r.samples += g->sync.count[c];
+	r.rounds = g->sync.rounds;
+	r.best_rtt = g->sync.best == UINT64_MAX ? 0 : g->sync.best;
+	r.bound = g->sync.bound;
+	r.agent_cpu_ns = g->agent_cpu_ns;
+	r.agent_wall_ns = g->agent_wall_ns;
+	r.agent_setup_cpu_ns = g->agent_setup_cpu_ns;
+	l->o.on_guest_done(l->o.ctx, &r);
+	free(cb);
+}
+
 /* Write trace-NAME.dat from what the guest sent. */
 static int finish_guest(struct listener *l, struct guest *g)
 {
@@ -500,12 +924,12 @@ static int finish_guest(struct listener *l, struct guest *g)
 	int i, ret = 0, ncpu = 0;
 	uint8_t *buf = NULL;
 
-	snprintf(path, sizeof(path), "%s/trace-%s.dat", l->o.output_dir ? l->o.output_dir : ".",
-		 g->name);
+	guest_path(l, g, path, sizeof(path));
 	for (i = 0; i < 6; i++)
 		if (!g->meta[i] || !g->hello) {
 			logf_(l, "guest %s: no file: the stream ended before the guest sent its %s",
 			      g->name, g->hello ? hgt_option_name((unsigned)i + 16) : "HELLO");
+			report_result(l, g, NULL);
 			return -EPROTO;
 		}
 	out = hgt_output_create(path, &oo);
@@ -534,6 +958,8 @@ static int finish_guest(struct listener *l, struct guest *g)
 	}
 	if ((uint32_t)ncpu < g->nr_cpus)
 		ncpu = (int)g->nr_cpus;
+	if (!ret)
+		ret = add_sync_options(l, g, out);
 	if (!ret) {
 		int b = hgt_output_add_buffer(out, "", g->clock, ncpu);
 
@@ -572,12 +998,14 @@ static int finish_guest(struct listener *l, struct guest *g)
 	if (ret) {
 		hgt_output_abort(out);
 		logf_(l, "guest %s: cannot write %s: %s", g->name, path, hgt_last_error());
+		report_result(l, g, NULL);
 		return ret;
 	}
 	ret = hgt_output_close(out);
 	if (!ret)
 		logf_(l, "guest %s: wrote %s%s", g->name, path,
 		      g->fault[0] ? " (stream ended early: see report --stat)" : "");
+	report_result(l, g, ret ? NULL : path);
 	return ret;
 }
 
@@ -595,6 +1023,16 @@ static void free_guest(struct guest *g)
 		if (g->data[i].tmp >= 0)
 			close(g->data[i].tmp);
 	}
+	for (uint32_t c = 0; g->sync.count && c < g->nr_cpus; c++) {
+		free(g->sync.time[c]);
+		free(g->sync.offset[c]);
+	}
+	free(g->sync.time);
+	free(g->sync.offset);
+	free(g->sync.count);
+	free(g->sync.best_rtt);
+	free(g->sync.best_g);
+	free(g->sync.best_mid);
 	for (i = 0; i < 6; i++)
 		free(g->meta[i]);
 	for (i = 0; i < g->nr_opts; i++)
@@ -665,7 +1103,7 @@ static bool classify(struct listener *l, struct pending *p)
 		if (l->o.start) {
 			send_cmd(g, "1\n");
 			g->start_sent = true;
-			g->t_start = now_ms();
+			g->t_start = hgt__now_ms();
 		}
 		logf_(l, "guest %s connected", g->name);
 		return true;
@@ -711,6 +1149,33 @@ static bool classify(struct listener *l, struct pending *p)
 	return false; /* its HELLO has not arrived yet */
 }
 
+/* Probes given up, and the periodic rounds. */
+static void sync_tick(struct listener *l, struct guest *g, uint64_t t)
+{
+	struct sync *s = &g->sync;
+
+	if (!s->on || s->failed || !g->hello || g->ended || g->done)
+		return;
+	if (s->waiting && t - s->t1_ms > SYNC_TIMEOUT_MS) {
+		s->waiting = false;
+		s->lost++;
+		s->round_left--;
+		if (++s->lost_run >= 3) {
+			sync_fail(l, g, "%d probes in a row were not answered within %d ms",
+				  s->lost_run, SYNC_TIMEOUT_MS);
+			return;
+		}
+		if (s->round_left > 0)
+			sync_send(l, g);
+		else
+			sync_round_done(l, g);
+	}
+	if (!s->round_left && !g->stop_sent && !s->final_started && t >= s->next_ms) {
+		s->next_ms = t + (l->o.sync_interval_ms ? l->o.sync_interval_ms : 1000);
+		sync_round(l, g, SYNC_PERIODIC);
+	}
+}
+
 int hgt_listen_run(const struct hgt_listen_opts *opts)
 {
 	struct listener l = { .tcp_fd = -1, .vsock_fd = -1 };
@@ -723,6 +1188,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 		l.o.max_bytes = 1ULL << 30;
 	if (!l.o.idle_ms)
 		l.o.idle_ms = 500;
+	l.t_begin = hgt__now_ms();
 	for (i = 0; i < l.o.nr_guests; i++) {
 		ret = open_fifo_guest(&l, &l.o.guests[i]);
 		if (ret)
@@ -746,7 +1212,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			int kind, g, c;
 		} who[sizeof(pf) / sizeof(pf[0])];
 		int n = 0, active = 0;
-		uint64_t t = now_ms();
+		uint64_t t = hgt__now_ms();
 		bool stopping = l.o.stop && *l.o.stop;
 
 		/* finish guests that are done */
@@ -755,16 +1221,46 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 
 			if (!g)
 				continue;
+			bool want_stop = false;
+
 			if (stopping && !g->done) {
-				if (!g->ended)
-					fault(&l, g, "the listener was stopped");
-				g->done = true;
+				if (l.o.graceful && g->hello && !g->ended) {
+					want_stop = true;
+				} else if (!l.o.graceful || !g->ended) {
+					if (!g->ended)
+						fault(&l, g, "the listener was stopped");
+					g->done = true;
+				}
 			}
 			if (g->hello && !g->stop_sent && l.o.stop_after_ms &&
-			    t - g->t_start >= l.o.stop_after_ms) {
-				send_cmd(g, "0\n");
-				g->stop_sent = true;
+			    t - g->t_start >= l.o.stop_after_ms)
+				want_stop = true;
+			sync_tick(&l, g, t);
+			if (want_stop && !g->stop_sent && !g->done) {
+				struct sync *sy = &g->sync;
+
+				/* a last round of probes before the stop, so the samples
+				 * bracket the whole recording */
+				if (sy->on && !sy->failed && !sy->final_done) {
+					if (!sy->final_started && !sy->round_left) {
+						sy->final_started = true;
+						sy->final_ms = t;
+						sync_round(&l, g, SYNC_FIRST);
+					} else if (sy->final_started &&
+						   (!sy->round_left || t - sy->final_ms > 3000)) {
+						sy->final_done = true;
+					}
+				}
+				if (!sy->on || sy->failed || sy->final_done) {
+					send_cmd(g, "0\n");
+					g->stop_sent = true;
+					g->t_stop_sent = t;
+				}
 			}
+			if (l.o.graceful && g->stop_sent && !g->ended && !g->done &&
+			    t - g->t_stop_sent > END_TIMEOUT_MS)
+				fault(&l, g, "no end within %d s of the stop",
+				      END_TIMEOUT_MS / 1000);
 			if (g->ended && !g->done) {
 				bool all_eof = true;
 
@@ -782,7 +1278,20 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			}
 			active++;
 		}
-		if (stopping || (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && l.o.nr_guests))
+		if (l.o.on_started && !l.started_called) {
+			bool all = true;
+
+			for (i = 0; i < l.nr_g; i++)
+				if (l.g[i] && l.g[i]->fifo && !l.g[i]->hello && !l.g[i]->done)
+					all = false;
+			if (all || t - l.t_begin >=
+					   (l.o.start_timeout_ms ? l.o.start_timeout_ms : 15000)) {
+				l.started_called = true;
+				l.o.on_started(l.o.ctx);
+			}
+		}
+		if ((stopping && (!l.o.graceful || !active)) ||
+		    (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && l.o.nr_guests))
 			break;
 		if (!active && l.tcp_fd < 0 && l.vsock_fd < 0)
 			break;
@@ -830,7 +1339,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 
 				if (fd >= 0)
 					l.pend[l.nr_pend++] =
-						(struct pending){ .fd = fd, .t = now_ms() };
+						(struct pending){ .fd = fd, .t = hgt__now_ms() };
 			} else if (who[i].kind == 1) {
 				struct pending *p = &l.pend[who[i].g];
 				/* the magic first; the rest of a data header after it */
@@ -859,7 +1368,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 
 			if (p->fd >= 0 && p->got == HGT__DATA_HDR && classify(&l, p))
 				p->fd = -1;
-			if (p->fd >= 0 && now_ms() - p->t > 10000) {
+			if (p->fd >= 0 && hgt__now_ms() - p->t > 10000) {
 				logf_(&l, "a connection waited 10 s for its guest: closed");
 				close(p->fd);
 				p->fd = -1;

@@ -7,10 +7,17 @@
  *   HELLO  {u32 version, u32 nr_cpus, u32 page_size, u32 long_size, u64 session} clock\0
  *   META   {u32 id (16..21)} + the item's v6 encoding
  *   OPTION {u32 id} + payload (TRACECLOCK, UNAME, VERSION, TRACEID, CPUSTAT, DATE, OFFSET)
- *   END    {u64 lost events}: everything was sent
  *   READY  {u64 session}: the first message, sent as soon as the channel is open (before
  *          the host's start), so the host knows the guest and its data channels
- * Control channel, host -> agent: "1\n" start, "0\n" stop (as virtio-trace's agent).
+ *   PROBE_REPLY {u32 seq, u32 cpu, u64 ts}: the agent's trace clock, read on guest CPU cpu
+ *   END    {u64 lost events[, u64 session cpu ns, u64 session ns, u64 recording cpu ns,
+ *          u64 recording ns]}: everything was sent; the agent's own cost, all of the
+ *          session and the steady part (after the metadata, until the stop)
+ * Control channel, host -> agent: "1\n" start, "0\n" stop (as virtio-trace's agent), and
+ * framed messages with the same header (their first byte, 'H', is never a command):
+ *   CONFIG {u32 buffer_kb, u32 flags} clock\0 event\0...: what the next session records
+ *          (agent --serve: nothing is sent before it)
+ *   PROBE  {u32 seq, u32 cpu}: read the trace clock on @cpu and answer PROBE_REPLY
  * Data channel, one per CPU: {u32 magic "HGTD", u32 version, u32 cpu, u32 page_size,
  * u64 session}, then whole ring-buffer pages, nothing else (zero-copy with splice).
  */
@@ -32,6 +39,11 @@ enum hgt__msg_type {
 	HGT__MSG_OPTION = 3,
 	HGT__MSG_END = 4,
 	HGT__MSG_READY = 5, /* {u64 session}: first message, sent on connecting */
+	HGT__MSG_CONFIG = 6,	  /* host -> agent */
+	HGT__MSG_PROBE = 7,	  /* host -> agent */
+	HGT__MSG_PROBE_REPLY = 8, /* agent -> host */
 };
+
+#define HGT__CONFIG_MAX 65536 /* a CONFIG larger than this is refused by the agent */
 
 #endif

@@ -60,7 +60,7 @@ static int split_pair(const char *what, char *s, char **a, char **b)
 
 int cmd_agent(int argc, char **argv)
 {
-	enum { O_FIFOS = 256, O_PORTS, O_TCP, O_VSOCK, O_NOW, O_NOSPLICE };
+	enum { O_FIFOS = 256, O_PORTS, O_TCP, O_VSOCK, O_NOW, O_NOSPLICE, O_SERVE };
 	static const struct option lopts[] = {
 		{ "fifos", required_argument, NULL, O_FIFOS },
 		{ "ports", required_argument, NULL, O_PORTS },
@@ -68,6 +68,7 @@ int cmd_agent(int argc, char **argv)
 		{ "vsock", required_argument, NULL, O_VSOCK },
 		{ "now", no_argument, NULL, O_NOW },
 		{ "no-splice", no_argument, NULL, O_NOSPLICE },
+		{ "serve", no_argument, NULL, O_SERVE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -133,12 +134,18 @@ int cmd_agent(int argc, char **argv)
 		case O_NOSPLICE:
 			ro.no_splice = true;
 			break;
+		case O_SERVE:
+			ao.serve = true;
+			break;
 		case 'h':
 			printf("usage: hgtrace agent [--ports DIR | --fifos DIR | --tcp HOST:PORT "
 			       "| "
 			       "--vsock CID:PORT]\n"
 			       "                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] "
-			       "[-B INSTANCE] [--now] [--no-splice] [-o]\n"
+			       "[-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
+			       "  --serve: a service: record each session a host starts (hgtrace "
+			       "record -A) with\n"
+			       "           the host's settings, then wait for the next\n"
 			       "  -o: debug, every CPU's raw pages to stdout until SIGINT\n");
 			ret = 0;
 			goto out;

@@ -11,25 +11,158 @@
 
 #include <hgtrace/output.h>
 #include <hgtrace/record.h>
+#include <hgtrace/session.h>
 
 #include "cmd.h"
 
 static volatile sig_atomic_t stop_requested;
+static volatile int session_stop;
+static volatile pid_t session_child = -1;
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
+	session_stop = 1;
+}
+
+/* The command of a session ended: the session stops. */
+static void on_child(int sig)
+{
+	int st;
+
+	(void)sig;
+	if (session_child > 0 && waitpid(session_child, &st, WNOHANG) == session_child) {
+		session_child = -1;
+		session_stop = 1;
+	}
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: hgtrace record -e SYSTEM[:EVENT]... [-C CLOCK] [-b KB] [-B INSTANCE]\n"
-		   "                      [-o FILE] [-P PID]... [-M CPUMASK] [--compression C]\n"
-		   "                      [-- COMMAND ARGS...]\n"
-		   "  records until COMMAND exits, or until SIGINT/SIGTERM without one.\n"
-		   "  Works in a tracefs instance of its own (or -B NAME) and leaves tracefs as it "
-		   "was.\n");
+	fprintf(f,
+		"usage: hgtrace record -e SYSTEM[:EVENT]... [-C CLOCK] [-b KB] [-B INSTANCE]\n"
+		"                      [-o FILE] [-P PID]... [-M CPUMASK] [--compression C]\n"
+		"                      [-A NAME[@fifo:DIR] [--guest-pid PID] [-e ...] [-C CLOCK] "
+		"[-b KB]]...\n"
+		"                      [--sync-interval MS] [-- COMMAND ARGS...]\n"
+		"  records until COMMAND exits, or until SIGINT/SIGTERM/SIGHUP without one.\n"
+		"  Works in a tracefs instance of its own (or -B NAME) and leaves tracefs as it "
+		"was.\n"
+		"  -A/--guest NAME: also record guest NAME through its agent (hgtrace agent "
+		"--serve);\n"
+		"  the options after it are the guest's. Its file is trace-NAME.dat beside -o.\n");
+}
+
+/* The session's guests as the command line gives them. */
+struct gopt {
+	struct hgt_session_guest g;
+	struct hgt_record_opts ro;
+	const char **events;
+	int nev;
+	char *dir;
+	char *name;
+};
+
+/* NAME[@fifo:DIR]; a bare NAME is DIR = $HGTRACE_GUEST_DIR or /var/lib/hgtrace, + /NAME. */
+static int parse_guest(const char *arg, struct gopt *g)
+{
+	const char *at = strchr(arg, '@');
+	const char *root = getenv("HGTRACE_GUEST_DIR");
+
+	g->name = at ? strndup(arg, (size_t)(at - arg)) : strdup(arg);
+	if (!g->name)
+		return -1;
+	if (!at) {
+		size_t n = strlen(root ? root : "/var/lib/hgtrace") + strlen(g->name) + 2;
+
+		g->dir = malloc(n);
+		if (!g->dir)
+			return -1;
+		snprintf(g->dir, n, "%s/%s", root ? root : "/var/lib/hgtrace", g->name);
+	} else if (!strncmp(at + 1, "fifo:", 5) && at[6]) {
+		g->dir = strdup(at + 6);
+	} else if (!strncmp(at + 1, "vsock:", 6) || !strncmp(at + 1, "tcp:", 4)) {
+		fprintf(stderr,
+			"hgtrace: record: -A '%s': sessions run over FIFOs/virtio-serial for now "
+			"(NAME@fifo:DIR); for vsock or TCP guests run hgtrace listen\n",
+			arg);
+		return -1;
+	} else {
+		fprintf(stderr, "hgtrace: record: -A '%s': expected NAME[@fifo:DIR]\n", arg);
+		return -1;
+	}
+	if (!g->dir)
+		return -1;
+	g->g.name = g->name;
+	g->g.dir = g->dir;
+	return 0;
+}
+
+static void started(void *ctx)
+{
+	char **argv = ctx;
+	pid_t p;
+
+	if (!argv || !argv[0])
+		return;
+	p = fork();
+	if (p == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		execvp(argv[0], argv);
+		fprintf(stderr, "hgtrace: record: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (p < 0) {
+		fprintf(stderr, "hgtrace: record: fork: %s\n", strerror(errno));
+		session_stop = 1;
+		return;
+	}
+	session_child = p;
+	on_child(SIGCHLD); /* it may have ended already */
+}
+
+static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, unsigned int interval,
+		       char **cmd)
+{
+	HGT_OPTS(hgt_session_opts, so, .host = host, .nr_guests = ng, .sync_interval_ms = interval,
+		 .log = stderr, .stop = &session_stop, .started = started, .ctx = cmd);
+	struct hgt_session_guest *g = calloc((size_t)ng, sizeof(*g));
+	struct sigaction sa;
+	int i, ret;
+
+	if (!g)
+		return 1;
+	for (i = 0; i < ng; i++) {
+		gs[i].ro.sz = sizeof(gs[i].ro);
+		gs[i].ro.events = gs[i].nev ? gs[i].events : host->events;
+		gs[i].ro.nr_events = gs[i].nev ? gs[i].nev : host->nr_events;
+		gs[i].g.record = &gs[i].ro;
+		g[i] = gs[i].g;
+	}
+	so.guests = g;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_NOCLDSTOP;
+	sigaction(SIGCHLD, &sa, NULL);
+	if (!cmd || !cmd[0])
+		fprintf(stderr,
+			"hgtrace record: recording host and guests; Ctrl-C (SIGINT), SIGTERM "
+			"or SIGHUP stops\n");
+	ret = hgt_session_run(&so);
+	if (session_child > 0) {
+		kill(session_child, SIGTERM);
+		waitpid(session_child, NULL, 0);
+	}
+	free(g);
+	if (ret) {
+		cmd_error("record failed");
+		return 1;
+	}
+	return 0;
 }
 
 static int push(void *arrp, int *n, size_t size)
@@ -45,11 +178,18 @@ static int push(void *arrp, int *n, size_t size)
 
 int cmd_record(int argc, char **argv)
 {
+	enum { O_GUEST_PID = 256, O_INTERVAL };
 	static const struct option lopts[] = {
 		{ "compression", required_argument, NULL, 'Z' },
+		{ "guest", required_argument, NULL, 'A' },
+		{ "guest-pid", required_argument, NULL, O_GUEST_PID },
+		{ "sync-interval", required_argument, NULL, O_INTERVAL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct gopt *gs = NULL, *cur = NULL;
+	int ng = 0;
+	unsigned long interval = 0;
 	HGT_OPTS(hgt_record_opts, o, .output = "trace.dat", .compression = HGT_COMPRESS_ZSTD,
 		 .log = stderr);
 	const char **events = NULL;
@@ -62,15 +202,50 @@ int cmd_record(int argc, char **argv)
 	long v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+e:C:b:B:o:P:M:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:C:b:B:o:P:M:A:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
+			if (cur) {
+				if (push(&cur->events, &cur->nev, sizeof(*cur->events)))
+					goto nomem;
+				cur->events[cur->nev++] = optarg;
+				break;
+			}
 			if (push(&events, &nev, sizeof(*events)))
 				goto nomem;
 			events[nev++] = optarg;
 			break;
 		case 'C':
-			o.clock = optarg;
+			*(cur ? &cur->ro.clock : &o.clock) = optarg;
+			break;
+		case 'A':
+			if (push(&gs, &ng, sizeof(*gs)))
+				goto nomem;
+			cur = &gs[ng++];
+			memset(cur, 0, sizeof(*cur));
+			if (parse_guest(optarg, cur))
+				goto out;
+			break;
+		case O_GUEST_PID:
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (!cur || errno || *end || v <= 0) {
+				fprintf(stderr,
+					"hgtrace: record: --guest-pid '%s': a PID, after -A\n",
+					optarg);
+				goto out;
+			}
+			cur->g.pid = (int)v;
+			break;
+		case O_INTERVAL:
+			errno = 0;
+			interval = strtoul(optarg, &end, 10);
+			if (errno || *end || !interval || interval > 3600000) {
+				fprintf(stderr,
+					"hgtrace: record: --sync-interval '%s': 1 to 3600000 ms\n",
+					optarg);
+				goto out;
+			}
 			break;
 		case 'b':
 			errno = 0;
@@ -80,7 +255,7 @@ int cmd_record(int argc, char **argv)
 					optarg);
 				goto out;
 			}
-			o.buffer_kb = (size_t)v;
+			*(cur ? &cur->ro.buffer_kb : &o.buffer_kb) = (size_t)v;
 			break;
 		case 'B':
 			o.instance = optarg;
@@ -129,11 +304,17 @@ int cmd_record(int argc, char **argv)
 	o.nr_events = nev;
 	o.pids = pids;
 	o.nr_pids = npid;
+	if (ng) {
+		ret = run_session(&o, gs, ng, (unsigned int)interval,
+				  optind < argc ? argv + optind : NULL);
+		goto out;
+	}
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	rec = hgt_record_start(&o);
 	if (!rec) {
 		cmd_error("record failed");
@@ -172,6 +353,12 @@ nomem:
 	fprintf(stderr, "hgtrace: record: out of memory\n");
 	ret = 1;
 out:
+	for (int i = 0; i < ng; i++) {
+		free(gs[i].events);
+		free(gs[i].name);
+		free(gs[i].dir);
+	}
+	free(gs);
 	free(events);
 	free(pids);
 	return ret;

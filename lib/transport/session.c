@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * hgtrace record -A: the host's recording and its guests' in one session. The host
+ * records with the recorder; each guest's agent --serve gets the guest's settings, start
+ * and stop over its channel (the listener's loop), and the clocks are synchronised over
+ * that channel while both record. At the end the guest files carry their TIME_SHIFT (from
+ * the listener) and the host file a GUEST option per guest naming its vCPU threads.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <traceevent/event-parse.h>
+
+#include <hgtrace/clock.h>
+#include <hgtrace/output.h>
+#include <hgtrace/peer.h>
+#include <hgtrace/session.h>
+#include <hgtrace/tracedat.h>
+#include <hgtrace/transport.h>
+
+#include "../record/record-local.h"
+#include "../tracedat/tracedat-local.h"
+
+struct sguest {
+	const struct hgt_session_guest *in;
+	struct hgt_record_opts ro;
+	struct hgt_vcpu_threads vt;
+	bool have_vt;
+	/* what the listener said at its end */
+	bool done;
+	char path[4096];
+	char fault[256];
+	char sync[200];
+	bool sync_failed;
+	uint64_t trace_id, bytes, samples, best_rtt, bound, agent_cpu_ns, agent_wall_ns;
+	uint64_t agent_setup_cpu_ns;
+	uint32_t rounds;
+	int nr_cpus;
+	uint64_t *cpu_bytes;
+	char clock[64];
+};
+
+struct session {
+	const struct hgt_session_opts *o;
+	struct sguest *g;
+	int n;
+};
+
+static void logf_(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!s->o->log)
+		return;
+	va_start(ap, fmt);
+	fputs("hgtrace record: ", s->o->log);
+	vfprintf(s->o->log, fmt, ap);
+	fputc('\n', s->o->log);
+	va_end(ap);
+	fflush(s->o->log);
+}
+
+static void on_started(void *ctx)
+{
+	struct session *s = ctx;
+
+	if (s->o->started)
+		s->o->started(s->o->ctx);
+}
+
+static void on_guest_done(void *ctx, const struct hgt_listen_result *r)
+{
+	struct session *s = ctx;
+	struct sguest *g = NULL;
+
+	for (int i = 0; i < s->n; i++)
+		if (!strcmp(s->g[i].in->name, r->name))
+			g = &s->g[i];
+	if (!g)
+		return;
+	g->done = true;
+	snprintf(g->path, sizeof(g->path), "%s", r->path ? r->path : "");
+	snprintf(g->fault, sizeof(g->fault), "%s", r->fault ? r->fault : "");
+	snprintf(g->sync, sizeof(g->sync), "%s", r->sync ? r->sync : "none");
+	snprintf(g->clock, sizeof(g->clock), "%s", r->clock ? r->clock : "?");
+	g->sync_failed = r->sync_failed;
+	g->trace_id = r->trace_id;
+	g->bytes = r->bytes;
+	g->samples = r->samples;
+	g->rounds = r->rounds;
+	g->best_rtt = r->best_rtt;
+	g->bound = r->bound;
+	g->agent_cpu_ns = r->agent_cpu_ns;
+	g->agent_wall_ns = r->agent_wall_ns;
+	g->agent_setup_cpu_ns = r->agent_setup_cpu_ns;
+	g->nr_cpus = r->nr_cpus;
+	free(g->cpu_bytes);
+	g->cpu_bytes = r->nr_cpus ? calloc((size_t)r->nr_cpus, 8) : NULL;
+	if (g->cpu_bytes)
+		memcpy(g->cpu_bytes, r->cpu_bytes, 8 * (size_t)r->nr_cpus);
+}
+
+/* BASE of BASE-NAME.dat: the host file's path without its ".dat". */
+static char *guest_base(const char *host)
+{
+	size_t n = strlen(host);
+	char *b = strdup(host);
+
+	if (b && n > 4 && !strcmp(host + n - 4, ".dat"))
+		b[n - 4] = 0;
+	return b;
+}
+
+/* Events and losses per CPU of a written file, for the summary. */
+static void print_file(struct session *s, const char *what, const char *path,
+		       const uint64_t *cpu_bytes, int nr_bytes)
+{
+	HGT_OPTS(hgt_open_opts, op, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
+	struct hgt_input *in = hgt_input_open(path, &op);
+	FILE *f = s->o->log;
+	int top;
+
+	if (!f)
+		return;
+	if (!in) {
+		fprintf(f, "  %-14s %s: cannot be read: %s\n", what, path, hgt_last_error());
+		return;
+	}
+	top = hgt_input_top_buffer(in);
+	fprintf(f, "  %-14s %s\n", what, path);
+	for (int c = 0; top >= 0 && c < hgt_input_nr_cpus(in); c++) {
+		struct hgt_cursor *cu = hgt_cursor_open(in, top, c);
+		struct tep_record rec;
+		struct hgt_loss l = { 0 };
+		uint64_t ev = 0;
+
+		if (!cu)
+			continue;
+		while (hgt_cursor_next(cu, &rec) > 0)
+			ev++;
+		hgt_cursor_loss(cu, &l);
+		hgt_cursor_close(cu);
+		fprintf(f, "    cpu%-3d %10llu events %12llu bytes  lost: %llu on %llu pages%s\n",
+			c, (unsigned long long)ev,
+			(unsigned long long)(cpu_bytes && c < nr_bytes
+						     ? cpu_bytes[c]
+						     : hgt_input_cpu_uncompressed_size(in, top, c)),
+			(unsigned long long)l.events_lost, (unsigned long long)l.pages_with_loss,
+			l.pages_unknown_count ? " (some counts unknown)" : "");
+	}
+	hgt_input_close(in);
+}
+
+static void summary(struct session *s, const char *host_path, const char *clock,
+		    const struct hgt_record_result *hr)
+{
+	FILE *f = s->o->log;
+
+	if (!f)
+		return;
+	fprintf(f, "hgtrace record: session summary (clock %s)\n", clock);
+	print_file(s, "host", host_path, NULL, 0);
+	if (hr && hr->lost)
+		fprintf(f, "    host ring buffers overran: %llu events lost (a larger -b)\n",
+			(unsigned long long)hr->lost);
+	for (int i = 0; i < s->n; i++) {
+		struct sguest *g = &s->g[i];
+		char what[96];
+
+		snprintf(what, sizeof(what), "guest %s", g->in->name);
+		if (!g->path[0]) {
+			fprintf(f, "  %-14s no file%s%s\n", what, g->fault[0] ? ": " : "",
+				g->fault);
+			continue;
+		}
+		print_file(s, what, g->path, g->cpu_bytes, g->nr_cpus);
+		if (g->fault[0])
+			fprintf(f, "    transport: stream ended early: %s\n", g->fault);
+		if (g->samples && !g->sync_failed)
+			fprintf(f,
+				"    sync: %s, clock %s: %llu samples in %u rounds, best round "
+				"trip %llu, bound +-%llu (%s units)\n",
+				g->sync, g->clock, (unsigned long long)g->samples, g->rounds,
+				(unsigned long long)g->best_rtt, (unsigned long long)g->bound,
+				g->clock);
+		else
+			fprintf(f, "    sync: %s%s\n",
+				g->sync_failed ? "FAILED, not applied: " : "", g->sync);
+		if (g->agent_wall_ns)
+			fprintf(f,
+				"    agent: %.1f ms of CPU in %.3f s of recording: %.3f%% of one "
+				"guest CPU (%.3f%% of its %d); %.1f ms to set up and describe\n",
+				(double)g->agent_cpu_ns / 1e6, (double)g->agent_wall_ns / 1e9,
+				100.0 * (double)g->agent_cpu_ns / (double)g->agent_wall_ns,
+				100.0 * (double)g->agent_cpu_ns / (double)g->agent_wall_ns /
+					(g->nr_cpus ? g->nr_cpus : 1),
+				g->nr_cpus, (double)g->agent_setup_cpu_ns / 1e6);
+		if (g->have_vt)
+			fprintf(f, "    vCPU threads of process %d: %d\n", g->vt.pid, g->vt.nr);
+	}
+}
+
+/* GUEST options into the host file: each guest's trace id and vCPU threads. */
+static int map_guests(struct session *s, const char *host_path)
+{
+	struct hgt_option_blob *ob = calloc((size_t)s->n, sizeof(*ob));
+	uint8_t **bufs = calloc((size_t)s->n, sizeof(*bufs));
+	int i, n = 0, ret = 0;
+
+	if (!ob || !bufs) {
+		free(ob);
+		free(bufs);
+		return -ENOMEM;
+	}
+	for (i = 0; i < s->n && !ret; i++) {
+		struct sguest *g = &s->g[i];
+		uint32_t len;
+
+		if (!g->path[0] || !g->trace_id)
+			continue;
+		if (!g->have_vt || !g->vt.nr) {
+			logf_(s,
+			      "guest %s: WARNING: its vCPU threads are unknown (no VMM process "
+			      "found, or QEMU without -name %s,debug-threads=on): merged by its "
+			      "sync samples alone, no sync check",
+			      g->in->name, g->in->name);
+			continue;
+		}
+		ret = hgt_guest_option_build(g->in->name, g->trace_id, g->vt.nr, g->vt.vcpu,
+					     g->vt.tid, &bufs[n], &len);
+		if (!ret) {
+			ob[n] = (struct hgt_option_blob){ HGT_OPT_GUEST, len, bufs[n] };
+			n++;
+		}
+	}
+	if (!ret && n)
+		ret = hgt_tracedat_append_options(host_path, ob, n);
+	for (i = 0; i < n; i++)
+		free(bufs[i]);
+	free(bufs);
+	free(ob);
+	return ret;
+}
+
+int hgt_session_run(const struct hgt_session_opts *opts)
+{
+	HGT_OPTS(hgt_session_opts, o);
+	struct session s = { .o = &o };
+	struct hgt_record_opts hro;
+	struct hgt_listen_guest *lg = NULL;
+	struct hgt_recorder *rec = NULL;
+	struct hgt_record_result hr = { 0 };
+	char *base = NULL, *clock = NULL;
+	int i, ret = 0, lret, rret;
+
+	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o) || !opts->host ||
+	    !opts->host->output || opts->nr_guests < 1)
+		return -EINVAL;
+	memcpy(&o, opts, opts->sz);
+	hro = *o.host;
+	/* x86-tsc on both sides unless told otherwise: exact under KVM, 1:1 under TCG, and
+	 * readable from user space for the probes */
+	if (!hro.clock && hgt_trace_clock_readable("x86-tsc"))
+		hro.clock = "x86-tsc";
+	s.n = o.nr_guests;
+	s.g = calloc((size_t)s.n, sizeof(*s.g));
+	lg = calloc((size_t)s.n, sizeof(*lg));
+	base = guest_base(hro.output);
+	if (!s.g || !lg || !base) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < s.n; i++) {
+		struct sguest *g = &s.g[i];
+		int pid;
+
+		g->in = &o.guests[i];
+		if (!hgt__valid_name(g->in->name) || !g->in->dir) {
+			ret = hgt__errorf(EINVAL, "record: -A '%s': a guest name is [A-Za-z0-9_.-]",
+					  g->in->name ? g->in->name : "");
+			goto out;
+		}
+		for (int k = 0; k < i; k++)
+			if (!strcmp(s.g[k].in->name, g->in->name)) {
+				ret = hgt__errorf(EINVAL, "record: guest %s given twice",
+						  g->in->name);
+				goto out;
+			}
+		g->ro = g->in->record ? *g->in->record : hro;
+		g->ro.sz = sizeof(g->ro);
+		g->ro.output = NULL;
+		if (!g->ro.clock)
+			g->ro.clock = hro.clock;
+		pid = g->in->pid > 0 ? g->in->pid : hgt_vmm_find(NULL, g->in->dir, g->in->name);
+		if (pid > 0 && !hgt_vmm_vcpu_threads(NULL, pid, &g->vt)) {
+			g->have_vt = true;
+			logf_(&s, "guest %s: VMM process %d, %d vCPU threads", g->in->name, pid,
+			      g->vt.nr);
+		} else {
+			logf_(&s, "guest %s: WARNING: no VMM process found for %s", g->in->name,
+			      g->in->dir);
+		}
+		lg[i] = (struct hgt_listen_guest){ g->in->name, g->in->dir, &g->ro };
+	}
+	rec = hgt_record_start(&hro);
+	if (!rec) {
+		ret = -errno;
+		goto out;
+	}
+	clock = strdup(hgt__record_clock(rec));
+	{
+		char dir[4096], *slash;
+		HGT_OPTS(hgt_listen_opts, lo, .guests = lg, .nr_guests = s.n, .start = true,
+			 .log = o.log, .stop = o.stop, .output_base = base,
+			 .sync_clock = hgt_trace_clock_readable(clock) ? clock : NULL,
+			 .sync_interval_ms = o.sync_interval_ms,
+			 .host_trace_id = hgt__record_trace_id(rec), .graceful = true,
+			 .on_started = on_started, .on_guest_done = on_guest_done, .ctx = &s);
+
+		/* the listener's temporary files go beside the output */
+		snprintf(dir, sizeof(dir), "%s", hro.output);
+		slash = strrchr(dir, '/');
+		if (slash)
+			slash[slash == dir] = 0;
+		lo.output_dir = slash ? dir : ".";
+		if (!lo.sync_clock)
+			logf_(&s,
+			      "WARNING: clock %s cannot be read from user space: the guests' "
+			      "clocks are not synchronised (use -C x86-tsc or mono)",
+			      clock);
+		lret = hgt_listen_run(&lo);
+	}
+	if (lret)
+		logf_(&s, "guests: %s", hgt_last_error());
+	rret = hgt_record_stop(rec, &hr);
+	if (rret) {
+		ret = rret;
+		goto out;
+	}
+	ret = map_guests(&s, hro.output);
+	if (ret)
+		logf_(&s, "%s: cannot add the guests' vCPU map: %s", hro.output, hgt_last_error());
+	summary(&s, hro.output, clock, &hr);
+	if (!ret && lret)
+		ret = hgt__errorf(-lret, "record: not every guest's file could be written");
+out:
+	hgt_record_free(rec);
+	for (i = 0; s.g && i < s.n; i++) {
+		hgt_vcpu_threads_free(&s.g[i].vt);
+		free(s.g[i].cpu_bytes);
+	}
+	free(s.g);
+	free(lg);
+	free(base);
+	free(clock);
+	return ret;
+}

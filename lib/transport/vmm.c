@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Finding a guest on the host: its VMM process from the FIFO path or the guest name in its
+ * command line, and its vCPU threads from their names (QEMU with -name ...,debug-threads=on
+ * names them "CPU N/KVM", or "CPU N/TCG" under TCG).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hgtrace/session.h>
+
+#include "../tracedat/tracedat-local.h"
+
+/* @path's contents (at most @cap - 1 bytes), NUL-terminated; its length or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, got = 0;
+
+	if (fd < 0)
+		return -1;
+	while ((size_t)got < cap - 1 && (n = read(fd, buf + got, cap - 1 - (size_t)got)) > 0)
+		got += n;
+	close(fd);
+	buf[got] = 0;
+	return got;
+}
+
+/* Whether the NUL-separated @args (@n bytes) name guest @name or hold @dir. */
+static bool cmdline_matches(const char *args, size_t n, const char *dir, const char *name)
+{
+	size_t dl = dir ? strlen(dir) : 0, nl = name ? strlen(name) : 0;
+	const char *a, *prev = NULL;
+
+	for (a = args; a < args + n; prev = a, a += strlen(a) + 1) {
+		if (dl) {
+			const char *p = strstr(a, dir);
+
+			/* DIR/agent-ctl-path or DIR/trace-path-cpuN: the directory itself */
+			if (p && p[dl] == '/' && (p == a || p[-1] == '=' || p[-1] == ','))
+				return true;
+		}
+		if (nl && prev && !strcmp(prev, "-name")) {
+			const char *v = a;
+
+			if (!strncmp(v, "guest=", 6))
+				v += 6;
+			if (!strncmp(v, name, nl) && (v[nl] == 0 || v[nl] == ','))
+				return true;
+		}
+	}
+	return false;
+}
+
+/**
+ * hgt_vmm_find - the pid of the VMM running guest @name / FIFO dir @fifo_dir.
+ */
+int hgt_vmm_find(const char *proc, const char *fifo_dir, const char *name)
+{
+	char path[512], *args, real[4096];
+	struct dirent *de;
+	DIR *d;
+	int found = -ENOENT, self = (int)getpid();
+
+	if (!proc)
+		proc = "/proc";
+	if (fifo_dir && realpath(fifo_dir, real))
+		fifo_dir = real;
+	d = opendir(proc);
+	if (!d)
+		return -errno;
+	args = malloc(65536);
+	if (!args) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d))) {
+		int pid = atoi(de->d_name);
+		ssize_t n;
+
+		if (pid <= 0 || pid == self)
+			continue;
+		snprintf(path, sizeof(path), "%s/%d/cmdline", proc, pid);
+		n = read_small(path, args, 65536);
+		if (n <= 0)
+			continue;
+		/* the FIFO path beats the name: a name can be reused, a path cannot */
+		if (cmdline_matches(args, (size_t)n, fifo_dir, NULL)) {
+			found = pid;
+			break;
+		}
+		if (found < 0 && cmdline_matches(args, (size_t)n, NULL, name))
+			found = pid;
+	}
+	free(args);
+	closedir(d);
+	return found;
+}
+
+int hgt_vmm_vcpu_threads(const char *proc, int pid, struct hgt_vcpu_threads *out)
+{
+	char path[512], comm[64];
+	struct dirent *de;
+	DIR *d;
+
+	memset(out, 0, sizeof(*out));
+	out->pid = pid;
+	snprintf(path, sizeof(path), "%s/%d/task", proc ? proc : "/proc", pid);
+	d = opendir(path);
+	if (!d)
+		return hgt__errorf(errno, "%s: %s", path, strerror(errno));
+	while ((de = readdir(d))) {
+		int tid = atoi(de->d_name), vcpu, k, *v, *t;
+		char kind[8];
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%d/task/%d/comm", proc ? proc : "/proc", pid, tid);
+		if (read_small(path, comm, sizeof(comm)) <= 0 ||
+		    sscanf(comm, "CPU %d/%7[A-Z]", &vcpu, kind) != 2 || vcpu < 0 ||
+		    (strcmp(kind, "KVM") && strcmp(kind, "TCG") && strcmp(kind, "HVF")))
+			continue;
+		v = realloc(out->vcpu, sizeof(int) * (size_t)(out->nr + 1));
+		if (v)
+			out->vcpu = v;
+		t = realloc(out->tid, sizeof(int) * (size_t)(out->nr + 1));
+		if (t)
+			out->tid = t;
+		if (!v || !t) {
+			closedir(d);
+			hgt_vcpu_threads_free(out);
+			return -ENOMEM;
+		}
+		/* sorted by vCPU */
+		for (k = out->nr; k > 0 && out->vcpu[k - 1] > vcpu; k--) {
+			out->vcpu[k] = out->vcpu[k - 1];
+			out->tid[k] = out->tid[k - 1];
+		}
+		out->vcpu[k] = vcpu;
+		out->tid[k] = tid;
+		out->nr++;
+	}
+	closedir(d);
+	return 0;
+}
+
+void hgt_vcpu_threads_free(struct hgt_vcpu_threads *t)
+{
+	if (!t)
+		return;
+	free(t->vcpu);
+	free(t->tid);
+	t->vcpu = t->tid = NULL;
+	t->nr = 0;
+}
