@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Sync check of a merged host + guests timeline: per host vCPU thread, whether it is in
- * guest mode (after kvm_entry, before kvm_exit); per guest event, whether its vCPU's
- * thread was. Records arrive in merged time order, so one pass suffices.
+ * guest mode (after kvm_entry, before kvm_exit) or, where the host has no kvm events (a
+ * TCG guest runs inside its vCPU thread), whether the thread is running (between its
+ * sched_switch in and out); per guest event, whether its vCPU's thread was. Records
+ * arrive in merged time order, so one pass suffices. A guest event may lie up to the
+ * guest's sync bound outside a window; events after a window waits for the next one (or
+ * for a switch-out whose switch-in was lost: the thread then ran since the previous
+ * switch on that CPU) before they are counted.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <hgtrace/clock.h>
 
 #include <traceevent/event-parse.h>
 
@@ -17,24 +24,34 @@
 
 enum { ST_UNKNOWN, ST_IN, ST_OUT };
 
+#define PEND_MAX 4096 /* guest events waiting for their thread's next window */
+
 struct thread {
 	int pid;
 	int state;
+	int gidx;     /* the guest input it runs */
+	int host_cpu; /* sched mode: where it runs */
 	unsigned long long last_exit;
+	unsigned long long *pend; /* times of events waiting for a window, in order */
+	int nr_pend;
 };
 
 struct gin {
 	struct hgt_sync_stats st;
-	char mapping[160];
+	char mapping[200];
 	int nr_cpus;
 	int *thread; /* guest CPU -> index in threads, -1 unknown */
+	unsigned long long bound;
 };
 
 struct hgt_sync_check {
 	int n, host;
 	struct tep_handle *htep;
-	int entry_id, exit_id;
-	struct tep_format_field *pid_field;
+	bool sched; /* windows from sched_switch (no kvm events) */
+	int entry_id, exit_id, switch_id;
+	struct tep_format_field *pid_field, *prev_pid, *next_pid;
+	unsigned long long *last_switch; /* sched: per host CPU */
+	int nr_host_cpus;
 	struct thread *threads;
 	int nr_threads;
 	struct gin *g;
@@ -92,6 +109,23 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 	} else {
 		snprintf(g->mapping, sizeof(g->mapping), "none (guest clock shown as is)");
 	}
+	{
+		/* the bound the recorder measured: "hgtrace sync: ... bound=N" in CPUSTAT */
+		const char *b = strstr(hgt_input_cpustat(in), "hgtrace sync: agent channel");
+		uint32_t mult, shift;
+		uint64_t off;
+
+		b = b ? strstr(b, "bound=") : NULL;
+		if (b && t && t->nr_cpus > 0) {
+			g->bound = strtoull(b + 6, NULL, 10);
+			size_t l = strlen(g->mapping);
+
+			snprintf(g->mapping + l, sizeof(g->mapping) - l, ", synced +-%llu",
+				 g->bound);
+			if (hgt_input_tsc2nsec(host, &mult, &shift, &off) && mult)
+				g->bound = hgt_mul_u64_u32_shr(g->bound, mult, shift) + 1;
+		}
+	}
 	g->st.mapping = g->mapping;
 	g->st.is_guest = true;
 	if (!id || hgt_input_guest_by_id(host, id, &gu))
@@ -123,7 +157,9 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 			}
 			sc->threads = n;
 			ti = sc->nr_threads++;
-			n[ti] = (struct thread){ pid, ST_UNKNOWN, 0 };
+			n[ti] = (struct thread){
+				.pid = pid, .state = ST_UNKNOWN, .gidx = idx, .host_cpu = -1
+			};
 		}
 		g->thread[i] = ti;
 	}
@@ -135,7 +171,7 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 struct hgt_sync_check *hgt_sync_check_new(struct hgt_input *const *in, int n, const bool *ts_offset)
 {
 	struct hgt_sync_check *sc;
-	struct tep_event *en, *ex;
+	struct tep_event *en, *ex, *sw;
 	int i, host = -1, guests = 0;
 
 	for (i = 0; i < n && host < 0; i++)
@@ -155,7 +191,8 @@ struct hgt_sync_check *hgt_sync_check_new(struct hgt_input *const *in, int n, co
 	}
 	en = tep_find_event_by_name(hgt_input_tep(in[host]), "kvm", "kvm_entry");
 	ex = tep_find_event_by_name(hgt_input_tep(in[host]), "kvm", "kvm_exit");
-	if (!en || !ex) {
+	sw = tep_find_event_by_name(hgt_input_tep(in[host]), "sched", "sched_switch");
+	if ((!en || !ex) && (!sw || !hgt_input_nr_guests(in[host]))) {
 		errno = ENOENT;
 		return NULL;
 	}
@@ -170,9 +207,26 @@ struct hgt_sync_check *hgt_sync_check_new(struct hgt_input *const *in, int n, co
 	sc->n = n;
 	sc->host = host;
 	sc->htep = hgt_input_tep(in[host]);
-	sc->entry_id = en->id;
-	sc->exit_id = ex->id;
-	sc->pid_field = tep_find_common_field(en, "common_pid");
+	if (en && ex) {
+		sc->entry_id = en->id;
+		sc->exit_id = ex->id;
+		sc->pid_field = tep_find_common_field(en, "common_pid");
+	} else {
+		sc->sched = true;
+		sc->entry_id = sc->exit_id = -1;
+		sc->switch_id = sw->id;
+		sc->prev_pid = tep_find_field(sw, "prev_pid");
+		sc->next_pid = tep_find_field(sw, "next_pid");
+		sc->pid_field = sc->prev_pid && sc->next_pid ? sc->prev_pid : NULL;
+		sc->nr_host_cpus = hgt_input_nr_cpus(in[host]);
+		sc->last_switch = calloc((size_t)(sc->nr_host_cpus > 0 ? sc->nr_host_cpus : 1),
+					 sizeof(*sc->last_switch));
+		if (!sc->last_switch) {
+			hgt_sync_check_free(sc);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
 	snprintf(sc->host_name, sizeof(sc->host_name), "%s", base(hgt_input_path(in[host])));
 	for (i = 0; i < n; i++) {
 		struct hgt_guest gu;
@@ -197,6 +251,72 @@ struct hgt_sync_check *hgt_sync_check_new(struct hgt_input *const *in, int n, co
 	return sc;
 }
 
+/* Pending events of @t: those at or after @from count inside, the others @older_as. */
+static void resolve(struct hgt_sync_check *sc, struct thread *t, unsigned long long from,
+		    bool older_unchecked)
+{
+	struct hgt_sync_stats *st = &sc->g[t->gidx].st;
+
+	for (int i = 0; i < t->nr_pend; i++) {
+		if (t->pend[i] >= from)
+			st->inside++;
+		else if (older_unchecked)
+			st->unchecked++;
+		else
+			st->outside++;
+	}
+	t->nr_pend = 0;
+}
+
+static unsigned long long minus(unsigned long long a, unsigned long long b)
+{
+	return a > b ? a - b : 0;
+}
+
+static int read_int(const struct tep_record *rec, const struct tep_format_field *f)
+{
+	int v = 0;
+
+	if (f && f->offset >= 0 && rec->size >= f->offset + 4)
+		memcpy(&v, (const char *)rec->data + f->offset, 4);
+	return v;
+}
+
+/* A host sched_switch: the vCPU threads it switches out and in. */
+static void host_switch(struct hgt_sync_check *sc, const struct tep_record *rec)
+{
+	int prev = read_int(rec, sc->prev_pid), next = read_int(rec, sc->next_pid);
+	int c = rec->cpu;
+	unsigned long long ts = rec->ts, before;
+
+	if (c < 0 || c >= sc->nr_host_cpus)
+		return;
+	before = sc->last_switch[c];
+	for (int i = 0; i < sc->nr_threads; i++) {
+		struct thread *t = &sc->threads[i];
+		unsigned long long b = sc->g[t->gidx].bound;
+
+		if (t->pid == prev) {
+			/* switched out; without a seen switch-in it ran since the previous
+			 * switch on this CPU */
+			if (t->state != ST_IN)
+				resolve(sc, t, minus(before, b), t->state == ST_UNKNOWN);
+			t->state = ST_OUT;
+			t->last_exit = ts;
+		} else if (t->state == ST_IN && t->host_cpu == c) {
+			/* its switch-out was lost: it ran until this switch */
+			t->state = ST_OUT;
+			t->last_exit = ts;
+		}
+		if (t->pid == next) {
+			resolve(sc, t, minus(ts, b), t->state == ST_UNKNOWN);
+			t->state = ST_IN;
+			t->host_cpu = c;
+		}
+	}
+	sc->last_switch[c] = ts;
+}
+
 void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_record *rec)
 {
 	if (idx == sc->host) {
@@ -205,6 +325,11 @@ void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_
 		if (rec->size < 8)
 			return;
 		type = tep_data_type(sc->htep, (struct tep_record *)rec);
+		if (sc->sched) {
+			if (type == sc->switch_id)
+				host_switch(sc, rec);
+			return;
+		}
 		if (type != sc->entry_id && type != sc->exit_id)
 			return;
 		memcpy(&pid, (const char *)rec->data + sc->pid_field->offset, 4);
@@ -212,6 +337,9 @@ void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_
 		if (ti < 0)
 			return;
 		if (type == sc->entry_id) {
+			resolve(sc, &sc->threads[ti],
+				minus(rec->ts, sc->g[sc->threads[ti].gidx].bound),
+				sc->threads[ti].state == ST_UNKNOWN);
 			sc->threads[ti].state = ST_IN;
 		} else {
 			sc->threads[ti].state = ST_OUT;
@@ -230,12 +358,29 @@ void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_
 			return;
 		}
 		t = &sc->threads[g->thread[rec->cpu]];
-		if (t->state == ST_IN || (t->state == ST_OUT && rec->ts == t->last_exit))
+		if (t->state == ST_IN ||
+		    (t->state == ST_OUT && rec->ts <= t->last_exit + g->bound)) {
 			g->st.inside++;
-		else if (t->state == ST_OUT)
-			g->st.outside++;
-		else
-			g->st.unchecked++;
+			return;
+		}
+		/* wait for the thread's next window */
+		if (!t->pend) {
+			t->pend = malloc(sizeof(*t->pend) * PEND_MAX);
+			if (!t->pend) {
+				g->st.unchecked++;
+				return;
+			}
+		}
+		if (t->nr_pend == PEND_MAX) {
+			/* the oldest cannot be reached by a window any more than this one */
+			if (t->state == ST_UNKNOWN)
+				g->st.unchecked++;
+			else
+				g->st.outside++;
+			memmove(t->pend, t->pend + 1, sizeof(*t->pend) * (PEND_MAX - 1));
+			t->nr_pend--;
+		}
+		t->pend[t->nr_pend++] = rec->ts;
 	}
 }
 
@@ -244,6 +389,14 @@ int hgt_sync_check_stats(const struct hgt_sync_check *sc, int idx, struct hgt_sy
 	if (idx < 0 || idx >= sc->n || !sc->g[idx].st.is_guest)
 		return -ENOENT;
 	*st = sc->g[idx].st;
+	/* events still waiting: no window came after them */
+	for (int i = 0; i < sc->nr_threads; i++)
+		if (sc->threads[i].gidx == idx) {
+			if (sc->threads[i].state == ST_UNKNOWN)
+				st->unchecked += (uint64_t)sc->threads[i].nr_pend;
+			else
+				st->outside += (uint64_t)sc->threads[i].nr_pend;
+		}
 	return 0;
 }
 
@@ -252,11 +405,12 @@ void hgt_sync_check_print(const struct hgt_sync_check *sc, FILE *f)
 	int i;
 
 	for (i = 0; i < sc->n; i++) {
-		const struct hgt_sync_stats *s = &sc->g[i].st;
-		uint64_t all = s->inside + s->outside + s->unchecked;
+		struct hgt_sync_stats st, *s = &st;
+		uint64_t all;
 
-		if (!s->is_guest)
+		if (hgt_sync_check_stats(sc, i, &st))
 			continue;
+		all = s->inside + s->outside + s->unchecked;
 		if (!s->mapped) {
 			fprintf(f,
 				"hgtrace: sync check: input %d: time: %s; vCPU threads unknown (no "
@@ -267,9 +421,10 @@ void hgt_sync_check_print(const struct hgt_sync_check *sc, FILE *f)
 		}
 		fprintf(f,
 			"hgtrace: sync check: input %d: time: %s; %llu events: %llu outside their "
-			"vCPU's guest windows in %s%s, %llu inside, %llu unchecked\n",
+			"vCPU's %s in %s%s, %llu inside, %llu unchecked\n",
 			i + 1, s->mapping, (unsigned long long)all, (unsigned long long)s->outside,
-			sc->host_name, s->outside ? " (time mapping WRONG?)" : " (consistent)",
+			sc->sched ? "thread's running intervals" : "guest windows", sc->host_name,
+			s->outside ? " (time mapping WRONG?)" : " (consistent)",
 			(unsigned long long)s->inside, (unsigned long long)s->unchecked);
 	}
 }
@@ -280,9 +435,12 @@ void hgt_sync_check_free(struct hgt_sync_check *sc)
 
 	if (!sc)
 		return;
-	for (i = 0; i < sc->n; i++)
+	for (i = 0; sc->g && i < sc->n; i++)
 		free(sc->g[i].thread);
+	for (i = 0; i < sc->nr_threads; i++)
+		free(sc->threads[i].pend);
 	free(sc->g);
 	free(sc->threads);
+	free(sc->last_switch);
 	free(sc);
 }

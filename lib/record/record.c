@@ -419,7 +419,7 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 	r->own_fds = !cpu_fds;
 	/* streaming readers hand pages on at most this late; a file recorder's blocking
 	 * reads wait in the kernel for half a buffer and rarely get here */
-	r->flush_us = cpu_fds ? 100000 : 10000;
+	r->flush_us = cpu_fds ? 200000 : 10000;
 	if (!tracefs_tracing_dir()) {
 		ret = hgt__errorf(ENODEV, "record: tracefs is not mounted (mount -t tracefs nodev "
 					  "/sys/kernel/tracing)");
@@ -507,7 +507,11 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 		if (!cpu_in_mask(r->o.cpumask, i))
 			continue;
 		c->fd = cpu_fds ? cpu_fds[i] : tmp_fd(r->o.output ? r->o.output : "./");
-		c->tcpu = tracefs_cpu_open(r->inst, i, false);
+		/* Streaming, non-blocking: with buffer_percent 0 a blocking splice of a ring
+		 * holding only a partial page loops inside the kernel (6.1: wait_on_pipe(0)
+		 * returns at once, no full page, again), a whole CPU per reader. Non-blocking
+		 * it returns EAGAIN and the reader sleeps. */
+		c->tcpu = tracefs_cpu_open(r->inst, i, cpu_fds != NULL);
 		if (c->fd < 0 || !c->tcpu) {
 			ret = hgt__errorf(
 				errno ? errno : EIO,

@@ -84,11 +84,22 @@ static int send_msg(struct agent *a, uint16_t type, const void *h, size_t hn, co
 	memcpy(hdr + 4, &type, 2);
 	memcpy(hdr + 6, &flags, 2);
 	memcpy(hdr + 8, &len, 4);
-	ret = hgt__write_full(a->ctl_w, hdr, sizeof(hdr));
-	if (!ret && hn)
-		ret = hgt__write_full(a->ctl_w, h, hn);
-	if (!ret && n)
-		ret = hgt__write_full(a->ctl_w, p, n);
+	if (hn + n <= 64) {
+		/* small messages (probe answers) in one write: a syscall costs under TCG */
+		uint8_t b[HGT__MSG_HDR + 64];
+
+		memcpy(b, hdr, sizeof(hdr));
+		memcpy(b + sizeof(hdr), h, hn);
+		if (n)
+			memcpy(b + sizeof(hdr) + hn, p, n);
+		ret = hgt__write_full(a->ctl_w, b, sizeof(hdr) + hn + n);
+	} else {
+		ret = hgt__write_full(a->ctl_w, hdr, sizeof(hdr));
+		if (!ret && hn)
+			ret = hgt__write_full(a->ctl_w, h, hn);
+		if (!ret && n)
+			ret = hgt__write_full(a->ctl_w, p, n);
+	}
 	if (ret)
 		return hgt__errorf(-ret, "agent: control channel: %s", strerror(-ret));
 	return 0;
@@ -301,12 +312,13 @@ static int answer_probe(struct agent *a, const uint8_t *p, size_t n)
 		return 0;
 	memcpy(&seq, p, 4);
 	memcpy(&cpu, p + 4, 4);
-	CPU_ZERO(&set);
-	if (cpu < CPU_SETSIZE && (int)cpu < a->nr_cpus) {
+	c = sched_getcpu();
+	if ((int)cpu != c && cpu < CPU_SETSIZE && (int)cpu < a->nr_cpus) {
+		CPU_ZERO(&set);
 		CPU_SET(cpu, &set);
 		sched_setaffinity(0, sizeof(set), &set); /* moves this thread before it returns */
+		c = sched_getcpu();
 	}
-	c = sched_getcpu();
 	if (!a->clock || hgt_trace_clock_read(a->clock, &ts))
 		c = -1; /* a clock user space cannot read: no sample */
 	cpu = (uint32_t)c;
@@ -421,7 +433,8 @@ static int wait_command(struct agent *a, int want, unsigned int silent_ms)
 					silent_ms);
 			return 1;
 		}
-		if (a->ctl_r < 0 || poll(&p, 1, 100) <= 0) {
+		/* signals interrupt the wait; a second is the host-silence resolution */
+		if (a->ctl_r < 0 || poll(&p, 1, 1000) <= 0) {
 			if (a->ctl_r < 0)
 				usleep(100000);
 			continue;

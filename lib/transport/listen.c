@@ -1433,7 +1433,12 @@ int hgt_setup_guest(const char *dir, const char *name, int cpus, FILE *out)
 						   strerror(errno));
 		}
 	}
-	fprintf(out, "# QEMU arguments\n-device virtio-serial-pci,id=hgtrace0 \\\n");
+	/* debug-threads names the vCPU threads "CPU N/KVM" (or /TCG): how record -A finds
+	 * them, and what the sync check needs */
+	fprintf(out,
+		"# QEMU arguments\n-name %s,debug-threads=on \\\n"
+		"-device virtio-serial-pci,id=hgtrace0 \\\n",
+		name);
 	for (i = -1; i < cpus; i++) {
 		char port[64];
 

@@ -65,7 +65,7 @@ int hgt_vmm_find(const char *proc, const char *fifo_dir, const char *name)
 	char path[512], *args, real[4096];
 	struct dirent *de;
 	DIR *d;
-	int found = -ENOENT, self = (int)getpid();
+	int found = -ENOENT, best = -1, self = (int)getpid();
 
 	if (!proc)
 		proc = "/proc";
@@ -79,8 +79,12 @@ int hgt_vmm_find(const char *proc, const char *fifo_dir, const char *name)
 		closedir(d);
 		return -ENOMEM;
 	}
+	/* The FIFO path beats the name (a name can be reused, a path cannot), and a process
+	 * with vCPU threads beats one without: a wrapper (timeout, sudo, a shell) carries
+	 * the same command line. */
 	while ((de = readdir(d))) {
-		int pid = atoi(de->d_name);
+		int pid = atoi(de->d_name), rank;
+		struct hgt_vcpu_threads vt;
 		ssize_t n;
 
 		if (pid <= 0 || pid == self)
@@ -89,13 +93,20 @@ int hgt_vmm_find(const char *proc, const char *fifo_dir, const char *name)
 		n = read_small(path, args, 65536);
 		if (n <= 0)
 			continue;
-		/* the FIFO path beats the name: a name can be reused, a path cannot */
-		if (cmdline_matches(args, (size_t)n, fifo_dir, NULL)) {
-			found = pid;
-			break;
+		if (cmdline_matches(args, (size_t)n, fifo_dir, NULL))
+			rank = 2;
+		else if (cmdline_matches(args, (size_t)n, NULL, name))
+			rank = 0;
+		else
+			continue;
+		if (!hgt_vmm_vcpu_threads(proc, pid, &vt)) {
+			rank += vt.nr > 0;
+			hgt_vcpu_threads_free(&vt);
 		}
-		if (found < 0 && cmdline_matches(args, (size_t)n, NULL, name))
+		if (rank > best) {
+			best = rank;
 			found = pid;
+		}
 	}
 	free(args);
 	closedir(d);

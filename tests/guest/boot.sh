@@ -1,0 +1,83 @@
+# A real guest under QEMU TCG for the guest tests (sourced): Debian's cloud kernel (resolved
+# through linux-image-cloud-amd64, downloaded, never installed, cached) and an initramfs
+# with busybox, hgtrace and the libraries it loads, the virtio modules and an /init whose
+# last part the test gives. Needs tap.sh; skips the whole test where a piece is missing.
+# Never -accel kvm on these machines.
+
+# guest_prereqs BUILDDIR: skip unless root, the tools and a plain (unsanitized) build.
+guest_prereqs() {
+	local c san
+	[ "$(id -u)" -eq 0 ] || tap_skip_all "not root"
+	for c in qemu-system-x86_64 busybox cpio trace-cmd apt-get dpkg-deb; do
+		command -v $c > /dev/null || tap_skip_all "$c is missing (scripts/deps.sh installs it)"
+	done
+	san=$(meson introspect --buildoptions "$1" 2> /dev/null |
+		python3 -c 'import json,sys; print(next((o["value"] for o in json.load(sys.stdin) if o["name"] == "b_sanitize"), "none"))')
+	[ "$san" = none ] || tap_skip_all "sanitized build ($san): the guest test runs with the plain build"
+}
+
+# guest_kernel: extracts the kernel and modules into ./kroot, sets $kernel and $kpkg.
+guest_kernel() {
+	local cache=${HGT_GUEST_CACHE:-/var/cache/hgtrace-guest} deb
+	mkdir -p "$cache"
+	kpkg=$(apt-cache depends linux-image-cloud-amd64 2> /dev/null |
+		awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+	if [ -z "$kpkg" ]; then
+		apt-get update -qq > /dev/null 2>&1
+		kpkg=$(apt-cache depends linux-image-cloud-amd64 2> /dev/null |
+			awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+	fi
+	[ -n "$kpkg" ] || tap_skip_all "apt knows no linux-image-cloud-amd64"
+	deb=$(ls "$cache"/"$kpkg"_*.deb 2> /dev/null | head -1)
+	if [ -z "$deb" ]; then
+		(cd "$cache" && apt-get download "$kpkg" > /dev/null 2>&1) || tap_skip_all "cannot download $kpkg"
+		deb=$(ls "$cache"/"$kpkg"_*.deb | head -1)
+	fi
+	mkdir -p kroot
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C kroot --wildcards './boot/vmlinuz-*' \
+		'./lib/modules/*/kernel/drivers/virtio/*' './lib/modules/*/kernel/drivers/char/virtio_console.ko*'
+	kernel=$(ls kroot/boot/vmlinuz-* | head -1)
+}
+
+# guest_initramfs HGTRACE OUT < TAIL: /init mounts, loads the modules, names the ports
+# (/dev/virtio-ports/NAME, no udev), mounts tracefs, then runs TAIL (read from stdin).
+guest_initramfs() {
+	local lib
+	rm -rf ir
+	mkdir -p ir/bin ir/lib/mods ir/proc ir/sys ir/dev ir/tmp ir/lib64
+	cp "$(command -v busybox)" ir/bin/busybox
+	cp "$1" ir/bin/hgtrace
+	for lib in $(ldd "$1" | awk '/=>/ { print $3 }'); do
+		cp -L "$lib" ir/lib/
+	done
+	cp -L /lib64/ld-linux-x86-64.so.2 ir/lib64/
+	find kroot/lib/modules -name '*.ko*' -exec cp {} ir/lib/mods/ \;
+	{
+		cat << 'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_console; do
+	insmod /lib/mods/$m.ko 2> /dev/null
+done
+mkdir -p /dev/virtio-ports
+i=0
+while [ $i -lt 300 ]; do
+	for p in /sys/class/virtio-ports/vport*; do
+		[ -e "$p/name" ] && ln -sf /dev/$(basename $p) /dev/virtio-ports/$(cat $p/name) 2> /dev/null
+	done
+	[ -e /dev/virtio-ports/agent-ctl-path ] && [ -e /dev/virtio-ports/trace-path-cpu1 ] && break
+	sleep 0.01
+	i=$((i + 1))
+done
+mount -t tracefs nodev /sys/kernel/tracing
+echo "guest: ports: $(ls /dev/virtio-ports | tr '\n' ' ')"
+export LD_LIBRARY_PATH=/lib
+INIT
+		cat
+	} > ir/init
+	chmod +x ir/init
+	(cd ir && find . | cpio -o -H newc 2> /dev/null | gzip -1) > "$2"
+}

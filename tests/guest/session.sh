@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Host and guest in one command, with a real guest: Debian's cloud kernel under QEMU TCG
+# runs `hgtrace agent --serve` on virtio-serial ports backed by FIFOs from
+# `hgtrace setup-guest`; `hgtrace record -A g@fifo:DIR` records the host and the guest
+# together, twice on the same agent. Checked: both files exist and trace-cmd reads them;
+# the merged report orders them as trace-cmd does; the sync bound is printed; every guest
+# event lies in a running interval of its vCPU thread ("CPU N/TCG") widened by that bound,
+# and a guest shifted by 10 ms is caught; the agent's share of guest CPU time, from the
+# guest's own sched_switch events, stays under 5 %.
+# Usage: session.sh HGTRACE BUILDDIR
+HGTRACE=$(realpath "$1")
+build=$(realpath "$2")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/record.sh"
+. "$here/guest/boot.sh"
+guest_prereqs "$build"
+why=$(tracefs_ready) || tap_skip_all "$why"
+t=$(mktemp -d)
+cleanup() {
+	jobs -p | xargs -r kill 2> /dev/null
+	[ -n "$HGT_KEEP" ] && echo "# kept $t" || rm -rf "$t"
+}
+trap cleanup EXIT
+cd "$t" || exit 1
+
+guest_kernel
+[ -n "$kernel" ] || tap_skip_all "no kernel"
+guest_initramfs "$HGTRACE" initramfs.gz << 'INIT'
+echo "guest: serving"
+hgtrace agent --serve --ports /dev/virtio-ports -e sched:sched_switch
+echo "guest: agent exit $?"
+poweroff -f
+INIT
+
+"$HGTRACE" setup-guest g --cpus 2 --dir "$t" > setup.txt
+grep -q -- '-name g,debug-threads=on' setup.txt && tap_ok "setup-guest prints -name g,debug-threads=on" ||
+	tap_fail "setup-guest prints -name g,debug-threads=on"
+args=$(sed -n 's/ \\$//; /^-/p' setup.txt | tr '\n' ' ')
+# shellcheck disable=SC2086
+timeout 300 qemu-system-x86_64 -accel tcg,thread=multi -M pc -cpu max -m 512 -smp 2 -nographic \
+	-no-reboot -kernel "$kernel" -initrd initramfs.gz \
+	-append "console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable" \
+	$args < /dev/null > serial.log 2>&1 &
+qpid=$!
+i=0
+while ! grep -q 'guest: serving' serial.log && [ $i -lt 600 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+grep -q 'guest: serving' serial.log || tap_skip_all "the guest did not boot: $(tail -3 serial.log | tr '\n' '|')"
+
+# session N OUT SECONDS: one record -A session; checks its files
+session() {
+	local n=$1 out=$2 secs=$3 base=${2%.dat}
+	local start end
+	start=$(date +%s.%N)
+	"$HGTRACE" record -e sched:sched_switch -A "g@fifo:$t/g" -e sched:sched_switch -o "$out" \
+		-- sleep "$secs" 2> "rec$n.log"
+	rc=$?
+	end=$(date +%s.%N)
+	if [ $rc = 0 ] && [ -s "$out" ] && [ -s "$base-g.dat" ]; then
+		tap_ok "session $n: record -A wrote $out and $base-g.dat ($(echo "$end - $start" | bc) s for a ${secs} s command)"
+	else
+		tap_fail "session $n: record -A exit $rc: $(tr '\n' '|' < "rec$n.log") guest: $(tail -5 serial.log | tr '\n' '|')"
+		return 1
+	fi
+	hn=$(trace-cmd report "$out" 2> /dev/null | grep -c sched_switch)
+	gn=$(trace-cmd report "$base-g.dat" 2> /dev/null | grep -c sched_switch)
+	[ "$hn" -gt 0 ] && [ "$gn" -gt 0 ] &&
+		tap_ok "session $n: trace-cmd reads both files: $hn host, $gn guest sched_switch events" ||
+		tap_fail "session $n: trace-cmd reads both ($hn host, $gn guest events)"
+}
+
+# 1. A session of 2 s.
+session 1 host.dat 2 || { kill $qpid; tap_done; }
+bound=$(sed -n 's/.*sync: agent channel.* bound +-\([0-9]*\).*/\1/p' rec1.log)
+rtt=$(sed -n 's/.*best round trip \([0-9]*\).*/\1/p' rec1.log)
+[ -n "$bound" ] && [ "$bound" -gt 0 ] &&
+	tap_ok "the sync bound is printed: +-$bound cycles (best round trip $rtt)" ||
+	tap_fail "no sync bound: $(tr '\n' '|' < rec1.log)"
+vt=$("$HGTRACE" dump host.dat | grep -c 'vcpu [0-9]* -> host pid [1-9]')
+"$HGTRACE" dump host.dat | grep -A4 'GUEST' > guest-opt.txt
+grep -q '"g"' guest-opt.txt && [ "$vt" = 2 ] &&
+	tap_ok "host.dat names guest g and its 2 vCPU threads (CPU N/TCG)" ||
+	tap_fail "host GUEST option: $(tr '\n' '|' < guest-opt.txt)"
+
+# The merged report: ordered as trace-cmd orders it (latency column aside).
+"$HGTRACE" report --no-latency host.dat host-g.dat > h.txt 2> sync.txt
+trace-cmd report -i host.dat -i host-g.dat > tc.txt 2> /dev/null
+lines=$(wc -l < h.txt)
+[ "$lines" -gt 100 ] && cmp -s h.txt tc.txt &&
+	tap_ok "hgtrace report host.dat host-g.dat = trace-cmd report -i ... -i ... ($lines lines)" ||
+	{ tap_fail "merged report differs from trace-cmd's ($lines lines)"; diff h.txt tc.txt | head -5 | sed 's/^/# /'; }
+
+# Containment: every guest event within its vCPU thread's running intervals +- bound.
+line=$(grep 'sync check' sync.txt)
+outside=$(echo "$line" | sed -n 's/.* events: \([0-9]*\) outside.*/\1/p')
+inside=$(echo "$line" | sed -n 's/.*, \([0-9]*\) inside.*/\1/p')
+if [ "$outside" = 0 ] && [ "${inside:-0}" -gt 100 ]; then
+	tap_ok "containment: $inside guest events inside their vCPU thread's running intervals (+-$bound), 0 outside"
+else
+	tap_fail "containment: $line"
+fi
+# ... and the check has teeth: 10 ms off (26 M cycles) is caught.
+"$HGTRACE" report -i host.dat -i host-g.dat --ts-offset 26000000 > /dev/null 2> off.txt
+off_out=$(sed -n 's/.* events: \([0-9]*\) outside.*/\1/p' off.txt)
+[ "${off_out:-0}" -gt 10 ] && tap_ok "a guest 10 ms off: $off_out events outside" ||
+	tap_fail "a guest 10 ms off is not caught: $(cat off.txt)"
+
+# The agent's share of the guest's CPU time, from the guest's own sched_switch events:
+# per CPU, the time each task ran (between switches), over the span of the session.
+"$HGTRACE" report --no-latency host-g.dat 2> /dev/null |
+	sed -nE 's/.*\[([0-9]+)\] *([0-9]+): sched_switch: *([^:]+):.*/\1 \2 \3/p' | awk '
+	{
+		if ($1 in last) { d = $2 - last[$1]; all += d; if ($3 == "hgtrace") agent += d }
+		last[$1] = $2
+	}
+	END { if (all > 0) printf "%.3f %.0f\n", 100 * agent / all, all; else print "none" }' > share.txt
+share=$(cut -d" " -f1 share.txt)
+if [ "$share" != none ] && awk -v s="$share" 'BEGIN { exit !(s < 5) }'; then
+	tap_ok "the agent took $share % of the guest's CPU time (its sched_switch events; summary: $(grep -o '[0-9.]*% of one guest CPU' rec1.log))"
+else
+	tap_fail "the agent's share of guest CPU time: $(cat share.txt)"
+fi
+
+# 2. A second session on the same agent.
+session 2 host2.dat 1
+"$HGTRACE" report host2.dat host2-g.dat > /dev/null 2> sync2.txt
+line=$(grep 'sync check' sync2.txt)
+outside=$(echo "$line" | sed -n 's/.* events: \([0-9]*\) outside.*/\1/p')
+[ "$outside" = 0 ] && tap_ok "session 2: 0 guest events outside their vCPU thread's intervals" ||
+	tap_fail "session 2: $line"
+kill $qpid 2> /dev/null
+wait $qpid 2> /dev/null
+tap_done
