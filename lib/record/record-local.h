@@ -16,7 +16,11 @@ struct hgt__meta_sink {
 	void *ctx;
 };
 
-struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const int *cpu_fds);
+/* @before_on (may be NULL) runs once the instance is set up and the readers run, just
+ * before tracing is switched on; a non-zero return fails the start. */
+struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const int *cpu_fds,
+				       int (*before_on)(void *ctx, struct hgt_recorder *r),
+				       void *ctx);
 int hgt__record_halt(struct hgt_recorder *r);
 int hgt__record_describe(struct hgt_recorder *r, const struct hgt__meta_sink *sink, bool final);
 int hgt__record_nr_cpus(const struct hgt_recorder *r);

@@ -394,14 +394,18 @@ struct hgt_recorder *hgt_record_start(const struct hgt_record_opts *opts)
 		errno = EINVAL;
 		return NULL;
 	}
-	return hgt__record_start(opts, NULL);
+	return hgt__record_start(opts, NULL, NULL, NULL);
 }
 
 /**
  * hgt__record_start - hgt_record_start(), with the per-CPU pages going to @cpu_fds (one
- * per CPU, owned by the caller) instead of temporary files when given.
+ * per CPU, owned by the caller) instead of temporary files when given, and @before_on
+ * called before tracing is switched on (the agent describes the recording there, so its
+ * one-time work stays out of the trace).
  */
-struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const int *cpu_fds)
+struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const int *cpu_fds,
+				       int (*before_on)(void *ctx, struct hgt_recorder *r),
+				       void *ctx)
 {
 	struct hgt_recorder *r;
 	char name[64], *v;
@@ -525,6 +529,11 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 			goto fail;
 		}
 		c->started = true;
+	}
+	if (before_on) {
+		ret = before_on(ctx, r);
+		if (ret)
+			goto fail;
 	}
 	if (tracefs_trace_on(r->inst) < 0) {
 		ret = hgt__errorf(errno ? errno : EIO, "record: cannot switch tracing on");

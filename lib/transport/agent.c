@@ -470,6 +470,27 @@ static int send_data_headers(struct agent *a)
 	return ret;
 }
 
+/* Before tracing starts: HELLO and the metadata (formats, kallsyms, ...), so their cost
+ * is not in the trace the agent records. */
+static int describe(void *ctx, struct hgt_recorder *rec)
+{
+	struct agent *a = ctx;
+	struct hgt__meta_sink sink = { sink_meta, sink_option, a };
+	uint8_t h[24];
+	uint32_t v[4] = { HGT__PROTO_VERSION, (uint32_t)a->nr_cpus, (uint32_t)getpagesize(),
+			  (uint32_t)sizeof(long) };
+	const char *clock = hgt__record_clock(rec);
+	int ret;
+
+	memcpy(h, v, 16);
+	memcpy(h + 16, &a->session, 8);
+	ret = send_msg(a, HGT__MSG_HELLO, h, sizeof(h), clock, strlen(clock) + 1);
+	a->clock = clock;
+	if (!ret)
+		ret = hgt__record_describe(rec, &sink, false);
+	return ret;
+}
+
 /* One recording: wait for the start (unless now), record until the stop, send the end.
  * Returns 0, 1 when it never started, or -errno. */
 static int session(struct agent *a, bool now, unsigned int silent_ms)
@@ -483,23 +504,11 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 		return 1; /* never started: nothing to send */
 	cpu0 = cpu_ns();
 	t0 = mono_ns();
-	rec = hgt__record_start(&a->ro, a->data);
+	rec = hgt__record_start(&a->ro, a->data, describe, a);
 	if (!rec)
 		return -errno;
-	{
-		uint8_t h[24];
-		uint32_t v[4] = { HGT__PROTO_VERSION, (uint32_t)a->nr_cpus, (uint32_t)getpagesize(),
-				  (uint32_t)sizeof(long) };
-		const char *clock = hgt__record_clock(rec);
-
-		memcpy(h, v, 16);
-		memcpy(h + 16, &a->session, 8);
-		ret = send_msg(a, HGT__MSG_HELLO, h, sizeof(h), clock, strlen(clock) + 1);
-		a->clock = clock;
-	}
+	ret = 0;
 	sink = (struct hgt__meta_sink){ sink_meta, sink_option, a };
-	if (!ret)
-		ret = hgt__record_describe(rec, &sink, false);
 	trace_agent_state("recording", ret);
 	if (a->o.log)
 		fprintf(a->o.log, "hgtrace agent: recording (clock %s)\n", a->clock);

@@ -548,9 +548,9 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 			fault(l, g, "out of memory");
 			return;
 		}
-		g->sync.next_ms =
-			hgt__now_ms() + (l->o.sync_interval_ms ? l->o.sync_interval_ms : 1000);
-		sync_round(l, g, SYNC_FIRST);
+		/* the first round starts once the metadata is through (TRACEID comes last):
+		 * the agent answers probes only then */
+		g->sync.next_ms = UINT64_MAX;
 		return;
 	case HGT__MSG_META: {
 		uint32_t id;
@@ -611,6 +611,11 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 			return;
 		}
 		memcpy(g->opts[i].data, p + 4, n - 4);
+		if (id == HGT_OPT_TRACEID && g->sync.on && g->sync.next_ms == UINT64_MAX) {
+			g->sync.next_ms = hgt__now_ms() +
+					  (l->o.sync_interval_ms ? l->o.sync_interval_ms : 1000);
+			sync_round(l, g, SYNC_FIRST);
+		}
 		return;
 	}
 	case HGT__MSG_READY:

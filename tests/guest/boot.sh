@@ -47,7 +47,7 @@ guest_initramfs() {
 	mkdir -p ir/bin ir/lib/mods ir/proc ir/sys ir/dev ir/tmp ir/lib64
 	cp "$(command -v busybox)" ir/bin/busybox
 	cp "$1" ir/bin/hgtrace
-	for lib in $(ldd "$1" | awk '/=>/ { print $3 }'); do
+	for lib in $(ldd "$1" 2> /dev/null | awk '/=>/ { print $3 }'); do
 		cp -L "$lib" ir/lib/
 	done
 	cp -L /lib64/ld-linux-x86-64.so.2 ir/lib64/

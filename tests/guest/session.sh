@@ -26,13 +26,20 @@ cd "$t" || exit 1
 
 guest_kernel
 [ -n "$kernel" ] || tap_skip_all "no kernel"
-guest_initramfs "$HGTRACE" initramfs.gz << 'INIT'
+# The guest gets the static build alone: no library beside it in the initramfs.
+gbin=$build/tools/hgtrace/hgtrace-static
+[ -x "$gbin" ] || tap_skip_all "no hgtrace-static in $build (meson -Dstatic_agent=true)"
+guest_initramfs "$gbin" initramfs.gz << 'INIT'
 echo "guest: serving"
 hgtrace agent --serve --ports /dev/virtio-ports -e sched:sched_switch
 echo "guest: agent exit $?"
 poweroff -f
 INIT
 
+libs=$(find ir/lib -name '*.so*' | wc -l)
+[ "$libs" = 0 ] && ! ldd "$gbin" > /dev/null 2>&1 &&
+	tap_ok "the guest runs hgtrace-static ($(stat -c %s "$gbin") bytes) with no shared library in its initramfs" ||
+	tap_fail "hgtrace-static: $libs libraries copied"
 "$HGTRACE" setup-guest g --cpus 2 --dir "$t" > setup.txt
 grep -q -- '-name g,debug-threads=on' setup.txt && tap_ok "setup-guest prints -name g,debug-threads=on" ||
 	tap_fail "setup-guest prints -name g,debug-threads=on"
