@@ -84,6 +84,7 @@ struct guest {
 	const struct hgt_record_opts *record; /* CONFIG to send before the start */
 	uint64_t t_read;		      /* host clock when the last control read returned */
 	uint64_t t_stop_sent;
+	uint64_t t_config; /* when the settings were last sent */
 	uint64_t agent_cpu_ns, agent_wall_ns, agent_setup_cpu_ns;
 	struct sync {
 		bool on, failed, final_started, final_done;
@@ -244,6 +245,7 @@ static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg
 			logf_(l, "guest %s: %llu stale bytes of an earlier session dropped",
 			      g->name, (unsigned long long)stale);
 		g->record = lg->record;
+		g->t_config = hgt__now_ms();
 		if (send_config(g))
 			return hgt__errorf(errno ? errno : EIO,
 					   "listen: %s: cannot send the guest "
@@ -625,6 +627,11 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		}
 		memcpy(&g->session, p, 8);
 		g->ready = true;
+		/* the guest listens now: a start sent before it opened its port may not have
+		 * reached it (seen once with QEMU's virtio-serial); a second '1' is ignored by
+		 * an agent already recording */
+		if (g->fifo && g->start_sent && !g->record && !g->hello)
+			send_cmd(g, "1\n");
 		return;
 	case HGT__MSG_PROBE_REPLY:
 		sync_reply(l, g, p, n);
@@ -1241,6 +1248,12 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			    t - g->t_start >= l.o.stop_after_ms)
 				want_stop = true;
 			sync_tick(&l, g, t);
+			/* a session's agent that has not answered its settings gets them again */
+			if (g->record && !g->ready && !g->done && t - g->t_config >= 2000) {
+				g->t_config = t;
+				if (!send_config(g))
+					send_cmd(g, "1\n");
+			}
 			if (want_stop && !g->stop_sent && !g->done) {
 				struct sync *sy = &g->sync;
 
