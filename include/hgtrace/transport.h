@@ -110,7 +110,8 @@ struct hgt_listen_opts {
 	const char *sync_clock;	       /* the host's trace clock: probe guests with it */
 	unsigned int sync_interval_ms; /* between probe rounds (0: 1000) */
 	uint64_t host_trace_id;	       /* the TIME_SHIFT's peer */
-	bool graceful;		       /* a stop sends '0' and waits for the guests' end */
+	bool graceful; /* a stop sends '0' and waits for the guests' end; the listener runs
+			  until *stop even when every guest has ended */
 	unsigned int start_timeout_ms; /* on_started at the latest this long after the start
 					  (0: 15000) */
 	void (*on_started)(void *ctx); /* every FIFO guest records (or the timeout passed) */

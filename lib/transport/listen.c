@@ -1308,10 +1308,11 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 				l.o.on_started(l.o.ctx);
 			}
 		}
+		/* a session (graceful) lasts until its stop, whatever became of its guests */
 		if ((stopping && (!l.o.graceful || !active)) ||
-		    (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && l.o.nr_guests))
+		    (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && l.o.nr_guests && !l.o.graceful))
 			break;
-		if (!active && l.tcp_fd < 0 && l.vsock_fd < 0)
+		if (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && !l.o.graceful)
 			break;
 		if (l.tcp_fd >= 0) {
 			pf[n] = (struct pollfd){ .fd = l.tcp_fd, .events = POLLIN };

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""A guest agent that misbehaves during sync, for tests/transport/session.sh.
+
+Speaks hgtrace's agent protocol (lib/transport/proto.h) over FIFO pairs like
+`hgtrace agent --serve --fifos DIR`: waits for the host's CONFIG and '1', says READY,
+HELLO, metadata and TRACEID, then answers the host's probes as MODE says:
+  lie     answers with random timestamps
+  mute    never answers
+  unsent  answers a probe that was never sent
+  flood   sends garbage on the control channel without end
+and stops on '0' (sending END), or when killed.
+Usage: fake-agent.py DIR MODE
+"""
+import os, random, select, struct, sys, time
+
+d, mode = sys.argv[1], sys.argv[2]
+ctl_in = os.open(f"{d}/agent-ctl-path.in", os.O_RDWR)
+ctl_out = os.open(f"{d}/agent-ctl-path.out", os.O_RDWR)
+data = [os.open(f"{d}/trace-path-cpu{i}.out", os.O_RDWR) for i in range(2)]
+MAGIC = 0x43544748
+if mode == "flood":
+    os.set_blocking(ctl_out, False)
+
+
+def send(t, payload):
+    os.write(ctl_out, struct.pack("<IHHI", MAGIC, t, 0, len(payload)) + payload)
+
+
+buf = b""
+
+
+def messages(timeout):
+    """Yield host commands: ('cmd', c) or ('msg', type, payload)."""
+    global buf
+    r, _, _ = select.select([ctl_in], [], [], timeout)
+    if r:
+        buf += os.read(ctl_in, 65536)
+    while buf:
+        if buf[:1] in (b"0", b"1"):
+            yield ("cmd", buf[:1])
+            buf = buf[1:]
+        elif buf[:1] == b"H":
+            if len(buf) < 12:
+                return
+            magic, t, _, n = struct.unpack("<IHHI", buf[:12])
+            if len(buf) < 12 + n:
+                return
+            yield ("msg", t, buf[12:12 + n])
+            buf = buf[12 + n:]
+        else:
+            buf = buf[1:]
+
+
+session = random.getrandbits(63) | 1
+state = "config"
+deadline = time.time() + 60
+while time.time() < deadline:
+    for m in messages(0.05):
+        if state == "config" and m[0] == "msg" and m[1] == 6:
+            send(5, struct.pack("<Q", session))  # READY
+            for i, fd in enumerate(data):
+                os.write(fd, struct.pack("<IIIIQ", 0x44544748, 1, i, 4096, session))
+            state = "wait"
+        elif state == "wait" and m == ("cmd", b"1"):
+            clock = b"x86-tsc\0"
+            send(1, struct.pack("<IIIIQ", 1, 2, 4096, 8, session) + clock)  # HELLO
+            for item in range(16, 22):
+                send(2, struct.pack("<I", item) + b"\0" * 8)  # META, empty items
+            send(3, struct.pack("<I", 11) + struct.pack("<Q", session))  # TRACEID
+            state = "rec"
+        elif state == "rec" and m[0] == "msg" and m[1] == 7:
+            seq, cpu = struct.unpack("<II", m[2])
+            if mode == "lie":
+                send(8, struct.pack("<IIQ", seq, cpu, random.getrandbits(62)))
+            elif mode == "unsent":
+                send(8, struct.pack("<IIQ", seq + 1000, cpu, 1))
+        elif state == "rec" and m == ("cmd", b"0"):
+            send(4, struct.pack("<Q", 0))  # END
+            sys.exit(0)
+    if state == "rec" and mode == "flood":
+        try:
+            os.write(ctl_out, os.urandom(4096))
+        except BlockingIOError:
+            pass

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# hgtrace record -A on this machine, host and "guest" on one kernel: the agent --serve runs
+# here over FIFO pairs, so the true guest-host offset is exactly 0 and every stored
+# TIME_SHIFT offset must lie within the bound the session printed. Then agents that
+# misbehave during sync (tests/transport/fake-agent.py: lying timestamps, no answer,
+# answers to probes never sent, a flood): the host still stops on time, writes its own
+# file, names the guest and marks its sync FAILED (no TIME_SHIFT stored).
+# Usage: session.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/record.sh"
+why=$(tracefs_ready) || tap_skip_all "$why"
+command -v python3 > /dev/null || tap_skip_all "python3 is missing"
+t=$(mktemp -d)
+cleanup() {
+	jobs -p | xargs -r kill 2> /dev/null
+	rm -rf "$t"
+}
+trap cleanup EXIT
+cd "$t" || exit 1
+
+# 1. The real agent, two sessions.
+"$HGTRACE" setup-guest g --cpus "$(nproc)" --dir . > /dev/null
+inst=hgt_sess_$$
+"$HGTRACE" agent --serve --fifos g -B $inst -e sched:sched_switch 2> agent.log &
+apid=$!
+for n in 1 2; do
+	"$HGTRACE" record -e sched:sched_switch -A "g@fifo:$t/g" -o "h$n.dat" -- sleep 1 2> "rec$n.log"
+	rc=$?
+	hn=$(trace-cmd report "h$n.dat" 2> /dev/null | grep -c sched_switch)
+	gn=$(trace-cmd report "h$n-g.dat" 2> /dev/null | grep -c sched_switch)
+	[ $rc = 0 ] && [ "$hn" -gt 0 ] && [ "$gn" -gt 0 ] &&
+		tap_ok "session $n: h$n.dat and h$n-g.dat written, trace-cmd reads them ($hn and $gn events)" ||
+		tap_fail "session $n: exit $rc, $hn/$gn events: $(tr '\n' '|' < "rec$n.log")"
+	# every stored offset within the printed bound of the truth, 0
+	bound=$(sed -n 's/.*sync: agent channel.* bound +-\([0-9]*\).*/\1/p' "rec$n.log")
+	"$HGTRACE" dump "h$n-g.dat" | sed -n 's/.*time [0-9]* offset \(-\{0,1\}[0-9]*\) scaling.*/\1/p' > off.txt
+	ns=$(wc -l < off.txt)
+	worst=$(awk '{ v = $1 < 0 ? -$1 : $1; if (v > m) m = v } END { print m + 0 }' off.txt)
+	if [ -n "$bound" ] && [ "$ns" -ge 2 ] && [ "$worst" -le "$bound" ]; then
+		tap_ok "session $n: $ns samples, every offset within the bound of the truth 0 (worst $worst, bound +-$bound cycles)"
+	else
+		tap_fail "session $n: $ns samples, worst offset $worst, bound '$bound'"
+	fi
+	"$HGTRACE" report --no-latency "h$n.dat" "h$n-g.dat" > hr.txt 2> /dev/null
+	trace-cmd report -i "h$n.dat" -i "h$n-g.dat" > tr.txt 2> /dev/null
+	tap_cmp "session $n: merged report = trace-cmd's ($(wc -l < hr.txt) lines)" hr.txt tr.txt
+done
+kill -INT $apid
+wait $apid
+grep -q 'serving sessions' agent.log && [ "$(grep -c 'agent: stopped' agent.log)" = 2 ] &&
+	tap_ok "one agent --serve ran both sessions" || tap_fail "agent: $(tr '\n' '|' < agent.log)"
+[ -d "$TRACEFS/instances/$inst" ] && tap_fail "the agent's instance is left" ||
+	tap_ok "the agent removed its instance"
+
+# 2. Agents that misbehave during sync.
+for mode in lie mute unsent flood; do
+	"$HGTRACE" setup-guest "h$mode" --cpus 2 --dir . > /dev/null
+	python3 "$here/transport/fake-agent.py" "h$mode" $mode &
+	fpid=$!
+	start=$(date +%s%N)
+	timeout 60 "$HGTRACE" record -e sched:sched_switch -A "h$mode@fifo:$t/h$mode" -o "x$mode.dat" \
+		-- sleep 1 2> "x$mode.log"
+	ms=$((($(date +%s%N) - start) / 1000000))
+	kill $fpid 2> /dev/null
+	wait $fpid 2> /dev/null
+	hn=$(trace-cmd report "x$mode.dat" 2> /dev/null | grep -c sched_switch)
+	# on time: once its 1 s command ended, not before and not much after
+	[ $ms -ge 1000 ] && [ $ms -lt 20000 ] && [ "$hn" -gt 0 ] &&
+		tap_ok "$mode: the host recorded until its command ended and stopped after $ms ms; its file has $hn events" ||
+		tap_fail "$mode: $ms ms, $hn host events: $(tr '\n' '|' < "x$mode.log")"
+	case $mode in
+	flood) said='guest h'$mode': control stream at byte [0-9]*: bad message header' ;;
+	*) said='guest h'$mode': sync FAILED' ;;
+	esac
+	ts=$("$HGTRACE" dump "x$mode-h$mode.dat" 2> /dev/null | grep -c TIME_SHIFT)
+	if grep -q "$said" "x$mode.log" && [ "$ts" = 0 ]; then
+		tap_ok "$mode: named: '$(grep -o "$said.*" "x$mode.log" | head -1)'; no TIME_SHIFT stored"
+	else
+		tap_fail "$mode: expected '$said' and no TIME_SHIFT ($ts): $(tr '\n' '|' < "x$mode.log")"
+	fi
+done
+tap_done
