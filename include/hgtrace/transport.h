@@ -54,6 +54,10 @@ struct hgt_agent_opts {
 			       wait for the next; ports and FIFOs only */
 	unsigned int host_silent_ms; /* serve: end a session whose host is silent this long
 					(0: 30000; the host probes every second) */
+	/* now: called once recording, after the host's '1' (a listen --record-host is then
+	 * recording too) or 3 s without it: the guest's workload starts here */
+	void (*started)(void *ctx);
+	void *ctx;
 };
 
 /**
@@ -66,8 +70,6 @@ int hgt_agent_run(const struct hgt_agent_opts *opts);
 struct hgt_listen_guest {
 	const char *name; /* file name part: trace-NAME.dat ([A-Za-z0-9_.-] only) */
 	const char *dir;  /* FIFO pairs made by hgt_setup_guest() */
-	const struct hgt_record_opts *record; /* sent as CONFIG before the start, for an
-						 agent --serve (NULL: none) */
 };
 
 /* How a guest's clock was synchronised with the host's, and what the guest sent. */
@@ -117,6 +119,14 @@ struct hgt_listen_opts {
 	void (*on_started)(void *ctx); /* every FIFO guest records (or the timeout passed) */
 	void (*on_guest_done)(void *ctx, const struct hgt_listen_result *r);
 	void *ctx;
+	/* guest-driven sessions (listen --record-host): when a guest starts recording on its
+	 * own (agent --now), record the host with these settings (clock: the guest's) into
+	 * OUTPUT_DIR/NAME-host.dat until the guest ends, sync the guest over its channel and
+	 * map its vCPU threads */
+	const struct hgt_record_opts *record_host;
+	/* sessions with an agent --serve: per FIFO guest (same index as guests), the
+	 * settings sent to it before its start (NULL, or a NULL entry: none) */
+	const struct hgt_record_opts *const *guest_record;
 };
 
 /**

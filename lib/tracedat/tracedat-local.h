@@ -129,6 +129,10 @@ int hgt__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
 int hgt__write_full(int fd, const void *buf, size_t n);
 int hgt__tmpfile(const char *dir);
 bool hgt__valid_name(const char *s);
+struct hgt_vcpu_threads;
+/* GUEST option for guest @name into a finished host file (lib/transport/vmm.c). */
+int hgt__guest_map_append(const char *host_path, const char *name, uint64_t trace_id,
+			  const struct hgt_vcpu_threads *vt);
 /* CLOCK_MONOTONIC in milliseconds (lib/clock/now.c). */
 uint64_t hgt__now_ms(void);
 

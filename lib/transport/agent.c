@@ -407,7 +407,7 @@ static int host_byte(struct agent *a, uint8_t c)
  * stop before the start, the host went away, a signal, or a serving agent's host silent
  * for @silent_ms). Bytes after the command stay for the next wait: "1\n0\n" in one read
  * starts and then stops. */
-static int wait_command(struct agent *a, int want, unsigned int silent_ms)
+static int wait_command(struct agent *a, int want, unsigned int silent_ms, bool say)
 {
 	for (;;) {
 		struct pollfd p = { .fd = a->ctl_r, .events = POLLIN };
@@ -426,7 +426,7 @@ static int wait_command(struct agent *a, int want, unsigned int silent_ms)
 		if (a->o.stop && *a->o.stop)
 			return 1;
 		if (silent_ms && hgt__now_ms() - a->last_host_ms > silent_ms) {
-			if (a->o.log)
+			if (a->o.log && say)
 				fprintf(a->o.log,
 					"hgtrace agent: the host was silent for %u ms: session "
 					"ended\n",
@@ -500,7 +500,7 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	uint64_t cpu0, t0, cpu1, t1, cpu2, t2;
 	int i, ret;
 
-	if (!now && wait_command(a, '1', silent_ms))
+	if (!now && wait_command(a, '1', silent_ms, true))
 		return 1; /* never started: nothing to send */
 	cpu0 = cpu_ns();
 	t0 = mono_ns();
@@ -512,10 +512,19 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	trace_agent_state("recording", ret);
 	if (a->o.log)
 		fprintf(a->o.log, "hgtrace agent: recording (clock %s)\n", a->clock);
+	if (now && a->o.started) {
+		/* a host that records its own side says go ('1'); an older one never does */
+		a->last_host_ms = hgt__now_ms();
+		if (wait_command(a, '1', 3000, false) && a->o.log && !(a->o.stop && *a->o.stop))
+			fprintf(a->o.log,
+				"hgtrace agent: no word from the host in 3 s: starting\n");
+		if (!(a->o.stop && *a->o.stop))
+			a->o.started(a->o.ctx);
+	}
 	cpu1 = cpu_ns();
 	t1 = mono_ns();
 	if (!ret)
-		wait_command(a, '0', silent_ms);
+		wait_command(a, '0', silent_ms, true);
 	cpu2 = cpu_ns();
 	t2 = mono_ns();
 	i = hgt__record_halt(rec);
@@ -581,7 +590,7 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 			fprintf(a.o.log, "hgtrace agent: %d CPUs, serving sessions\n", a.nr_cpus);
 		for (;;) {
 			a.have_config = false;
-			if (wait_command(&a, 'C', 0))
+			if (wait_command(&a, 'C', 0, true))
 				break;
 			a.last_host_ms = hgt__now_ms();
 			a.session = hgt_trace_id_generate();

@@ -23,9 +23,11 @@
 #include <hgtrace/clock.h>
 #include <hgtrace/output.h>
 #include <hgtrace/peer.h>
+#include <hgtrace/session.h>
 #include <hgtrace/transport.h>
 
 #include "trace-transport.h"
+#include "../record/record-local.h"
 #include "../tracedat/tracedat-local.h"
 #include "proto.h"
 
@@ -84,7 +86,12 @@ struct guest {
 	const struct hgt_record_opts *record; /* CONFIG to send before the start */
 	uint64_t t_read;		      /* host clock when the last control read returned */
 	uint64_t t_stop_sent;
-	uint64_t t_config; /* when the settings were last sent */
+	const char *dir;	       /* FIFO guests: where their FIFOs are */
+	const char *host_clock;	       /* the host's trace clock for probes (NULL: no sync) */
+	uint64_t host_trace_id;	       /* the TIME_SHIFT's peer */
+	struct hgt_recorder *host_rec; /* --record-host: the host's side of this guest */
+	char host_path[4096];
+	char host_clock_buf[64];
 	uint64_t agent_cpu_ns, agent_wall_ns, agent_setup_cpu_ns;
 	struct sync {
 		bool on, failed, final_started, final_done;
@@ -197,7 +204,8 @@ static int add_chan(struct listener *l, struct guest *g, int fd, int cpu)
 	return 0;
 }
 
-static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg)
+static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg,
+			   const struct hgt_record_opts *record)
 {
 	struct guest *g;
 	char path[4096];
@@ -209,6 +217,7 @@ static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg
 	if (!g)
 		return -ENOMEM;
 	g->fifo = true;
+	g->dir = lg->dir;
 	/* O_RDWR: opening never waits for the guest, and polling never sees a hang-up */
 	snprintf(path, sizeof(path), "%s/agent-ctl-path.out", lg->dir);
 	g->ctl_r = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
@@ -229,7 +238,7 @@ static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg
 	}
 	if (!i)
 		return hgt__errorf(ENOENT, "listen: %s: no trace-path-cpu0.out", lg->dir);
-	if (lg->record) {
+	if (record) {
 		/* an agent --serve writes nothing before our CONFIG: whatever waits in the
 		 * FIFOs is left from an earlier host, cut off */
 		uint8_t junk[65536];
@@ -244,8 +253,7 @@ static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg
 		if (stale)
 			logf_(l, "guest %s: %llu stale bytes of an earlier session dropped",
 			      g->name, (unsigned long long)stale);
-		g->record = lg->record;
-		g->t_config = hgt__now_ms();
+		g->record = record;
 		if (send_config(g))
 			return hgt__errorf(errno ? errno : EIO,
 					   "listen: %s: cannot send the guest "
@@ -312,11 +320,11 @@ static int send_config(struct guest *g)
 	return ret;
 }
 
-static uint64_t host_clock(struct listener *l)
+static uint64_t host_clock(struct guest *g)
 {
 	uint64_t t = 0;
 
-	hgt_trace_clock_read(l->o.sync_clock, &t);
+	hgt_trace_clock_read(g->host_clock, &t);
 	return t;
 }
 
@@ -347,19 +355,20 @@ static int sync_setup(struct listener *l, struct guest *g)
 	struct sync *s = &g->sync;
 	int n = (int)g->nr_cpus;
 
-	if (!l->o.sync_clock)
+	if (!g->host_clock)
 		return 0;
-	if (!hgt_trace_clock_readable(l->o.sync_clock)) {
+	if (!hgt_trace_clock_readable(g->host_clock)) {
 		snprintf(s->why, sizeof(s->why),
-			 "none: the host's clock %s cannot be read from user space",
-			 l->o.sync_clock);
+			 "none: the host's clock %s cannot be read from user space", g->host_clock);
+		g->host_clock = NULL;
 		return 0;
 	}
-	if (!hgt_trace_clock_readable(g->clock) || strcmp(g->clock, l->o.sync_clock)) {
+	if (!hgt_trace_clock_readable(g->clock) || strcmp(g->clock, g->host_clock)) {
 		snprintf(s->why, sizeof(s->why),
 			 "none: the guest records with clock %s, the host with %s (use one of "
 			 "x86-tsc, mono, mono_raw, boot, tai on both)",
-			 g->clock, l->o.sync_clock);
+			 g->clock, g->host_clock);
+		g->host_clock = NULL;
 		return 0;
 	}
 	s->best_rtt = calloc((size_t)n, 8);
@@ -385,7 +394,7 @@ static void sync_send(struct listener *l, struct guest *g)
 	m[0] = ++s->seq;
 	m[1] = (uint32_t)s->round_cpu;
 	s->t1_ms = hgt__now_ms();
-	s->t1 = host_clock(l);
+	s->t1 = host_clock(g);
 	if (send_framed(g, HGT__MSG_PROBE, m, sizeof(m))) {
 		sync_fail(l, g, "cannot send probes: %s", strerror(errno));
 		return;
@@ -500,6 +509,34 @@ static void sync_reply(struct listener *l, struct guest *g, const uint8_t *p, si
 		sync_round_done(l, g);
 }
 
+/* --record-host: the guest started recording on its own; record the host's side for the
+ * same span, in the guest's clock (so the two can be synchronised), and say go ('1'). */
+static void start_host(struct listener *l, struct guest *g)
+{
+	struct hgt_record_opts ro = *l->o.record_host;
+
+	snprintf(g->host_path, sizeof(g->host_path), "%s/%s-host.dat",
+		 l->o.output_dir ? l->o.output_dir : ".", g->name);
+	ro.sz = sizeof(ro);
+	ro.output = g->host_path;
+	ro.log = NULL;
+	if (hgt_trace_clock_readable(g->clock))
+		ro.clock = g->clock;
+	g->host_rec = hgt_record_start(&ro);
+	if (!g->host_rec) {
+		logf_(l, "guest %s: cannot record the host: %s", g->name, hgt_last_error());
+		g->host_path[0] = 0;
+	} else {
+		snprintf(g->host_clock_buf, sizeof(g->host_clock_buf), "%s",
+			 hgt__record_clock(g->host_rec));
+		g->host_clock = g->host_clock_buf;
+		g->host_trace_id = hgt__record_trace_id(g->host_rec);
+		logf_(l, "guest %s: recording the host into %s (clock %s)", g->name, g->host_path,
+		      g->host_clock);
+	}
+	send_cmd(g, "1\n"); /* the agent's command may run now */
+}
+
 /* A whole control message arrived. */
 static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 {
@@ -546,6 +583,12 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		g->hello = true;
 		g->t_start = hgt__now_ms(); /* --stop-after counts from the guest's start */
 		logf_(l, "guest %s: %u CPUs, clock %s", g->name, g->nr_cpus, g->clock);
+		if (l->o.record_host && !g->record) {
+			start_host(l, g);
+		} else {
+			g->host_clock = l->o.sync_clock;
+			g->host_trace_id = l->o.host_trace_id;
+		}
 		if (sync_setup(l, g)) {
 			fault(l, g, "out of memory");
 			return;
@@ -627,11 +670,6 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		}
 		memcpy(&g->session, p, 8);
 		g->ready = true;
-		/* the guest listens now: a start sent before it opened its port may not have
-		 * reached it (seen once with QEMU's virtio-serial); a second '1' is ignored by
-		 * an agent already recording */
-		if (g->fifo && g->start_sent && !g->record && !g->hello)
-			send_cmd(g, "1\n");
 		return;
 	case HGT__MSG_PROBE_REPLY:
 		sync_reply(l, g, p, n);
@@ -731,8 +769,8 @@ static void read_ctl(struct listener *l, struct guest *g)
 	uint8_t buf[65536];
 	ssize_t r = read(g->ctl_r, buf, sizeof(buf));
 
-	if (l->o.sync_clock)
-		g->t_read = host_clock(l); /* a probe's answer arrived no later than this */
+	if (g->host_clock)
+		g->t_read = host_clock(g); /* a probe's answer arrived no later than this */
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0) {
@@ -829,8 +867,8 @@ static int add_sync_options(struct listener *l, struct guest *g, struct hgt_outp
 	uint32_t len;
 	int ret;
 
-	if (!l->o.sync_clock)
-		return 0;
+	if (!s->on && !s->why[0])
+		return 0; /* no sync was asked for */
 	for (uint32_t c = 0; s->on && c < g->nr_cpus; c++) {
 		total += s->count[c];
 		if (s->count[c] > most) {
@@ -866,7 +904,7 @@ static int add_sync_options(struct listener *l, struct guest *g, struct hgt_outp
 		tc[c] = (struct hgt_time_shift_cpu){ s->count[from], s->time[from], s->offset[from],
 						     ones, zeros };
 	}
-	ts = (struct hgt_time_shift){ l->o.host_trace_id, HGT_TSYNC_INTERPOLATE, (int)g->nr_cpus,
+	ts = (struct hgt_time_shift){ g->host_trace_id, HGT_TSYNC_INTERPOLATE, (int)g->nr_cpus,
 				      tc };
 	ret = hgt_time_shift_option_build(&ts, &buf, &len);
 	if (!ret)
@@ -925,6 +963,32 @@ static void report_result(struct listener *l, struct guest *g, const char *path)
 	free(cb);
 }
 
+/* --record-host: the guest's vCPU threads into the host file's GUEST option. */
+static void map_host(struct listener *l, struct guest *g)
+{
+	struct hgt_vcpu_threads vt = { 0 };
+	uint64_t id = 0;
+	int pid, ret;
+
+	for (int i = 0; i < g->nr_opts; i++)
+		if (g->opts[i].id == HGT_OPT_TRACEID && g->opts[i].size == 8)
+			memcpy(&id, g->opts[i].data, 8);
+	pid = g->dir ? hgt_vmm_find(NULL, g->dir, g->name) : -ENOENT;
+	if (pid < 0 || hgt_vmm_vcpu_threads(NULL, pid, &vt) || !vt.nr || !id) {
+		logf_(l,
+		      "guest %s: WARNING: its vCPU threads are unknown (no VMM process with "
+		      "threads 'CPU N/...' found): merged by its sync samples alone",
+		      g->name);
+		hgt_vcpu_threads_free(&vt);
+		return;
+	}
+	ret = hgt__guest_map_append(g->host_path, g->name, id, &vt);
+	if (ret)
+		logf_(l, "guest %s: %s: cannot add its vCPU map: %s", g->name, g->host_path,
+		      hgt_last_error());
+	hgt_vcpu_threads_free(&vt);
+}
+
 /* Write trace-NAME.dat from what the guest sent. */
 static int finish_guest(struct listener *l, struct guest *g)
 {
@@ -937,6 +1001,19 @@ static int finish_guest(struct listener *l, struct guest *g)
 	uint8_t *buf = NULL;
 
 	guest_path(l, g, path, sizeof(path));
+	if (g->host_rec) {
+		struct hgt_record_result hr;
+
+		if (hgt_record_stop(g->host_rec, &hr)) {
+			logf_(l, "guest %s: the host's recording failed: %s", g->name,
+			      hgt_last_error());
+			g->host_path[0] = 0;
+		} else {
+			logf_(l, "guest %s: wrote %s (the host's side)", g->name, g->host_path);
+		}
+		hgt_record_free(g->host_rec);
+		g->host_rec = NULL;
+	}
 	for (i = 0; i < 6; i++)
 		if (!g->meta[i] || !g->hello) {
 			logf_(l, "guest %s: no file: the stream ended before the guest sent its %s",
@@ -1017,6 +1094,8 @@ static int finish_guest(struct listener *l, struct guest *g)
 	if (!ret)
 		logf_(l, "guest %s: wrote %s%s", g->name, path,
 		      g->fault[0] ? " (stream ended early: see report --stat)" : "");
+	if (!ret && g->host_path[0])
+		map_host(l, g);
 	report_result(l, g, ret ? NULL : path);
 	return ret;
 }
@@ -1025,6 +1104,7 @@ static void free_guest(struct guest *g)
 {
 	int i;
 
+	hgt_record_free(g->host_rec); /* never finished: stopped without writing */
 	if (g->ctl_w >= 0 && g->ctl_w != g->ctl_r)
 		close(g->ctl_w);
 	if (g->ctl_r >= 0)
@@ -1202,7 +1282,8 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 		l.o.idle_ms = 500;
 	l.t_begin = hgt__now_ms();
 	for (i = 0; i < l.o.nr_guests; i++) {
-		ret = open_fifo_guest(&l, &l.o.guests[i]);
+		ret = open_fifo_guest(&l, &l.o.guests[i],
+				      l.o.guest_record ? l.o.guest_record[i] : NULL);
 		if (ret)
 			goto out;
 		if (l.o.start) {
@@ -1248,12 +1329,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			    t - g->t_start >= l.o.stop_after_ms)
 				want_stop = true;
 			sync_tick(&l, g, t);
-			/* a session's agent that has not answered its settings gets them again */
-			if (g->record && !g->ready && !g->done && t - g->t_config >= 2000) {
-				g->t_config = t;
-				if (!send_config(g))
-					send_cmd(g, "1\n");
-			}
+
 			if (want_stop && !g->stop_sent && !g->done) {
 				struct sync *sy = &g->sync;
 

@@ -207,18 +207,10 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 /* GUEST options into the host file: each guest's trace id and vCPU threads. */
 static int map_guests(struct session *s, const char *host_path)
 {
-	struct hgt_option_blob *ob = calloc((size_t)s->n, sizeof(*ob));
-	uint8_t **bufs = calloc((size_t)s->n, sizeof(*bufs));
-	int i, n = 0, ret = 0;
+	int ret = 0;
 
-	if (!ob || !bufs) {
-		free(ob);
-		free(bufs);
-		return -ENOMEM;
-	}
-	for (i = 0; i < s->n && !ret; i++) {
+	for (int i = 0; i < s->n && !ret; i++) {
 		struct sguest *g = &s->g[i];
-		uint32_t len;
 
 		if (!g->path[0] || !g->trace_id)
 			continue;
@@ -230,19 +222,8 @@ static int map_guests(struct session *s, const char *host_path)
 			      g->in->name, g->in->name);
 			continue;
 		}
-		ret = hgt_guest_option_build(g->in->name, g->trace_id, g->vt.nr, g->vt.vcpu,
-					     g->vt.tid, &bufs[n], &len);
-		if (!ret) {
-			ob[n] = (struct hgt_option_blob){ HGT_OPT_GUEST, len, bufs[n] };
-			n++;
-		}
+		ret = hgt__guest_map_append(host_path, g->in->name, g->trace_id, &g->vt);
 	}
-	if (!ret && n)
-		ret = hgt_tracedat_append_options(host_path, ob, n);
-	for (i = 0; i < n; i++)
-		free(bufs[i]);
-	free(bufs);
-	free(ob);
 	return ret;
 }
 
@@ -252,6 +233,7 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 	struct session s = { .o = &o };
 	struct hgt_record_opts hro;
 	struct hgt_listen_guest *lg = NULL;
+	const struct hgt_record_opts **lgr = NULL;
 	struct hgt_recorder *rec = NULL;
 	struct hgt_record_result hr = { 0 };
 	char *base = NULL, *clock = NULL;
@@ -269,8 +251,9 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 	s.n = o.nr_guests;
 	s.g = calloc((size_t)s.n, sizeof(*s.g));
 	lg = calloc((size_t)s.n, sizeof(*lg));
+	lgr = calloc((size_t)s.n, sizeof(*lgr));
 	base = guest_base(hro.output);
-	if (!s.g || !lg || !base) {
+	if (!s.g || !lg || !lgr || !base) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -304,7 +287,8 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 			logf_(&s, "guest %s: WARNING: no VMM process found for %s", g->in->name,
 			      g->in->dir);
 		}
-		lg[i] = (struct hgt_listen_guest){ g->in->name, g->in->dir, &g->ro };
+		lg[i] = (struct hgt_listen_guest){ .name = g->in->name, .dir = g->in->dir };
+		lgr[i] = &g->ro;
 	}
 	rec = hgt_record_start(&hro);
 	if (!rec) {
@@ -319,7 +303,8 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 			 .sync_clock = hgt_trace_clock_readable(clock) ? clock : NULL,
 			 .sync_interval_ms = o.sync_interval_ms,
 			 .host_trace_id = hgt__record_trace_id(rec), .graceful = true,
-			 .on_started = on_started, .on_guest_done = on_guest_done, .ctx = &s);
+			 .on_started = on_started, .on_guest_done = on_guest_done, .ctx = &s,
+			 .guest_record = lgr);
 
 		/* the listener's temporary files go beside the output */
 		snprintf(dir, sizeof(dir), "%s", hro.output);
@@ -355,6 +340,7 @@ out:
 	}
 	free(s.g);
 	free(lg);
+	free(lgr);
 	free(base);
 	free(clock);
 	return ret;

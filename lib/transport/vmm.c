@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <hgtrace/output.h>
+#include <hgtrace/peer.h>
 #include <hgtrace/session.h>
 
 #include "../tracedat/tracedat-local.h"
@@ -168,4 +170,25 @@ void hgt_vcpu_threads_free(struct hgt_vcpu_threads *t)
 	free(t->tid);
 	t->vcpu = t->tid = NULL;
 	t->nr = 0;
+}
+
+/**
+ * hgt__guest_map_append - append a GUEST option (guest @name, its trace id and vCPU
+ * threads) to the finished host file @host_path.
+ */
+int hgt__guest_map_append(const char *host_path, const char *name, uint64_t trace_id,
+			  const struct hgt_vcpu_threads *vt)
+{
+	struct hgt_option_blob ob;
+	uint8_t *buf = NULL;
+	uint32_t len;
+	int ret;
+
+	ret = hgt_guest_option_build(name, trace_id, vt->nr, vt->vcpu, vt->tid, &buf, &len);
+	if (ret)
+		return ret;
+	ob = (struct hgt_option_blob){ HGT_OPT_GUEST, len, buf };
+	ret = hgt_tracedat_append_options(host_path, &ob, 1);
+	free(buf);
+	return ret;
 }

@@ -43,4 +43,22 @@ else
 fi
 check "dump of a good file" 0 "buffers (1):" dump "$data/tsc.dat"
 check "positional inputs merge" 0 "mono.dat: cpus=2" report "$data/tsc.dat" "$data/mono.dat"
+# record -A and listen: usage errors, and a listener that starts and stops cleanly with
+# malloc filling new memory with garbage (a guest entry left half-initialised crashed it
+# with SIGBUS: exit 135).
+check "record -A over TCP is refused" 2 "sessions run over FIFOs" record -e sched -A g@tcp:h:1
+check "record -A bad transport" 2 "expected NAME[@fifo:DIR]" record -e sched -A g@bogus
+check "listen -e without --record-host" 2 "give --record-host" listen -e sched --tcp 1
+check "listen --record-host without -e" 2 "needs the host's events" listen --record-host --tcp 1
+check "agent: a command with --serve" 2 "do not go together" agent --serve -- true
+lt=$(mktemp -d)
+"$HGTRACE" setup-guest g --cpus 2 --dir "$lt" > /dev/null
+MALLOC_PERTURB_=165 timeout --preserve-status -s INT 1 "$HGTRACE" listen -o "$lt" --fifo "g:$lt/g" --start > "$lt/out" 2>&1
+rc=$?
+if [ $rc = 1 ] && grep -q 'guest g: the listener was stopped' "$lt/out"; then
+	tap_ok "listen with MALLOC_PERTURB_: stops on SIGINT, says why the guest has no file (exit 1)"
+else
+	tap_fail "listen with MALLOC_PERTURB_: exit $rc: $(tr '\n' '|' < "$lt/out")"
+fi
+rm -rf "$lt"
 tap_done

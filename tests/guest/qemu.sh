@@ -10,13 +10,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib/tap.sh"
 . "$here/guest/boot.sh"
 guest_prereqs "$build"
-t=$(mktemp -d)
-cleanup() {
-	jobs -p | xargs -r kill 2> /dev/null
-	rm -rf "$t"
-}
-trap cleanup EXIT
-cd "$t" || exit 1
+tap_workdir
 
 guest_kernel
 [ -n "$kernel" ] && tap_ok "kernel $kpkg extracted" || tap_fail "kernel extracted"

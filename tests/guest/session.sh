@@ -16,13 +16,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/guest/boot.sh"
 guest_prereqs "$build"
 why=$(tracefs_ready) || tap_skip_all "$why"
-t=$(mktemp -d)
-cleanup() {
-	jobs -p | xargs -r kill 2> /dev/null
-	[ -n "$HGT_KEEP" ] && echo "# kept $t" || rm -rf "$t"
-}
-trap cleanup EXIT
-cd "$t" || exit 1
+tap_workdir
 
 guest_kernel
 [ -n "$kernel" ] || tap_skip_all "no kernel"

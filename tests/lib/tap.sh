@@ -31,3 +31,15 @@ tap_cmp() {
 strip_latency() {
 	sed -E 's/^(.*-[0-9]+ +\[[0-9]{3}\])( [^ ]{5}|-0x[0-9a-f]{1,2})/\1/'
 }
+
+# tap_workdir: work in a new temporary directory ($t), removed at exit with the test's
+# background jobs killed; HGT_KEEP=1 keeps it (and says where).
+tap_workdir() {
+	t=$(mktemp -d)
+	trap _tap_cleanup EXIT
+	cd "$t" || exit 1
+}
+_tap_cleanup() {
+	jobs -p | xargs -r kill 2> /dev/null
+	if [ -n "$HGT_KEEP" ]; then echo "# kept $t"; else rm -rf "$t"; fi
+}

@@ -12,13 +12,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib/record.sh"
 why=$(tracefs_ready) || tap_skip_all "$why"
 command -v python3 > /dev/null || tap_skip_all "python3 is missing"
-t=$(mktemp -d)
-cleanup() {
-	jobs -p | xargs -r kill 2> /dev/null
-	rm -rf "$t"
-}
-trap cleanup EXIT
-cd "$t" || exit 1
+tap_workdir
 
 # 1. The real agent, two sessions.
 "$HGTRACE" setup-guest g --cpus "$(nproc)" --dir . > /dev/null

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <hgtrace/transport.h>
 
@@ -19,6 +21,20 @@ static void on_signal(int sig)
 	stop_flag = 1;
 }
 
+static volatile pid_t child = -1;
+
+/* The agent's command ended: its recording stops. */
+static void on_child(int sig)
+{
+	int st;
+
+	(void)sig;
+	if (child > 0 && waitpid(child, &st, WNOHANG) == child) {
+		child = -1;
+		stop_flag = 1;
+	}
+}
+
 static void catch_signals(void)
 {
 	struct sigaction sa;
@@ -27,7 +43,36 @@ static void catch_signals(void)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_NOCLDSTOP;
+	sigaction(SIGCHLD, &sa, NULL);
+}
+
+/* Recording (and the host too, when it records its side): run the command. */
+static void run_command(void *ctx)
+{
+	char **argv = ctx;
+	pid_t p = fork();
+
+	if (p == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		execvp(argv[0], argv);
+		fprintf(stderr, "hgtrace: agent: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (p < 0) {
+		fprintf(stderr, "hgtrace: agent: fork: %s\n", strerror(errno));
+		stop_flag = 1;
+		return;
+	}
+	child = p;
+	on_child(SIGCHLD); /* it may have ended already */
 }
 
 static int parse_uint(const char *what, const char *s, unsigned long max, unsigned long *v)
@@ -143,6 +188,10 @@ int cmd_agent(int argc, char **argv)
 			       "--vsock CID:PORT]\n"
 			       "                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] "
 			       "[-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
+			       "                     [-- COMMAND ARGS...]\n"
+			       "  -- COMMAND: record now, run COMMAND once the host says go (or "
+			       "after "
+			       "3 s), stop when it exits\n"
 			       "  --serve: a service: record each session a host starts (hgtrace "
 			       "record -A) with\n"
 			       "           the host's settings, then wait for the next\n"
@@ -155,8 +204,23 @@ int cmd_agent(int argc, char **argv)
 	}
 	ro.events = events;
 	ro.nr_events = nev;
+	if (optind < argc) {
+		/* records while the command runs (guest-driven: listen --record-host) */
+		if (ao.serve) {
+			fprintf(stderr,
+				"hgtrace: agent: a command and --serve do not go together\n");
+			goto out;
+		}
+		ao.now = true;
+		ao.started = run_command;
+		ao.ctx = argv + optind;
+	}
 	catch_signals();
 	ret = hgt_agent_run(&ao);
+	if (child > 0) {
+		kill(child, SIGTERM);
+		waitpid(child, NULL, 0);
+	}
 	if (ret) {
 		cmd_error("agent failed");
 		ret = 1;
@@ -168,7 +232,7 @@ out:
 
 int cmd_listen(int argc, char **argv)
 {
-	enum { O_FIFO = 256, O_TCP, O_VSOCK, O_START, O_STOP, O_MAX };
+	enum { O_FIFO = 256, O_TCP, O_VSOCK, O_START, O_STOP, O_MAX, O_RECORD_HOST };
 	static const struct option lopts[] = {
 		{ "fifo", required_argument, NULL, O_FIFO },
 		{ "tcp", required_argument, NULL, O_TCP },
@@ -176,19 +240,39 @@ int cmd_listen(int argc, char **argv)
 		{ "start", no_argument, NULL, O_START },
 		{ "stop-after", required_argument, NULL, O_STOP },
 		{ "max-mb", required_argument, NULL, O_MAX },
+		{ "record-host", no_argument, NULL, O_RECORD_HOST },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	HGT_OPTS(hgt_listen_opts, lo, .output_dir = ".", .log = stderr, .stop = &stop_flag);
+	HGT_OPTS(hgt_record_opts, hro, .compression = HGT_COMPRESS_ZSTD);
 	struct hgt_listen_guest *gs = NULL;
-	int c, ret = 2;
+	const char **events = NULL;
+	int c, ret = 2, nev = 0;
 	unsigned long v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:e:b:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			lo.output_dir = optarg;
+			break;
+		case 'e': {
+			const char **n = realloc(events, sizeof(*n) * (size_t)(nev + 1));
+
+			if (!n)
+				goto out;
+			events = n;
+			events[nev++] = optarg;
+			break;
+		}
+		case 'b':
+			if (parse_uint("listen: -b", optarg, 1UL << 30, &v) || !v)
+				goto out;
+			hro.buffer_kb = v;
+			break;
+		case O_RECORD_HOST:
+			lo.record_host = &hro;
 			break;
 		case O_FIFO: {
 			struct hgt_listen_guest *n =
@@ -198,8 +282,7 @@ int cmd_listen(int argc, char **argv)
 			if (!n || split_pair("listen: --fifo", optarg, &a, &b))
 				goto out;
 			gs = n;
-			gs[lo.nr_guests].name = a;
-			gs[lo.nr_guests++].dir = b;
+			gs[lo.nr_guests++] = (struct hgt_listen_guest){ .name = a, .dir = b };
 			break;
 		}
 		case O_TCP:
@@ -224,7 +307,14 @@ int cmd_listen(int argc, char **argv)
 		case 'h':
 			printf("usage: hgtrace listen [-o DIR] [--fifo NAME:DIR]... [--tcp PORT] "
 			       "[--vsock PORT]\n"
-			       "                      [--start] [--stop-after MS] [--max-mb N]\n");
+			       "                      [--start] [--stop-after MS] [--max-mb N]\n"
+			       "                      [--record-host [-e SYSTEM[:EVENT]]... [-b "
+			       "KB]]\n"
+			       "  --record-host: when a guest starts recording (agent --now -- "
+			       "CMD), "
+			       "record the\n"
+			       "  host for the same span into DIR/NAME-host.dat, synced with "
+			       "trace-NAME.dat\n");
 			ret = 0;
 			goto out;
 		default:
@@ -236,6 +326,16 @@ int cmd_listen(int argc, char **argv)
 			"hgtrace: listen: give --fifo NAME:DIR, --tcp PORT or --vsock PORT\n");
 		goto out;
 	}
+	if (lo.record_host && !nev) {
+		fprintf(stderr, "hgtrace: listen: --record-host needs the host's events (-e)\n");
+		goto out;
+	}
+	if (nev && !lo.record_host) {
+		fprintf(stderr, "hgtrace: listen: -e is for the host's side: give --record-host\n");
+		goto out;
+	}
+	hro.events = events;
+	hro.nr_events = nev;
 	lo.guests = gs;
 	catch_signals();
 	ret = hgt_listen_run(&lo);
@@ -245,6 +345,7 @@ int cmd_listen(int argc, char **argv)
 	}
 out:
 	free(gs);
+	free(events);
 	return ret;
 }
 
