@@ -21,20 +21,6 @@ static void on_signal(int sig)
 	stop_flag = 1;
 }
 
-static volatile pid_t child = -1;
-
-/* The agent's command ended: its recording stops. */
-static void on_child(int sig)
-{
-	int st;
-
-	(void)sig;
-	if (child > 0 && waitpid(child, &st, WNOHANG) == child) {
-		child = -1;
-		stop_flag = 1;
-	}
-}
-
 static void catch_signals(void)
 {
 	struct sigaction sa;
@@ -45,34 +31,12 @@ static void catch_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	sa.sa_handler = on_child;
-	sa.sa_flags = SA_NOCLDSTOP;
-	sigaction(SIGCHLD, &sa, NULL);
 }
 
 /* Recording (and the host too, when it records its side): run the command. */
 static void run_command(void *ctx)
 {
-	char **argv = ctx;
-	pid_t p = fork();
-
-	if (p == 0) {
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		execvp(argv[0], argv);
-		fprintf(stderr, "hgtrace: agent: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	if (p < 0) {
-		fprintf(stderr, "hgtrace: agent: fork: %s\n", strerror(errno));
-		stop_flag = 1;
-		return;
-	}
-	child = p;
-	on_child(SIGCHLD); /* it may have ended already */
+	cmd_child_spawn(ctx, "agent");
 }
 
 static int parse_uint(const char *what, const char *s, unsigned long max, unsigned long *v)
@@ -131,15 +95,10 @@ int cmd_agent(int argc, char **argv)
 		case 'o':
 			ao.transport = HGT_TRANSPORT_STDOUT;
 			break;
-		case 'e': {
-			const char **n = realloc(events, sizeof(*n) * (size_t)(nev + 1));
-
-			if (!n)
+		case 'e':
+			if (cmd_push_event(&events, &nev, optarg))
 				goto out;
-			events = n;
-			events[nev++] = optarg;
 			break;
-		}
 		case 'C':
 			ro.clock = optarg;
 			break;
@@ -216,11 +175,9 @@ int cmd_agent(int argc, char **argv)
 		ao.ctx = argv + optind;
 	}
 	catch_signals();
+	cmd_child_watch(&stop_flag);
 	ret = hgt_agent_run(&ao);
-	if (child > 0) {
-		kill(child, SIGTERM);
-		waitpid(child, NULL, 0);
-	}
+	cmd_child_end();
 	if (ret) {
 		cmd_error("agent failed");
 		ret = 1;
@@ -257,15 +214,10 @@ int cmd_listen(int argc, char **argv)
 		case 'o':
 			lo.output_dir = optarg;
 			break;
-		case 'e': {
-			const char **n = realloc(events, sizeof(*n) * (size_t)(nev + 1));
-
-			if (!n)
+		case 'e':
+			if (cmd_push_event(&events, &nev, optarg))
 				goto out;
-			events = n;
-			events[nev++] = optarg;
 			break;
-		}
 		case 'b':
 			if (parse_uint("listen: -b", optarg, 1UL << 30, &v) || !v)
 				goto out;

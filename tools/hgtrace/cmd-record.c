@@ -17,25 +17,12 @@
 
 static volatile sig_atomic_t stop_requested;
 static volatile int session_stop;
-static volatile pid_t session_child = -1;
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
 	session_stop = 1;
-}
-
-/* The command of a session ended: the session stops. */
-static void on_child(int sig)
-{
-	int st;
-
-	(void)sig;
-	if (session_child > 0 && waitpid(session_child, &st, WNOHANG) == session_child) {
-		session_child = -1;
-		session_stop = 1;
-	}
 }
 
 static void usage(FILE *f)
@@ -102,27 +89,9 @@ static int parse_guest(const char *arg, struct gopt *g)
 static void started(void *ctx)
 {
 	char **argv = ctx;
-	pid_t p;
 
-	if (!argv || !argv[0])
-		return;
-	p = fork();
-	if (p == 0) {
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
-		execvp(argv[0], argv);
-		fprintf(stderr, "hgtrace: record: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	if (p < 0) {
-		fprintf(stderr, "hgtrace: record: fork: %s\n", strerror(errno));
-		session_stop = 1;
-		return;
-	}
-	session_child = p;
-	on_child(SIGCHLD); /* it may have ended already */
+	if (argv && argv[0])
+		cmd_child_spawn(argv, "record");
 }
 
 static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, unsigned int interval,
@@ -131,7 +100,6 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 	HGT_OPTS(hgt_session_opts, so, .host = host, .nr_guests = ng, .sync_interval_ms = interval,
 		 .log = stderr, .stop = &session_stop, .started = started, .ctx = cmd);
 	struct hgt_session_guest *g = calloc((size_t)ng, sizeof(*g));
-	struct sigaction sa;
 	int i, ret;
 
 	if (!g)
@@ -144,19 +112,13 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 		g[i] = gs[i].g;
 	}
 	so.guests = g;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_child;
-	sa.sa_flags = SA_NOCLDSTOP;
-	sigaction(SIGCHLD, &sa, NULL);
+	cmd_child_watch(&session_stop);
 	if (!cmd || !cmd[0])
 		fprintf(stderr,
 			"hgtrace record: recording host and guests; Ctrl-C (SIGINT), SIGTERM "
 			"or SIGHUP stops\n");
 	ret = hgt_session_run(&so);
-	if (session_child > 0) {
-		kill(session_child, SIGTERM);
-		waitpid(session_child, NULL, 0);
-	}
+	cmd_child_end();
 	free(g);
 	if (ret) {
 		cmd_error("record failed");

@@ -15,6 +15,16 @@ int cmd_gen(int argc, char **argv);
 int cmd_simpletrace(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 
+/* A recording's workload (child.c): cmd_child_watch() makes its end set *@stop;
+ * cmd_child_spawn() runs it (a failure to start sets *@stop too); cmd_child_end() ends
+ * one still running. */
+void cmd_child_watch(volatile int *stop);
+void cmd_child_spawn(char **argv, const char *who);
+void cmd_child_end(void);
+
+/* Append @ev to the list *@evs of *@n (usage: -e). Returns 0 or -1 (out of memory). */
+int cmd_push_event(const char ***evs, int *n, const char *ev);
+
 /* Print "hgtrace: MESSAGE" for the library's last error, or @fallback. */
 void cmd_error(const char *fallback);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* hgtrace: trace KVM guests together with their host. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <hgtrace/tracedat.h>
@@ -26,6 +27,17 @@ static const struct {
 	{ "simpletrace", cmd_simpletrace, "print a simple-backend trace (ours, or QEMU's v4)" },
 	{ "ctl", cmd_ctl, "enable/disable a running program's probes over its control socket" },
 };
+
+int cmd_push_event(const char ***evs, int *n, const char *ev)
+{
+	const char **e = realloc(*evs, sizeof(*e) * (size_t)(*n + 1));
+
+	if (!e)
+		return -1;
+	*evs = e;
+	e[(*n)++] = ev;
+	return 0;
+}
 
 void cmd_error(const char *fallback)
 {
