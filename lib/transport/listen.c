@@ -92,6 +92,7 @@ struct guest {
 	struct hgt_recorder *host_rec; /* --record-host: the host's side of this guest */
 	char host_path[4096];
 	char host_clock_buf[64];
+	struct hgt_vcpu_threads vt; /* its VMM's vCPU threads, found when it started */
 	uint64_t agent_cpu_ns, agent_wall_ns, agent_setup_cpu_ns;
 	struct sync {
 		bool on, failed, final_started, final_done;
@@ -534,6 +535,13 @@ static void start_host(struct listener *l, struct guest *g)
 		logf_(l, "guest %s: recording the host into %s (clock %s)", g->name, g->host_path,
 		      g->host_clock);
 	}
+	/* its VMM now, while it runs: a guest that ends may power off */
+	{
+		int pid = g->dir ? hgt_vmm_find(NULL, g->dir, g->name) : -ENOENT;
+
+		if (pid > 0)
+			hgt_vmm_vcpu_threads(NULL, pid, &g->vt);
+	}
 	send_cmd(g, "1\n"); /* the agent's command may run now */
 }
 
@@ -966,27 +974,27 @@ static void report_result(struct listener *l, struct guest *g, const char *path)
 /* --record-host: the guest's vCPU threads into the host file's GUEST option. */
 static void map_host(struct listener *l, struct guest *g)
 {
-	struct hgt_vcpu_threads vt = { 0 };
 	uint64_t id = 0;
-	int pid, ret;
+	int ret;
 
 	for (int i = 0; i < g->nr_opts; i++)
 		if (g->opts[i].id == HGT_OPT_TRACEID && g->opts[i].size == 8)
 			memcpy(&id, g->opts[i].data, 8);
-	pid = g->dir ? hgt_vmm_find(NULL, g->dir, g->name) : -ENOENT;
-	if (pid < 0 || hgt_vmm_vcpu_threads(NULL, pid, &vt) || !vt.nr || !id) {
+	if (!g->vt.nr || !id) {
 		logf_(l,
 		      "guest %s: WARNING: its vCPU threads are unknown (no VMM process with "
-		      "threads 'CPU N/...' found): merged by its sync samples alone",
+		      "threads 'CPU N/...' found when it started): merged by its sync samples "
+		      "alone",
 		      g->name);
-		hgt_vcpu_threads_free(&vt);
 		return;
 	}
-	ret = hgt__guest_map_append(g->host_path, g->name, id, &vt);
+	ret = hgt__guest_map_append(g->host_path, g->name, id, &g->vt);
 	if (ret)
 		logf_(l, "guest %s: %s: cannot add its vCPU map: %s", g->name, g->host_path,
 		      hgt_last_error());
-	hgt_vcpu_threads_free(&vt);
+	else
+		logf_(l, "guest %s: %s maps its %d vCPU threads (process %d)", g->name,
+		      g->host_path, g->vt.nr, g->vt.pid);
 }
 
 /* Write trace-NAME.dat from what the guest sent. */
@@ -1105,6 +1113,7 @@ static void free_guest(struct guest *g)
 	int i;
 
 	hgt_record_free(g->host_rec); /* never finished: stopped without writing */
+	hgt_vcpu_threads_free(&g->vt);
 	if (g->ctl_w >= 0 && g->ctl_w != g->ctl_r)
 		close(g->ctl_w);
 	if (g->ctl_r >= 0)

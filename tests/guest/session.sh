@@ -24,8 +24,13 @@ guest_kernel
 gbin=$build/tools/hgtrace/hgtrace-static
 [ -x "$gbin" ] || tap_skip_all "no hgtrace-static in $build (meson -Dstatic_agent=true)"
 guest_initramfs "$gbin" initramfs.gz << 'INIT'
-echo "guest: serving"
-hgtrace agent --serve --ports /dev/virtio-ports -e sched:sched_switch
+if grep -q hgt_mode=now /proc/cmdline; then
+	# guest-driven: record while a command runs; the host records its side (listen --record-host)
+	hgtrace agent --now --ports /dev/virtio-ports -e sched:sched_switch -C x86-tsc -- sleep 2
+else
+	echo "guest: serving"
+	hgtrace agent --serve --ports /dev/virtio-ports -e sched:sched_switch
+fi
 echo "guest: agent exit $?"
 poweroff -f
 INIT
@@ -38,12 +43,16 @@ libs=$(find ir/lib -name '*.so*' | wc -l)
 grep -q -- '-name g,debug-threads=on' setup.txt && tap_ok "setup-guest prints -name g,debug-threads=on" ||
 	tap_fail "setup-guest prints -name g,debug-threads=on"
 args=$(sed -n 's/ \\$//; /^-/p' setup.txt | tr '\n' ' ')
-# shellcheck disable=SC2086
-timeout 300 qemu-system-x86_64 -accel tcg,thread=multi -M pc -cpu max -m 512 -smp 2 -nographic \
-	-no-reboot -kernel "$kernel" -initrd initramfs.gz \
-	-append "console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable" \
-	$args < /dev/null > serial.log 2>&1 &
-qpid=$!
+# boot [KERNEL ARGS]: the guest in the background ($qpid), its console in serial.log
+boot() {
+	# shellcheck disable=SC2086
+	timeout 300 qemu-system-x86_64 -accel tcg,thread=multi -M pc -cpu max -m 512 -smp 2 \
+		-nographic -no-reboot -kernel "$kernel" -initrd initramfs.gz \
+		-append "console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable $*" \
+		$args < /dev/null > serial.log 2>&1 &
+	qpid=$!
+}
+boot
 i=0
 while ! grep -q 'guest: serving' serial.log && [ $i -lt 600 ]; do
 	sleep 0.1
@@ -132,6 +141,32 @@ line=$(grep 'sync check' sync2.txt)
 outside=$(echo "$line" | sed -n 's/.* events: \([0-9]*\) outside.*/\1/p')
 [ "$outside" = 0 ] && tap_ok "session 2: 0 guest events outside their vCPU thread's intervals" ||
 	tap_fail "session 2: $line"
+kill $qpid 2> /dev/null
+wait $qpid 2> /dev/null
+
+# 3. Guest-driven: the guest's agent records while its command runs; the host's listener
+# records its own side for the same span and syncs the guest (listen --record-host).
+mkdir gd
+"$HGTRACE" listen -o gd --fifo "g:$t/g" --record-host -e sched:sched_switch 2> gd/listen.log &
+lpid=$!
+boot hgt_mode=now
+timeout 120 tail --pid=$lpid -f /dev/null
+wait $lpid
+lrc=$?
+hn=$(trace-cmd report gd/g-host.dat 2> /dev/null | grep -c sched_switch)
+gn=$(trace-cmd report gd/trace-g.dat 2> /dev/null | grep -c sched_switch)
+[ $lrc = 0 ] && [ "$hn" -gt 0 ] && [ "$gn" -gt 0 ] &&
+	tap_ok "guest-driven: listen --record-host wrote g-host.dat and trace-g.dat ($hn and $gn events)" ||
+	tap_fail "guest-driven: listen exit $lrc, $hn/$gn events: $(tr '\n' '|' < gd/listen.log) guest: $(tail -4 serial.log | tr '\n' '|')"
+"$HGTRACE" report --no-latency gd/g-host.dat gd/trace-g.dat > gd/h.txt 2> gd/sync.txt
+trace-cmd report -i gd/g-host.dat -i gd/trace-g.dat > gd/t.txt 2> /dev/null
+tap_cmp "guest-driven: merged report = trace-cmd's ($(wc -l < gd/h.txt) lines)" gd/h.txt gd/t.txt
+line=$(grep 'sync check' gd/sync.txt)
+outside=$(echo "$line" | sed -n 's/.* events: \([0-9]*\) outside.*/\1/p')
+inside=$(echo "$line" | sed -n 's/.*, \([0-9]*\) inside.*/\1/p')
+[ "$outside" = 0 ] && [ "${inside:-0}" -gt 50 ] &&
+	tap_ok "guest-driven: $inside guest events inside their vCPU thread's running intervals, 0 outside" ||
+	tap_fail "guest-driven: $line"
 kill $qpid 2> /dev/null
 wait $qpid 2> /dev/null
 tap_done
