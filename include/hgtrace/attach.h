@@ -35,6 +35,10 @@ struct hgt_attach_opts {
 	const int *pids; /* host thread ids that may run vCPUs */
 	int nr_pids;
 	FILE *log; /* what was done, one line each (NULL: nothing) */
+	/* without samples: KVM's relations as debugfs shows them after the recording
+	 * (hgt_kvm_read()); with the host's kvm_write_tsc_offset events they give exact
+	 * samples, TSC scaling included */
+	const struct hgt_kvm_vm *kvm;
 };
 
 struct hgt_attach_result {
@@ -42,6 +46,7 @@ struct hgt_attach_result {
 	int nr_mapped;		    /* PIDs matched to a vCPU */
 	bool host_already_mapped;   /* the host already had a GUEST option for this guest */
 	bool from_write_tsc_offset; /* offsets taken from kvm_write_tsc_offset events */
+	bool from_kvm;		    /* from KVM's debugfs (and those events) */
 	bool converted_host, converted_guest; /* a v6 file was rewritten as v7 */
 };
 

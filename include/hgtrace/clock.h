@@ -124,6 +124,30 @@ int hgt_trace_clock_read(const char *clock, uint64_t *ts);
 /** hgt_trace_clock_readable - whether hgt_trace_clock_read() can read @clock. */
 bool hgt_trace_clock_readable(const char *clock);
 
+/* One vCPU of a KVM VM as <debugfs>/kvm/<pid>-<fd>/vcpu<id>/ shows it. */
+struct hgt_kvm_vcpu {
+	int id;		    /* KVM vcpu id (= APIC id), not the guest CPU number */
+	int64_t tsc_offset; /* tsc-offset */
+	uint64_t ratio;	    /* tsc-scaling-ratio (0: no file, unscaled) */
+	unsigned int frac;  /* tsc-scaling-ratio-frac-bits */
+};
+
+struct hgt_kvm_vm {
+	int pid;		    /* the VMM */
+	int nr;			    /* vCPUs, sorted by id */
+	struct hgt_kvm_vcpu *vcpus; /* guest CPU i is vcpus[i] (trace-cmd's convention) */
+	char dir[512];		    /* the VM's debugfs directory */
+};
+
+/**
+ * hgt_kvm_read - the TSC relation of every vCPU of VM @pid (0: the only VM there is) from
+ * @debugfs (NULL: /sys/kernel/debug): guest = ((host * ratio) >> frac) + tsc_offset.
+ * Returns 0 or -errno with the reason in hgt_last_error(); free with hgt_kvm_vm_free().
+ */
+int hgt_kvm_read(const char *debugfs, int pid, struct hgt_kvm_vm *vm);
+
+void hgt_kvm_vm_free(struct hgt_kvm_vm *vm);
+
 #ifdef __cplusplus
 }
 #endif

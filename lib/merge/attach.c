@@ -24,6 +24,7 @@
 #include <hgtrace/output.h>
 #include <hgtrace/peer.h>
 
+#include "../clock/kvm-local.h"
 #include "../tracedat/tracedat-local.h"
 
 static int parse_num(const char *s, const char **end, int64_t *v)
@@ -179,6 +180,67 @@ out:
 	for (i = 0; cur && i < b->nr_cpus; i++)
 		hgt_cursor_close(cur[i]);
 	free(cur);
+	return ret;
+}
+
+/* The host's first timestamp (raw), where the first sample's relation starts. */
+static uint64_t first_ts(struct hgt_input *host)
+{
+	int top = hgt_input_top_buffer(host);
+	uint64_t t = UINT64_MAX;
+
+	for (int cpu = 0; top >= 0 && cpu < hgt_input_nr_cpus(host); cpu++) {
+		struct hgt_cursor *c = hgt_cursor_open(host, top, cpu);
+		struct tep_record rec;
+
+		if (c && hgt_cursor_next(c, &rec) > 0 && rec.ts < t)
+			t = rec.ts;
+		hgt_cursor_close(c);
+	}
+	return t == UINT64_MAX ? 0 : t;
+}
+
+/* Samples of guest CPUs 0..ncpu-1 (vCPU ids @ids) from KVM's debugfs and the host's
+ * kvm_write_tsc_offset events: exact, a step per write. *@vals holds the arrays. */
+static int kvm_samples(struct hgt_input *host, const struct hgt_kvm_vm *vm, const int *ids,
+		       int ncpu, struct hgt_time_shift_cpu *tcpu, int64_t **vals)
+{
+	struct hgt__tsc_write *w = NULL;
+	int nw = 0, ret, i, per;
+	uint64_t t0 = first_ts(host);
+
+	ret = hgt__tsc_writes(host, &w, &nw);
+	if (ret)
+		return ret;
+	per = nw + 1;
+	*vals = calloc((size_t)ncpu * (size_t)per * 4, sizeof(int64_t));
+	if (!*vals) {
+		free(w);
+		return -ENOMEM;
+	}
+	for (i = 0; i < ncpu; i++) {
+		const struct hgt_kvm_vcpu *v = NULL;
+		int64_t *b = *vals + (size_t)i * (size_t)per * 4;
+		int n;
+
+		for (int k = 0; k < vm->nr; k++)
+			if (vm->vcpus[k].id == ids[i])
+				v = &vm->vcpus[k];
+		if (!v) {
+			ret = hgt__errorf(ENOENT, "%s has no vcpu%d (guest CPU %d)", vm->dir,
+					  ids[i], i);
+			break;
+		}
+		n = hgt__kvm_samples(v, false, t0, w, nw, b, b + per, b + 2 * per, b + 3 * per,
+				     per);
+		if (n < 0) {
+			ret = n;
+			break;
+		}
+		tcpu[i] = (struct hgt_time_shift_cpu){ (uint32_t)n, b, b + per, b + 2 * per,
+						       b + 3 * per };
+	}
+	free(w);
 	return ret;
 }
 
@@ -365,6 +427,11 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			v[3] = s->frac;
 			tcpu[i] = (struct hgt_time_shift_cpu){ 1, v, v + 1, v + 2, v + 3 };
 		}
+	} else if (o.kvm) {
+		ret = kvm_samples(host, o.kvm, ids, ncpu, tcpu, &vals);
+		if (ret)
+			goto out;
+		r.from_kvm = true;
 	} else {
 		int total = sc.nr_w, off = 0;
 
@@ -510,7 +577,9 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			fprintf(log, "guest CPU %d: %u sample%s, first offset %lld%s\n", i,
 				tcpu[i].count, tcpu[i].count == 1 ? "" : "s",
 				(long long)tcpu[i].offset[0],
-				r.from_write_tsc_offset ? " (from kvm_write_tsc_offset)" : "");
+				r.from_kvm		  ? " (KVM debugfs, exact)"
+				: r.from_write_tsc_offset ? " (from kvm_write_tsc_offset)"
+							  : "");
 	}
 	if (res)
 		*res = r;

@@ -110,12 +110,20 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 		snprintf(g->mapping, sizeof(g->mapping), "none (guest clock shown as is)");
 	}
 	{
-		/* the bound the recorder measured: "hgtrace sync: ... bound=N" in CPUSTAT */
-		const char *b = strstr(hgt_input_cpustat(in), "hgtrace sync: agent channel");
+		/* the bound the recorder measured: "hgtrace sync: ... bound=N" in CPUSTAT; the
+		 * last such line goes with the last TIME_SHIFT, the one applied */
+		const char *b = NULL, *p = hgt_input_cpustat(in), *e;
 		uint32_t mult, shift;
 		uint64_t off;
 
+		while ((p = strstr(p, "hgtrace sync: "))) {
+			b = p;
+			p += 14;
+		}
+		e = b ? strchr(b, '\n') : NULL;
 		b = b ? strstr(b, "bound=") : NULL;
+		if (b && e && b > e)
+			b = NULL;
 		if (b && t && t->nr_cpus > 0) {
 			g->bound = strtoull(b + 6, NULL, 10);
 			size_t l = strlen(g->mapping);

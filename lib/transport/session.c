@@ -21,6 +21,7 @@
 #include <hgtrace/tracedat.h>
 #include <hgtrace/transport.h>
 
+#include "../clock/kvm-local.h"
 #include "../record/record-local.h"
 #include "../tracedat/tracedat-local.h"
 
@@ -41,6 +42,10 @@ struct sguest {
 	int nr_cpus;
 	uint64_t *cpu_bytes;
 	char clock[64];
+	/* KVM: the VM's relations at the start (exact sync) */
+	struct hgt_kvm_vm kvm;
+	bool have_kvm;
+	char kvm_said[300]; /* what the exact sync did, for the summary */
 };
 
 struct session {
@@ -180,6 +185,8 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 		print_file(s, what, g->path, g->cpu_bytes, g->nr_cpus);
 		if (g->fault[0])
 			fprintf(f, "    transport: stream ended early: %s\n", g->fault);
+		if (g->kvm_said[0])
+			fprintf(f, "    sync: %s\n", g->kvm_said);
 		if (g->samples && !g->sync_failed)
 			fprintf(f,
 				"    sync: %s, clock %s: %llu samples in %u rounds, best round "
@@ -227,6 +234,136 @@ static int map_guests(struct session *s, const char *host_path)
 	return ret;
 }
 
+static bool kvm_event_exists(void)
+{
+	static const char *dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char p[128];
+
+		snprintf(p, sizeof(p), "%s/events/kvm/kvm_write_tsc_offset/format", dirs[i]);
+		if (!access(p, R_OK))
+			return true;
+	}
+	return false;
+}
+
+/* The exact sync of a KVM guest: its relations read at the start, every change the host
+ * recorded (kvm_write_tsc_offset), checked against debugfs at the stop; appended to its
+ * file as a step TIME_SHIFT (it wins over the channel's), with a CPUSTAT line comparing
+ * the channel's samples with it. */
+static void kvm_sync(struct session *s, struct sguest *g, const char *host_path, const char *clock,
+		     uint64_t t_start, uint64_t host_id)
+{
+	HGT_OPTS(hgt_open_opts, op, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
+	struct hgt_input *host = NULL, *guest = NULL;
+	struct hgt__tsc_write *w = NULL;
+	struct hgt_time_shift_cpu *tc = NULL;
+	struct hgt_kvm_vm end = { 0 };
+	int64_t *vals = NULL, worst = -1;
+	int nw = 0, per, ncpu = g->nr_cpus, changed = 0, ret;
+	uint8_t *buf = NULL;
+	uint32_t len;
+	char line[400];
+
+	if (strcmp(clock, "x86-tsc")) {
+		snprintf(g->kvm_said, sizeof(g->kvm_said),
+			 "kvm debugfs: not used: the host records with %s, not x86-tsc", clock);
+		return;
+	}
+	if (ncpu > g->kvm.nr) {
+		snprintf(g->kvm_said, sizeof(g->kvm_said),
+			 "kvm debugfs: not used: %d guest CPUs, %d vCPUs in %s", ncpu, g->kvm.nr,
+			 g->kvm.dir);
+		return;
+	}
+	host = hgt_input_open(host_path, &op);
+	ret = host ? hgt__tsc_writes(host, &w, &nw) : -errno;
+	per = nw + 1;
+	tc = calloc((size_t)ncpu, sizeof(*tc));
+	vals = calloc((size_t)ncpu * (size_t)per * 4, sizeof(int64_t));
+	if (ret || !tc || !vals) {
+		snprintf(g->kvm_said, sizeof(g->kvm_said), "kvm debugfs: FAILED: %s",
+			 ret ? hgt_last_error() : "out of memory");
+		goto out;
+	}
+	/* debugfs at the stop: a change no event recorded makes the samples wrong after it */
+	if (!hgt_kvm_read(s->o->kvm_debugfs, g->kvm.pid, &end))
+		for (int i = 0; i < ncpu && i < end.nr; i++) {
+			int64_t last = g->kvm.vcpus[i].tsc_offset;
+
+			for (int k = 0; k < nw; k++)
+				if ((int)w[k].vcpu == g->kvm.vcpus[i].id)
+					last = w[k].next;
+			if (end.vcpus[i].tsc_offset != last ||
+			    end.vcpus[i].ratio != g->kvm.vcpus[i].ratio)
+				changed++;
+		}
+	for (int i = 0; i < ncpu; i++) {
+		int64_t *b = vals + (size_t)i * (size_t)per * 4;
+		int n = hgt__kvm_samples(&g->kvm.vcpus[i], true, t_start, w, nw, b, b + per,
+					 b + 2 * per, b + 3 * per, per);
+
+		tc[i] = (struct hgt_time_shift_cpu){ (uint32_t)(n > 0 ? n : 0), b, b + per,
+						     b + 2 * per, b + 3 * per };
+	}
+	/* the channel's samples against the exact relation (unscaled guests) */
+	guest = hgt_input_open(g->path, &op);
+	if (guest && hgt_input_time_shift(guest)) {
+		const struct hgt_time_shift *ts = hgt_input_time_shift(guest);
+
+		for (int i = 0; i < ts->nr_cpus && i < ncpu; i++) {
+			if (g->kvm.vcpus[i].ratio)
+				continue;
+			for (uint32_t k = 0; k < ts->cpus[i].count; k++) {
+				int64_t exact = tc[i].offset[0], d;
+
+				for (uint32_t j = 0; j < tc[i].count; j++)
+					if (tc[i].time[j] <= ts->cpus[i].time[k])
+						exact = tc[i].offset[j];
+				d = ts->cpus[i].offset[k] - exact;
+				if (d < 0)
+					d = -d;
+				if (d > worst)
+					worst = d;
+			}
+		}
+	}
+	hgt_input_close(guest);
+	{
+		struct hgt_time_shift ts = { host_id, 0, ncpu, tc };
+
+		ret = hgt_time_shift_option_build(&ts, &buf, &len);
+	}
+	snprintf(line, sizeof(line),
+		 "hgtrace sync: kvm debugfs %s, exact: %d offset change%s recorded%s; the agent "
+		 "channel's samples %s%lld cycles from it; bound=0\n",
+		 g->kvm.dir, nw, nw == 1 ? "" : "s",
+		 changed ? "; CHANGED WITHOUT AN EVENT on some vCPUs (not exact after it)" : "",
+		 worst >= 0 ? "within " : "not compared: ", (long long)(worst >= 0 ? worst : 0));
+	if (!ret) {
+		struct hgt_option_blob ob[2] = {
+			{ HGT_OPT_TIME_SHIFT, len, buf },
+			{ HGT_OPT_CPUSTAT, (uint32_t)strlen(line) + 1, line },
+		};
+
+		ret = hgt_tracedat_append_options(g->path, ob, 2);
+	}
+	line[strlen(line) - 1] = 0;
+	if (ret)
+		snprintf(g->kvm_said, sizeof(g->kvm_said), "kvm debugfs: FAILED: %s",
+			 hgt_last_error());
+	else
+		snprintf(g->kvm_said, sizeof(g->kvm_said), "%s", line + 14);
+out:
+	hgt_input_close(host);
+	hgt_kvm_vm_free(&end);
+	free(w);
+	free(tc);
+	free(vals);
+	free(buf);
+}
+
 int hgt_session_run(const struct hgt_session_opts *opts)
 {
 	HGT_OPTS(hgt_session_opts, o);
@@ -237,7 +374,9 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 	struct hgt_recorder *rec = NULL;
 	struct hgt_record_result hr = { 0 };
 	char *base = NULL, *clock = NULL;
-	int i, ret = 0, lret, rret;
+	const char **host_events = NULL;
+	uint64_t t_start;
+	int i, ret = 0, lret, rret, nr_kvm = 0;
 
 	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o) || !opts->host ||
 	    !opts->host->output || opts->nr_guests < 1)
@@ -289,7 +428,28 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		}
 		lg[i] = (struct hgt_listen_guest){ .name = g->in->name, .dir = g->in->dir };
 		lgr[i] = &g->ro;
+		if (pid > 0 && !hgt_kvm_read(o.kvm_debugfs, pid, &g->kvm)) {
+			g->have_kvm = true;
+			nr_kvm++;
+			logf_(&s, "guest %s: KVM VM %s, %d vCPUs: exact sync", g->in->name,
+			      g->kvm.dir, g->kvm.nr);
+		}
 	}
+	/* the offsets' changes, to the cycle: kvm_write_tsc_offset on the host */
+	if (nr_kvm && kvm_event_exists()) {
+		const char **ev = malloc(sizeof(*ev) * (size_t)(hro.nr_events + 1));
+
+		if (!ev) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		memcpy(ev, hro.events, sizeof(*ev) * (size_t)hro.nr_events);
+		ev[hro.nr_events] = "kvm:kvm_write_tsc_offset";
+		hro.events = host_events = ev;
+		hro.nr_events++;
+	}
+	t_start = 0;
+	hgt_trace_clock_read("x86-tsc", &t_start);
 	rec = hgt_record_start(&hro);
 	if (!rec) {
 		ret = -errno;
@@ -329,6 +489,10 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 	ret = map_guests(&s, hro.output);
 	if (ret)
 		logf_(&s, "%s: cannot add the guests' vCPU map: %s", hro.output, hgt_last_error());
+	for (i = 0; i < s.n; i++)
+		if (s.g[i].have_kvm && s.g[i].path[0])
+			kvm_sync(&s, &s.g[i], hro.output, clock, t_start,
+				 hgt__record_trace_id(rec));
 	summary(&s, hro.output, clock, &hr);
 	if (!ret && lret)
 		ret = hgt__errorf(-lret, "record: not every guest's file could be written");
@@ -336,11 +500,13 @@ out:
 	hgt_record_free(rec);
 	for (i = 0; s.g && i < s.n; i++) {
 		hgt_vcpu_threads_free(&s.g[i].vt);
+		hgt_kvm_vm_free(&s.g[i].kvm);
 		free(s.g[i].cpu_bytes);
 	}
 	free(s.g);
 	free(lg);
 	free(lgr);
+	free(host_events);
 	free(base);
 	free(clock);
 	return ret;

@@ -41,10 +41,35 @@ for n in 1 2; do
 	trace-cmd report -i "h$n.dat" -i "h$n-g.dat" > tr.txt 2> /dev/null
 	tap_cmp "session $n: merged report = trace-cmd's ($(wc -l < hr.txt) lines)" hr.txt tr.txt
 done
+# KVM's exact path on a fake debugfs tree for a real process (the agent itself, named
+# with --guest-pid): tsc-offset 0, the truth on one machine. The exact TIME_SHIFT is
+# stored after the channel's, the channel's samples must lie within their bound of it, and
+# a change of the tree during the session with no kvm_write_tsc_offset event is reported.
+for c in $(seq 0 $(($(nproc) - 1))); do
+	mkdir -p "dbg/kvm/$apid-11/vcpu$c"
+	echo 0 > "dbg/kvm/$apid-11/vcpu$c/tsc-offset"
+done
+"$HGTRACE" record -e sched:sched_switch -A "g@fifo:$t/g" --guest-pid $apid --kvm-debugfs "$t/dbg" \
+	-o k.dat -- sh -c "sleep 0.5; echo 7 > dbg/kvm/$apid-11/vcpu0/tsc-offset; sleep 0.5" 2> reck.log
+bound=$(sed -n 's/.*sync: agent channel.* bound +-\([0-9]*\).*/\1/p' reck.log)
+within=$(sed -n "s/.*the agent channel's samples within \([0-9]*\) cycles.*/\1/p" reck.log)
+"$HGTRACE" dump k-g.dat | awk '/TIME_SHIFT/ { n++ } n == 2 && /time [0-9]+ offset/ { print $4 }' > kofs.txt
+if grep -q "KVM VM $t/dbg/kvm/$apid-11, $(nproc) vCPUs: exact sync" reck.log &&
+	[ -n "$within" ] && [ -n "$bound" ] && [ "$within" -le "$bound" ] &&
+	[ "$(wc -l < kofs.txt)" = "$(nproc)" ] && [ "$(sort -u kofs.txt)" = 0 ]; then
+	tap_ok "kvm debugfs: exact offsets (0) stored after the channel's; the channel's samples within $within cycles of them (bound +-$bound)"
+else
+	tap_fail "kvm debugfs: $(tr '\n' '|' < reck.log) offsets: $(tr '\n' ' ' < kofs.txt)"
+fi
+grep -q 'CHANGED WITHOUT AN EVENT' reck.log && tap_ok "kvm debugfs: a change with no kvm_write_tsc_offset event is reported" ||
+	tap_fail "kvm debugfs: the unrecorded change is not reported"
+"$HGTRACE" report --no-latency k.dat k-g.dat > hr.txt 2> /dev/null
+trace-cmd report -i k.dat -i k-g.dat > tr.txt 2> /dev/null
+tap_cmp "kvm debugfs: merged report = trace-cmd's ($(wc -l < hr.txt) lines)" hr.txt tr.txt
 kill -INT $apid
 wait $apid
-grep -q 'serving sessions' agent.log && [ "$(grep -c 'agent: stopped' agent.log)" = 2 ] &&
-	tap_ok "one agent --serve ran both sessions" || tap_fail "agent: $(tr '\n' '|' < agent.log)"
+grep -q 'serving sessions' agent.log && [ "$(grep -c 'agent: stopped' agent.log)" = 3 ] &&
+	tap_ok "one agent --serve ran all three sessions" || tap_fail "agent: $(tr '\n' '|' < agent.log)"
 [ -d "$TRACEFS/instances/$inst" ] && tap_fail "the agent's instance is left" ||
 	tap_ok "the agent removed its instance"
 

@@ -29,6 +29,8 @@ struct cfg {
 	bool embed;
 	int64_t drift;
 	bool sparse;
+	bool kvm;	/* attach --kvm-debugfs: a fake tree as debugfs shows it afterwards */
+	bool kvm_files; /* the tree has the scaling files even when unscaled (ratio 1.0) */
 	int version;
 	enum hgt_compression comp;
 };
@@ -120,7 +122,53 @@ static void run(const struct cfg *c)
 		print_message("# %s\n", hgt_last_error());
 	assert_int_equal(ret, 0);
 	assert_true(r.guest_events > 1000);
-	if (c->via_s || c->wto) {
+	if (c->kvm) {
+		struct hgt_kvm_vm vm;
+		HGT_OPTS(hgt_attach_opts, ao, .pids = r.vcpu_pid, .nr_pids = r.nr_vcpus,
+			 .kvm = &vm);
+		struct hgt_attach_result ar;
+		char d[700], f[800];
+
+		/* <debugfs>/kvm/4242-12/vcpu<id>/: the offsets after the recording (stepped) */
+		for (int i = 0; i < r.nr_vcpus; i++) {
+			FILE *fp;
+
+			snprintf(d, sizeof(d), "mkdir -p %s/%s-dbg/kvm/4242-12/vcpu%d", dir,
+				 c->name, r.vcpu_id[i]);
+			assert_int_equal(system(d), 0);
+			snprintf(d, sizeof(d), "%s/%s-dbg/kvm/4242-12/vcpu%d", dir, c->name,
+				 r.vcpu_id[i]);
+			snprintf(f, sizeof(f), "%s/tsc-offset", d);
+			fp = fopen(f, "w");
+			assert_non_null(fp);
+			fprintf(fp, "%lld\n", (long long)(r.tsc_offset + c->step));
+			fclose(fp);
+			if (so.ratio || c->kvm_files) {
+				snprintf(f, sizeof(f), "%s/tsc-scaling-ratio", d);
+				fp = fopen(f, "w");
+				fprintf(fp, "%llu\n",
+					(unsigned long long)(so.ratio ? so.ratio : 1ull << 48));
+				fclose(fp);
+				snprintf(f, sizeof(f), "%s/tsc-scaling-ratio-frac-bits", d);
+				fp = fopen(f, "w");
+				fprintf(fp, "%u\n", so.ratio ? c->frac : 48);
+				fclose(fp);
+			}
+		}
+		snprintf(d, sizeof(d), "%s/%s-dbg", dir, c->name);
+		ret = hgt_kvm_read(d, 4242, &vm);
+		if (ret)
+			print_message("# %s\n", hgt_last_error());
+		assert_int_equal(ret, 0);
+		assert_int_equal(vm.nr, r.nr_vcpus);
+		ret = hgt_attach(host, guest, &ao, &ar);
+		if (ret)
+			print_message("# %s\n", hgt_last_error());
+		assert_int_equal(ret, 0);
+		assert_true(ar.from_kvm);
+		assert_int_equal(ar.nr_cpus, c->vcpus);
+		hgt_kvm_vm_free(&vm);
+	} else if (c->via_s || c->wto) {
 		struct hgt_attach_sample s = { .offset = -r.tsc_offset,
 					       .scaling = so.ratio ? (int64_t)so.ratio : 1,
 					       .frac = so.ratio ? c->frac : 0 };
@@ -165,6 +213,15 @@ CASE(test_4vcpu_intel_step_embedded,
      { "stepemb", 4, 4, 1.1, 48, .embed = true, .step = 7000000, .sparse = true })
 CASE(test_4vcpu_drift_interpolated,
      { "drift", 4, 4, 0, 0, .embed = true, .drift = 2500, .comp = HGT_COMPRESS_ZLIB })
+
+/* KVM's debugfs after the recording + the host's kvm_write_tsc_offset: exact with a
+ * mid-session offset change, Intel 48 and AMD 32 fraction bits, and 1.0 written out. */
+CASE(test_kvm_intel48_step,
+     { "kvmintel", 4, 4, 1.1, 48, .kvm = true, .wto = true, .step = 7000000, .sparse = true })
+CASE(test_kvm_amd32_step, { "kvmamd", 2, 2, 0.73, 32, .kvm = true, .step = 3000000 })
+CASE(test_kvm_intel48_debugfs_only, { "kvmflat", 4, 2, 1.25, 48, .kvm = true })
+CASE(test_kvm_ratio_one_step,
+     { "kvmone", 4, 4, 0, 0, .kvm = true, .kvm_files = true, .wto = true, .step = 5000000 })
 
 /* A guest file holding both sparse vCPU ids and the host's GUEST map: the map stores the
  * real ids (trace-cmd stores the loop index). */
@@ -224,6 +281,10 @@ int main(void)
 		cmocka_unit_test(test_4vcpu_intel_step_embedded),
 		cmocka_unit_test(test_4vcpu_drift_interpolated),
 		cmocka_unit_test(test_guest_map_real_ids),
+		cmocka_unit_test(test_kvm_intel48_step),
+		cmocka_unit_test(test_kvm_amd32_step),
+		cmocka_unit_test(test_kvm_intel48_debugfs_only),
+		cmocka_unit_test(test_kvm_ratio_one_step),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

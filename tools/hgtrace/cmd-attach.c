@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <hgtrace/attach.h>
+#include <hgtrace/clock.h>
 
 #include "cmd.h"
 
@@ -21,18 +22,26 @@ static void usage(FILE *f)
 		"  -c CPUS   guest CPU count (default: the PIDs that ran vCPUs)\n"
 		"  -s ...    per guest CPU (the last repeats): OFFSET = -(debugfs tsc-offset),\n"
 		"            SCALE/FRAC = tsc-scaling-ratio and its fraction bits. Without -s the\n"
-		"            offsets come from the host's kvm_write_tsc_offset events.\n");
+		"            offsets come from the host's kvm_write_tsc_offset events.\n"
+		"  --kvm-debugfs DIR[:PID]  read KVM's tsc-offset and TSC scaling of VMM PID (or\n"
+		"            of the only VM) under DIR/kvm (DIR: /sys/kernel/debug); with the\n"
+		"            host's kvm_write_tsc_offset events: exact samples, scaling "
+		"included\n");
 }
 
 int cmd_attach(int argc, char **argv)
 {
 	static const struct option lopts[] = {
+		{ "kvm-debugfs", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	HGT_OPTS(hgt_attach_opts, o, .log = stdout);
 	struct hgt_attach_sample *s = NULL;
 	struct hgt_attach_result r;
+	struct hgt_kvm_vm vm = { 0 };
+	char *kvm_dir = NULL;
+	int kvm_pid = 0;
 	int *pids = NULL, n = 0, c, i, ret = 2;
 	char *end;
 	long v;
@@ -66,6 +75,28 @@ int cmd_attach(int argc, char **argv)
 			n++;
 			break;
 		}
+		case 'K': {
+			char *colon = strrchr(optarg, ':');
+
+			free(kvm_dir);
+			kvm_dir = strdup(optarg);
+			if (!kvm_dir)
+				goto nomem;
+			if (colon) {
+				errno = 0;
+				v = strtol(colon + 1, &end, 10);
+				if (errno || *end || v <= 0) {
+					fprintf(stderr,
+						"hgtrace: attach: --kvm-debugfs '%s': expected "
+						"DIR[:PID]\n",
+						optarg);
+					goto out;
+				}
+				kvm_pid = (int)v;
+				kvm_dir[colon - optarg] = 0;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			ret = 0;
@@ -95,6 +126,19 @@ int cmd_attach(int argc, char **argv)
 	o.samples = s;
 	o.nr_samples = n;
 	o.pids = pids;
+	if (kvm_dir) {
+		if (n) {
+			fprintf(stderr,
+				"hgtrace: attach: -s and --kvm-debugfs: give one of them\n");
+			goto out;
+		}
+		if (hgt_kvm_read(kvm_dir, kvm_pid, &vm)) {
+			cmd_error("attach: cannot read KVM's debugfs");
+			ret = 1;
+			goto out;
+		}
+		o.kvm = &vm;
+	}
 	if (hgt_attach(argv[optind], argv[optind + 1], &o, &r)) {
 		cmd_error("attach failed");
 		ret = 1;
@@ -106,6 +150,8 @@ nomem:
 	fprintf(stderr, "hgtrace: attach: out of memory\n");
 	ret = 1;
 out:
+	hgt_kvm_vm_free(&vm);
+	free(kvm_dir);
 	free(s);
 	free(pids);
 	return ret;

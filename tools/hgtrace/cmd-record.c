@@ -95,10 +95,11 @@ static void started(void *ctx)
 }
 
 static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, unsigned int interval,
-		       char **cmd)
+		       const char *kvm_debugfs, char **cmd)
 {
 	HGT_OPTS(hgt_session_opts, so, .host = host, .nr_guests = ng, .sync_interval_ms = interval,
-		 .log = stderr, .stop = &session_stop, .started = started, .ctx = cmd);
+		 .log = stderr, .stop = &session_stop, .started = started, .ctx = cmd,
+		 .kvm_debugfs = kvm_debugfs);
 	struct hgt_session_guest *g = calloc((size_t)ng, sizeof(*g));
 	int i, ret;
 
@@ -140,18 +141,20 @@ static int push(void *arrp, int *n, size_t size)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_GUEST_PID = 256, O_INTERVAL };
+	enum { O_GUEST_PID = 256, O_INTERVAL, O_KVM };
 	static const struct option lopts[] = {
 		{ "compression", required_argument, NULL, 'Z' },
 		{ "guest", required_argument, NULL, 'A' },
 		{ "guest-pid", required_argument, NULL, O_GUEST_PID },
 		{ "sync-interval", required_argument, NULL, O_INTERVAL },
+		{ "kvm-debugfs", required_argument, NULL, O_KVM },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct gopt *gs = NULL, *cur = NULL;
 	int ng = 0;
 	unsigned long interval = 0;
+	const char *kvm_debugfs = NULL;
 	HGT_OPTS(hgt_record_opts, o, .output = "trace.dat", .compression = HGT_COMPRESS_ZSTD,
 		 .log = stderr);
 	const char **events = NULL;
@@ -179,6 +182,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'C':
 			*(cur ? &cur->ro.clock : &o.clock) = optarg;
+			break;
+		case O_KVM:
+			kvm_debugfs = optarg;
 			break;
 		case 'A':
 			if (push(&gs, &ng, sizeof(*gs)))
@@ -267,7 +273,7 @@ int cmd_record(int argc, char **argv)
 	o.pids = pids;
 	o.nr_pids = npid;
 	if (ng) {
-		ret = run_session(&o, gs, ng, (unsigned int)interval,
+		ret = run_session(&o, gs, ng, (unsigned int)interval, kvm_debugfs,
 				  optind < argc ? argv + optind : NULL);
 		goto out;
 	}
