@@ -28,6 +28,7 @@ bench: deps build
 	@bench/hostguest.sh $(BUILDDIR)
 	@bench/agent.sh $(BUILDDIR)
 	@bench/probes.sh $(BUILDDIR)
+	@bench/session.sh $(BUILDDIR)
 
 bench-big: deps build
 	@bench/bigfile.sh $(BUILDDIR)

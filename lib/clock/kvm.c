@@ -207,7 +207,8 @@ int hgt__tsc_writes(struct hgt_input *host, struct hgt__tsc_write **w, int *n)
 		*n = 0;
 		return ret;
 	}
-	qsort(*w, (size_t)*n, sizeof(**w), cmp_write);
+	if (*n) /* none: *w is NULL, which qsort() must not get */
+		qsort(*w, (size_t)*n, sizeof(**w), cmp_write);
 	return 0;
 }
 
