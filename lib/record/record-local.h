@@ -22,7 +22,12 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 				       int (*before_on)(void *ctx, struct hgt_recorder *r),
 				       void *ctx);
 int hgt__record_halt(struct hgt_recorder *r);
-int hgt__record_describe(struct hgt_recorder *r, const struct hgt__meta_sink *sink, bool final);
+#define HGT__DESCRIBE_STATS 1u /* and the per-CPU statistics */
+#define HGT__DESCRIBE_END 2u   /* of the items only the cmdlines */
+int hgt__record_describe(struct hgt_recorder *r, const struct hgt__meta_sink *sink,
+			 unsigned int what);
+/* Page bytes a CPU's reader moved (after hgt__record_halt()). */
+uint64_t hgt__record_cpu_bytes(const struct hgt_recorder *r, int cpu);
 int hgt__record_nr_cpus(const struct hgt_recorder *r);
 const char *hgt__record_clock(const struct hgt_recorder *r);
 uint64_t hgt__record_trace_id(const struct hgt_recorder *r);

@@ -555,7 +555,7 @@ fail:
 }
 
 /* Metadata items and options of the output. */
-static int write_meta(struct hgt_recorder *r, const struct hgt__meta_sink *out)
+static int write_meta(struct hgt_recorder *r, const struct hgt__meta_sink *out, bool cmdlines_only)
 {
 	struct hgt__blob b = { 0 };
 	char *text, rel[600];
@@ -563,7 +563,7 @@ static int write_meta(struct hgt_recorder *r, const struct hgt__meta_sink *out)
 	int ret = 0, i, k;
 	const char *items[2] = { "header_page", "header_event" };
 
-	for (i = 0; !ret && i < 2; i++) {
+	for (i = cmdlines_only ? 2 : 0; !ret && i < 2; i++) {
 		snprintf(rel, sizeof(rel), "events/%s", items[i]);
 		text = tracing_path(rel);
 		char *t = text ? slurp(text, &len) : NULL;
@@ -576,11 +576,11 @@ static int write_meta(struct hgt_recorder *r, const struct hgt__meta_sink *out)
 			ret = hgt__blob_item(&b, t, len, 8);
 		free(t);
 	}
-	if (!ret)
+	if (!ret && !cmdlines_only)
 		ret = out->meta(out->ctx, HGT_OPT_HEADER_INFO, b.p, b.len);
 
 	/* every ftrace event format, as trace-cmd stores them */
-	if (!ret) {
+	if (!ret && !cmdlines_only) {
 		char **fev = tracefs_system_events(NULL, "ftrace");
 		uint32_t n = 0;
 
@@ -604,7 +604,7 @@ static int write_meta(struct hgt_recorder *r, const struct hgt__meta_sink *out)
 			ret = out->meta(out->ctx, HGT_OPT_FTRACE_EVENTS, b.p, b.len);
 	}
 	/* formats of the recorded events, by system */
-	if (!ret) {
+	if (!ret && !cmdlines_only) {
 		uint32_t systems = 0;
 
 		b.len = 0;
@@ -658,7 +658,7 @@ static int write_meta(struct hgt_recorder *r, const struct hgt__meta_sink *out)
 			{ HGT_OPT_CMDLINES, "saved_cmdlines", 8 },
 		};
 
-		for (i = 0; !ret && i < 3; i++) {
+		for (i = cmdlines_only ? 2 : 0; !ret && i < 3; i++) {
 			char *path = items2[i].path[0] == '/' ? strdup(items2[i].path)
 							      : tracing_path(items2[i].path);
 			char *t = path ? slurp(path, &len) : NULL;
@@ -814,17 +814,24 @@ int hgt__record_halt(struct hgt_recorder *r)
 
 /**
  * hgt__record_describe - hand the recording's metadata items and options to @sink; with
- * @final, also the per-CPU statistics (read now) as CPUSTAT options.
+ * HGT__DESCRIBE_STATS, also the per-CPU statistics (read now) as CPUSTAT options; with
+ * HGT__DESCRIBE_END, of the items only the cmdlines (all that changes while recording).
  */
-int hgt__record_describe(struct hgt_recorder *r, const struct hgt__meta_sink *sink, bool final)
+int hgt__record_describe(struct hgt_recorder *r, const struct hgt__meta_sink *sink,
+			 unsigned int what)
 {
-	char *stats = final ? read_stats(r) : NULL;
-	int ret = write_meta(r, sink);
+	char *stats = what & HGT__DESCRIBE_STATS ? read_stats(r) : NULL;
+	int ret = write_meta(r, sink, what & HGT__DESCRIBE_END);
 
 	if (!ret)
 		ret = write_options(r, sink, stats);
 	free(stats);
 	return ret;
+}
+
+uint64_t hgt__record_cpu_bytes(const struct hgt_recorder *r, int cpu)
+{
+	return cpu >= 0 && cpu < r->nr_cpus ? r->r[cpu].bytes : 0;
 }
 
 int hgt__record_nr_cpus(const struct hgt_recorder *r)
@@ -864,7 +871,7 @@ int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 		ret = ret ? ret : (r->o.output ? -errno : -EINVAL);
 	if (out) {
 		struct hgt__meta_sink sink = { out_meta, out_option, out };
-		int rc = hgt__record_describe(r, &sink, true);
+		int rc = hgt__record_describe(r, &sink, HGT__DESCRIBE_STATS);
 
 		if (!rc) {
 			int b = hgt_output_add_buffer(out, "", r->clock ? r->clock : "local",

@@ -487,7 +487,7 @@ static int describe(void *ctx, struct hgt_recorder *rec)
 	ret = send_msg(a, HGT__MSG_HELLO, h, sizeof(h), clock, strlen(clock) + 1);
 	a->clock = clock;
 	if (!ret)
-		ret = hgt__record_describe(rec, &sink, false);
+		ret = hgt__record_describe(rec, &sink, 0);
 	return ret;
 }
 
@@ -531,12 +531,22 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	if (!ret)
 		ret = i;
 	if (!ret)
-		ret = hgt__record_describe(rec, &sink, true); /* cmdlines of the end, stats */
+		ret = hgt__record_describe(rec, &sink, HGT__DESCRIBE_STATS | HGT__DESCRIBE_END);
 	if (!ret) {
 		/* lost events per CPU are in the CPUSTAT options; our own cost for the summary */
+		/* the page bytes of each CPU channel: the host is done when it has them all */
 		uint64_t end[5] = { 0, cpu_ns() - cpu0, mono_ns() - t0, cpu2 - cpu1, t2 - t1 };
+		uint64_t *b = malloc(8 * (size_t)a->nr_cpus);
 
-		ret = send_msg(a, HGT__MSG_END, end, sizeof(end), NULL, 0);
+		if (!b) {
+			ret = -ENOMEM;
+		} else {
+			for (i = 0; i < a->nr_cpus; i++)
+				b[i] = hgt__record_cpu_bytes(rec, i);
+			ret = send_msg(a, HGT__MSG_END, end, sizeof(end), b,
+				       8 * (size_t)a->nr_cpus);
+			free(b);
+		}
 		if (a->o.log && !ret)
 			fprintf(a->o.log,
 				"hgtrace agent: stopped: %.1f ms of CPU in %.3f s of recording "

@@ -93,6 +93,7 @@ struct guest {
 	char host_path[4096];
 	char host_clock_buf[64];
 	struct hgt_vcpu_threads vt; /* its VMM's vCPU threads, found when it started */
+	uint64_t *end_bytes;	    /* END: each CPU's page bytes sent (NULL: not said) */
 	uint64_t agent_cpu_ns, agent_wall_ns, agent_setup_cpu_ns;
 	struct sync {
 		bool on, failed, final_started, final_done;
@@ -683,6 +684,11 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		sync_reply(l, g, p, n);
 		return;
 	case HGT__MSG_END:
+		if (n >= 40 + 8 * (size_t)g->nr_cpus && g->nr_cpus && !g->end_bytes) {
+			g->end_bytes = malloc(8 * (size_t)g->nr_cpus);
+			if (g->end_bytes)
+				memcpy(g->end_bytes, p + 40, 8 * (size_t)g->nr_cpus);
+		}
 		if (n >= 40) {
 			memcpy(&g->agent_setup_cpu_ns, p + 8, 8);
 			memcpy(&g->agent_cpu_ns, p + 24, 8);
@@ -1114,6 +1120,7 @@ static void free_guest(struct guest *g)
 
 	hgt_record_free(g->host_rec); /* never finished: stopped without writing */
 	hgt_vcpu_threads_free(&g->vt);
+	free(g->end_bytes);
 	if (g->ctl_w >= 0 && g->ctl_w != g->ctl_r)
 		close(g->ctl_w);
 	if (g->ctl_r >= 0)
@@ -1365,11 +1372,21 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 				fault(&l, g, "no end within %d s of the stop",
 				      END_TIMEOUT_MS / 1000);
 			if (g->ended && !g->done) {
-				bool all_eof = true;
+				bool all_eof = true, all_bytes = !!g->end_bytes;
 
 				for (int k = 0; k < g->nr_data; k++)
 					all_eof &= g->data[k].eof;
-				if (all_eof || t - g->t_last >= l.o.idle_ms)
+				for (uint32_t cpu = 0; all_bytes && cpu < g->nr_cpus; cpu++) {
+					uint64_t got = 0;
+
+					for (int k = 0; k < g->nr_data; k++)
+						if (g->data[k].cpu == (int)cpu)
+							got += g->data[k].bytes;
+					all_bytes = got >= g->end_bytes[cpu];
+				}
+				/* every byte the agent sent is here (or, from an agent that does
+				 * not say, the channels closed or went quiet) */
+				if (all_eof || all_bytes || t - g->t_last >= l.o.idle_ms)
 					g->done = true;
 			}
 			if (g->done) {

@@ -11,8 +11,9 @@
  *          the host's start), so the host knows the guest and its data channels
  *   PROBE_REPLY {u32 seq, u32 cpu, u64 ts}: the agent's trace clock, read on guest CPU cpu
  *   END    {u64 lost events[, u64 session cpu ns, u64 session ns, u64 recording cpu ns,
- *          u64 recording ns]}: everything was sent; the agent's own cost, all of the
- *          session and the steady part (after the metadata, until the stop)
+ *          u64 recording ns[, u64 page bytes of CPU 0..nr_cpus-1]]}: everything was sent;
+ *          the agent's own cost, all of the session and the steady part (after the
+ *          metadata, until the stop); each CPU channel's bytes after its header
  * Control channel, host -> agent: "1\n" start, "0\n" stop (as virtio-trace's agent), and
  * framed messages with the same header (their first byte, 'H', is never a command):
  *   CONFIG {u32 buffer_kb, u32 flags} clock\0 event\0...: what the next session records
