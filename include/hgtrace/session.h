@@ -15,17 +15,23 @@
 #include <stdio.h>
 
 #include <hgtrace/record.h>
+#include <hgtrace/transport.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 struct hgt_session_guest {
-	const char *name;		      /* guest file BASE-NAME.dat; [A-Za-z0-9_.-] */
-	const char *dir;		      /* its FIFO pairs (hgtrace setup-guest DIR/NAME) */
+	const char *name; /* guest file BASE-NAME.dat; [A-Za-z0-9_.-] */
+	const char *dir;  /* its FIFO pairs (hgtrace setup-guest DIR/NAME), or: */
 	const struct hgt_record_opts *record; /* the guest's events, clock and buffer (its
 						 output is ignored); clock NULL: the host's */
 	int pid; /* its VMM (QEMU) process; 0: found from the FIFO path or the name */
+	/* an agent that listens (agent --serve --listen), dialed by the host */
+	enum hgt_transport transport; /* 0 (FIFOs), HGT_TRANSPORT_TCP or HGT_TRANSPORT_VSOCK */
+	const char *host;	      /* TCP */
+	unsigned int cid;	      /* VSOCK (the VMM is then the process with guest-cid=CID) */
+	unsigned int port;
 };
 
 struct hgt_session_opts {
@@ -65,8 +71,9 @@ struct hgt_vcpu_threads {
 
 /**
  * hgt_vmm_find - the process of guest @name: the one whose command line holds @fifo_dir
- * (a chardev path=DIR/...), else "-name guest=NAME" or "-name NAME". @proc is the proc
- * root (NULL: /proc). Returns the pid, or -ENOENT.
+ * (a chardev path=DIR/...; "=OPT" instead: the option OPT, e.g. "=guest-cid=3"), else
+ * "-name guest=NAME" or "-name NAME". @proc is the proc root (NULL: /proc). Returns the
+ * pid, or -ENOENT.
  */
 int hgt_vmm_find(const char *proc, const char *fifo_dir, const char *name);
 

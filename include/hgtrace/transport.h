@@ -58,6 +58,10 @@ struct hgt_agent_opts {
 	 * recording too) or 3 s without it: the guest's workload starts here */
 	void (*started)(void *ctx);
 	void *ctx;
+	/* serve over a network (transport TCP or VSOCK): the agent listens on port (TCP:
+	 * on host, an address; NULL: every address) and a host dials it, one session at a
+	 * time: control first, then one data connection per CPU */
+	bool listen;
 };
 
 /**
@@ -94,6 +98,17 @@ struct hgt_listen_result {
 	uint64_t agent_setup_cpu_ns;	      /* and to set up, describe and finish */
 };
 
+/* A guest whose agent listens (agent --serve --listen): the host dials it. Initialise
+ * whole (designated initialisers): fields may be added at the end. */
+struct hgt_listen_peer {
+	const char *name;	      /* its file name part, as for FIFO guests */
+	enum hgt_transport transport; /* HGT_TRANSPORT_TCP or HGT_TRANSPORT_VSOCK */
+	const char *host;	      /* TCP */
+	unsigned int cid;	      /* VSOCK */
+	unsigned int port;
+	const struct hgt_record_opts *record; /* its settings (CONFIG) */
+};
+
 struct hgt_listen_opts {
 	size_t sz;			       /* sizeof(struct hgt_listen_opts); use HGT_OPTS() */
 	const char *output_dir;		       /* where trace-NAME.dat go (default ".") */
@@ -127,6 +142,9 @@ struct hgt_listen_opts {
 	/* sessions with an agent --serve: per FIFO guest (same index as guests), the
 	 * settings sent to it before its start (NULL, or a NULL entry: none) */
 	const struct hgt_record_opts *const *guest_record;
+	/* guests to dial (sessions over TCP or vsock) */
+	const struct hgt_listen_peer *peers;
+	int nr_peers;
 };
 
 /**

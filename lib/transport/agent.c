@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <linux/vm_sockets.h>
 
 #include <hgtrace/clock.h>
@@ -563,6 +565,152 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	return ret;
 }
 
+/* serve --listen: the listening socket (TCP on o.host or every address, or vsock). */
+static int listen_on(struct agent *a)
+{
+	int one = 1, fd, e;
+
+	if (a->o.transport == HGT_TRANSPORT_VSOCK) {
+		struct sockaddr_vm sa = { .svm_family = AF_VSOCK,
+					  .svm_cid = VMADDR_CID_ANY,
+					  .svm_port = a->o.port };
+
+		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(fd, 64))
+			return fd;
+	} else {
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE },
+				*res;
+		char port[16];
+
+		snprintf(port, sizeof(port), "%u", a->o.port);
+		e = getaddrinfo(a->o.host, port, &hints, &res);
+		if (e)
+			return hgt__errorf(EINVAL, "agent: listen on %s: %s",
+					   a->o.host ? a->o.host : "*", gai_strerror(e));
+		fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0)
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (fd >= 0 && !bind(fd, res->ai_addr, res->ai_addrlen) && !listen(fd, 64)) {
+			freeaddrinfo(res);
+			return fd;
+		}
+		freeaddrinfo(res);
+	}
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	return hgt__errorf(e, "agent: listen on %s port %u: %s",
+			   a->o.transport == HGT_TRANSPORT_VSOCK ? "vsock" : "tcp", a->o.port,
+			   strerror(e));
+}
+
+/* The next connection, waiting at most @ms (< 0: until a stop); -1 if none. */
+static int accept_within(struct agent *a, int lfd, int ms)
+{
+	for (int waited = 0; !(a->o.stop && *a->o.stop) && (ms < 0 || waited < ms); waited += 200) {
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+		if (poll(&p, 1, 200) > 0) {
+			int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (fd >= 0) {
+				int one = 1;
+
+				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+				return fd;
+			}
+		}
+	}
+	return -1;
+}
+
+/* A dialed session's data connections: one per CPU, each naming its CPU and session. */
+static int accept_data(struct agent *a, int lfd)
+{
+	int got = 0;
+
+	while (got < a->nr_cpus) {
+		int fd = accept_within(a, lfd, 10000);
+		uint8_t h[16];
+		uint32_t magic, cpu;
+		uint64_t session;
+		ssize_t n = 0, r;
+
+		if (fd < 0)
+			return hgt__errorf(ETIMEDOUT, "agent: %d of %d data connections came", got,
+					   a->nr_cpus);
+		while (n < 16 && (r = read(fd, h + n, (size_t)(16 - n))) > 0)
+			n += r;
+		memcpy(&magic, h, 4);
+		memcpy(&cpu, h + 4, 4);
+		memcpy(&session, h + 8, 8);
+		if (n != 16 || magic != HGT__DATA_MAGIC || session != a->session ||
+		    cpu >= (uint32_t)a->nr_cpus || a->data[cpu] >= 0) {
+			if (a->o.log)
+				fprintf(a->o.log, "hgtrace agent: a data connection refused\n");
+			close(fd);
+			continue;
+		}
+		a->data[cpu] = fd;
+		got++;
+	}
+	return 0;
+}
+
+/* serve --listen: each host dials in; one session per control connection. */
+static int serve_listening(struct agent *a)
+{
+	int lfd = listen_on(a), i, ret = 0;
+
+	if (lfd < 0)
+		return lfd;
+	if (a->o.log)
+		fprintf(a->o.log, "hgtrace agent: %d CPUs, serving sessions on %s port %u\n",
+			a->nr_cpus, a->o.transport == HGT_TRANSPORT_VSOCK ? "vsock" : "tcp",
+			a->o.port);
+	while (!(a->o.stop && *a->o.stop)) {
+		int fd = accept_within(a, lfd, -1);
+
+		if (fd < 0)
+			break;
+		a->ctl_r = a->ctl_w = fd;
+		a->in_len = a->in_pos = 0;
+		a->mhdr_got = 0;
+		a->last_host_ms = hgt__now_ms();
+		if (!wait_command(a, 'C', 30000, false)) {
+			uint8_t r[16];
+			uint32_t v[2] = { (uint32_t)a->nr_cpus, (uint32_t)getpagesize() };
+
+			a->last_host_ms = hgt__now_ms();
+			a->session = hgt_trace_id_generate();
+			memcpy(r, &a->session, 8);
+			memcpy(r + 8, v, 8);
+			ret = send_msg(a, HGT__MSG_READY, r, sizeof(r), NULL, 0);
+			if (!ret)
+				ret = accept_data(a, lfd);
+			if (!ret)
+				ret = send_data_headers(a);
+			if (!ret)
+				ret = session(a, false,
+					      a->o.host_silent_ms ? a->o.host_silent_ms : 30000);
+			if (ret < 0 && a->o.log)
+				fprintf(a->o.log, "hgtrace agent: session failed: %s\n",
+					hgt_last_error());
+			ret = 0;
+		}
+		for (i = 0; i < a->nr_cpus; i++)
+			if (a->data[i] >= 0) {
+				close(a->data[i]);
+				a->data[i] = -1;
+			}
+		close(fd);
+		a->ctl_r = a->ctl_w = -1;
+	}
+	close(lfd);
+	return ret;
+}
+
 int hgt_agent_run(const struct hgt_agent_opts *opts)
 {
 	struct agent a = { .ctl_r = -1, .ctl_w = -1 };
@@ -574,10 +722,14 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 	if ((a.o.transport == HGT_TRANSPORT_PORTS || a.o.transport == HGT_TRANSPORT_FIFOS) &&
 	    !a.o.dir)
 		return hgt__errorf(EINVAL, "agent: no directory for the ports or FIFOs");
-	if (a.o.serve && a.o.transport != HGT_TRANSPORT_PORTS &&
+	if (a.o.serve && !a.o.listen && a.o.transport != HGT_TRANSPORT_PORTS &&
 	    a.o.transport != HGT_TRANSPORT_FIFOS)
 		return hgt__errorf(EINVAL,
-				   "agent: --serve works over virtio-serial ports or FIFOs");
+				   "agent: --serve works over virtio-serial ports or FIFOs, "
+				   "or listening (--listen)");
+	if (a.o.listen && (!a.o.serve || (a.o.transport != HGT_TRANSPORT_TCP &&
+					  a.o.transport != HGT_TRANSPORT_VSOCK)))
+		return hgt__errorf(EINVAL, "agent: --listen is for --serve over TCP or vsock");
 	a.ro = *a.o.record;
 	a.clock = a.ro.clock;
 	a.nr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
@@ -589,6 +741,10 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 	if (a.o.transport == HGT_TRANSPORT_TCP && a.o.log)
 		fprintf(a.o.log, "hgtrace agent: WARNING: TCP is unauthenticated and unencrypted: "
 				 "anyone on the path can read or inject trace data\n");
+	if (a.o.listen) {
+		ret = serve_listening(&a);
+		goto out;
+	}
 	ret = open_channels(&a);
 	if (ret)
 		goto out;

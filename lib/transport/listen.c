@@ -9,7 +9,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,10 +88,11 @@ struct guest {
 	const struct hgt_record_opts *record; /* CONFIG to send before the start */
 	uint64_t t_read;		      /* host clock when the last control read returned */
 	uint64_t t_stop_sent;
-	const char *dir;	       /* FIFO guests: where their FIFOs are */
-	const char *host_clock;	       /* the host's trace clock for probes (NULL: no sync) */
-	uint64_t host_trace_id;	       /* the TIME_SHIFT's peer */
-	struct hgt_recorder *host_rec; /* --record-host: the host's side of this guest */
+	const char *dir;		    /* FIFO guests: where their FIFOs are */
+	const struct hgt_listen_peer *peer; /* a guest we dialed (its agent listens) */
+	const char *host_clock;		    /* the host's trace clock for probes (NULL: no sync) */
+	uint64_t host_trace_id;		    /* the TIME_SHIFT's peer */
+	struct hgt_recorder *host_rec;	    /* --record-host: the host's side of this guest */
 	char host_path[4096];
 	char host_clock_buf[64];
 	struct hgt_vcpu_threads vt; /* its VMM's vCPU threads, found when it started */
@@ -186,6 +189,15 @@ static struct guest *new_guest(struct listener *l, const char *name)
 	return g;
 }
 
+/* A guest the listener was told of by name (FIFO, dialed): the name is checked. */
+static int named_guest(struct listener *l, const char *name, struct guest **g)
+{
+	if (!hgt__valid_name(name))
+		return hgt__errorf(EINVAL, "listen: guest name '%s': use [A-Za-z0-9_.-]", name);
+	*g = new_guest(l, name);
+	return *g ? 0 : -ENOMEM;
+}
+
 static int add_chan(struct listener *l, struct guest *g, int fd, int cpu)
 {
 	struct chan *n;
@@ -209,15 +221,13 @@ static int add_chan(struct listener *l, struct guest *g, int fd, int cpu)
 static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg,
 			   const struct hgt_record_opts *record)
 {
-	struct guest *g;
+	struct guest *g = NULL;
 	char path[4096];
 	int i, fd;
 
-	if (!hgt__valid_name(lg->name))
-		return hgt__errorf(EINVAL, "listen: guest name '%s': use [A-Za-z0-9_.-]", lg->name);
-	g = new_guest(l, lg->name);
-	if (!g)
-		return -ENOMEM;
+	i = named_guest(l, lg->name, &g);
+	if (i)
+		return i;
 	g->fifo = true;
 	g->dir = lg->dir;
 	/* O_RDWR: opening never waits for the guest, and polling never sees a hang-up */
@@ -546,6 +556,109 @@ static void start_host(struct listener *l, struct guest *g)
 	send_cmd(g, "1\n"); /* the agent's command may run now */
 }
 
+/* A connection to a peer's agent (TCP or vsock), non-blocking once made; -errno. */
+static int dial(const struct hgt_listen_peer *pr)
+{
+	int fd = -1, e = 0, one = 1;
+
+	if (pr->transport == HGT_TRANSPORT_VSOCK) {
+		struct sockaddr_vm sa = { .svm_family = AF_VSOCK,
+					  .svm_cid = pr->cid,
+					  .svm_port = pr->port };
+
+		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			e = errno;
+	} else {
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+		char port[16];
+
+		snprintf(port, sizeof(port), "%u", pr->port);
+		if (getaddrinfo(pr->host, port, &hints, &res))
+			return -EHOSTUNREACH;
+		e = ECONNREFUSED;
+		for (ai = res; ai && e; ai = ai->ai_next) {
+			fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			e = fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) ? errno : 0;
+			if (e && fd >= 0) {
+				close(fd);
+				fd = -1;
+			}
+		}
+		freeaddrinfo(res);
+		if (fd >= 0)
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	if (fd < 0 || e) {
+		e = e ? e : errno;
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return fd;
+}
+
+/* A dialed guest's READY says its CPUs: one data connection each, naming CPU and session. */
+static void dial_data(struct listener *l, struct guest *g, const uint8_t *p)
+{
+	uint32_t ncpu;
+
+	memcpy(&ncpu, p, 4);
+	if (!ncpu || ncpu > MAX_CPUS) {
+		fault(l, g, "READY says %u CPUs", ncpu);
+		return;
+	}
+	for (uint32_t cpu = 0; cpu < ncpu; cpu++) {
+		int fd = dial(g->peer);
+		uint8_t h[16];
+		uint32_t magic = HGT__DATA_MAGIC;
+
+		memcpy(h, &magic, 4);
+		memcpy(h + 4, &cpu, 4);
+		memcpy(h + 8, &g->session, 8);
+		if (fd < 0 || hgt__write_full(fd, h, sizeof(h)) || add_chan(l, g, fd, (int)cpu)) {
+			if (fd >= 0)
+				close(fd);
+			fault(l, g, "cannot open the data connection of cpu %u: %s", cpu,
+			      strerror(fd < 0 ? -fd : errno));
+			return;
+		}
+	}
+}
+
+/* A guest whose agent listens: dial its control connection, send its settings and start. */
+static int open_peer(struct listener *l, const struct hgt_listen_peer *pr)
+{
+	struct guest *g = NULL;
+	int fd;
+
+	if (pr->transport != HGT_TRANSPORT_TCP && pr->transport != HGT_TRANSPORT_VSOCK)
+		return hgt__errorf(EINVAL, "listen: guest %s: dial TCP or vsock", pr->name);
+	fd = named_guest(l, pr->name, &g);
+	if (fd)
+		return fd;
+	g->peer = pr;
+	g->record = pr->record;
+	fd = dial(pr);
+	if (fd < 0) {
+		if (pr->transport == HGT_TRANSPORT_VSOCK)
+			fault(l, g, "cannot connect to vsock %u:%u: %s", pr->cid, pr->port,
+			      strerror(-fd));
+		else
+			fault(l, g, "cannot connect to %s:%u: %s", pr->host, pr->port,
+			      strerror(-fd));
+		return 0; /* the others and the host go on */
+	}
+	g->ctl_r = g->ctl_w = fd;
+	if (g->record && send_config(g))
+		fault(l, g, "cannot send its settings: %s", strerror(errno));
+	else
+		send_cmd(g, "1\n");
+	g->start_sent = true;
+	return 0;
+}
+
 /* A whole control message arrived. */
 static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 {
@@ -673,12 +786,14 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		return;
 	}
 	case HGT__MSG_READY:
-		if (n != 8 || g->ready) {
+		if ((n != 8 && !(n == 16 && g->peer)) || g->ready) {
 			fault(l, g, "READY of %zu bytes%s", n, g->ready ? " (a second one)" : "");
 			return;
 		}
 		memcpy(&g->session, p, 8);
 		g->ready = true;
+		if (g->peer)
+			dial_data(l, g, p + 8);
 		return;
 	case HGT__MSG_PROBE_REPLY:
 		sync_reply(l, g, p, n);
@@ -1307,6 +1422,11 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			l.g[l.nr_g - 1]->start_sent = true;
 		}
 	}
+	for (i = 0; i < l.o.nr_peers; i++) {
+		ret = open_peer(&l, &l.o.peers[i]);
+		if (ret)
+			goto out;
+	}
 	if (l.o.tcp_port && (l.tcp_fd = listen_socket(&l, AF_INET, l.o.tcp_port)) < 0) {
 		ret = l.tcp_fd;
 		goto out;
@@ -1402,7 +1522,8 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			bool all = true;
 
 			for (i = 0; i < l.nr_g; i++)
-				if (l.g[i] && l.g[i]->fifo && !l.g[i]->hello && !l.g[i]->done)
+				if (l.g[i] && (l.g[i]->fifo || l.g[i]->peer) && !l.g[i]->hello &&
+				    !l.g[i]->done)
 					all = false;
 			if (all || t - l.t_begin >=
 					   (l.o.start_timeout_ms ? l.o.start_timeout_ms : 15000)) {
@@ -1412,7 +1533,8 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 		}
 		/* a session (graceful) lasts until its stop, whatever became of its guests */
 		if ((stopping && (!l.o.graceful || !active)) ||
-		    (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && l.o.nr_guests && !l.o.graceful))
+		    (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && (l.o.nr_guests || l.o.nr_peers) &&
+		     !l.o.graceful))
 			break;
 		if (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && !l.o.graceful)
 			break;

@@ -7,8 +7,11 @@
  *   HELLO  {u32 version, u32 nr_cpus, u32 page_size, u32 long_size, u64 session} clock\0
  *   META   {u32 id (16..21)} + the item's v6 encoding
  *   OPTION {u32 id} + payload (TRACECLOCK, UNAME, VERSION, TRACEID, CPUSTAT, DATE, OFFSET)
- *   READY  {u64 session}: the first message, sent as soon as the channel is open (before
- *          the host's start), so the host knows the guest and its data channels
+ *   READY  {u64 session[, u32 nr_cpus, u32 page_size]}: the first message, sent as soon
+ *          as the channel is open (before the host's start), so the host knows the guest
+ *          and its data channels; an agent a host dials (serve --listen) says its CPUs,
+ *          and the host then opens one data connection per CPU, each starting with
+ *          {u32 "HGTD", u32 cpu, u64 session} from the host
  *   PROBE_REPLY {u32 seq, u32 cpu, u64 ts}: the agent's trace clock, read on guest CPU cpu
  *   END    {u64 lost events[, u64 session cpu ns, u64 session ns, u64 recording cpu ns,
  *          u64 recording ns[, u64 page bytes of CPU 0..nr_cpus-1]]}: everything was sent;

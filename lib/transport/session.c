@@ -371,6 +371,9 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 	struct hgt_record_opts hro;
 	struct hgt_listen_guest *lg = NULL;
 	const struct hgt_record_opts **lgr = NULL;
+	struct hgt_listen_peer *peers = NULL;
+	int nfifo = 0, npeers = 0;
+	char cid[64];
 	struct hgt_recorder *rec = NULL;
 	struct hgt_record_result hr = { 0 };
 	char *base = NULL, *clock = NULL;
@@ -391,8 +394,9 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 	s.g = calloc((size_t)s.n, sizeof(*s.g));
 	lg = calloc((size_t)s.n, sizeof(*lg));
 	lgr = calloc((size_t)s.n, sizeof(*lgr));
+	peers = calloc((size_t)s.n, sizeof(*peers));
 	base = guest_base(hro.output);
-	if (!s.g || !lg || !lgr || !base) {
+	if (!s.g || !lg || !lgr || !peers || !base) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -401,7 +405,9 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		int pid;
 
 		g->in = &o.guests[i];
-		if (!hgt__valid_name(g->in->name) || !g->in->dir) {
+		if (!hgt__valid_name(g->in->name) ||
+		    (!g->in->dir && g->in->transport != HGT_TRANSPORT_TCP &&
+		     g->in->transport != HGT_TRANSPORT_VSOCK)) {
 			ret = hgt__errorf(EINVAL, "record: -A '%s': a guest name is [A-Za-z0-9_.-]",
 					  g->in->name ? g->in->name : "");
 			goto out;
@@ -417,17 +423,34 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		g->ro.output = NULL;
 		if (!g->ro.clock)
 			g->ro.clock = hro.clock;
-		pid = g->in->pid > 0 ? g->in->pid : hgt_vmm_find(NULL, g->in->dir, g->in->name);
+		if (g->in->transport == HGT_TRANSPORT_VSOCK)
+			snprintf(cid, sizeof(cid), "=guest-cid=%u", g->in->cid);
+		pid = g->in->pid > 0 ? g->in->pid
+				     : hgt_vmm_find(NULL,
+						    g->in->transport == HGT_TRANSPORT_VSOCK ? cid
+						    : g->in->dir ? g->in->dir
+								 : NULL,
+						    g->in->name);
 		if (pid > 0 && !hgt_vmm_vcpu_threads(NULL, pid, &g->vt)) {
 			g->have_vt = true;
 			logf_(&s, "guest %s: VMM process %d, %d vCPU threads", g->in->name, pid,
 			      g->vt.nr);
 		} else {
-			logf_(&s, "guest %s: WARNING: no VMM process found for %s", g->in->name,
-			      g->in->dir);
+			logf_(&s, "guest %s: WARNING: no VMM process found", g->in->name);
 		}
-		lg[i] = (struct hgt_listen_guest){ .name = g->in->name, .dir = g->in->dir };
-		lgr[i] = &g->ro;
+		if (g->in->transport == HGT_TRANSPORT_TCP ||
+		    g->in->transport == HGT_TRANSPORT_VSOCK) {
+			peers[npeers++] = (struct hgt_listen_peer){ .name = g->in->name,
+								    .transport = g->in->transport,
+								    .host = g->in->host,
+								    .cid = g->in->cid,
+								    .port = g->in->port,
+								    .record = &g->ro };
+		} else {
+			lg[nfifo] =
+				(struct hgt_listen_guest){ .name = g->in->name, .dir = g->in->dir };
+			lgr[nfifo++] = &g->ro;
+		}
 		if (pid > 0 && !hgt_kvm_read(o.kvm_debugfs, pid, &g->kvm)) {
 			g->have_kvm = true;
 			nr_kvm++;
@@ -458,13 +481,13 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 	clock = strdup(hgt__record_clock(rec));
 	{
 		char dir[4096], *slash;
-		HGT_OPTS(hgt_listen_opts, lo, .guests = lg, .nr_guests = s.n, .start = true,
+		HGT_OPTS(hgt_listen_opts, lo, .guests = lg, .nr_guests = nfifo, .start = true,
 			 .log = o.log, .stop = o.stop, .output_base = base,
 			 .sync_clock = hgt_trace_clock_readable(clock) ? clock : NULL,
 			 .sync_interval_ms = o.sync_interval_ms,
 			 .host_trace_id = hgt__record_trace_id(rec), .graceful = true,
 			 .on_started = on_started, .on_guest_done = on_guest_done, .ctx = &s,
-			 .guest_record = lgr);
+			 .guest_record = lgr, .peers = peers, .nr_peers = npeers);
 
 		/* the listener's temporary files go beside the output */
 		snprintf(dir, sizeof(dir), "%s", hro.output);
@@ -506,6 +529,7 @@ out:
 	free(s.g);
 	free(lg);
 	free(lgr);
+	free(peers);
 	free(host_events);
 	free(base);
 	free(clock);

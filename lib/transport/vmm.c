@@ -33,12 +33,28 @@ static ssize_t read_small(const char *path, char *buf, size_t cap)
 	return got;
 }
 
-/* Whether the NUL-separated @args (@n bytes) name guest @name or hold @dir. */
+/* Whether one of the NUL-separated @args (@n bytes) holds the option @opt ("guest-cid=3")
+ * whole, between commas. */
+static bool has_option(const char *args, size_t n, const char *opt)
+{
+	size_t ol = strlen(opt);
+
+	for (const char *a = args; a < args + n; a += strlen(a) + 1)
+		for (const char *p = strstr(a, opt); p; p = strstr(p + 1, opt))
+			if ((p == a || p[-1] == ',') && (p[ol] == 0 || p[ol] == ','))
+				return true;
+	return false;
+}
+
+/* Whether the NUL-separated @args (@n bytes) name guest @name or hold @dir (or, with a
+ * leading '=', the option after it). */
 static bool cmdline_matches(const char *args, size_t n, const char *dir, const char *name)
 {
 	size_t dl = dir ? strlen(dir) : 0, nl = name ? strlen(name) : 0;
 	const char *a, *prev = NULL;
 
+	if (dir && dir[0] == '=')
+		return has_option(args, n, dir + 1);
 	for (a = args; a < args + n; prev = a, a += strlen(a) + 1) {
 		if (dl) {
 			const char *p = strstr(a, dir);
@@ -71,7 +87,7 @@ int hgt_vmm_find(const char *proc, const char *fifo_dir, const char *name)
 
 	if (!proc)
 		proc = "/proc";
-	if (fifo_dir && realpath(fifo_dir, real))
+	if (fifo_dir && fifo_dir[0] != '=' && realpath(fifo_dir, real))
 		fifo_dir = real;
 	d = opendir(proc);
 	if (!d)

@@ -46,7 +46,9 @@ check "positional inputs merge" 0 "mono.dat: cpus=2" report "$data/tsc.dat" "$da
 # record -A and listen: usage errors, and a listener that starts and stops cleanly with
 # malloc filling new memory with garbage (a guest entry left half-initialised crashed it
 # with SIGBUS: exit 135).
-check "record -A over TCP is refused" 2 "sessions run over FIFOs" record -e sched -A g@tcp:h:1
+check "record -A over TCP without a port" 2 "expected NAME@tcp:HOST:PORT" record -e sched -A g@tcp:h
+check "record -A vsock CID not a number" 2 "CID 'x' is not a number" record -e sched -A g@vsock:x:5
+check "agent --listen bad" 2 "tcp:[ADDR:]PORT or vsock:PORT" agent --serve --listen udp:5
 check "record -A bad transport" 2 "expected NAME[@fifo:DIR]" record -e sched -A g@bogus
 check "listen -e without --record-host" 2 "give --record-host" listen -e sched --tcp 1
 check "listen --record-host without -e" 2 "needs the host's events" listen --record-host --tcp 1

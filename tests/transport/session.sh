@@ -73,7 +73,42 @@ grep -q 'serving sessions' agent.log && [ "$(grep -c 'agent: stopped' agent.log)
 [ -d "$TRACEFS/instances/$inst" ] && tap_fail "the agent's instance is left" ||
 	tap_ok "the agent removed its instance"
 
-# 2. Agents that misbehave during sync.
+# 2. Over TCP: the agent listens (agent --serve --listen), the host dials it; two sessions.
+port=$((20000 + $$ % 20000))
+"$HGTRACE" agent --serve --listen "tcp:127.0.0.1:$port" -e sched:sched_switch 2> tagent.log &
+tpid=$!
+sleep 0.3
+for n in 1 2; do
+	"$HGTRACE" record -e sched:sched_switch -A "n@tcp:127.0.0.1:$port" -o "t$n.dat" -- sleep 1 2> "trec$n.log"
+	rc=$?
+	bound=$(sed -n 's/.*sync: agent channel.* bound +-\([0-9]*\).*/\1/p' "trec$n.log")
+	"$HGTRACE" dump "t$n-n.dat" | sed -n 's/.*time [0-9]* offset \(-\{0,1\}[0-9]*\) scaling.*/\1/p' > off.txt
+	ns=$(wc -l < off.txt)
+	worst=$(awk '{ v = $1 < 0 ? -$1 : $1; if (v > m) m = v } END { print m + 0 }' off.txt)
+	gn=$(trace-cmd report "t$n-n.dat" 2> /dev/null | grep -c sched_switch)
+	if [ $rc = 0 ] && [ "$gn" -gt 0 ] && [ -n "$bound" ] && [ "$ns" -ge 2 ] && [ "$worst" -le "$bound" ]; then
+		tap_ok "TCP session $n: $gn guest events, $ns samples within the bound of the truth 0 (worst $worst, +-$bound)"
+	else
+		tap_fail "TCP session $n: exit $rc, $gn events, $ns samples, worst $worst, bound '$bound': $(tr '\n' '|' < "trec$n.log")"
+	fi
+done
+"$HGTRACE" report --no-latency t2.dat t2-n.dat > hr.txt 2> /dev/null
+trace-cmd report -i t2.dat -i t2-n.dat > tr.txt 2> /dev/null
+tap_cmp "TCP: merged report = trace-cmd's ($(wc -l < hr.txt) lines)" hr.txt tr.txt
+kill -INT $tpid
+wait $tpid
+[ "$(grep -c 'agent: stopped' tagent.log)" = 2 ] && grep -q "serving sessions on tcp port $port" tagent.log &&
+	tap_ok "one agent --serve --listen ran both TCP sessions and stopped on SIGINT" ||
+	tap_fail "TCP agent: $(tr '\n' '|' < tagent.log)"
+# nobody listening: the host still records, says so, exits 1
+"$HGTRACE" record -e sched:sched_switch -A "x@tcp:127.0.0.1:$port" -o nx.dat -- sleep 0.3 2> nx.log
+rc=$?
+hn=$(trace-cmd report nx.dat 2> /dev/null | grep -c sched_switch)
+[ $rc = 1 ] && [ "$hn" -gt 0 ] && grep -q "guest x: cannot connect to 127.0.0.1:$port" nx.log &&
+	tap_ok "no agent on the port: the host recorded ($hn events), said it could not connect, exit 1" ||
+	tap_fail "no agent on the port: exit $rc, $hn host events: $(tr '\n' '|' < nx.log)"
+
+# 3. Agents that misbehave during sync.
 for mode in lie mute unsent flood; do
 	"$HGTRACE" setup-guest "h$mode" --cpus 2 --dir . > /dev/null
 	python3 "$here/transport/fake-agent.py" "h$mode" $mode &

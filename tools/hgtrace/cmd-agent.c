@@ -69,7 +69,7 @@ static int split_pair(const char *what, char *s, char **a, char **b)
 
 int cmd_agent(int argc, char **argv)
 {
-	enum { O_FIFOS = 256, O_PORTS, O_TCP, O_VSOCK, O_NOW, O_NOSPLICE, O_SERVE };
+	enum { O_FIFOS = 256, O_PORTS, O_TCP, O_VSOCK, O_NOW, O_NOSPLICE, O_SERVE, O_LISTEN };
 	static const struct option lopts[] = {
 		{ "fifos", required_argument, NULL, O_FIFOS },
 		{ "ports", required_argument, NULL, O_PORTS },
@@ -78,6 +78,7 @@ int cmd_agent(int argc, char **argv)
 		{ "now", no_argument, NULL, O_NOW },
 		{ "no-splice", no_argument, NULL, O_NOSPLICE },
 		{ "serve", no_argument, NULL, O_SERVE },
+		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -141,6 +142,36 @@ int cmd_agent(int argc, char **argv)
 		case O_SERVE:
 			ao.serve = true;
 			break;
+		case O_LISTEN:
+			/* tcp:[ADDR:]PORT or vsock:PORT */
+			ao.listen = true;
+			if (!strncmp(optarg, "vsock:", 6)) {
+				ao.transport = HGT_TRANSPORT_VSOCK;
+				if (parse_uint("agent: --listen vsock:PORT", optarg + 6, 65535,
+					       &v) ||
+				    !v)
+					goto out;
+			} else if (!strncmp(optarg, "tcp:", 4)) {
+				char *c = strrchr(optarg + 4, ':');
+
+				ao.transport = HGT_TRANSPORT_TCP;
+				if (c) {
+					*c = 0;
+					ao.host = optarg + 4;
+				}
+				if (parse_uint("agent: --listen tcp:[ADDR:]PORT",
+					       c ? c + 1 : optarg + 4, 65535, &v) ||
+				    !v)
+					goto out;
+			} else {
+				fprintf(stderr,
+					"hgtrace: agent: --listen '%s': tcp:[ADDR:]PORT or "
+					"vsock:PORT\n",
+					optarg);
+				goto out;
+			}
+			ao.port = (unsigned int)v;
+			break;
 		case 'h':
 			printf("usage: hgtrace agent [--ports DIR | --fifos DIR | --tcp HOST:PORT "
 			       "| "
@@ -153,7 +184,9 @@ int cmd_agent(int argc, char **argv)
 			       "3 s), stop when it exits\n"
 			       "  --serve: a service: record each session a host starts (hgtrace "
 			       "record -A) with\n"
-			       "           the host's settings, then wait for the next\n"
+			       "           the host's settings, then wait for the next; with "
+			       "--listen\n"
+			       "           tcp:[ADDR:]PORT or vsock:PORT the host dials the agent\n"
 			       "  -o: debug, every CPU's raw pages to stdout until SIGINT\n");
 			ret = 0;
 			goto out;

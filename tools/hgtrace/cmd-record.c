@@ -51,7 +51,8 @@ struct gopt {
 	char *name;
 };
 
-/* NAME[@fifo:DIR]; a bare NAME is DIR = $HGTRACE_GUEST_DIR or /var/lib/hgtrace, + /NAME. */
+/* NAME[@fifo:DIR], NAME@tcp:HOST:PORT or NAME@vsock:CID[:PORT] (port 8823); a bare NAME
+ * is DIR = $HGTRACE_GUEST_DIR or /var/lib/hgtrace, + /NAME. */
 static int parse_guest(const char *arg, struct gopt *g)
 {
 	const char *at = strchr(arg, '@');
@@ -69,14 +70,50 @@ static int parse_guest(const char *arg, struct gopt *g)
 		snprintf(g->dir, n, "%s/%s", root ? root : "/var/lib/hgtrace", g->name);
 	} else if (!strncmp(at + 1, "fifo:", 5) && at[6]) {
 		g->dir = strdup(at + 6);
-	} else if (!strncmp(at + 1, "vsock:", 6) || !strncmp(at + 1, "tcp:", 4)) {
-		fprintf(stderr,
-			"hgtrace: record: -A '%s': sessions run over FIFOs/virtio-serial for now "
-			"(NAME@fifo:DIR); for vsock or TCP guests run hgtrace listen\n",
-			arg);
-		return -1;
+	} else if (!strncmp(at + 1, "tcp:", 4) || !strncmp(at + 1, "vsock:", 6)) {
+		/* an agent --serve --listen: tcp:HOST:PORT, vsock:CID[:PORT] */
+		bool tcp = at[1] == 't';
+		char *spec = strdup(at + (tcp ? 5 : 7)), *colon, *end;
+		unsigned long v;
+
+		if (!spec)
+			return -1;
+		g->dir = spec; /* owns the host string */
+		colon = strrchr(spec, ':');
+		if (colon)
+			*colon = 0;
+		errno = 0;
+		v = colon ? strtoul(colon + 1, &end, 10) : 8823;
+		if ((colon && (errno || *end || !v || v > 65535)) || (tcp && (!colon || !*spec))) {
+			fprintf(stderr,
+				"hgtrace: record: -A '%s': expected NAME@tcp:HOST:PORT or "
+				"NAME@vsock:CID[:PORT]\n",
+				arg);
+			return -1;
+		}
+		g->g.port = (unsigned int)v;
+		if (tcp) {
+			g->g.transport = HGT_TRANSPORT_TCP;
+			g->g.host = spec;
+		} else {
+			errno = 0;
+			v = strtoul(spec, &end, 0);
+			if (errno || *end || end == spec || v > 0xffffffffUL) {
+				fprintf(stderr,
+					"hgtrace: record: -A '%s': CID '%s' is not a number\n", arg,
+					spec);
+				return -1;
+			}
+			g->g.transport = HGT_TRANSPORT_VSOCK;
+			g->g.cid = (unsigned int)v;
+		}
+		g->g.name = g->name;
+		return 0;
 	} else {
-		fprintf(stderr, "hgtrace: record: -A '%s': expected NAME[@fifo:DIR]\n", arg);
+		fprintf(stderr,
+			"hgtrace: record: -A '%s': expected NAME[@fifo:DIR], NAME@tcp:HOST:PORT "
+			"or NAME@vsock:CID[:PORT]\n",
+			arg);
 		return -1;
 	}
 	if (!g->dir)
