@@ -48,7 +48,14 @@ struct hgt_sync_stats {
 /** hgt_sync_check_stats - the counts of input @idx. Returns 0 or -ENOENT. */
 int hgt_sync_check_stats(const struct hgt_sync_check *sc, int idx, struct hgt_sync_stats *st);
 
-/** hgt_sync_check_print - one line per guest on @f. */
+/**
+ * hgt_sync_check_cpu_outside - the events of guest input @idx on its CPU @cpu that lie
+ * outside their vCPU's windows (0 for an unmapped guest or a CPU out of range).
+ */
+uint64_t hgt_sync_check_cpu_outside(const struct hgt_sync_check *sc, int idx, int cpu);
+
+/** hgt_sync_check_print - one line per guest on @f, and one per guest CPU with events
+ * outside. */
 void hgt_sync_check_print(const struct hgt_sync_check *sc, FILE *f);
 
 void hgt_sync_check_free(struct hgt_sync_check *sc);

@@ -30,6 +30,7 @@ struct thread {
 	int pid;
 	int state;
 	int gidx;     /* the guest input it runs */
+	int gcpu;     /* and the guest CPU */
 	int host_cpu; /* sched mode: where it runs */
 	unsigned long long last_exit;
 	unsigned long long *pend; /* times of events waiting for a window, in order */
@@ -40,7 +41,8 @@ struct gin {
 	struct hgt_sync_stats st;
 	char mapping[200];
 	int nr_cpus;
-	int *thread; /* guest CPU -> index in threads, -1 unknown */
+	int *thread;	   /* guest CPU -> index in threads, -1 unknown */
+	uint64_t *cpu_out; /* events outside, per guest CPU */
 	unsigned long long bound;
 };
 
@@ -148,7 +150,8 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 	qsort(ids, (size_t)k, sizeof(int), cmp_int);
 	g->nr_cpus = k;
 	g->thread = malloc(sizeof(int) * (size_t)(k ? k : 1));
-	if (!g->thread) {
+	g->cpu_out = calloc((size_t)(k ? k : 1), sizeof(*g->cpu_out));
+	if (!g->thread || !g->cpu_out) {
 		free(ids);
 		return -ENOMEM;
 	}
@@ -165,9 +168,11 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 			}
 			sc->threads = n;
 			ti = sc->nr_threads++;
-			n[ti] = (struct thread){
-				.pid = pid, .state = ST_UNKNOWN, .gidx = idx, .host_cpu = -1
-			};
+			n[ti] = (struct thread){ .pid = pid,
+						 .state = ST_UNKNOWN,
+						 .gidx = idx,
+						 .gcpu = i,
+						 .host_cpu = -1 };
 		}
 		g->thread[i] = ti;
 	}
@@ -266,12 +271,14 @@ static void resolve(struct hgt_sync_check *sc, struct thread *t, unsigned long l
 	struct hgt_sync_stats *st = &sc->g[t->gidx].st;
 
 	for (int i = 0; i < t->nr_pend; i++) {
-		if (t->pend[i] >= from)
+		if (t->pend[i] >= from) {
 			st->inside++;
-		else if (older_unchecked)
+		} else if (older_unchecked) {
 			st->unchecked++;
-		else
+		} else {
 			st->outside++;
+			sc->g[t->gidx].cpu_out[t->gcpu]++;
+		}
 	}
 	t->nr_pend = 0;
 }
@@ -381,10 +388,12 @@ void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_
 		}
 		if (t->nr_pend == PEND_MAX) {
 			/* the oldest cannot be reached by a window any more than this one */
-			if (t->state == ST_UNKNOWN)
+			if (t->state == ST_UNKNOWN) {
 				g->st.unchecked++;
-			else
+			} else {
 				g->st.outside++;
+				g->cpu_out[t->gcpu]++;
+			}
 			memmove(t->pend, t->pend + 1, sizeof(*t->pend) * (PEND_MAX - 1));
 			t->nr_pend--;
 		}
@@ -406,6 +415,22 @@ int hgt_sync_check_stats(const struct hgt_sync_check *sc, int idx, struct hgt_sy
 				st->outside += (uint64_t)sc->threads[i].nr_pend;
 		}
 	return 0;
+}
+
+uint64_t hgt_sync_check_cpu_outside(const struct hgt_sync_check *sc, int idx, int cpu)
+{
+	const struct gin *g;
+	uint64_t n;
+
+	if (idx < 0 || idx >= sc->n || !sc->g[idx].st.is_guest || !sc->g[idx].st.mapped ||
+	    cpu < 0 || cpu >= sc->g[idx].nr_cpus)
+		return 0;
+	g = &sc->g[idx];
+	n = g->cpu_out[cpu];
+	/* events still waiting after a window that never came */
+	if (g->thread[cpu] >= 0 && sc->threads[g->thread[cpu]].state != ST_UNKNOWN)
+		n += (uint64_t)sc->threads[g->thread[cpu]].nr_pend;
+	return n;
 }
 
 void hgt_sync_check_print(const struct hgt_sync_check *sc, FILE *f)
@@ -434,6 +459,13 @@ void hgt_sync_check_print(const struct hgt_sync_check *sc, FILE *f)
 			sc->sched ? "thread's running intervals" : "guest windows", sc->host_name,
 			s->outside ? " (time mapping WRONG?)" : " (consistent)",
 			(unsigned long long)s->inside, (unsigned long long)s->unchecked);
+		for (int c = 0; s->outside && c < sc->g[i].nr_cpus; c++)
+			if (hgt_sync_check_cpu_outside(sc, i, c))
+				fprintf(f,
+					"hgtrace: sync check: input %d: guest CPU %d: %llu "
+					"outside\n",
+					i + 1, c,
+					(unsigned long long)hgt_sync_check_cpu_outside(sc, i, c));
 	}
 }
 
@@ -443,8 +475,10 @@ void hgt_sync_check_free(struct hgt_sync_check *sc)
 
 	if (!sc)
 		return;
-	for (i = 0; sc->g && i < sc->n; i++)
+	for (i = 0; sc->g && i < sc->n; i++) {
 		free(sc->g[i].thread);
+		free(sc->g[i].cpu_out);
+	}
 	for (i = 0; i < sc->nr_threads; i++)
 		free(sc->threads[i].pend);
 	free(sc->g);

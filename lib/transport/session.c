@@ -15,9 +15,11 @@
 #include <traceevent/event-parse.h>
 
 #include <hgtrace/clock.h>
+#include <hgtrace/merge.h>
 #include <hgtrace/output.h>
 #include <hgtrace/peer.h>
 #include <hgtrace/session.h>
+#include <hgtrace/sync.h>
 #include <hgtrace/tracedat.h>
 #include <hgtrace/transport.h>
 
@@ -46,6 +48,10 @@ struct sguest {
 	struct hgt_kvm_vm kvm;
 	bool have_kvm;
 	char kvm_said[300]; /* what the exact sync did, for the summary */
+	/* the containment check of the merged files */
+	bool checked;
+	struct hgt_sync_stats st;
+	uint64_t *cpu_out;
 };
 
 struct session {
@@ -208,7 +214,97 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 				g->nr_cpus, (double)g->agent_setup_cpu_ns / 1e6);
 		if (g->have_vt)
 			fprintf(f, "    vCPU threads of process %d: %d\n", g->vt.pid, g->vt.nr);
+		if (g->checked) {
+			fprintf(f,
+				"    containment: %llu guest events inside their vCPU thread's "
+				"windows, %llu outside, %llu unchecked\n",
+				(unsigned long long)g->st.inside, (unsigned long long)g->st.outside,
+				(unsigned long long)g->st.unchecked);
+			/* a handful outside is a lost host record; more is a wrong sync */
+			for (int c = 0; g->cpu_out && c < g->nr_cpus; c++)
+				if (g->cpu_out[c] > 5)
+					fprintf(f,
+						"hgtrace record: WARNING: guest %s, vCPU %d: %llu "
+						"events outside its thread's windows: the sync is "
+						"wrong there\n",
+						g->in->name, c, (unsigned long long)g->cpu_out[c]);
+		}
 	}
+}
+
+/* The sync check of the session's own files, merged as report merges them: per guest,
+ * its events inside and outside their vCPU thread's windows (widened by its bound). */
+static void containment(struct session *s, const char *host_path)
+{
+	HGT_OPTS(hgt_open_opts, op, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
+	struct hgt_input **in = calloc((size_t)s->n + 1, sizeof(*in));
+	struct hgt_clock *clk = calloc((size_t)s->n + 1, sizeof(*clk));
+	int *gi = calloc((size_t)s->n + 1, sizeof(*gi));
+	struct hgt_cursor **cur = NULL;
+	struct hgt_merge *m = hgt_merge_new();
+	struct hgt_sync_check *sc = NULL;
+	struct tep_record *rec;
+	int n = 0, nc = 0, src, i;
+	void *user;
+
+	if (!in || !clk || !gi || !m)
+		goto out;
+	in[n] = hgt_input_open(host_path, &op);
+	gi[n++] = -1;
+	for (i = 0; in[0] && i < s->n; i++) {
+		if (!s->g[i].path[0])
+			continue;
+		in[n] = hgt_input_open(s->g[i].path, &op);
+		if (in[n])
+			gi[n++] = i;
+	}
+	if (!in[0] || n < 2)
+		goto out;
+	sc = hgt_sync_check_new(in, n, NULL);
+	if (!sc)
+		goto out;
+	for (i = 0; i < n; i++)
+		nc += hgt_input_nr_cpus(in[i]);
+	cur = calloc((size_t)nc + 1, sizeof(*cur));
+	if (!cur)
+		goto out;
+	nc = 0;
+	for (i = 0; i < n; i++) {
+		HGT_OPTS(hgt_clock_opts, co);
+		int top = hgt_input_top_buffer(in[i]);
+
+		hgt_clock_init(&clk[i], in[i], &co);
+		for (int c = 0; top >= 0 && c < hgt_input_nr_cpus(in[i]); c++) {
+			cur[nc] = hgt_cursor_open(in[i], top, c);
+			if (cur[nc] && hgt_merge_add(m, cur[nc], &clk[i], (void *)(intptr_t)i) >= 0)
+				nc++;
+			else
+				hgt_cursor_close(cur[nc]);
+		}
+	}
+	while (hgt_merge_next(m, &rec, &user, &src) > 0)
+		hgt_sync_check_record(sc, (int)(intptr_t)user, rec);
+	for (i = 1; i < n; i++) {
+		struct sguest *g = &s->g[gi[i]];
+
+		if (hgt_sync_check_stats(sc, i, &g->st) || !g->st.mapped)
+			continue;
+		g->checked = true;
+		g->cpu_out = calloc((size_t)(g->nr_cpus > 0 ? g->nr_cpus : 1), 8);
+		for (int c = 0; g->cpu_out && c < g->nr_cpus; c++)
+			g->cpu_out[c] = hgt_sync_check_cpu_outside(sc, i, c);
+	}
+out:
+	hgt_merge_free(m);
+	for (i = 0; cur && i < nc; i++)
+		hgt_cursor_close(cur[i]);
+	free(cur);
+	hgt_sync_check_free(sc);
+	for (i = 0; in && i < n; i++)
+		hgt_input_close(in[i]);
+	free(in);
+	free(clk);
+	free(gi);
 }
 
 /* GUEST options into the host file: each guest's trace id and vCPU threads. */
@@ -516,6 +612,7 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		if (s.g[i].have_kvm && s.g[i].path[0])
 			kvm_sync(&s, &s.g[i], hro.output, clock, t_start,
 				 hgt__record_trace_id(rec));
+	containment(&s, hro.output);
 	summary(&s, hro.output, clock, &hr);
 	if (!ret && lret)
 		ret = hgt__errorf(-lret, "record: not every guest's file could be written");
@@ -524,6 +621,7 @@ out:
 	for (i = 0; s.g && i < s.n; i++) {
 		hgt_vcpu_threads_free(&s.g[i].vt);
 		hgt_kvm_vm_free(&s.g[i].kvm);
+		free(s.g[i].cpu_out);
 		free(s.g[i].cpu_bytes);
 	}
 	free(s.g);

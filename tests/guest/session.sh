@@ -112,11 +112,20 @@ if [ "$outside" = 0 ] && [ "${inside:-0}" -gt 100 ]; then
 else
 	tap_fail "containment: $line"
 fi
+# The session's own summary ran the same check on its files.
+sum=$(grep -o 'containment: [0-9]* guest events inside[^,]*, [0-9]* outside' rec1.log)
+sin=$(echo "$sum" | sed -n 's/containment: \([0-9]*\).*/\1/p')
+[ -n "$sum" ] && [ "$sin" = "$inside" ] && echo "$sum" | grep -q ', 0 outside' &&
+	tap_ok "the session summary's containment check agrees: $sum" ||
+	tap_fail "session summary containment: '$sum' (report: $inside inside)"
 # ... and the check has teeth: 10 ms off (26 M cycles) is caught.
 "$HGTRACE" report -i host.dat -i host-g.dat --ts-offset 26000000 > /dev/null 2> off.txt
 off_out=$(sed -n 's/.* events: \([0-9]*\) outside.*/\1/p' off.txt)
 [ "${off_out:-0}" -gt 10 ] && tap_ok "a guest 10 ms off: $off_out events outside" ||
 	tap_fail "a guest 10 ms off is not caught: $(cat off.txt)"
+per=$(sed -n 's/.*guest CPU [0-9]*: \([0-9]*\) outside/\1/p' off.txt | awk '{ s += $1 } END { print s + 0 }')
+[ "$per" = "$off_out" ] && tap_ok "... named per vCPU: $(grep -o 'guest CPU [0-9]*: [0-9]* outside' off.txt | tr '\n' ';')" ||
+	tap_fail "per-vCPU outside counts add up to $per, not $off_out: $(cat off.txt)"
 
 # The agent's share of the guest's CPU time, from the guest's own sched_switch events:
 # per CPU, the time each task ran (between switches), over the span of the session.
