@@ -124,6 +124,14 @@ int hgt_trace_clock_read(const char *clock, uint64_t *ts);
 /** hgt_trace_clock_readable - whether hgt_trace_clock_read() can read @clock. */
 bool hgt_trace_clock_readable(const char *clock);
 
+/**
+ * hgt_tsc2nsec_read - the TSC -> ns conversion (ns = (tsc * mult) >> shift) the kernel gives
+ * user space (perf's time_mult and time_shift, equal on every CPU), what a TSC2NSEC
+ * option holds. Returns 0, or -EOPNOTSUPP where the kernel does not trust the TSC for it
+ * (perf cap_user_time 0), or another -errno; the reason in hgt_last_error().
+ */
+int hgt_tsc2nsec_read(uint32_t *mult, uint32_t *shift);
+
 /* One vCPU of a KVM VM as <debugfs>/kvm/<pid>-<fd>/vcpu<id>/ shows it. */
 struct hgt_kvm_vcpu {
 	int id;		    /* KVM vcpu id (= APIC id), not the guest CPU number */

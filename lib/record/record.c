@@ -21,6 +21,7 @@
 
 #include <tracefs.h>
 
+#include <hgtrace/clock.h>
 #include <hgtrace/output.h>
 #include <hgtrace/peer.h>
 #include <hgtrace/record.h>
@@ -68,6 +69,8 @@ struct hgt_recorder {
 	uint64_t trace_id;
 	bool own_fds;	       /* the per-CPU files are ours (temporary), not the caller's */
 	unsigned int flush_us; /* a reader with no whole page sleeps this long */
+	bool tsc2nsec;	       /* -C tsc2nsec: x86-tsc recorded, TSC2NSEC stored */
+	uint32_t mult, shift;
 };
 
 /* Read a whole file into a new NUL-terminated buffer. */
@@ -272,8 +275,10 @@ static void restore(struct hgt_recorder *r)
 		free(v);
 	}
 	r->nr_saved = 0;
-	if (r->created)
-		tracefs_instance_destroy(r->inst);
+	/* never silently: an instance left behind keeps tracing (issue: stale state) */
+	if (r->created && tracefs_instance_destroy(r->inst) && r->o.log)
+		fprintf(r->o.log, "hgtrace record: WARNING: instance %s could not be removed: %s\n",
+			tracefs_instance_get_name(r->inst), strerror(errno));
 	tracefs_instance_free(r->inst);
 	r->inst = NULL;
 }
@@ -455,8 +460,20 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 		goto fail;
 	}
 	ret = set_saved(r, "tracing_on", "0");
-	if (!ret && r->o.clock)
+	/* trace-cmd's tsc2nsec clock: the TSC, with the kernel's ns conversion stored */
+	if (!ret && r->o.clock && !strcmp(r->o.clock, "tsc2nsec")) {
+		if (hgt_tsc2nsec_read(&r->mult, &r->shift)) {
+			ret = hgt__errorf(EOPNOTSUPP,
+					  "record: -C tsc2nsec: TSC to nanosecond is "
+					  "not supported here: %s",
+					  hgt_last_error());
+			goto fail;
+		}
+		r->tsc2nsec = true;
+		ret = set_saved(r, "trace_clock", "x86-tsc");
+	} else if (!ret && r->o.clock) {
 		ret = set_saved(r, "trace_clock", r->o.clock);
+	}
 	if (!ret && r->o.buffer_kb) {
 		char kb[32];
 
@@ -702,6 +719,13 @@ static int write_options(struct hgt_recorder *r, const struct hgt__meta_sink *ou
 				  (uint32_t)strlen("hgtrace " HGT__VERSION) + 1);
 	if (!ret)
 		ret = out->option(out->ctx, HGT_OPT_TRACEID, &id, 8);
+	if (!ret && r->tsc2nsec) {
+		uint8_t t[16] = { 0 };
+
+		memcpy(t, &r->mult, 4);
+		memcpy(t + 4, &r->shift, 4);
+		ret = out->option(out->ctx, HGT_OPT_TSC2NSEC, t, sizeof(t));
+	}
 	/* one CPUSTAT per CPU, "CPU: N\n" + the stats file */
 	if (!ret && stats) {
 		const char *p = stats;
@@ -874,7 +898,10 @@ int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 		int rc = hgt__record_describe(r, &sink, HGT__DESCRIBE_STATS);
 
 		if (!rc) {
-			int b = hgt_output_add_buffer(out, "", r->clock ? r->clock : "local",
+			int b = hgt_output_add_buffer(out, "",
+						      r->tsc2nsec ? "tsc2nsec"
+						      : r->clock  ? r->clock
+								  : "local",
 						      r->nr_cpus);
 
 			rc = b < 0 ? b : 0;

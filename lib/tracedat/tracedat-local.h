@@ -133,6 +133,11 @@ struct hgt_vcpu_threads;
 /* GUEST option for guest @name into a finished host file (lib/transport/vmm.c). */
 int hgt__guest_map_append(const char *host_path, const char *name, uint64_t trace_id,
 			  const struct hgt_vcpu_threads *vt);
+struct hgt_input;
+/* vCPU threads among a VMM's @tids from the host's kvm_entry (lib/transport/vmm.c). */
+int hgt__vcpus_from_kvm_entry(struct hgt_input *host, const int *tids, int n,
+			      struct hgt_vcpu_threads *out);
+int hgt__vmm_tids(int pid, int **tids);
 /* CLOCK_MONOTONIC in milliseconds (lib/clock/now.c). */
 uint64_t hgt__now_ms(void);
 

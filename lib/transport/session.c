@@ -52,6 +52,10 @@ struct sguest {
 	bool checked;
 	struct hgt_sync_stats st;
 	uint64_t *cpu_out;
+	/* a VMM whose threads have no names: all its threads, mapped from kvm_entry */
+	int *tids;
+	int nr_tids;
+	bool from_entry;
 };
 
 struct session {
@@ -213,7 +217,8 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 					(g->nr_cpus ? g->nr_cpus : 1),
 				g->nr_cpus, (double)g->agent_setup_cpu_ns / 1e6);
 		if (g->have_vt)
-			fprintf(f, "    vCPU threads of process %d: %d\n", g->vt.pid, g->vt.nr);
+			fprintf(f, "    vCPU threads of process %d: %d%s\n", g->vt.pid, g->vt.nr,
+				g->from_entry ? " (by their kvm_entry)" : "");
 		if (g->checked) {
 			fprintf(f,
 				"    containment: %llu guest events inside their vCPU thread's "
@@ -307,6 +312,59 @@ out:
 	free(gi);
 }
 
+/* vCPU threads without names: each of the VMM's threads that entered the guest, with the
+ * vcpu_id of its kvm_entry (the host recorded kvm:kvm_entry for it). */
+static void map_from_kvm_entry(struct session *s, struct sguest *g, const char *host_path)
+{
+	HGT_OPTS(hgt_open_opts, op, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
+	struct hgt_input *host = hgt_input_open(host_path, &op);
+	struct hgt_vcpu_threads vt;
+	int pid = g->vt.pid;
+
+	if (host && !hgt__vcpus_from_kvm_entry(host, g->tids, g->nr_tids, &vt) && vt.nr) {
+		hgt_vcpu_threads_free(&g->vt);
+		g->vt = vt;
+		g->vt.pid = pid;
+		g->from_entry = true;
+		logf_(s, "guest %s: %d vCPU threads of process %d found by their kvm_entry",
+		      g->in->name, vt.nr, pid);
+	}
+	hgt_input_close(host);
+}
+
+/* TSC2NSEC (perf's mult/shift) into the host file and every guest file, so both print in
+ * ns; without it both stay in cycles. Never a mult 0. @said gets what was done. */
+static void tsc2nsec(struct session *s, const char *host_path, const char *clock, char *said,
+		     size_t n)
+{
+	uint32_t mult = 0, shift = 0;
+	uint8_t p[16] = { 0 };
+	struct hgt_option_blob ob = { HGT_OPT_TSC2NSEC, 16, p };
+	int ret;
+
+	if (strcmp(clock, "x86-tsc")) {
+		said[0] = 0;
+		return;
+	}
+	if (hgt_tsc2nsec_read(&mult, &shift) || !mult) {
+		snprintf(said, n,
+			 "times in x86-tsc cycles, host and guests alike (no TSC2NSEC: %s)",
+			 hgt_last_error());
+		return;
+	}
+	memcpy(p, &mult, 4);
+	memcpy(p + 4, &shift, 4);
+	ret = hgt_tracedat_append_options(host_path, &ob, 1);
+	for (int i = 0; !ret && i < s->n; i++)
+		if (s->g[i].path[0])
+			ret = hgt_tracedat_append_options(s->g[i].path, &ob, 1);
+	if (ret)
+		snprintf(said, n, "TSC2NSEC not stored: %s", hgt_last_error());
+	else
+		snprintf(said, n, "times in ns: TSC2NSEC mult %u shift %u in every file", mult,
+			 shift);
+}
+
 /* GUEST options into the host file: each guest's trace id and vCPU threads. */
 static int map_guests(struct session *s, const char *host_path)
 {
@@ -330,14 +388,14 @@ static int map_guests(struct session *s, const char *host_path)
 	return ret;
 }
 
-static bool kvm_event_exists(void)
+static bool kvm_event_exists(const char *name)
 {
 	static const char *dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		char p[128];
 
-		snprintf(p, sizeof(p), "%s/events/kvm/kvm_write_tsc_offset/format", dirs[i]);
+		snprintf(p, sizeof(p), "%s/events/kvm/%s/format", dirs[i], name);
 		if (!access(p, R_OK))
 			return true;
 	}
@@ -469,13 +527,13 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 	const struct hgt_record_opts **lgr = NULL;
 	struct hgt_listen_peer *peers = NULL;
 	int nfifo = 0, npeers = 0;
-	char cid[64];
+	char cid[64], units[300];
 	struct hgt_recorder *rec = NULL;
 	struct hgt_record_result hr = { 0 };
 	char *base = NULL, *clock = NULL;
 	const char **host_events = NULL;
 	uint64_t t_start;
-	int i, ret = 0, lret, rret, nr_kvm = 0;
+	int i, ret = 0, lret, rret, nr_kvm = 0, nr_entry = 0;
 
 	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o) || !opts->host ||
 	    !opts->host->output || opts->nr_guests < 1)
@@ -547,6 +605,12 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 				(struct hgt_listen_guest){ .name = g->in->name, .dir = g->in->dir };
 			lgr[nfifo++] = &g->ro;
 		}
+		/* unnamed vCPU threads: mapped at the end from kvm_entry's vcpu_id */
+		if (pid > 0 && g->have_vt && !g->vt.nr) {
+			g->nr_tids = hgt__vmm_tids(pid, &g->tids);
+			if (g->nr_tids > 0)
+				nr_entry++;
+		}
 		if (pid > 0 && !hgt_kvm_read(o.kvm_debugfs, pid, &g->kvm)) {
 			g->have_kvm = true;
 			nr_kvm++;
@@ -554,18 +618,21 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 			      g->kvm.dir, g->kvm.nr);
 		}
 	}
-	/* the offsets' changes, to the cycle: kvm_write_tsc_offset on the host */
-	if (nr_kvm && kvm_event_exists()) {
-		const char **ev = malloc(sizeof(*ev) * (size_t)(hro.nr_events + 1));
+	/* what the host records for its guests: the offsets' changes, to the cycle
+	 * (kvm_write_tsc_offset), and kvm_entry where vCPU threads have no names */
+	{
+		const char **ev = malloc(sizeof(*ev) * (size_t)(hro.nr_events + 2));
 
 		if (!ev) {
 			ret = -ENOMEM;
 			goto out;
 		}
 		memcpy(ev, hro.events, sizeof(*ev) * (size_t)hro.nr_events);
-		ev[hro.nr_events] = "kvm:kvm_write_tsc_offset";
+		if (nr_kvm && kvm_event_exists("kvm_write_tsc_offset"))
+			ev[hro.nr_events++] = "kvm:kvm_write_tsc_offset";
+		if (nr_entry && kvm_event_exists("kvm_entry"))
+			ev[hro.nr_events++] = "kvm:kvm_entry";
 		hro.events = host_events = ev;
-		hro.nr_events++;
 	}
 	t_start = 0;
 	hgt_trace_clock_read("x86-tsc", &t_start);
@@ -605,6 +672,9 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		ret = rret;
 		goto out;
 	}
+	for (i = 0; i < s.n; i++)
+		if (s.g[i].nr_tids > 0)
+			map_from_kvm_entry(&s, &s.g[i], hro.output);
 	ret = map_guests(&s, hro.output);
 	if (ret)
 		logf_(&s, "%s: cannot add the guests' vCPU map: %s", hro.output, hgt_last_error());
@@ -612,8 +682,11 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		if (s.g[i].have_kvm && s.g[i].path[0])
 			kvm_sync(&s, &s.g[i], hro.output, clock, t_start,
 				 hgt__record_trace_id(rec));
+	tsc2nsec(&s, hro.output, clock, units, sizeof(units));
 	containment(&s, hro.output);
 	summary(&s, hro.output, clock, &hr);
+	if (units[0])
+		logf_(&s, "%s", units);
 	if (!ret && lret)
 		ret = hgt__errorf(-lret, "record: not every guest's file could be written");
 out:
@@ -622,6 +695,7 @@ out:
 		hgt_vcpu_threads_free(&s.g[i].vt);
 		hgt_kvm_vm_free(&s.g[i].kvm);
 		free(s.g[i].cpu_out);
+		free(s.g[i].tids);
 		free(s.g[i].cpu_bytes);
 	}
 	free(s.g);

@@ -12,9 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <traceevent/event-parse.h>
+
 #include <hgtrace/output.h>
 #include <hgtrace/peer.h>
 #include <hgtrace/session.h>
+#include <hgtrace/tracedat.h>
 
 #include "../tracedat/tracedat-local.h"
 
@@ -207,4 +210,100 @@ int hgt__guest_map_append(const char *host_path, const char *name, uint64_t trac
 	ret = hgt_tracedat_append_options(host_path, &ob, 1);
 	free(buf);
 	return ret;
+}
+
+/**
+ * hgt__vcpus_from_kvm_entry - the vCPU threads among @tids (a VMM's threads, @n of them)
+ * from the host's kvm_entry events: each thread's vcpu_id, as trace-cmd maps them when
+ * the threads have no names. Returns 0 (@out->nr may be 0: no such events) or -errno.
+ */
+int hgt__vcpus_from_kvm_entry(struct hgt_input *host, const int *tids, int n,
+			      struct hgt_vcpu_threads *out)
+{
+	struct tep_handle *tep = hgt_input_tep(host);
+	struct tep_event *ev = tep ? tep_find_event_by_name(tep, "kvm", "kvm_entry") : NULL;
+	int top = hgt_input_top_buffer(host), *vcpu = calloc((size_t)(n ? n : 1), sizeof(int));
+	int ret = 0, found = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!vcpu)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		vcpu[i] = -1;
+	for (int cpu = 0; ev && top >= 0 && cpu < hgt_input_nr_cpus(host) && found < n; cpu++) {
+		struct hgt_cursor *c = hgt_cursor_open(host, top, cpu);
+		struct tep_record rec;
+
+		while (c && found < n && hgt_cursor_next(c, &rec) > 0) {
+			unsigned long long pid, v;
+
+			if (tep_data_type(tep, &rec) != ev->id ||
+			    tep_get_common_field_val(NULL, ev, "common_pid", &rec, &pid, 0) ||
+			    tep_get_field_val(NULL, ev, "vcpu_id", &rec, &v, 0))
+				continue;
+			for (int i = 0; i < n; i++)
+				if (tids[i] == (int)pid && vcpu[i] < 0) {
+					vcpu[i] = (int)v;
+					found++;
+				}
+		}
+		hgt_cursor_close(c);
+	}
+	out->vcpu = malloc(sizeof(int) * (size_t)(found ? found : 1));
+	out->tid = malloc(sizeof(int) * (size_t)(found ? found : 1));
+	if (!out->vcpu || !out->tid) {
+		ret = -ENOMEM;
+		hgt_vcpu_threads_free(out);
+	}
+	for (int i = 0; !ret && i < n; i++) {
+		int k;
+
+		if (vcpu[i] < 0)
+			continue;
+		/* sorted by vCPU id */
+		for (k = out->nr; k > 0 && out->vcpu[k - 1] > vcpu[i]; k--) {
+			out->vcpu[k] = out->vcpu[k - 1];
+			out->tid[k] = out->tid[k - 1];
+		}
+		out->vcpu[k] = vcpu[i];
+		out->tid[k] = tids[i];
+		out->nr++;
+	}
+	free(vcpu);
+	return ret;
+}
+
+/**
+ * hgt__vmm_tids - every thread of process @pid (its /proc/PID/task). *@tids is
+ * allocated (caller frees); returns the count or -errno.
+ */
+int hgt__vmm_tids(int pid, int **tids)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	*tids = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		int tid = atoi(de->d_name), *t;
+
+		if (tid <= 0)
+			continue;
+		t = realloc(*tids, sizeof(int) * (size_t)(n + 1));
+		if (!t) {
+			closedir(d);
+			free(*tids);
+			*tids = NULL;
+			return -ENOMEM;
+		}
+		*tids = t;
+		t[n++] = tid;
+	}
+	closedir(d);
+	return n;
 }

@@ -2,7 +2,10 @@
 /* The timestamp pipeline: TSC2NSEC multiply-shift, --ts2secs, offsets, --raw-ts. */
 #include "test-helpers.h"
 
+#include <errno.h>
 #include <stdbool.h>
+#include <time.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <hgtrace/clock.h>
@@ -180,6 +183,27 @@ static void test_tsync_native_no_wrap(void **state)
 	assert_int_not_equal(hgt_clock_convert(&f.clk, guest, 0), host);
 }
 
+/* Trace clocks read from user space, against clock_gettime() and each other. */
+static void test_trace_clock_read(void **state)
+{
+	struct timespec t;
+	uint64_t a, b, m;
+
+	assert_true(hgt_trace_clock_readable("x86-tsc"));
+	assert_true(hgt_trace_clock_readable("mono"));
+	assert_false(hgt_trace_clock_readable("local"));
+	assert_false(hgt_trace_clock_readable("global"));
+	assert_int_equal(hgt_trace_clock_read("local", &a), -EOPNOTSUPP);
+	assert_int_equal(hgt_trace_clock_read("mono", &a), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	assert_int_equal(hgt_trace_clock_read("mono", &b), 0);
+	m = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	assert_true(a <= m && m <= b); /* the same clock, in ns */
+	assert_int_equal(hgt_trace_clock_read("x86-tsc", &a), 0);
+	assert_int_equal(hgt_trace_clock_read("x86-tsc", &b), 0);
+	assert_true(b > a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,6 +216,7 @@ int main(void)
 		cmocka_unit_test(test_ts2secs_after_correction),
 		cmocka_unit_test(test_tsc2nsec_then_offset),
 		cmocka_unit_test(test_ts2secs_wins_over_tsc2nsec),
+		cmocka_unit_test(test_trace_clock_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

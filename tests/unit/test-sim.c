@@ -15,8 +15,11 @@
 #include <hgtrace/attach.h>
 #include <hgtrace/clock.h>
 #include <hgtrace/peer.h>
+#include <hgtrace/session.h>
 #include <hgtrace/simulate.h>
 #include <hgtrace/tracedat.h>
+
+#include "tracedat/tracedat-local.h"
 
 struct cfg {
 	const char *name;
@@ -257,6 +260,39 @@ static void test_guest_map_real_ids(void **state)
 	hgt_input_close(in);
 }
 
+/* A VMM whose threads have no names: the vCPU map from the host's kvm_entry, against the
+ * simulator's own vCPU -> thread assignment (sparse ids, a non-vCPU thread among them). */
+static void test_vcpus_from_kvm_entry(void **state)
+{
+	char host[512], guest[512];
+	struct hgt_sim_result r;
+	struct hgt_vcpu_threads vt;
+	struct hgt_input *in;
+	int tids[8], n = 0, i;
+	HGT_OPTS(hgt_sim_opts, so, .seed = 3, .nr_vcpus = 4, .nr_host_cpus = 2,
+		 .duration_us = 20000, .sparse_vcpu_ids = true, .host_path = host,
+		 .guest_path = guest);
+
+	snprintf(host, sizeof(host), "%s/map-host.dat", dir);
+	snprintf(guest, sizeof(guest), "%s/map-guest.dat", dir);
+	assert_int_equal(hgt_simulate(&so, &r), 0);
+	tids[n++] = 4999; /* the VMM's main thread: never enters a guest */
+	for (i = r.nr_vcpus - 1; i >= 0; i--)
+		tids[n++] = r.vcpu_pid[i];
+	in = hgt_input_open(host, NULL);
+	assert_non_null(in);
+	assert_int_equal(hgt__vcpus_from_kvm_entry(in, tids, n, &vt), 0);
+	assert_int_equal(vt.nr, r.nr_vcpus);
+	for (i = 0; i < r.nr_vcpus; i++) {
+		assert_int_equal(vt.vcpu[i], r.vcpu_id[i]); /* sorted: 0, 2, 4, 6 */
+		assert_int_equal(vt.tid[i], r.vcpu_pid[i]);
+	}
+	print_message("# %d vCPU threads mapped from kvm_entry (ids %d..%d)\n", vt.nr, vt.vcpu[0],
+		      vt.vcpu[vt.nr - 1]);
+	hgt_vcpu_threads_free(&vt);
+	hgt_input_close(in);
+}
+
 static int setup(void **state)
 {
 	return mkdtemp(dir) ? 0 : -1;
@@ -285,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_kvm_amd32_step),
 		cmocka_unit_test(test_kvm_intel48_debugfs_only),
 		cmocka_unit_test(test_kvm_ratio_one_step),
+		cmocka_unit_test(test_vcpus_from_kvm_entry),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/close_range.h>
 
 #include "cmd.h"
 
@@ -43,6 +44,8 @@ void cmd_child_spawn(char **argv, const char *who)
 	pid_t p = fork();
 
 	if (p == 0) {
+		/* the workload gets none of the recorder's files (trace_pipe_raw, channels) */
+		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
