@@ -4,9 +4,9 @@
 #   start latency: from launching record until the workload runs (host and guest recording),
 #   stop latency:  from the workload's end until record exits with every file written,
 #   the sync bound and best round trip the session measured (cycles of x86-tsc).
-# Transports: FIFO pairs to an agent --serve on this machine (host and "guest" on one TSC,
-# so the true offset is 0 and the largest stored offset is printed beside the bound), and
-# virtio-serial ports of a real guest under QEMU TCG. Side by side in the same run, the same
+# Transports: FIFO pairs and TCP loopback to an agent --serve on this machine (host and
+# "guest" on one TSC, so the true offset is 0 and the largest stored offset is printed
+# beside the bound), and virtio-serial ports of a real guest under QEMU TCG. Side by side in the same run, the same
 # workload under a host-only recording: trace-cmd record and hgtrace record. Debian's
 # trace-cmd cannot run a host + guest session here: its record -A needs vsock to the guest
 # (no vhost-vsock on these machines) or a TCP agent inside a guest with networking.
@@ -81,6 +81,17 @@ report "hgtrace record -A, FIFO, this host"
 echo "   (truth 0: the largest stored offset over the runs was $worst cycles)"
 kill -INT $apid
 wait $apid
+
+port=$((30000 + $$ % 20000))
+"$hg" agent --serve --listen "tcp:127.0.0.1:$port" -e sched:sched_switch 2> tagent.log &
+tpid=$!
+sleep 0.3
+for i in $(seq "$N"); do
+	one "$hg" record -e sched:sched_switch -A "t@tcp:127.0.0.1:$port" -o t.dat -- sh -c "$workload" && syncfig
+done
+report "hgtrace record -A, TCP, this host"
+kill -INT $tpid
+wait $tpid
 
 # A real guest under QEMU TCG (tests/guest/boot.sh builds its kernel and initramfs).
 tap_skip_all() { echo "bench session: no TCG guest: $*"; exit 0; }

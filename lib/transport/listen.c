@@ -90,6 +90,8 @@ struct guest {
 	uint64_t t_stop_sent;
 	const char *dir;		    /* FIFO guests: where their FIFOs are */
 	const struct hgt_listen_peer *peer; /* a guest we dialed (its agent listens) */
+	int src;			    /* FIFO guests: index in opts->guests */
+	int seq;			    /* --record-host: its session number (1, 2, ...) */
 	const char *host_clock;		    /* the host's trace clock for probes (NULL: no sync) */
 	uint64_t host_trace_id;		    /* the TIME_SHIFT's peer */
 	struct hgt_recorder *host_rec;	    /* --record-host: the host's side of this guest */
@@ -176,8 +178,12 @@ static int send_config(struct guest *g);
 static struct guest *new_guest(struct listener *l, const char *name)
 {
 	struct guest *g;
+	int slot;
 
-	if (l->nr_g == MAX_GUESTS)
+	/* a slot freed by a finished guest first: a listener lives through many guests */
+	for (slot = 0; slot < l->nr_g && l->g[slot]; slot++)
+		;
+	if (slot == MAX_GUESTS)
 		return NULL;
 	g = calloc(1, sizeof(*g));
 	if (!g)
@@ -185,7 +191,10 @@ static struct guest *new_guest(struct listener *l, const char *name)
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	g->ctl_r = g->ctl_w = -1;
 	g->t_start = g->t_last = hgt__now_ms();
-	l->g[l->nr_g++] = g;
+	g->seq = 1;
+	l->g[slot] = g;
+	if (slot == l->nr_g)
+		l->nr_g++;
 	return g;
 }
 
@@ -219,7 +228,8 @@ static int add_chan(struct listener *l, struct guest *g, int fd, int cpu)
 }
 
 static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg,
-			   const struct hgt_record_opts *record)
+			   const struct hgt_record_opts *record, int src, int seq,
+			   struct guest **out)
 {
 	struct guest *g = NULL;
 	char path[4096];
@@ -230,6 +240,9 @@ static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg
 		return i;
 	g->fifo = true;
 	g->dir = lg->dir;
+	g->src = src;
+	g->seq = seq;
+	*out = g;
 	/* O_RDWR: opening never waits for the guest, and polling never sees a hang-up */
 	snprintf(path, sizeof(path), "%s/agent-ctl-path.out", lg->dir);
 	g->ctl_r = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
@@ -527,8 +540,12 @@ static void start_host(struct listener *l, struct guest *g)
 {
 	struct hgt_record_opts ro = *l->o.record_host;
 
-	snprintf(g->host_path, sizeof(g->host_path), "%s/%s-host.dat",
-		 l->o.output_dir ? l->o.output_dir : ".", g->name);
+	char seq[16] = "";
+
+	if (g->seq > 1)
+		snprintf(seq, sizeof(seq), "-%d", g->seq);
+	snprintf(g->host_path, sizeof(g->host_path), "%s/%s-host%s.dat",
+		 l->o.output_dir ? l->o.output_dir : ".", g->name, seq);
 	ro.sz = sizeof(ro);
 	ro.output = g->host_path;
 	ro.log = NULL;
@@ -975,11 +992,15 @@ static void read_data(struct listener *l, struct guest *g, struct chan *c)
 
 static void guest_path(struct listener *l, struct guest *g, char *path, size_t n)
 {
+	char seq[16] = "";
+
+	if (g->seq > 1) /* a later session of a --record-host guest */
+		snprintf(seq, sizeof(seq), "-%d", g->seq);
 	if (l->o.output_base)
-		snprintf(path, n, "%s-%s.dat", l->o.output_base, g->name);
+		snprintf(path, n, "%s-%s%s.dat", l->o.output_base, g->name, seq);
 	else
-		snprintf(path, n, "%s/trace-%s.dat", l->o.output_dir ? l->o.output_dir : ".",
-			 g->name);
+		snprintf(path, n, "%s/trace-%s%s.dat", l->o.output_dir ? l->o.output_dir : ".",
+			 g->name, seq);
 }
 
 /* TIME_SHIFT from the kept samples, and a CPUSTAT line saying how they were made (shown by
@@ -1413,13 +1434,15 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 		l.o.idle_ms = 500;
 	l.t_begin = hgt__now_ms();
 	for (i = 0; i < l.o.nr_guests; i++) {
+		struct guest *g = NULL;
+
 		ret = open_fifo_guest(&l, &l.o.guests[i],
-				      l.o.guest_record ? l.o.guest_record[i] : NULL);
+				      l.o.guest_record ? l.o.guest_record[i] : NULL, i, 1, &g);
 		if (ret)
 			goto out;
 		if (l.o.start) {
-			send_cmd(l.g[l.nr_g - 1], "1\n");
-			l.g[l.nr_g - 1]->start_sent = true;
+			send_cmd(g, "1\n");
+			g->start_sent = true;
 		}
 	}
 	for (i = 0; i < l.o.nr_peers; i++) {
@@ -1451,6 +1474,14 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			if (!g)
 				continue;
 			bool want_stop = false;
+
+			/* a server's guest waiting for its next session: nothing came, nothing
+			 * to write, no failure */
+			if (stopping && g->seq > 1 && !g->ready && !g->hello && !g->bytes) {
+				free_guest(g);
+				l.g[i] = NULL;
+				continue;
+			}
 
 			if (stopping && !g->done) {
 				if (l.o.graceful && g->hello && !g->ended) {
@@ -1510,10 +1541,17 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 					g->done = true;
 			}
 			if (g->done) {
+				int src = g->src, seq = g->seq;
+				bool again = l.o.record_host && g->fifo && g->hello && !stopping;
+
 				if (finish_guest(&l, g))
 					l.failures++;
 				free_guest(g);
 				l.g[i] = NULL;
+				/* a server: the guest may start another session */
+				if (again &&
+				    !open_fifo_guest(&l, &l.o.guests[src], NULL, src, seq + 1, &g))
+					active++;
 				continue;
 			}
 			active++;
@@ -1534,9 +1572,9 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 		/* a session (graceful) lasts until its stop, whatever became of its guests */
 		if ((stopping && (!l.o.graceful || !active)) ||
 		    (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && (l.o.nr_guests || l.o.nr_peers) &&
-		     !l.o.graceful))
+		     !l.o.graceful && !l.o.record_host))
 			break;
-		if (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && !l.o.graceful)
+		if (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && !l.o.graceful && !l.o.record_host)
 			break;
 		if (l.tcp_fd >= 0) {
 			pf[n] = (struct pollfd){ .fd = l.tcp_fd, .events = POLLIN };

@@ -158,10 +158,28 @@ wait $qpid 2> /dev/null
 mkdir gd
 "$HGTRACE" listen -o gd --fifo "g:$t/g" --record-host -e sched:sched_switch 2> gd/listen.log &
 lpid=$!
+# waitfor FILE: until the listener says it wrote FILE (120 s at most)
+waitfor() {
+	local i=0
+	while ! grep -q "wrote $1\$" gd/listen.log && [ $i -lt 1200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
 boot hgt_mode=now
-timeout 120 tail --pid=$lpid -f /dev/null
+waitfor gd/trace-g.dat
+wait $qpid 2> /dev/null
+# the listener serves the guest's next session too: a second boot, numbered files
+boot hgt_mode=now
+waitfor gd/trace-g-2.dat
+wait $qpid 2> /dev/null
+kill -INT $lpid
 wait $lpid
 lrc=$?
+[ -s gd/g-host-2.dat ] && [ -s gd/trace-g-2.dat ] &&
+	[ "$(trace-cmd report gd/trace-g-2.dat 2> /dev/null | grep -c sched_switch)" -gt 0 ] &&
+	tap_ok "guest-driven: one listener served a second session (g-host-2.dat, trace-g-2.dat)" ||
+	tap_fail "guest-driven second session: $(tr '\n' '|' < gd/listen.log)"
 hn=$(trace-cmd report gd/g-host.dat 2> /dev/null | grep -c sched_switch)
 gn=$(trace-cmd report gd/trace-g.dat 2> /dev/null | grep -c sched_switch)
 [ $lrc = 0 ] && [ "$hn" -gt 0 ] && [ "$gn" -gt 0 ] &&

@@ -108,7 +108,37 @@ hn=$(trace-cmd report nx.dat 2> /dev/null | grep -c sched_switch)
 	tap_ok "no agent on the port: the host recorded ($hn events), said it could not connect, exit 1" ||
 	tap_fail "no agent on the port: exit $rc, $hn host events: $(tr '\n' '|' < nx.log)"
 
-# 3. Agents that misbehave during sync.
+# 3. Guest-driven on this machine: the agent records while its command runs, the listener
+# (--record-host) records the host's side, twice: a server, numbered files the second time.
+"$HGTRACE" setup-guest d --cpus "$(nproc)" --dir . > /dev/null
+mkdir gd
+"$HGTRACE" listen -o gd --fifo "d:$t/d" --record-host -e sched:sched_switch 2> gd/listen.log &
+lpid=$!
+for n in 1 2; do
+	"$HGTRACE" agent --fifos d -e sched:sched_switch -C x86-tsc -- sleep 0.5 2> "gd/agent$n.log"
+	f=gd/trace-d.dat
+	[ $n = 2 ] && f=gd/trace-d-2.dat
+	i=0
+	while ! grep -q "wrote $f\$" gd/listen.log && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+done
+kill -INT $lpid
+wait $lpid
+ok=1
+for p in d-host.dat trace-d.dat d-host-2.dat trace-d-2.dat; do
+	[ "$(trace-cmd report "gd/$p" 2> /dev/null | grep -c sched_switch)" -gt 0 ] || ok=0
+done
+bound=$(sed -n 's/.*hgtrace sync: agent channel.*bound=\([0-9]*\).*/\1/p' <("$HGTRACE" dump gd/trace-d-2.dat))
+[ $ok = 1 ] && [ -n "$bound" ] &&
+	tap_ok "guest-driven: two sessions on one listener --record-host, four files trace-cmd reads, synced (+-$bound)" ||
+	tap_fail "guest-driven: $(tr '\n' '|' < gd/listen.log)"
+"$HGTRACE" report --no-latency gd/d-host-2.dat gd/trace-d-2.dat > hr.txt 2> /dev/null
+trace-cmd report -i gd/d-host-2.dat -i gd/trace-d-2.dat > tr.txt 2> /dev/null
+tap_cmp "guest-driven: merged report = trace-cmd's ($(wc -l < hr.txt) lines)" hr.txt tr.txt
+
+# 4. Agents that misbehave during sync.
 for mode in lie mute unsent flood; do
 	"$HGTRACE" setup-guest "h$mode" --cpus 2 --dir . > /dev/null
 	python3 "$here/transport/fake-agent.py" "h$mode" $mode &
