@@ -17,13 +17,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 N=${BENCH_SESSIONS:-5}
 T=/sys/kernel/tracing
 [ "$(id -u)" = 0 ] && [ -e $T/trace_marker ] || { echo "bench session: needs root and tracefs"; exit 0; }
-w=$(mktemp -d)
-cleanup() {
-	jobs -p | xargs -r kill 2> /dev/null
-	rm -rf "$w"
-}
-trap cleanup EXIT
-cd "$w" || exit 1
+. "$here/../tests/lib/tap.sh"
+tap_workdir # $t, removed at exit with the background jobs
+w=$t
 now() { date +%s%N; }
 workload='date +%s%N > w0; sleep 0.5; date +%s%N > w1'
 median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "-" }'; }

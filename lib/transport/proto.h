@@ -42,7 +42,7 @@ enum hgt__msg_type {
 	HGT__MSG_META = 2,
 	HGT__MSG_OPTION = 3,
 	HGT__MSG_END = 4,
-	HGT__MSG_READY = 5, /* {u64 session}: first message, sent on connecting */
+	HGT__MSG_READY = 5,	  /* {u64 session}: first message, sent on connecting */
 	HGT__MSG_CONFIG = 6,	  /* host -> agent */
 	HGT__MSG_PROBE = 7,	  /* host -> agent */
 	HGT__MSG_PROBE_REPLY = 8, /* agent -> host */
