@@ -41,5 +41,5 @@ tap_workdir() {
 }
 _tap_cleanup() {
 	jobs -p | xargs -r kill 2> /dev/null
-	if [ -n "$HGT_KEEP" ]; then echo "# kept $t"; else rm -rf "$t"; fi
+	if [ -n "${HGT_KEEP:-}" ]; then echo "# kept $t"; else rm -rf "$t"; fi
 }
