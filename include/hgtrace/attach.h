@@ -32,13 +32,23 @@ struct hgt_attach_opts {
 	int nr_cpus; /* -c: guest CPUs (0: the number of PIDs that ran a vCPU) */
 	const struct hgt_attach_sample *samples; /* -s, per guest CPU, last one repeated */
 	int nr_samples;	 /* 0: take offsets from the host's kvm_write_tsc_offset */
-	const int *pids; /* host thread ids that may run vCPUs */
+	const int *pids; /* host thread ids that may run vCPUs (none: the host's GUEST entry
+			  * for this guest, else threads named "CPU N/KVM" or "CPU N/TCG") */
 	int nr_pids;
 	FILE *log; /* what was done, one line each (NULL: nothing) */
 	/* without samples: KVM's relations as debugfs shows them after the recording
 	 * (hgt_kvm_read()); with the host's kvm_write_tsc_offset events they give exact
 	 * samples, TSC scaling included */
 	const struct hgt_kvm_vm *kvm;
+	/* infer the offsets from the trace (hgtrace/infer.h): always when there is no
+	 * other source; with @infer even when there is one (the inferred ones are stored and
+	 * the other source's printed beside them) */
+	bool infer;
+	uint64_t infer_ratio;	  /* known guest TSC ratio for the inference (0: 1.0) */
+	unsigned int infer_frac;  /* its fraction bits */
+	uint64_t infer_max_bound; /* refuse a bound above this, host units (0: 1 ms) */
+	int infer_drift_slices;	  /* > 1: offset over time, one sample per time slice */
+	bool infer_sched;	  /* windows from sched_switch even where kvm events exist */
 };
 
 struct hgt_attach_result {
@@ -48,6 +58,9 @@ struct hgt_attach_result {
 	bool from_write_tsc_offset; /* offsets taken from kvm_write_tsc_offset events */
 	bool from_kvm;		    /* from KVM's debugfs (and those events) */
 	bool converted_host, converted_guest; /* a v6 file was rewritten as v7 */
+	bool inferred;			      /* offsets inferred from the trace */
+	uint64_t infer_bound;		      /* the widest per-CPU bound, host units */
+	bool new_trace_id;		      /* the guest had none: one was written */
 };
 
 /**

@@ -7,18 +7,23 @@
  *    both files back;
  *  - without -c the guest CPU count comes from the PIDs that ran vCPUs (trace-cmd writes a
  *    TIME_SHIFT with no CPUs, which shifts nothing);
- *  - without -s the offsets come from the host's kvm_write_tsc_offset events, one sample
- *    per write (a step function), or attach refuses.
+ *  - without -s the offsets come from KVM's debugfs, the host's kvm_write_tsc_offset
+ *    events (one sample per write, a step function), or are inferred from the trace
+ *    (hgtrace/infer.h) with an error bound, or attach refuses with the reason;
+ *  - without PIDs the vCPU threads come from the host's GUEST entry or the threads' names;
+ *  - a guest file with no trace id gets one; a host with no TSC2NSEC gives the guest none.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <traceevent/event-parse.h>
 
 #include <hgtrace/attach.h>
+#include <hgtrace/infer.h>
 #include <hgtrace/clock.h>
 #include <hgtrace/merge.h>
 #include <hgtrace/output.h>
@@ -100,11 +105,7 @@ static int scan_host(struct hgt_input *host, const struct hgt_attach_opts *o, st
 	int want = o->nr_cpus > 0 && o->nr_cpus < o->nr_pids ? o->nr_cpus : o->nr_pids;
 
 	if (!entry && !exit)
-		return hgt__errorf(
-			EINVAL,
-			"%s: the host trace has no kvm_entry or kvm_exit events: record "
-			"them (-e kvm:kvm_entry -e kvm:kvm_exit) to map vCPUs to threads",
-			hgt_input_path(host));
+		return 0; /* no kvm events: the caller maps by thread names */
 	if (!b)
 		return hgt__errorf(EINVAL, "%s: the host file has no top-level trace data",
 				   hgt_input_path(host));
@@ -285,7 +286,229 @@ struct plan {
 	uint8_t *guest_opt, *shift_opt;
 	uint32_t guest_len, shift_len;
 	uint32_t t2n[4];
+	bool has_t2n;
+	uint64_t new_id;
+	char cpustat[256];
 };
+
+/* The host threads named as vCPUs ("CPU N/KVM", "CPU N/TCG"): *@ids and *@pids. */
+static int threads_by_name(struct hgt_input *host, int **ids, int **pids, int *n)
+{
+	static const char *const kinds[] = { "KVM", "TCG", "HVF" };
+	struct tep_handle *tep = hgt_input_tep(host);
+	int miss = 0;
+
+	*n = 0;
+	for (int v = 0; v < HGT__MAX_CPUS && miss < 64; v++) {
+		int found = 0;
+
+		for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+			struct tep_cmdline *cl = NULL;
+			char comm[32];
+
+			snprintf(comm, sizeof(comm), "CPU %d/%s", v, kinds[k]);
+			while ((cl = tep_data_pid_from_comm(tep, comm, cl))) {
+				int *ni, *np;
+
+				if (found++)
+					return hgt__errorf(EINVAL,
+							   "%s: several threads are named '%s' "
+							   "(several VMs?): give the vCPU thread "
+							   "PIDs of this guest",
+							   hgt_input_path(host), comm);
+				ni = realloc(*ids, sizeof(int) * (size_t)(*n + 1));
+				if (ni)
+					*ids = ni;
+				np = realloc(*pids, sizeof(int) * (size_t)(*n + 1));
+				if (np)
+					*pids = np;
+				if (!ni || !np)
+					return -ENOMEM;
+				(*ids)[*n] = v;
+				(*pids)[*n] = tep_cmdline_pid(tep, cl);
+				(*n)++;
+			}
+		}
+		miss = found ? 0 : miss + 1;
+	}
+	return 0;
+}
+
+/* The limit of an inferred bound: @o's, else 1 ms in the host's TSC units. */
+static uint64_t max_bound(struct hgt_input *host, const struct hgt_attach_opts *o)
+{
+	uint32_t mult = 0, shift = 0;
+
+	if (o->infer_max_bound)
+		return o->infer_max_bound;
+	if ((!hgt_input_tsc2nsec(host, &mult, &shift, NULL) || !mult) &&
+	    hgt_tsc2nsec_read(&mult, &shift))
+		return 3000000; /* 1 ms at 3 GHz */
+	return (uint64_t)(((unsigned __int128)1000000 << shift) / mult);
+}
+
+static const char *infer_source(enum hgt_infer_source s)
+{
+	return s == HGT_INFER_KVM ? "kvm_entry/kvm_exit windows" : "sched_switch running intervals";
+}
+
+/* One clear line for a vCPU whose offset cannot be inferred. */
+static int infer_refusal(const char *gpath, int cpu, int id, const struct hgt_infer_cpu *c,
+			 uint64_t limit)
+{
+	const struct hgt_infer_result *r = &c->r;
+
+	switch (r->status) {
+	case HGT_INFER_EMPTY:
+		return hgt__errorf(ERANGE,
+				   "%s: guest CPU %d (vCPU %d, host thread %d): no offset puts all "
+				   "%llu events inside the thread's %s: at the best offset of "
+				   "those that agree (%lld) %llu events disagree: another guest's "
+				   "file, the wrong threads, or host records missing",
+				   gpath, cpu, id, c->pid, (unsigned long long)r->events,
+				   infer_source(c->source), (long long)r->best,
+				   (unsigned long long)r->outside);
+	case HGT_INFER_NO_OVERLAP:
+		return hgt__errorf(
+			ERANGE,
+			"%s: guest CPU %d (vCPU %d, host thread %d): every offset that "
+			"fits the thread's %s puts at most %llu of the guest's events in "
+			"the host's span, where %llu could be: the guest's events do not "
+			"match this thread (another guest's file, or the wrong threads)",
+			gpath, cpu, id, c->pid, infer_source(c->source),
+			(unsigned long long)r->in_span, (unsigned long long)r->reach);
+	case HGT_INFER_AMBIGUOUS:
+		return hgt__errorf(ERANGE,
+				   "%s: guest CPU %d (vCPU %d): offsets %lld..%lld (%llu events in "
+				   "the host's span) and %lld..%lld (%llu) both fit: ambiguous, "
+				   "give -s OFFSET",
+				   gpath, cpu, id, (long long)r->lo, (long long)r->hi,
+				   (unsigned long long)r->in_span, (long long)r->alt_lo,
+				   (long long)r->alt_hi, (unsigned long long)r->alt_in_span);
+	case HGT_INFER_TOO_WIDE:
+		return hgt__errorf(ERANGE,
+				   "%s: guest CPU %d (vCPU %d): the offsets that fit all %llu "
+				   "events span %lld..%lld, a bound of +-%llu, over the limit "
+				   "%llu (--max-bound): too few events to pin it, give -s OFFSET",
+				   gpath, cpu, id, (unsigned long long)r->events, (long long)r->lo,
+				   (long long)r->hi, (unsigned long long)r->bound,
+				   (unsigned long long)limit);
+	default:
+		return hgt__errorf(ENOENT,
+				   "%s: guest CPU %d (vCPU %d, host thread %d): the host has no %s "
+				   "of that thread: nothing to infer its offset from",
+				   gpath, cpu, id, c->pid, infer_source(c->source));
+	}
+}
+
+static int64_t to_offset(int64_t c, uint64_t ratio, unsigned int frac)
+{
+	if (!ratio)
+		return c;
+	return (int64_t)(((__int128)c * (__int128)ratio) >> frac);
+}
+
+/*
+ * TIME_SHIFT samples inferred from the trace, per guest CPU (*@vals holds the arrays):
+ * one sample, or with drift slices one per slice that could be inferred, interpolated.
+ */
+static int infer_samples(struct hgt_input *host, struct hgt_input *guest, const char *gpath,
+			 const int *ids, const int *pids, int ncpu, const struct hgt_attach_opts *o,
+			 bool sched, struct hgt_time_shift_cpu *tcpu, int64_t **vals,
+			 uint32_t *flags, struct hgt_attach_result *res, struct plan *pl)
+{
+	HGT_OPTS(hgt_infer_pair_opts, po, .ratio = o->infer_ratio, .frac = o->infer_frac,
+		 .max_bound = max_bound(host, o), .sched = sched || o->infer_sched,
+		 .drift_slices = o->infer_drift_slices);
+	struct hgt_infer_cpu *c = calloc((size_t)ncpu, sizeof(*c));
+	uint64_t events = 0, worst = 0;
+	int ret, per = o->infer_drift_slices > 1 ? o->infer_drift_slices : 1, ok = -1;
+
+	*vals = calloc((size_t)ncpu * (size_t)per * 4, sizeof(int64_t));
+	if (!c || !*vals) {
+		free(c);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < ncpu; i++)
+		c[i].pid = i < res->nr_mapped ? pids[i] : 0;
+	ret = hgt_infer_pair(host, guest, c, ncpu, &po);
+	for (int i = 0; !ret && i < ncpu; i++) {
+		const struct hgt_infer_result *r = &c[i].r;
+
+		if (r->status == HGT_INFER_OK) {
+			ok = i;
+			events += r->events;
+			continue;
+		}
+		/* a guest CPU with no events: its offset changes nothing */
+		if (r->events == 0 && c[i].pid > 0)
+			continue;
+		ret = infer_refusal(gpath, i, i < res->nr_mapped ? ids[i] : -1, &c[i],
+				    po.max_bound);
+	}
+	if (!ret && ok < 0)
+		ret = hgt__errorf(
+			ENOENT, "%s: the guest file has no events to infer its offset from", gpath);
+	for (int i = 0; !ret && i < ncpu; i++) {
+		const struct hgt_infer_cpu *x = c[i].r.status == HGT_INFER_OK ? &c[i] : &c[ok];
+		int64_t *b = *vals + (size_t)i * (size_t)per * 4;
+		uint32_t n = 0;
+
+		for (int s = 0; per > 1 && s < x->nr_slices; s++) {
+			if (x->slice[s].status != HGT_INFER_OK)
+				continue;
+			b[n] = (int64_t)hgt_tsc_host_to_guest((uint64_t)x->slice_time[s],
+							      o->infer_ratio, o->infer_frac, 0);
+			b[per + n] = to_offset(x->slice[s].estimate, o->infer_ratio, o->infer_frac);
+			n++;
+		}
+		if (n < 2) { /* one offset for the whole trace */
+			n = 1;
+			b[0] = 0;
+			b[per] = to_offset(x->r.estimate, o->infer_ratio, o->infer_frac);
+		} else {
+			*flags |= HGT_TSYNC_INTERPOLATE;
+		}
+		for (uint32_t k = 0; k < n; k++) {
+			b[2 * per + k] = o->infer_ratio ? (int64_t)o->infer_ratio : 1;
+			b[3 * per + k] = o->infer_ratio ? o->infer_frac : 0;
+		}
+		tcpu[i] = (struct hgt_time_shift_cpu){ n, b, b + per, b + 2 * per, b + 3 * per };
+		if (x->r.bound > worst)
+			worst = x->r.bound;
+		if (o->log) {
+			fprintf(o->log,
+				"guest CPU %d: offset %lld +- %lld (inferred from %llu events in "
+				"%llu "
+				"%s of thread %d%s)",
+				i, (long long)b[per],
+				(long long)to_offset((int64_t)x->r.bound, o->infer_ratio,
+						     o->infer_frac) +
+					(o->infer_ratio ? 1 : 0),
+				(unsigned long long)x->r.events, (unsigned long long)x->windows,
+				infer_source(x->source), x->pid,
+				x != &c[i] ? "; this CPU has no events: guest CPU's taken" : "");
+			if (x != &c[i])
+				fprintf(o->log, " %d", ok);
+			if (n > 1)
+				fprintf(o->log, "; %u samples over time", n);
+			fprintf(o->log, "\n");
+		}
+	}
+	if (!ret) {
+		res->inferred = true;
+		res->infer_bound = worst;
+		snprintf(pl->cpustat, sizeof(pl->cpustat),
+			 "hgtrace sync: inferred from the trace (%s), %llu events on %d CPUs%s; "
+			 "bound=%llu\n",
+			 infer_source(c[ok].source), (unsigned long long)events, ncpu,
+			 *flags & HGT_TSYNC_INTERPOLATE ? ", offset over time" : "",
+			 (unsigned long long)worst);
+	}
+	hgt_infer_cpu_free(c, ncpu);
+	free(c);
+	return ret;
+}
 
 /**
  * hgt_attach - attach a guest file to its host file.
@@ -294,7 +517,7 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 	       struct hgt_attach_result *res)
 {
 	HGT_OPTS(hgt_open_opts, hopen, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
-	HGT_OPTS(hgt_open_opts, gopen, .flags = HGT_OPEN_HEAD_ONLY | HGT_OPEN_QUIET);
+	HGT_OPTS(hgt_open_opts, gopen, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
 	struct hgt_attach_opts o = { 0 };
 	struct hgt_input *host = NULL, *guest = NULL;
 	struct scan sc = { 0 };
@@ -302,23 +525,26 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 	struct hgt_attach_result r = { 0 };
 	struct hgt_time_shift ts = { 0 };
 	struct hgt_time_shift_cpu *tcpu = NULL;
-	int64_t *vals = NULL;
-	int *ids = NULL, *pids = NULL, ncpu, i, k, ret;
+	int64_t *vals = NULL, *exact_off = NULL;
+	int *ids = NULL, *pids = NULL, *found_pids = NULL, *named_ids = NULL, ncpu, i, k, ret;
 	uint64_t host_id = 0, guest_id = 0;
 	const char *hclock, *gclock;
 	char *htmp = NULL, *gtmp = NULL;
 	struct hgt__append_undo gundo;
 	struct hgt_guest existing;
+	bool by_name = false, have_writes;
 	FILE *log;
 
 	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o))
 		return -EINVAL;
 	memcpy(&o, opts, opts->sz);
 	log = o.log;
-	if (o.nr_pids < 1 || !o.pids)
-		return hgt__errorf(EINVAL, "attach: no host PIDs given");
+	if (o.nr_pids < 0 || (o.nr_pids && !o.pids))
+		return hgt__errorf(EINVAL, "attach: bad PID list");
 	if (o.nr_cpus < 0 || o.nr_cpus > HGT__MAX_CPUS)
 		return hgt__errorf(EINVAL, "attach: -c %d: out of range", o.nr_cpus);
+	if (o.infer_frac > 63 || o.infer_drift_slices < 0 || o.infer_drift_slices > 4096)
+		return hgt__errorf(EINVAL, "attach: inference options out of range");
 	for (i = 0; i < o.nr_samples; i++)
 		if (o.samples[i].scaling <= 0 || o.samples[i].frac < 0 || o.samples[i].frac > 63)
 			return hgt__errorf(EINVAL,
@@ -334,12 +560,23 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		ret = -errno;
 		goto out;
 	}
+	hgt_input_trace_id(host, &host_id);
 	if (!hgt_input_trace_id(guest, &guest_id) || !guest_id) {
-		ret = hgt__errorf(EINVAL, "%s: the guest file has no trace id (TRACEID option)",
-				  guest_path);
+		/* older trace-cmd and other writers: give it one */
+		while (!guest_id || guest_id == host_id)
+			if (getrandom(&guest_id, sizeof(guest_id), 0) != sizeof(guest_id)) {
+				ret = hgt__errorf(errno, "attach: getrandom: %s", strerror(errno));
+				goto out;
+			}
+		pl.new_id = guest_id;
+		r.new_trace_id = true;
+	} else if (guest_id == host_id) {
+		ret = hgt__errorf(EINVAL,
+				  "%s: the guest file has the host's trace id 0x%llx: the same "
+				  "recording twice?",
+				  guest_path, (unsigned long long)guest_id);
 		goto out;
 	}
-	hgt_input_trace_id(host, &host_id);
 	hclock = hgt_input_top_buffer(host) >= 0
 			 ? hgt_input_buffer(host, hgt_input_top_buffer(host))->clock
 			 : NULL;
@@ -361,6 +598,39 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			guest_path, gclock ? gclock : "", hclock);
 		goto out;
 	}
+	if (!o.nr_pids) {
+		/* the host's map of this guest, else threads named as vCPUs */
+		int nf = 0;
+
+		if (!r.new_trace_id && !hgt_input_guest_by_id(host, guest_id, &existing)) {
+			named_ids = malloc(sizeof(int) * (size_t)(existing.nr_vcpus + 1));
+			found_pids = malloc(sizeof(int) * (size_t)(existing.nr_vcpus + 1));
+			if (!named_ids || !found_pids) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			for (i = 0; i < existing.nr_vcpus; i++)
+				if (existing.cpu_pid[i] > 0) {
+					named_ids[nf] = i;
+					found_pids[nf++] = existing.cpu_pid[i];
+				}
+		} else {
+			ret = threads_by_name(host, &named_ids, &found_pids, &nf);
+			if (ret)
+				goto out;
+		}
+		if (!nf) {
+			ret = hgt__errorf(
+				ESRCH,
+				"%s: no PIDs given, the host has no GUEST entry for this "
+				"guest and no thread named 'CPU N/KVM' or 'CPU N/TCG': give "
+				"the vCPU thread PIDs",
+				host_path);
+			goto out;
+		}
+		o.pids = found_pids;
+		o.nr_pids = nf;
+	}
 	sc.vcpu_of = malloc(sizeof(int) * (size_t)o.nr_pids);
 	if (!sc.vcpu_of) {
 		ret = -ENOMEM;
@@ -372,9 +642,25 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 	if (ret)
 		goto out;
 	if (!sc.mapped) {
+		/* no kvm events of them (QEMU TCG, or not recorded): their names say */
+		struct tep_handle *tep = hgt_input_tep(host);
+
+		for (i = 0; i < o.nr_pids; i++) {
+			const char *comm = tep_data_comm_from_pid(tep, o.pids[i]);
+			int v = named_ids ? named_ids[i] : hgt__vcpu_of_comm(comm);
+
+			if (v >= 0) {
+				sc.vcpu_of[i] = v;
+				sc.mapped++;
+			}
+		}
+		by_name = sc.mapped > 0;
+	}
+	if (!sc.mapped) {
 		ret = hgt__errorf(ESRCH,
 				  "%s: none of the %d PIDs given ran a vCPU (no kvm_entry/kvm_exit "
-				  "with their common_pid)",
+				  "with their common_pid, and none is named 'CPU N/KVM' or 'CPU "
+				  "N/TCG')",
 				  host_path, o.nr_pids);
 		goto out;
 	}
@@ -403,12 +689,19 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			goto out;
 		}
 	ncpu = o.nr_cpus ? o.nr_cpus : sc.mapped;
+	r.nr_mapped = sc.mapped;
 
 	/* TIME_SHIFT samples per guest CPU */
 	tcpu = calloc((size_t)ncpu, sizeof(*tcpu));
 	if (!tcpu) {
 		ret = -ENOMEM;
 		goto out;
+	}
+	have_writes = ncpu <= sc.mapped;
+	for (i = 0; have_writes && i < ncpu; i++) {
+		for (k = 0; k < sc.nr_w && (int)sc.w[k].vcpu != ids[i]; k++)
+			;
+		have_writes = k < sc.nr_w;
 	}
 	if (o.nr_samples) {
 		vals = calloc((size_t)ncpu * 4, sizeof(int64_t));
@@ -427,22 +720,14 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			v[3] = s->frac;
 			tcpu[i] = (struct hgt_time_shift_cpu){ 1, v, v + 1, v + 2, v + 3 };
 		}
-	} else if (o.kvm) {
+	} else if (o.kvm && !o.infer) {
 		ret = kvm_samples(host, o.kvm, ids, ncpu, tcpu, &vals);
 		if (ret)
 			goto out;
 		r.from_kvm = true;
-	} else {
+	} else if (have_writes && !o.infer) {
 		int total = sc.nr_w, off = 0;
 
-		if (ncpu > sc.mapped) {
-			ret = hgt__errorf(
-				EINVAL,
-				"attach: -c %d but only %d PIDs ran vCPUs: without -s the "
-				"offsets of the others are unknown",
-				ncpu, sc.mapped);
-			goto out;
-		}
 		vals = calloc((size_t)(total ? total : 1) * 4, sizeof(int64_t));
 		if (!vals) {
 			ret = -ENOMEM;
@@ -452,19 +737,7 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			int n = 0;
 
 			for (k = 0; k < sc.nr_w; k++)
-				if ((int)sc.w[k].vcpu == ids[i])
-					n++;
-			if (!n) {
-				ret = hgt__errorf(
-					ENOENT,
-					"%s: no -s given and the host trace holds no "
-					"kvm_write_tsc_offset for vCPU %d: give -s OFFSET (the "
-					"negated tsc-offset in /sys/kernel/debug/kvm/PID-FD/"
-					"vcpu%d/tsc-offset), or record kvm:kvm_write_tsc_offset "
-					"on the host",
-					host_path, ids[i], ids[i]);
-				goto out;
-			}
+				n += (int)sc.w[k].vcpu == ids[i];
 			tcpu[i].count = (uint32_t)n;
 			tcpu[i].time = vals + off;
 			tcpu[i].offset = vals + total + off;
@@ -484,9 +757,40 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			off += n;
 		}
 		r.from_write_tsc_offset = true;
+	} else {
+		if (ncpu > sc.mapped) {
+			ret = hgt__errorf(
+				EINVAL,
+				"attach: -c %d but only %d PIDs ran vCPUs: without -s the "
+				"offsets of the others are unknown",
+				ncpu, sc.mapped);
+			goto out;
+		}
+		/* what the exact sources say, to print beside the inferred offsets */
+		if (have_writes) {
+			exact_off = calloc((size_t)ncpu, sizeof(int64_t));
+			for (i = 0; exact_off && i < ncpu; i++)
+				for (k = 0; k < sc.nr_w; k++)
+					if ((int)sc.w[k].vcpu == ids[i]) {
+						exact_off[i] = -sc.w[k].next;
+						break;
+					}
+		}
+		ret = infer_samples(host, guest, guest_path, ids, pids, ncpu, &o, by_name, tcpu,
+				    &vals, &ts.flags, &r, &pl);
+		if (ret)
+			goto out;
+		for (i = 0; exact_off && log && i < ncpu; i++) {
+			int64_t d = tcpu[i].offset[0] - exact_off[i];
+
+			fprintf(log,
+				"guest CPU %d: kvm_write_tsc_offset says %lld: %lld from the "
+				"inferred offset, %s its bound\n",
+				i, (long long)exact_off[i], (long long)d,
+				(uint64_t)(d < 0 ? -d : d) <= r.infer_bound ? "within" : "OUTSIDE");
+		}
 	}
 	ts.peer_id = host_id;
-	ts.flags = 0;
 	ts.nr_cpus = ncpu;
 	ts.cpus = tcpu;
 	ret = hgt_time_shift_option_build(&ts, &pl.shift_opt, &pl.shift_len);
@@ -496,7 +800,9 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		uint32_t mult = 0, shift = 0;
 		uint64_t toff = 0;
 
-		hgt_input_tsc2nsec(host, &mult, &shift, &toff);
+		/* a host without TSC2NSEC shows cycles: so must the guest (trace-cmd writes a
+		 * {0,0,0} option that prints the guest in sec.usec and the host in cycles) */
+		pl.has_t2n = hgt_input_tsc2nsec(host, &mult, &shift, &toff) && mult;
 		pl.t2n[0] = mult;
 		pl.t2n[1] = shift;
 		memcpy(&pl.t2n[2], &toff, 8);
@@ -509,7 +815,6 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			goto out;
 	}
 	r.nr_cpus = ncpu;
-	r.nr_mapped = sc.mapped;
 
 	/* everything is known: now write */
 	if (hgt_input_version(guest) < 7) {
@@ -528,14 +833,22 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 	hgt_input_close(guest);
 	host = guest = NULL;
 	{
-		struct hgt_option_blob gopts[2] = {
-			{ HGT_OPT_TIME_SHIFT, pl.shift_len, pl.shift_opt },
-			{ HGT_OPT_TSC2NSEC, 16, pl.t2n },
-		};
+		struct hgt_option_blob gopts[4];
 		struct hgt_option_blob hopt = { HGT_OPT_GUEST, pl.guest_len, pl.guest_opt };
 		const char *gp = gtmp ? gtmp : guest_path, *hp = htmp ? htmp : host_path;
+		int ng = 0;
 
-		ret = hgt__append_options(gp, gopts, 2, &gundo);
+		if (pl.new_id)
+			gopts[ng++] = (struct hgt_option_blob){ HGT_OPT_TRACEID, 8, &pl.new_id };
+		gopts[ng++] =
+			(struct hgt_option_blob){ HGT_OPT_TIME_SHIFT, pl.shift_len, pl.shift_opt };
+		if (pl.has_t2n)
+			gopts[ng++] = (struct hgt_option_blob){ HGT_OPT_TSC2NSEC, 16, pl.t2n };
+		if (pl.cpustat[0])
+			gopts[ng++] = (struct hgt_option_blob){ HGT_OPT_CPUSTAT,
+								(uint32_t)strlen(pl.cpustat) + 1,
+								pl.cpustat };
+		ret = hgt__append_options(gp, gopts, ng, &gundo);
 		if (ret)
 			goto out;
 		if (!r.host_already_mapped) {
@@ -566,14 +879,17 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		}
 	}
 	if (log) {
+		if (r.new_trace_id)
+			fprintf(log, "%s: no trace id: wrote one, 0x%llx\n", guest_path,
+				(unsigned long long)guest_id);
 		if (r.host_already_mapped)
 			fprintf(log,
 				"Guest is already mapped in host (id=0x%llx) .. skipping ...\n",
 				(unsigned long long)guest_id);
 		for (i = 0; i < sc.mapped; i++)
-			fprintf(log, "guest CPU %d = vCPU %d, host thread %d\n", i, ids[i],
-				pids[i]);
-		for (i = 0; i < ncpu; i++)
+			fprintf(log, "guest CPU %d = vCPU %d, host thread %d%s\n", i, ids[i],
+				pids[i], by_name ? " (by its name)" : "");
+		for (i = 0; i < ncpu && !r.inferred; i++)
 			fprintf(log, "guest CPU %d: %u sample%s, first offset %lld%s\n", i,
 				tcpu[i].count, tcpu[i].count == 1 ? "" : "s",
 				(long long)tcpu[i].offset[0],
@@ -599,6 +915,9 @@ out:
 	free(sc.w);
 	free(ids);
 	free(pids);
+	free(found_pids);
+	free(named_ids);
+	free(exact_off);
 	free(tcpu);
 	free(vals);
 	free(pl.guest_opt);

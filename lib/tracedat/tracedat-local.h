@@ -135,6 +135,8 @@ int hgt__guest_map_append(const char *host_path, const char *name, uint64_t trac
 			  const struct hgt_vcpu_threads *vt);
 struct hgt_input;
 /* vCPU threads among a VMM's @tids from the host's kvm_entry (lib/transport/vmm.c). */
+/* The vCPU number of a thread named "CPU N/KVM" (TCG, HVF): QEMU's names; else -1. */
+int hgt__vcpu_of_comm(const char *comm);
 int hgt__vcpus_from_kvm_entry(struct hgt_input *host, const int *tids, int n,
 			      struct hgt_vcpu_threads *out);
 int hgt__vmm_tids(int pid, int **tids);

@@ -134,6 +134,17 @@ int hgt_vmm_find(const char *proc, const char *fifo_dir, const char *name)
 	return found;
 }
 
+int hgt__vcpu_of_comm(const char *comm)
+{
+	char kind[8];
+	int v;
+
+	if (!comm || sscanf(comm, "CPU %d/%7[A-Z]", &v, kind) != 2 || v < 0 ||
+	    (strcmp(kind, "KVM") && strcmp(kind, "TCG") && strcmp(kind, "HVF")))
+		return -1;
+	return v;
+}
+
 int hgt_vmm_vcpu_threads(const char *proc, int pid, struct hgt_vcpu_threads *out)
 {
 	char path[512], comm[64];
@@ -148,14 +159,12 @@ int hgt_vmm_vcpu_threads(const char *proc, int pid, struct hgt_vcpu_threads *out
 		return hgt__errorf(errno, "%s: %s", path, strerror(errno));
 	while ((de = readdir(d))) {
 		int tid = atoi(de->d_name), vcpu, k, *v, *t;
-		char kind[8];
 
 		if (tid <= 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%d/task/%d/comm", proc ? proc : "/proc", pid, tid);
 		if (read_small(path, comm, sizeof(comm)) <= 0 ||
-		    sscanf(comm, "CPU %d/%7[A-Z]", &vcpu, kind) != 2 || vcpu < 0 ||
-		    (strcmp(kind, "KVM") && strcmp(kind, "TCG") && strcmp(kind, "HVF")))
+		    (vcpu = hgt__vcpu_of_comm(comm)) < 0)
 			continue;
 		v = realloc(out->vcpu, sizeof(int) * (size_t)(out->nr + 1));
 		if (v)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <hgtrace/clock.h>
+#include <hgtrace/infer.h>
 #include <hgtrace/peer.h>
 
 /* trace-cmd's (and the kernel's) 64-bit formulation, valid for shift <= 32. */
@@ -204,6 +205,144 @@ static void test_trace_clock_read(void **state)
 	assert_true(b > a);
 }
 
+/*
+ * Containment by hand. Windows [100,200] [300,350] [500,600], span [100,600]: the allowed
+ * host set is (-inf,200] u [300,350] u [500,inf). Offsets c with some event in the span:
+ * [100 - g_last, 600 - g_first]. Each event g keeps the c with g + c allowed.
+ */
+static void test_infer_by_hand(void **state)
+{
+	const struct hgt_infer_window w[] = { { 500, 600 }, { 100, 200 }, { 300, 350 } };
+	const int64_t g5[] = { 110, 130, 310, 330, 560 };
+	const int64_t g6[] = { 110, 130, 190, 310, 330, 560 };
+	struct hgt_infer_result r;
+
+	/*
+	 * 110, 130, 310, 330, 560: start [-460,490]; 110: c <= 90, [190,240], >= 390;
+	 * 130: c <= 70, [170,220], >= 370; 310: c <= -110, [-10,40], >= 190; 330: c <= -130,
+	 * [-30,20], >= 170; 560: c <= -360, [-260,-210], >= -60. Left: [-460,-360]
+	 * [-260,-210] [-10,20] [190,220] [390,490] with 1, 1, 5, 4, 2 events in the span at
+	 * their middles: the hull of the two with at least 5/2 is [-10,220].
+	 */
+	assert_int_equal(hgt_infer_offset(g5, 5, w, 3, 100, 600, NULL, &r), 0);
+	assert_int_equal(r.status, HGT_INFER_OK);
+	assert_int_equal(r.lo, -10);
+	assert_int_equal(r.hi, 220);
+	assert_int_equal(r.pieces, 2);
+	assert_int_equal(r.weak_pieces, 3);
+	{
+		HGT_OPTS(hgt_infer_opts, o, .max_bound = 50);
+
+		assert_int_equal(hgt_infer_offset(g5, 5, w, 3, 100, 600, &o, &r), 0);
+		assert_int_equal(r.status, HGT_INFER_AMBIGUOUS);
+		assert_int_equal(r.lo, -10);
+		assert_int_equal(r.hi, 20);
+		assert_int_equal(r.in_span, 5);
+		assert_int_equal(r.alt_lo, 190);
+		assert_int_equal(r.alt_hi, 220);
+		assert_int_equal(r.alt_in_span, 4);
+	}
+	/* and 190: c <= 10, [110,160], >= 310: left [-460,-360] [-260,-210] [-10,10]
+	 * [390,490] with 1, 1, 6, 2 events in the span: c = 0 +- 10 */
+	assert_int_equal(hgt_infer_offset(g6, 6, w, 3, 100, 600, NULL, &r), 0);
+	assert_int_equal(r.status, HGT_INFER_OK);
+	assert_int_equal(r.lo, -10);
+	assert_int_equal(r.hi, 10);
+	assert_int_equal(r.estimate, 0);
+	assert_int_equal(r.bound, 10);
+	assert_int_equal(r.pieces, 1);
+	assert_int_equal(r.weak_pieces, 3);
+	assert_int_equal(r.in_span, 6);
+}
+
+/* Events that no offset can fit: the status says so, with how many disagree. */
+static void test_infer_empty(void **state)
+{
+	const struct hgt_infer_window w[] = { { 100, 110 }, { 200, 210 } };
+	/* span [-1000,1000]: 0 gives [-1150,-1001] [100,110] [200,210]; 150 needs c < -1150,
+	 * [-50,-40], [50,60] or > 850: nothing. The best of the last set is [100,110] (3
+	 * events in the span): at c = 105, 150 -> 255 lies in no window */
+	const int64_t g[] = { 0, 100, 150 };
+	struct hgt_infer_result r;
+
+	assert_int_equal(hgt_infer_offset(g, 3, w, 2, -1000, 1000, NULL, &r), 0);
+	assert_int_equal(r.status, HGT_INFER_EMPTY);
+	assert_int_equal(r.events, 3);
+	assert_int_equal(r.best, 105);
+	assert_int_equal(r.outside, 1);
+	/* unsorted events are refused */
+	{
+		const int64_t bad[] = { 5, 4 };
+
+		assert_int_equal(hgt_infer_offset(bad, 2, w, 2, 100, 210, NULL, &r), -EINVAL);
+	}
+	/* no events, no windows */
+	assert_int_equal(hgt_infer_offset(g, 0, w, 2, 100, 210, NULL, &r), 0);
+	assert_int_equal(r.status, HGT_INFER_NO_DATA);
+	assert_int_equal(hgt_infer_offset(g, 3, w, 0, 100, 210, NULL, &r), 0);
+	assert_int_equal(r.status, HGT_INFER_NO_DATA);
+}
+
+/*
+ * A random model with a known offset: windows of random length and gaps; events drawn
+ * inside the windows (in host time), then shifted by -c. The truth must be inside the
+ * bound every time, and with many events the bound is within a few units of the
+ * narrowest margin (the closest events to a window's edges).
+ */
+static void test_infer_random_truth(void **state)
+{
+	static struct hgt_infer_window w[4000];
+	static int64_t g[20000];
+	uint64_t x = 0x243f6a8885a308d3ULL;
+	int round, worst_bound = 0;
+
+#define RND() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+	for (round = 0; round < 50; round++) {
+		int64_t c = (int64_t)(RND() % 2000000000000ULL) - 1000000000000LL, t = 1000000;
+		int nw = 0, n = 0;
+		struct hgt_infer_result r;
+
+		for (nw = 0; nw < 4000; nw++) {
+			t += 200 + (int64_t)(RND() % 20000);
+			w[nw].start = t;
+			t += 300 + (int64_t)(RND() % 300000);
+			w[nw].end = t;
+		}
+		for (int k = 0; k < nw && n < 20000; k++)
+			for (int j = 0; j < 5 && n < 20000; j++) {
+				int64_t len = w[k].end - w[k].start;
+
+				if (len < 200)
+					continue;
+				/* 100 units from the edges at least, like the simulator's margins
+				 */
+				g[n++] = w[k].start + 100 +
+					 (int64_t)(RND() % (uint64_t)(len - 199)) - c;
+			}
+		for (int i = 1; i < n; i++) /* sort (insertion: mostly in order already) */
+			for (int k = i; k > 0 && g[k - 1] > g[k]; k--) {
+				int64_t tmp = g[k];
+
+				g[k] = g[k - 1];
+				g[k - 1] = tmp;
+			}
+		assert_int_equal(hgt_infer_offset(g, (size_t)n, w, (size_t)nw, w[0].start,
+						  w[nw - 1].end, NULL, &r),
+				 0);
+		assert_int_equal(r.status, HGT_INFER_OK);
+		assert_true(r.lo <= c && c <= r.hi);
+		assert_true((uint64_t)(r.estimate > c ? r.estimate - c : c - r.estimate) <=
+			    r.bound);
+		if ((int)r.bound > worst_bound)
+			worst_bound = (int)r.bound;
+	}
+#undef RND
+	print_message("# 50 random models, %d events each: truth inside the bound every time, "
+		      "widest bound %d units\n",
+		      20000, worst_bound);
+	assert_true(worst_bound < 2000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +356,9 @@ int main(void)
 		cmocka_unit_test(test_tsc2nsec_then_offset),
 		cmocka_unit_test(test_ts2secs_wins_over_tsc2nsec),
 		cmocka_unit_test(test_trace_clock_read),
+		cmocka_unit_test(test_infer_by_hand),
+		cmocka_unit_test(test_infer_empty),
+		cmocka_unit_test(test_infer_random_truth),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,14 +15,23 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: hgtrace attach [-c CPUS] [-s OFFSET[,SCALE[,FRAC[,TIMESTAMP]]]]... HOST "
-		"GUEST PID...\n"
+		"GUEST [PID...]\n"
 		"  maps the guest's vCPUs to the host PIDs that ran them (from "
-		"kvm_entry/kvm_exit)\n"
-		"  and stores the guest->host TSC relation in GUEST and the vCPU map in HOST.\n"
+		"kvm_entry/kvm_exit,\n"
+		"  or the threads' names 'CPU N/KVM|TCG'; without PIDs: the host's GUEST entry or\n"
+		"  those names) and stores the guest->host TSC relation in GUEST and the vCPU map\n"
+		"  in HOST.\n"
 		"  -c CPUS   guest CPU count (default: the PIDs that ran vCPUs)\n"
 		"  -s ...    per guest CPU (the last repeats): OFFSET = -(debugfs tsc-offset),\n"
 		"            SCALE/FRAC = tsc-scaling-ratio and its fraction bits. Without -s the\n"
-		"            offsets come from the host's kvm_write_tsc_offset events.\n"
+		"            offsets come from the host's kvm_write_tsc_offset events, else they\n"
+		"            are inferred from the trace (see INFERENCE in hgtrace-attach(1)).\n"
+		"  -s ,SCALE,FRAC  infer the offsets with this known TSC ratio\n"
+		"  --infer   infer them even when kvm_write_tsc_offset or --kvm-debugfs give them\n"
+		"            (those are printed beside them)\n"
+		"  --max-bound N    refuse an inferred bound above N host TSC cycles (1 ms)\n"
+		"  --drift[=N]      infer the offset over time: N slices (8), interpolated\n"
+		"  --sched   infer from the threads' sched_switch intervals even with kvm events\n"
 		"  --kvm-debugfs DIR[:PID]  read KVM's tsc-offset and TSC scaling of VMM PID (or\n"
 		"            of the only VM) under DIR/kvm (DIR: /sys/kernel/debug); with the\n"
 		"            host's kvm_write_tsc_offset events: exact samples, scaling "
@@ -33,6 +42,10 @@ int cmd_attach(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "kvm-debugfs", required_argument, NULL, 'K' },
+		{ "infer", no_argument, NULL, 'I' },
+		{ "max-bound", required_argument, NULL, 'B' },
+		{ "drift", optional_argument, NULL, 'D' },
+		{ "sched", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -60,7 +73,26 @@ int cmd_attach(int argc, char **argv)
 			o.nr_cpus = (int)v;
 			break;
 		case 's': {
-			struct hgt_attach_sample *ns = realloc(s, sizeof(*s) * (size_t)(n + 1));
+			struct hgt_attach_sample *ns;
+
+			if (optarg[0] == ',') {
+				/* ",SCALE,FRAC": a known ratio, the offset inferred */
+				struct hgt_attach_sample r;
+				char buf[64];
+
+				snprintf(buf, sizeof(buf), "0%s", optarg);
+				if (hgt_attach_parse_sample(buf, &r) || !strchr(optarg + 1, ',')) {
+					fprintf(stderr,
+						"hgtrace: attach: -s '%s': expected ,SCALE,FRAC "
+						"(SCALE > 0, FRAC 0-63)\n",
+						optarg);
+					goto out;
+				}
+				o.infer_ratio = (uint64_t)r.scaling;
+				o.infer_frac = (unsigned int)r.frac;
+				break;
+			}
+			ns = realloc(s, sizeof(*s) * (size_t)(n + 1));
 
 			if (!ns)
 				goto nomem;
@@ -97,6 +129,39 @@ int cmd_attach(int argc, char **argv)
 			}
 			break;
 		}
+		case 'I':
+			o.infer = true;
+			break;
+		case 'S':
+			o.infer_sched = true;
+			break;
+		case 'B':
+			errno = 0;
+			v = strtol(optarg, &end, 0);
+			if (errno || *end || v < 1) {
+				fprintf(stderr,
+					"hgtrace: attach: --max-bound '%s': expected a number of "
+					"cycles > 0\n",
+					optarg);
+				goto out;
+			}
+			o.infer_max_bound = (uint64_t)v;
+			break;
+		case 'D':
+			v = 8;
+			if (optarg) {
+				errno = 0;
+				v = strtol(optarg, &end, 0);
+				if (errno || *end || v < 2 || v > 4096) {
+					fprintf(stderr,
+						"hgtrace: attach: --drift '%s': expected a slice "
+						"count from 2 to 4096\n",
+						optarg);
+					goto out;
+				}
+			}
+			o.infer_drift_slices = (int)v;
+			break;
 		case 'h':
 			usage(stdout);
 			ret = 0;
@@ -106,11 +171,11 @@ int cmd_attach(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (argc - optind < 3) {
+	if (argc - optind < 2) {
 		usage(stderr);
 		goto out;
 	}
-	pids = calloc((size_t)(argc - optind - 2), sizeof(int));
+	pids = calloc((size_t)(argc - optind - 2) + 1, sizeof(int));
 	if (!pids)
 		goto nomem;
 	for (i = optind + 2; i < argc; i++) {
@@ -126,6 +191,10 @@ int cmd_attach(int argc, char **argv)
 	o.samples = s;
 	o.nr_samples = n;
 	o.pids = pids;
+	if (n && (o.infer || o.infer_ratio || o.infer_drift_slices)) {
+		fprintf(stderr, "hgtrace: attach: -s OFFSET and inference: give one of them\n");
+		goto out;
+	}
 	if (kvm_dir) {
 		if (n) {
 			fprintf(stderr,

@@ -248,5 +248,8 @@ int cmd_simulate(int argc, char **argv)
 		printf(" %d=pid%d", r.vcpu_id[i], r.vcpu_pid[i]);
 	printf("\ntsc_offset: %lld (attach with -s %lld)\n", (long long)r.tsc_offset,
 	       -(long long)r.tsc_offset);
+	if (o.ratio)
+		printf("scaling %llu,%u (attach -s OFFSET,%llu,%u)\n", (unsigned long long)o.ratio,
+		       o.frac, (unsigned long long)o.ratio, o.frac);
 	return 0;
 }

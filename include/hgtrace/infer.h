@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * hgtrace/infer.h - the guest -> host clock offset inferred from the trace itself.
+ *
+ * A guest event can only happen while its vCPU's host thread is in guest mode (between
+ * the thread's kvm_entry and kvm_exit) or, under QEMU TCG, while the thread runs (between
+ * its sched_switch in and out). With c = host - guest (the guest already scaled by a known
+ * TSC ratio), an event at guest time g requires g + c inside one of those windows, so c
+ * lies in the union over windows k of [start_k - g, end_k - g]. Intersected over every
+ * event of a vCPU, the set shrinks to a narrow interval: its middle is the estimate and
+ * its half-width an honest error bound (the truth is inside it whenever the windows are a
+ * superset of the real guest-mode time, which the collection below guarantees by
+ * building them defensively around lost records).
+ */
+#ifndef HGTRACE_INFER_H
+#define HGTRACE_INFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hgt_input;
+
+/* A host interval [start, end] (both included) in host trace units. */
+struct hgt_infer_window {
+	int64_t start, end;
+};
+
+enum hgt_infer_status {
+	HGT_INFER_OK = 0,
+	HGT_INFER_EMPTY,      /* no offset puts every event inside a window */
+	HGT_INFER_TOO_WIDE,   /* what remains is wider than the limit asked for */
+	HGT_INFER_AMBIGUOUS,  /* far apart offsets fit equally well (within the limit apart) */
+	HGT_INFER_NO_DATA,    /* no guest events, or no windows */
+	HGT_INFER_NO_OVERLAP, /* what fits puts under half the events it could in the span */
+};
+
+struct hgt_infer_result {
+	enum hgt_infer_status status;
+	int64_t lo, hi;	      /* feasible offsets (host = guest + c): the hull of what fits */
+	int64_t estimate;     /* the middle of [lo, hi] */
+	uint64_t bound;	      /* half-width: the truth is within estimate +- bound */
+	uint64_t events;      /* guest events given */
+	uint64_t in_span;     /* of them, inside the host's observed span (best interval) */
+	uint64_t reach;	      /* the most any offset could put in the span */
+	uint32_t pieces;      /* disjoint intervals within [lo, hi] */
+	uint32_t weak_pieces; /* intervals left out: under half as many events in the span */
+	/* HGT_INFER_EMPTY: the best offset of the events that still agreed, and how many of
+	 * all the events lie outside every window with it */
+	int64_t best;
+	uint64_t outside;
+	/* HGT_INFER_AMBIGUOUS: the two best-supported intervals (lo..hi with in_span events
+	 * is the best, alt_lo..alt_hi the next) */
+	int64_t alt_lo, alt_hi;
+	uint64_t alt_in_span;
+};
+
+struct hgt_infer_opts {
+	size_t sz;	    /* sizeof(struct hgt_infer_opts); use HGT_OPTS() */
+	uint64_t max_bound; /* HGT_INFER_TOO_WIDE above this half-width (0: no limit) */
+};
+
+/**
+ * hgt_infer_offset - the offsets c for which every guest event @g[0..n-1] (sorted, in host
+ * units) falls inside the allowed host set: the windows @w[0..nw-1] (any order, may
+ * overlap) and everything before @span_lo or after @span_hi (where the host did not
+ * observe the thread, so nothing is known). Only offsets that put at least one event in
+ * [@span_lo, @span_hi] are considered.
+ *
+ * Of the disjoint intervals that remain, those with at least half as many events inside
+ * the span as the best one are kept; @res gets their hull. The best must hold at least
+ * half the events any offset could put in the span (HGT_INFER_NO_OVERLAP otherwise: what
+ * fits only does so by putting the guest beside the host's recording). Returns 0 (see
+ * @res->status) or -ENOMEM / -EINVAL.
+ */
+int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *w, size_t nw,
+		     int64_t span_lo, int64_t span_hi, const struct hgt_infer_opts *opts,
+		     struct hgt_infer_result *res);
+
+/* How a vCPU's windows were built. */
+enum hgt_infer_source {
+	HGT_INFER_KVM,	 /* kvm_entry -> kvm_exit of the thread */
+	HGT_INFER_SCHED, /* sched_switch in -> out of the thread (QEMU TCG) */
+};
+
+/* One guest CPU of hgt_infer_pair(). */
+struct hgt_infer_cpu {
+	int pid; /* in: the host thread that ran it (0: skip this CPU) */
+	enum hgt_infer_source source;
+	uint64_t windows;     /* host windows of the thread */
+	uint64_t lost_ranges; /* host intervals with lost records, taken as allowed */
+	struct hgt_infer_result r;
+	/* with pair opts .drift: one result per time slice of the guest's events */
+	int nr_slices;
+	struct hgt_infer_result *slice; /* caller frees */
+	int64_t *slice_time;		/* guest time (host units) at each slice's middle */
+};
+
+struct hgt_infer_pair_opts {
+	size_t sz;	    /* sizeof(struct hgt_infer_pair_opts); use HGT_OPTS() */
+	uint64_t ratio;	    /* known guest TSC scaling ratio (0: 1.0) */
+	unsigned int frac;  /* its fraction bits */
+	uint64_t max_bound; /* as in hgt_infer_opts, in host units */
+	bool sched;	    /* windows from sched_switch even where kvm events exist */
+	int drift_slices;   /* > 1: also infer per time slice (for offset over time) */
+};
+
+/**
+ * hgt_infer_pair - infer each guest CPU's offset from host file @host and guest file
+ * @guest (top buffers, raw timestamps). @cpus[i].pid names the host thread of guest CPU i
+ * (@ncpu entries). Windows come from the threads' kvm_entry/kvm_exit where the host has
+ * them, else from their sched_switch running intervals; a page with lost records on any
+ * host CPU makes the time it covers allowed for every thread. Fills the rest of @cpus.
+ * Returns 0 or -errno (reason in hgt_last_error()).
+ */
+int hgt_infer_pair(struct hgt_input *host, struct hgt_input *guest, struct hgt_infer_cpu *cpus,
+		   int ncpu, const struct hgt_infer_pair_opts *opts);
+
+/** hgt_infer_cpu_free - free what hgt_infer_pair() allocated in @cpus[0..ncpu-1]. */
+void hgt_infer_cpu_free(struct hgt_infer_cpu *cpus, int ncpu);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

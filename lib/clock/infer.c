@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The offset inferred by containment (see hgtrace/infer.h). The feasible set F is a sorted
+ * list of disjoint offset intervals; each event g replaces every interval [a, b] by its
+ * parts whose host times [a + g, b + g] lie in the allowed set. Events are taken far apart
+ * first (first, last, then bisection order), so that F, which starts as one piece per
+ * window, collapses after a few dozen events and the rest cost a binary search each.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hgtrace/infer.h>
+
+struct piece {
+	int64_t lo, hi;
+};
+
+struct set {
+	struct piece *p;
+	size_t n, cap;
+};
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int set_add(struct set *s, int64_t lo, int64_t hi)
+{
+	if (lo > hi)
+		return 0;
+	if (s->n && s->p[s->n - 1].hi != INT64_MAX && s->p[s->n - 1].hi + 1 >= lo) {
+		if (hi > s->p[s->n - 1].hi)
+			s->p[s->n - 1].hi = hi;
+		return 0;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct piece *p = realloc(s->p, sizeof(*p) * cap);
+
+		if (!p)
+			return -ENOMEM;
+		s->p = p;
+		s->cap = cap;
+	}
+	s->p[s->n++] = (struct piece){ lo, hi };
+	return 0;
+}
+
+struct allowed {
+	const struct hgt_infer_window *w; /* sorted, disjoint */
+	size_t nw;
+	int64_t span_lo, span_hi;
+};
+
+/* First window whose end is >= @t. */
+static size_t first_window(const struct allowed *al, int64_t t)
+{
+	size_t lo = 0, hi = al->nw;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (al->w[mid].end < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Whether host time @t is allowed. */
+static bool allowed_at(const struct allowed *al, int64_t t)
+{
+	size_t k;
+
+	if (t < al->span_lo || t > al->span_hi)
+		return true;
+	k = first_window(al, t);
+	return k < al->nw && al->w[k].start <= t;
+}
+
+/* @out = the offsets of @in that put @g in the allowed set. */
+static int constrain(const struct allowed *al, const struct set *in, int64_t g, struct set *out)
+{
+	out->n = 0;
+	for (size_t i = 0; i < in->n; i++) {
+		int64_t a = sat_add(in->p[i].lo, g), b = sat_add(in->p[i].hi, g);
+		int ret = 0;
+
+		if (a < al->span_lo)
+			ret = set_add(out, a, b < al->span_lo ? b : al->span_lo - 1);
+		for (size_t k = first_window(al, a); !ret && k < al->nw && al->w[k].start <= b; k++)
+			ret = set_add(out, a > al->w[k].start ? a : al->w[k].start,
+				      b < al->w[k].end ? b : al->w[k].end);
+		if (!ret && b > al->span_hi)
+			ret = set_add(out, a > al->span_hi ? a : al->span_hi + 1, b);
+		if (ret)
+			return ret;
+	}
+	/* back to offsets */
+	for (size_t i = 0; i < out->n; i++) {
+		out->p[i].lo = sat_add(out->p[i].lo, -g);
+		out->p[i].hi = sat_add(out->p[i].hi, -g);
+	}
+	return 0;
+}
+
+/* Events g with span_lo <= g + c <= span_hi (@g sorted). */
+static uint64_t in_span(const int64_t *g, size_t n, const struct allowed *al, int64_t c)
+{
+	int64_t lo = sat_add(al->span_lo, -c), hi = sat_add(al->span_hi, -c);
+	size_t a = 0, b = n, x, y;
+
+	while (a < b) { /* first g >= lo */
+		size_t mid = a + (b - a) / 2;
+
+		if (g[mid] < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	x = a;
+	b = n;
+	while (a < b) { /* first g > hi */
+		size_t mid = a + (b - a) / 2;
+
+		if (g[mid] <= hi)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	y = a;
+	return y - x;
+}
+
+static int64_t mid(int64_t lo, int64_t hi)
+{
+	return (int64_t)(((__int128)lo + hi) / 2);
+}
+
+static int cmp_window(const void *a, const void *b)
+{
+	const struct hgt_infer_window *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Sorted, overlapping windows merged; windows entirely outside the span dropped. */
+static struct hgt_infer_window *normalize(const struct hgt_infer_window *w, size_t nw,
+					  int64_t span_lo, int64_t span_hi, size_t *nout)
+{
+	struct hgt_infer_window *c = malloc(sizeof(*c) * (nw ? nw : 1));
+	size_t n = 0;
+
+	if (!c)
+		return NULL;
+	for (size_t i = 0; i < nw; i++)
+		if (w[i].start <= w[i].end && w[i].end >= span_lo && w[i].start <= span_hi)
+			c[n++] = w[i];
+	qsort(c, n, sizeof(*c), cmp_window);
+	*nout = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (*nout && c[*nout - 1].end != INT64_MAX && c[i].start <= c[*nout - 1].end + 1) {
+			if (c[i].end > c[*nout - 1].end)
+				c[*nout - 1].end = c[i].end;
+			continue;
+		}
+		c[(*nout)++] = c[i];
+	}
+	return c;
+}
+
+static unsigned int bitrev(size_t v, unsigned int bits)
+{
+	unsigned int r = 0;
+
+	for (unsigned int i = 0; i < bits; i++, v >>= 1)
+		r = (r << 1) | (unsigned int)(v & 1);
+	return r;
+}
+
+/* Events outside the allowed set at offset @c. */
+static uint64_t outside_at(const int64_t *g, size_t n, const struct allowed *al, int64_t c)
+{
+	uint64_t out = 0;
+
+	for (size_t i = 0; i < n; i++)
+		out += !allowed_at(al, sat_add(g[i], c));
+	return out;
+}
+
+/**
+ * hgt_infer_offset - offsets that put every guest event inside the host's windows.
+ */
+int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *w, size_t nw,
+		     int64_t span_lo, int64_t span_hi, const struct hgt_infer_opts *opts,
+		     struct hgt_infer_result *res)
+{
+	struct hgt_infer_opts o = { 0 };
+	struct set a = { 0 }, b = { 0 }, *cur = &a, *next = &b;
+	struct allowed al = { .span_lo = span_lo, .span_hi = span_hi };
+	struct hgt_infer_window *nwin = NULL;
+	uint64_t best_n = 0, alt_n = 0;
+	size_t best = 0, alt = SIZE_MAX;
+	unsigned int bits = 0;
+	int ret = 0;
+
+	if (opts) {
+		if (opts->sz < sizeof(size_t) || opts->sz > sizeof(o))
+			return -EINVAL;
+		memcpy(&o, opts, opts->sz);
+	}
+	memset(res, 0, sizeof(*res));
+	res->events = n;
+	if (!n || span_lo > span_hi) {
+		res->status = HGT_INFER_NO_DATA;
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++)
+		if (g[i] < g[i - 1])
+			return -EINVAL;
+	nwin = normalize(w, nw, span_lo, span_hi, &al.nw);
+	if (!nwin)
+		return -ENOMEM;
+	al.w = nwin;
+	if (!al.nw) {
+		res->status = HGT_INFER_NO_DATA;
+		goto out;
+	}
+	/* at least one event in the span */
+	ret = set_add(cur, sat_add(span_lo, -g[n - 1]), sat_add(span_hi, -g[0]));
+	while (!ret && ((size_t)1 << bits) < n)
+		bits++;
+	for (size_t step = 0; !ret && step < ((size_t)1 << bits) + 2; step++) {
+		size_t i;
+		struct set *t;
+
+		if (step == 0)
+			i = 0;
+		else if (step == 1)
+			i = n - 1;
+		else if ((i = bitrev(step - 2, bits)) == 0 || i >= n - 1)
+			continue;
+		ret = constrain(&al, cur, g[i], next);
+		if (ret)
+			break;
+		if (!next->n) {
+			/* the last non-empty set: its best-supported offset */
+			for (size_t k = 0; k < cur->n; k++) {
+				uint64_t s = in_span(g, n, &al, mid(cur->p[k].lo, cur->p[k].hi));
+
+				if (s > best_n || k == 0) {
+					best_n = s;
+					best = k;
+				}
+			}
+			res->status = HGT_INFER_EMPTY;
+			res->best = mid(cur->p[best].lo, cur->p[best].hi);
+			res->outside = outside_at(g, n, &al, res->best);
+			res->in_span = best_n;
+			goto out;
+		}
+		t = cur;
+		cur = next;
+		next = t;
+	}
+	if (ret)
+		goto out;
+	/* the best-supported piece, and the hull of those with at least half its support */
+	for (size_t k = 0; k < cur->n; k++) {
+		uint64_t s = in_span(g, n, &al, mid(cur->p[k].lo, cur->p[k].hi));
+
+		if (s > best_n) {
+			best_n = s;
+			best = k;
+		}
+	}
+	/* the most events any offset could put in the span: what fits must come close */
+	for (size_t i = 0, j = 0; i < n; i++) {
+		while (g[i] - g[j] > span_hi - span_lo)
+			j++;
+		if (i - j + 1 > res->reach)
+			res->reach = i - j + 1;
+	}
+	if (2 * best_n < res->reach) {
+		res->status = HGT_INFER_NO_OVERLAP;
+		res->best = mid(cur->p[best].lo, cur->p[best].hi);
+		res->in_span = best_n;
+		goto out;
+	}
+	res->lo = cur->p[best].lo;
+	res->hi = cur->p[best].hi;
+	for (size_t k = 0; k < cur->n; k++) {
+		uint64_t s = in_span(g, n, &al, mid(cur->p[k].lo, cur->p[k].hi));
+
+		if (2 * s < best_n) {
+			res->weak_pieces++;
+			continue;
+		}
+		if (cur->p[k].lo < res->lo)
+			res->lo = cur->p[k].lo;
+		if (cur->p[k].hi > res->hi)
+			res->hi = cur->p[k].hi;
+		res->pieces++;
+		if (k != best && (alt == SIZE_MAX || s > alt_n)) {
+			alt = k;
+			alt_n = s;
+		}
+	}
+	res->estimate = mid(res->lo, res->hi);
+	res->bound = (uint64_t)(((__int128)res->hi - res->lo + 1) / 2);
+	res->in_span = best_n;
+	res->status = HGT_INFER_OK;
+	if (o.max_bound && res->bound > o.max_bound) {
+		res->status = alt != SIZE_MAX ? HGT_INFER_AMBIGUOUS : HGT_INFER_TOO_WIDE;
+		if (alt != SIZE_MAX) {
+			/* the two best-supported pieces, for the message */
+			res->lo = cur->p[best].lo;
+			res->hi = cur->p[best].hi;
+			res->alt_lo = cur->p[alt].lo;
+			res->alt_hi = cur->p[alt].hi;
+			res->alt_in_span = alt_n;
+		}
+	}
+out:
+	free(a.p);
+	free(b.p);
+	free(nwin);
+	return ret;
+}
