@@ -60,6 +60,21 @@ void hgt_sync_check_print(const struct hgt_sync_check *sc, FILE *f);
 
 void hgt_sync_check_free(struct hgt_sync_check *sc);
 
+/** hgt_sync_check_host - the index of the input taken as the host. */
+int hgt_sync_check_host(const struct hgt_sync_check *sc);
+
+/**
+ * hgt_sync_check_files - the sync check of inputs @in[0..n-1] on its own (hgtrace
+ * sync-check): merges their top buffers in host time, prints the check's lines on @out,
+ * then per CPU of each guest the host knows the vCPU threads of: the offsets that fit
+ * every one of its events (hgt_infer_pair(), in TIME_SHIFT units) and whether each stored
+ * TIME_SHIFT offset lies inside them. *@consistent is false when an event lies outside its
+ * windows, no offset fits, or a stored offset lies outside what fits.
+ * Returns 0, -ENOENT when there is no host + guest pair, or another -errno (reason in
+ * hgt_last_error()).
+ */
+int hgt_sync_check_files(struct hgt_input *const *in, int n, FILE *out, bool *consistent);
+
 #ifdef __cplusplus
 }
 #endif

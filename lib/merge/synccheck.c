@@ -15,12 +15,16 @@
 #include <string.h>
 
 #include <hgtrace/clock.h>
+#include <hgtrace/infer.h>
+#include <hgtrace/merge.h>
 
 #include <traceevent/event-parse.h>
 
 #include <hgtrace/peer.h>
 #include <hgtrace/sync.h>
 #include <hgtrace/tracedat.h>
+
+#include "../tracedat/tracedat-local.h"
 
 enum { ST_UNKNOWN, ST_IN, ST_OUT };
 
@@ -85,7 +89,7 @@ static const char *base(const char *p)
 }
 
 static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct hgt_input *in,
-		       int idx, bool ts_offset)
+		       int idx, bool ts_offset, bool lookalike)
 {
 	const struct hgt_time_shift *t = hgt_input_time_shift(in);
 	struct gin *g = &sc->g[idx];
@@ -108,6 +112,11 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 			 t->peer_id && hid && t->peer_id != hid ? ", made for ANOTHER host" : "");
 	} else if (ts_offset) {
 		snprintf(g->mapping, sizeof(g->mapping), "--ts-offset");
+	} else if (lookalike) {
+		snprintf(g->mapping, sizeof(g->mapping),
+			 "none: it looks like a guest of %s (kvm events there) but nothing maps "
+			 "its clock: run hgtrace attach %s %s",
+			 sc->host_name, hgt_input_path(host), hgt_input_path(in));
 	} else {
 		snprintf(g->mapping, sizeof(g->mapping), "none (guest clock shown as is)");
 	}
@@ -118,20 +127,24 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 		uint32_t mult, shift;
 		uint64_t off;
 
+		const char *p0;
+
 		while ((p = strstr(p, "hgtrace sync: "))) {
 			b = p;
 			p += 14;
 		}
+		p0 = b;
 		e = b ? strchr(b, '\n') : NULL;
 		b = b ? strstr(b, "bound=") : NULL;
 		if (b && e && b > e)
 			b = NULL;
 		if (b && t && t->nr_cpus > 0) {
-			g->bound = strtoull(b + 6, NULL, 10);
+			const char *inf = strstr(p0, "inferred");
 			size_t l = strlen(g->mapping);
 
-			snprintf(g->mapping + l, sizeof(g->mapping) - l, ", synced +-%llu",
-				 g->bound);
+			g->bound = strtoull(b + 6, NULL, 10);
+			snprintf(g->mapping + l, sizeof(g->mapping) - l, ", %s +-%llu",
+				 inf && inf < b ? "inferred from the trace" : "synced", g->bound);
 			if (hgt_input_tsc2nsec(host, &mult, &shift, &off) && mult)
 				g->bound = hgt_mul_u64_u32_shr(g->bound, mult, shift) + 1;
 		}
@@ -247,9 +260,21 @@ struct hgt_sync_check *hgt_sync_check_new(struct hgt_input *const *in, int n, co
 		bool named = hgt_input_trace_id(in[i], &id) && id &&
 			     !hgt_input_guest_by_id(in[host], id, &gu);
 
-		if (i == host || (!named && !hgt_input_time_shift(in[i])))
+		bool lookalike = false;
+
+		if (i == host)
 			continue;
-		if (setup_guest(sc, in[host], in[i], i, ts_offset && ts_offset[i])) {
+		if (!named && !hgt_input_time_shift(in[i])) {
+			/* no mapping at all: say so when it looks like this host's guest (kvm
+			 * events on the host, none known here), else it is another machine's */
+			struct tep_handle *t = hgt_input_tep(in[i]);
+
+			if (!en || !ex || (ts_offset && ts_offset[i]) || !t ||
+			    tep_find_event_by_name(t, "kvm", "kvm_entry"))
+				continue;
+			lookalike = true;
+		}
+		if (setup_guest(sc, in[host], in[i], i, ts_offset && ts_offset[i], lookalike)) {
 			hgt_sync_check_free(sc);
 			errno = ENOMEM;
 			return NULL;
@@ -444,6 +469,10 @@ void hgt_sync_check_print(const struct hgt_sync_check *sc, FILE *f)
 		if (hgt_sync_check_stats(sc, i, &st))
 			continue;
 		all = s->inside + s->outside + s->unchecked;
+		if (!s->mapped && strstr(s->mapping, "run hgtrace attach")) {
+			fprintf(f, "hgtrace: sync check: input %d: time: %s\n", i + 1, s->mapping);
+			continue;
+		}
 		if (!s->mapped) {
 			fprintf(f,
 				"hgtrace: sync check: input %d: time: %s; vCPU threads unknown (no "
@@ -485,4 +514,158 @@ void hgt_sync_check_free(struct hgt_sync_check *sc)
 	free(sc->threads);
 	free(sc->last_switch);
 	free(sc);
+}
+
+int hgt_sync_check_host(const struct hgt_sync_check *sc)
+{
+	return sc->host;
+}
+
+/* Per guest CPU: the offsets that fit, and the stored ones against them. */
+static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FILE *out,
+		    bool *consistent)
+{
+	const struct hgt_time_shift *t = hgt_input_time_shift(guest);
+	struct hgt_infer_cpu *c = NULL;
+	struct hgt_guest gu;
+	uint64_t id = 0, ratio = 0;
+	unsigned int frac = 0;
+	int ncpu = 0, ret;
+
+	if (!hgt_input_trace_id(guest, &id) || hgt_input_guest_by_id(host, id, &gu))
+		return 0;
+	c = calloc((size_t)gu.nr_vcpus + 1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	for (int v = 0; v < gu.nr_vcpus; v++) /* guest CPU i: the i-th vCPU with a thread */
+		if (gu.cpu_pid[v] > 0)
+			c[ncpu++].pid = gu.cpu_pid[v];
+	if (t && t->nr_cpus > 0 && t->cpus[0].count &&
+	    !(t->cpus[0].scaling[0] == 1 && t->cpus[0].frac[0] == 0)) {
+		ratio = (uint64_t)t->cpus[0].scaling[0];
+		frac = (unsigned int)t->cpus[0].frac[0];
+	}
+	{
+		HGT_OPTS(hgt_infer_pair_opts, po, .ratio = ratio, .frac = frac);
+
+		ret = ncpu ? hgt_infer_pair(host, guest, c, ncpu, &po) : 0;
+	}
+	for (int i = 0; !ret && i < ncpu; i++) {
+		const struct hgt_infer_result *r = &c[i].r;
+		const struct hgt_time_shift_cpu *s = t && i < t->nr_cpus ? &t->cpus[i] : NULL;
+		/* c = host - guest scaled; TIME_SHIFT holds c scaled back to guest units */
+		int64_t lo = ratio ? (int64_t)(((__int128)r->lo * ratio) >> frac) : r->lo;
+		int64_t hi = ratio ? (int64_t)(((__int128)r->hi * ratio) >> frac) + 1 : r->hi;
+		uint32_t in = 0;
+
+		if (r->status != HGT_INFER_OK) {
+			if (r->events)
+				*consistent = false;
+			fprintf(out,
+				"hgtrace: sync check: input %d: guest CPU %d (thread %d): %llu "
+				"events: %s\n",
+				idx + 1, i, c[i].pid, (unsigned long long)r->events,
+				!r->events ? "no events"
+				: r->status == HGT_INFER_NO_DATA
+					? "the host has no windows of its thread"
+					: "no offset fits them all");
+			continue;
+		}
+		for (uint32_t k = 0; s && k < s->count; k++)
+			in += s->offset[k] >= lo && s->offset[k] <= hi;
+		if (!s || in < s->count)
+			*consistent = false;
+		fprintf(out,
+			"hgtrace: sync check: input %d: guest CPU %d (thread %d): %llu events fit "
+			"offsets %lld..%lld (%lld +- %llu); stored offset%s ",
+			idx + 1, i, c[i].pid, (unsigned long long)r->events, (long long)lo,
+			(long long)hi, (long long)(lo + (hi - lo) / 2),
+			(unsigned long long)((hi - lo + 1) / 2), s && s->count > 1 ? "s" : "");
+		if (!s)
+			fprintf(out, "none\n");
+		else if (s->count == 1)
+			fprintf(out, "%lld: %s\n", (long long)s->offset[0],
+				in ? "inside" : "OUTSIDE");
+		else
+			fprintf(out, "%u of %u inside\n", in, s->count);
+	}
+	hgt_infer_cpu_free(c, ncpu);
+	free(c);
+	return ret;
+}
+
+/**
+ * hgt_sync_check_files - the sync check alone, with the feasible offsets per guest CPU.
+ */
+int hgt_sync_check_files(struct hgt_input *const *in, int n, FILE *out, bool *consistent)
+{
+	struct hgt_sync_check *sc = hgt_sync_check_new(in, n, NULL);
+	struct hgt_clock *clk = calloc((size_t)(n > 0 ? n : 1), sizeof(*clk));
+	struct hgt_cursor **cur = NULL;
+	struct hgt_merge *m = hgt_merge_new();
+	struct tep_record *rec;
+	int nc = 0, ret = 0, src, *owner = NULL, total = 0;
+
+	*consistent = true;
+	if (!sc) {
+		ret = errno == ENOMEM
+			      ? -ENOMEM
+			      : hgt__errorf(ENOENT,
+					    "no host + guest pair: the host needs kvm_entry/"
+					    "kvm_exit events or a GUEST option, the guest a "
+					    "TIME_SHIFT or the host's GUEST entry");
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		total += hgt_input_top_buffer(in[i]) >= 0 ? hgt_input_nr_cpus(in[i]) : 0;
+	cur = calloc((size_t)total + 1, sizeof(*cur));
+	owner = calloc((size_t)total + 1, sizeof(*owner));
+	if (!clk || !m || !cur || !owner) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < n && !ret; i++) {
+		int top = hgt_input_top_buffer(in[i]);
+
+		hgt_clock_init(&clk[i], in[i], NULL);
+		for (int c = 0; top >= 0 && c < hgt_input_nr_cpus(in[i]) && !ret; c++) {
+			cur[nc] = hgt_cursor_open(in[i], top, c);
+			if (!cur[nc]) {
+				ret = -errno;
+				break;
+			}
+			owner[nc] = i;
+			ret = hgt_merge_add(m, cur[nc], &clk[i], NULL);
+			nc++;
+			if (ret > 0)
+				ret = 0;
+		}
+	}
+	if (ret)
+		goto out;
+	while ((ret = hgt_merge_next(m, &rec, NULL, &src)) > 0)
+		hgt_sync_check_record(sc, owner[src], rec);
+	if (ret < 0)
+		goto out;
+	ret = 0;
+	hgt_sync_check_print(sc, out);
+	for (int i = 0; i < n; i++) {
+		struct hgt_sync_stats st;
+
+		if (hgt_sync_check_stats(sc, i, &st))
+			continue;
+		if (st.outside || !st.mapped)
+			*consistent = false;
+		if (st.mapped && (ret = feasible(in[sc->host], in[i], i, out, consistent)))
+			break;
+	}
+out:
+	hgt_merge_free(m);
+	for (int i = 0; i < nc; i++)
+		hgt_cursor_close(cur[i]);
+	free(cur);
+	free(owner);
+	free(clk);
+	hgt_sync_check_free(sc);
+	return ret;
 }

@@ -250,7 +250,12 @@ static int read_flyrecord_v6(struct hgt_input *in, struct hgt__rd *rd, int idx, 
 		ret = hgt__rd_u64(rd, &len);
 		if (!ret && len <= 4096)
 			ret = hgt__rd_alloc(rd, &text, len);
-		if (ret || len > 4096 || !strchr(text, '[')) {
+		if (!ret && len <= 4096 && !strchr(text, '[')) {
+			/* an empty (or bracketless) string: the TRACECLOCK option's clock stays,
+			 * silently, as trace-cmd keeps it */
+			if (!b->clock)
+				b->clock = strdup("local");
+		} else if (ret || len > 4096) {
 			if (!(in->flags & HGT_OPEN_QUIET))
 				fprintf(stderr,
 					"hgtrace: %s: offset 0x%llx: File has trace_clock bug, "

@@ -31,6 +31,11 @@ check "simpletrace without a file" 2 "usage: hgtrace simpletrace" simpletrace
 check "simpletrace of a trace.dat" 1 "not a simple trace" simpletrace "$data/tsc.dat"
 check "ctl without a command" 2 "usage: hgtrace ctl" ctl /nonexistent
 check "ctl to no socket" 1 "hgtrace ctl: /nonexistent/sock: No such file or directory" ctl /nonexistent/sock info trace-events
+check "sync-check -h" 0 "usage: hgtrace sync-check" sync-check -h
+check "sync-check with one file" 2 "usage: hgtrace sync-check" sync-check "$data/tsc.dat"
+check "sync-check with no pair" 1 "no host + guest pair" sync-check "$data/tsc.dat" "$data/mono.dat"
+check "attach --drift 1" 2 "--drift '1'" attach --drift=1 a b
+check "attach -s ,SCALE without FRAC" 2 "expected ,SCALE,FRAC" attach -s ,5 a b
 check "report unknown option" 2 "usage: hgtrace report" report --bogus
 check "--ts-offset before -i" 2 "--ts-offset must come after -i" report --ts-offset 5 "$data/tsc.dat"
 check "--ts-offset not a number" 2 "expected an integer" report -i "$data/tsc.dat" --ts-offset 5x

@@ -43,3 +43,26 @@ _tap_cleanup() {
 	jobs -p | xargs -r kill 2> /dev/null
 	if [ -n "${HGT_KEEP:-}" ]; then echo "# kept $t"; else rm -rf "$t"; fi
 }
+
+# tap_refuses WHAT "FILE..." CMD...: CMD must fail with exactly one line on stderr and leave
+# every FILE byte-identical.
+tap_refuses() {
+	local what=$1 files=$2 f
+	shift 2
+	for f in $files; do cp "$f" "$f.tap-orig"; done
+	if "$@" > tap-out.txt 2> tap-err.txt; then
+		tap_fail "$what: refused (it exited 0: $(head -c 300 tap-out.txt))"
+		return
+	fi
+	if [ "$(wc -l < tap-err.txt)" != 1 ]; then
+		tap_fail "$what: one error line, got: $(cat tap-err.txt)"
+		return
+	fi
+	for f in $files; do
+		if ! cmp -s "$f" "$f.tap-orig"; then
+			tap_fail "$what: $f unchanged"
+			return
+		fi
+	done
+	tap_ok "$what: refused, files unchanged ($(cat tap-err.txt))"
+}

@@ -7,6 +7,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
+int cmd_sync_check(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_listen(int argc, char **argv);

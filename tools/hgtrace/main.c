@@ -21,6 +21,8 @@ static const struct {
 	{ "listen", cmd_listen, "host: receive guest agents, write trace-NAME.dat per guest" },
 	{ "setup-guest", cmd_setup_guest, "host: make a guest's FIFOs, print QEMU/libvirt config" },
 	{ "attach", cmd_attach, "tie a guest trace to its host trace (vCPU map, TSC relation)" },
+	{ "sync-check", cmd_sync_check,
+	  "check an attached host + guest: events in their vCPU windows, offsets that fit" },
 	{ "simulate", cmd_simulate, "write a deterministic KVM host + guest session" },
 	{ "convert", cmd_convert, "rewrite a trace.dat as version 6 or 7, none/zlib/zstd" },
 	{ "gen", cmd_gen, "userspace probes: trace-events files -> header, C, dtrace, stp, ust" },
