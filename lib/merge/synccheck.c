@@ -47,7 +47,7 @@ struct gin {
 	int nr_cpus;
 	int *thread;	   /* guest CPU -> index in threads, -1 unknown */
 	uint64_t *cpu_out; /* events outside, per guest CPU */
-	unsigned long long bound;
+	uint64_t bound;
 };
 
 struct hgt_sync_check {
@@ -88,6 +88,30 @@ static const char *base(const char *p)
 	return s ? s + 1 : p;
 }
 
+/*
+ * The bound the recorder (or attach) stored with the TIME_SHIFT, in TSC cycles: the last
+ * "hgtrace sync: ... bound=N" CPUSTAT line goes with the last TIME_SHIFT, the one applied.
+ */
+static bool stored_bound(const struct hgt_input *in, uint64_t *bound, bool *inferred)
+{
+	const char *b = NULL, *p = hgt_input_cpustat(in), *e, *v;
+
+	while ((p = strstr(p, "hgtrace sync: "))) {
+		b = p;
+		p += 14;
+	}
+	if (!b)
+		return false;
+	e = strchr(b, '\n');
+	v = strstr(b, "bound=");
+	if (!v || (e && v > e))
+		return false;
+	*bound = strtoull(v + 6, NULL, 10);
+	p = strstr(b, "inferred");
+	*inferred = p && p < v;
+	return true;
+}
+
 static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct hgt_input *in,
 		       int idx, bool ts_offset, bool lookalike)
 {
@@ -120,31 +144,17 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 	} else {
 		snprintf(g->mapping, sizeof(g->mapping), "none (guest clock shown as is)");
 	}
-	{
-		/* the bound the recorder measured: "hgtrace sync: ... bound=N" in CPUSTAT; the
-		 * last such line goes with the last TIME_SHIFT, the one applied */
-		const char *b = NULL, *p = hgt_input_cpustat(in), *e;
+	if (t && t->nr_cpus > 0) {
+		bool inferred;
 		uint32_t mult, shift;
 		uint64_t off;
 
-		const char *p0;
-
-		while ((p = strstr(p, "hgtrace sync: "))) {
-			b = p;
-			p += 14;
-		}
-		p0 = b;
-		e = b ? strchr(b, '\n') : NULL;
-		b = b ? strstr(b, "bound=") : NULL;
-		if (b && e && b > e)
-			b = NULL;
-		if (b && t && t->nr_cpus > 0) {
-			const char *inf = strstr(p0, "inferred");
+		if (stored_bound(in, &g->bound, &inferred)) {
 			size_t l = strlen(g->mapping);
 
-			g->bound = strtoull(b + 6, NULL, 10);
 			snprintf(g->mapping + l, sizeof(g->mapping) - l, ", %s +-%llu",
-				 inf && inf < b ? "inferred from the trace" : "synced", g->bound);
+				 inferred ? "inferred from the trace" : "synced",
+				 (unsigned long long)g->bound);
 			if (hgt_input_tsc2nsec(host, &mult, &shift, &off) && mult)
 				g->bound = hgt_mul_u64_u32_shr(g->bound, mult, shift) + 1;
 		}
@@ -528,15 +538,17 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 	const struct hgt_time_shift *t = hgt_input_time_shift(guest);
 	struct hgt_infer_cpu *c = NULL;
 	struct hgt_guest gu;
-	uint64_t id = 0, ratio = 0;
+	uint64_t id = 0, ratio = 0, b = 0;
 	unsigned int frac = 0;
 	int ncpu = 0, ret;
+	bool inferred;
 
 	if (!hgt_input_trace_id(guest, &id) || hgt_input_guest_by_id(host, id, &gu))
 		return 0;
 	c = calloc((size_t)gu.nr_vcpus + 1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	stored_bound(guest, &b, &inferred);   /* TSC cycles, as the offsets */
 	for (int v = 0; v < gu.nr_vcpus; v++) /* guest CPU i: the i-th vCPU with a thread */
 		if (gu.cpu_pid[v] > 0)
 			c[ncpu++].pid = gu.cpu_pid[v];
@@ -556,7 +568,7 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 		/* c = host - guest scaled; TIME_SHIFT holds c scaled back to guest units */
 		int64_t lo = ratio ? (int64_t)(((__int128)r->lo * ratio) >> frac) : r->lo;
 		int64_t hi = ratio ? (int64_t)(((__int128)r->hi * ratio) >> frac) + 1 : r->hi;
-		uint32_t in = 0;
+		uint32_t in = 0, near = 0;
 
 		if (r->status != HGT_INFER_OK) {
 			if (r->events)
@@ -571,9 +583,11 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 					: "no offset fits them all");
 			continue;
 		}
-		for (uint32_t k = 0; s && k < s->count; k++)
+		for (uint32_t k = 0; s && k < s->count; k++) {
 			in += s->offset[k] >= lo && s->offset[k] <= hi;
-		if (!s || in < s->count)
+			near += s->offset[k] >= lo - (int64_t)b && s->offset[k] <= hi + (int64_t)b;
+		}
+		if (!s || near < s->count)
 			*consistent = false;
 		fprintf(out,
 			"hgtrace: sync check: input %d: guest CPU %d (thread %d): %llu events fit "
@@ -585,9 +599,13 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 			fprintf(out, "none\n");
 		else if (s->count == 1)
 			fprintf(out, "%lld: %s\n", (long long)s->offset[0],
-				in ? "inside" : "OUTSIDE");
+				in     ? "inside"
+				: near ? "outside, but within its own bound"
+				       : "OUTSIDE");
 		else
-			fprintf(out, "%u of %u inside\n", in, s->count);
+			fprintf(out, "%u of %u inside, %u more within their bound (+-%llu)%s\n", in,
+				s->count, near - in, (unsigned long long)b,
+				near < s->count ? ": OUTSIDE" : "");
 	}
 	hgt_infer_cpu_free(c, ncpu);
 	free(c);

@@ -5,7 +5,8 @@
 # together, twice on the same agent. Checked: both files exist and trace-cmd reads them;
 # the merged report orders them as trace-cmd does; the sync bound is printed; every guest
 # event lies in a running interval of its vCPU thread ("CPU N/TCG") widened by that bound,
-# and a guest shifted by 10 ms is caught; the agent's share of guest CPU time, from the
+# and a guest shifted by 10 ms is caught; the offset inferred from the trace alone agrees
+# with the agent channel's within both bounds, and sync-check agrees; the agent's share of guest CPU time, from the
 # guest's own sched_switch events, stays under 5 %.
 # Usage: session.sh HGTRACE BUILDDIR
 HGTRACE=$(realpath "$1")
@@ -126,6 +127,35 @@ off_out=$(sed -n 's/.* events: \([0-9]*\) outside.*/\1/p' off.txt)
 per=$(sed -n 's/.*guest CPU [0-9]*: \([0-9]*\) outside/\1/p' off.txt | awk '{ s += $1 } END { print s + 0 }')
 [ "$per" = "$off_out" ] && tap_ok "... named per vCPU: $(grep -o 'guest CPU [0-9]*: [0-9]* outside' off.txt | tr '\n' ';')" ||
 	tap_fail "per-vCPU outside counts add up to $per, not $off_out: $(cat off.txt)"
+
+# The offset inferred from the trace alone (the vCPU threads' sched_switch running
+# intervals, a TCG guest having no kvm events) agrees with the agent channel's samples
+# within the two bounds, per vCPU and sample; sync-check finds the pair consistent.
+cp host.dat inf-host.dat
+cp host-g.dat inf-g.dat
+"$HGTRACE" attach --infer inf-host.dat inf-g.dat > inf.txt 2>&1
+"$HGTRACE" dump host-g.dat | sed -n '/TIME_SHIFT/,/fraction/p' |
+	awk '/cpu [0-9]*:/ { c = $2 + 0 } /offset/ { print c, $4 }' > agent-off.txt
+agree=0 disagree=0
+while read -r cpu est ib; do
+	while read -r c o; do
+		[ "$c" = "$cpu" ] || continue
+		d=$((est - o))
+		if [ ${d#-} -le $((ib + bound)) ]; then agree=$((agree + 1)); else disagree=$((disagree + 1)); fi
+		echo "# guest CPU $cpu: inferred $est +- $ib, agent sample $o +- $bound: $d apart"
+	done < agent-off.txt
+done < <(sed -n 's/^guest CPU \([0-9]*\): offset \([0-9-]*\) +- \([0-9]*\) .*/\1 \2 \3/p' inf.txt)
+ibs=$(sed -n 's/^guest CPU \([0-9]*\): offset [0-9-]* +- \([0-9]*\) .*/\2/p' inf.txt | tr '\n' ' ')
+if [ "$agree" -ge 2 ] && [ "$disagree" = 0 ]; then
+	tap_ok "the offset inferred from sched_switch (bounds $ibs cycles) agrees with all $agree agent samples (+-$bound) within the two bounds"
+else
+	tap_fail "inferred vs agent: $agree agree, $disagree not: $(tr '\n' '|' < inf.txt)"
+fi
+"$HGTRACE" sync-check host.dat host-g.dat > sc.txt 2>&1
+rc=$?
+[ $rc = 0 ] && [ "$(grep -c 'events fit offsets' sc.txt)" = 2 ] &&
+	tap_ok "sync-check host.dat host-g.dat: consistent, the feasible offsets of 2 vCPUs hold the agent's samples" ||
+	tap_fail "sync-check (exit $rc): $(tr '\n' '|' < sc.txt)"
 
 # The agent's share of the guest's CPU time, from the guest's own sched_switch events:
 # per CPU, the time each task ran (between switches), over the span of the session.
