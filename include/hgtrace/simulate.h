@@ -37,7 +37,7 @@ struct hgt_sim_opts {
 	uint64_t ratio;	       /* KVM tsc-scaling-ratio (0: unscaled) */
 	unsigned int frac;     /* its fraction bits (48 Intel, 32 AMD) */
 	int64_t offset_step;   /* > 0: each vCPU's tsc_offset grows by this mid-trace */
-	int64_t drift_ppb;     /* != 0: offset drifts (needs embed_sync, no ratio) */
+	int64_t drift_ppb;     /* != 0: offset drifts (no ratio, no step) */
 	bool write_tsc_offset; /* host trace holds kvm_write_tsc_offset at VM start */
 	bool embed_sync;       /* write TIME_SHIFT/GUEST as a synced recording would */
 	bool sparse_vcpu_ids;  /* vCPU ids 0, 2, 4... (APIC ids), not 0, 1, 2... */

@@ -364,7 +364,8 @@ static int infer_refusal(const char *gpath, int cpu, int id, const struct hgt_in
 				   "%s: guest CPU %d (vCPU %d, host thread %d): no offset puts all "
 				   "%llu events inside the thread's %s: at the best offset of "
 				   "those that agree (%lld) %llu events disagree: another guest's "
-				   "file, the wrong threads, or host records missing",
+				   "file, the wrong threads, host records missing, or an offset "
+				   "that drifts (try --drift)",
 				   gpath, cpu, id, c->pid, (unsigned long long)r->events,
 				   infer_source(c->source), (long long)r->best,
 				   (unsigned long long)r->outside);
@@ -373,8 +374,9 @@ static int infer_refusal(const char *gpath, int cpu, int id, const struct hgt_in
 			ERANGE,
 			"%s: guest CPU %d (vCPU %d, host thread %d): every offset that "
 			"fits the thread's %s puts at most %llu of the guest's events in "
-			"the host's span, where %llu could be: the guest's events do not "
-			"match this thread (another guest's file, or the wrong threads)",
+			"the host's span, where %llu could be: the events do not match this "
+			"thread (another guest's file, the wrong threads), or the offset "
+			"drifts (try --drift)",
 			gpath, cpu, id, c->pid, infer_source(c->source),
 			(unsigned long long)r->in_span, (unsigned long long)r->reach);
 	case HGT_INFER_AMBIGUOUS:
@@ -408,6 +410,18 @@ static int64_t to_offset(int64_t c, uint64_t ratio, unsigned int frac)
 	return (int64_t)(((__int128)c * (__int128)ratio) >> frac);
 }
 
+/* A CPU's inference gives samples: the whole trace fits, or two time slices do. */
+static bool usable(const struct hgt_infer_cpu *c)
+{
+	int ok = 0;
+
+	if (c->r.status == HGT_INFER_OK)
+		return true;
+	for (int s = 0; s < c->nr_slices; s++)
+		ok += c->slice[s].status == HGT_INFER_OK;
+	return ok >= 2;
+}
+
 /*
  * TIME_SHIFT samples inferred from the trace, per guest CPU (*@vals holds the arrays):
  * one sample, or with drift slices one per slice that could be inferred, interpolated.
@@ -435,7 +449,7 @@ static int infer_samples(struct hgt_input *host, struct hgt_input *guest, const 
 	for (int i = 0; !ret && i < ncpu; i++) {
 		const struct hgt_infer_result *r = &c[i].r;
 
-		if (r->status == HGT_INFER_OK) {
+		if (usable(&c[i])) {
 			ok = i;
 			events += r->events;
 			continue;
@@ -450,13 +464,16 @@ static int infer_samples(struct hgt_input *host, struct hgt_input *guest, const 
 		ret = hgt__errorf(
 			ENOENT, "%s: the guest file has no events to infer its offset from", gpath);
 	for (int i = 0; !ret && i < ncpu; i++) {
-		const struct hgt_infer_cpu *x = c[i].r.status == HGT_INFER_OK ? &c[i] : &c[ok];
+		const struct hgt_infer_cpu *x = usable(&c[i]) ? &c[i] : &c[ok];
 		int64_t *b = *vals + (size_t)i * (size_t)per * 4;
+		uint64_t bound = x->r.bound;
 		uint32_t n = 0;
 
 		for (int s = 0; per > 1 && s < x->nr_slices; s++) {
 			if (x->slice[s].status != HGT_INFER_OK)
 				continue;
+			if (!n || x->slice[s].bound > bound)
+				bound = x->slice[s].bound;
 			b[n] = (int64_t)hgt_tsc_host_to_guest((uint64_t)x->slice_time[s],
 							      o->infer_ratio, o->infer_frac, 0);
 			b[per + n] = to_offset(x->slice[s].estimate, o->infer_ratio, o->infer_frac);
@@ -474,15 +491,15 @@ static int infer_samples(struct hgt_input *host, struct hgt_input *guest, const 
 			b[3 * per + k] = o->infer_ratio ? o->infer_frac : 0;
 		}
 		tcpu[i] = (struct hgt_time_shift_cpu){ n, b, b + per, b + 2 * per, b + 3 * per };
-		if (x->r.bound > worst)
-			worst = x->r.bound;
+		if (bound > worst)
+			worst = bound;
 		if (o->log) {
 			fprintf(o->log,
 				"guest CPU %d: offset %lld +- %lld (inferred from %llu events in "
 				"%llu "
 				"%s of thread %d%s)",
 				i, (long long)b[per],
-				(long long)to_offset((int64_t)x->r.bound, o->infer_ratio,
+				(long long)to_offset((int64_t)bound, o->infer_ratio,
 						     o->infer_frac) +
 					(o->infer_ratio ? 1 : 0),
 				(unsigned long long)x->r.events, (unsigned long long)x->windows,

@@ -991,12 +991,11 @@ int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res)
 	    s->o.nr_host_cpus > 1024 || !s->o.host_path || !s->o.guest_path ||
 	    (s->o.ratio && (s->o.frac > 63 || s->o.ratio < (1ULL << s->o.frac) / 4 ||
 			    s->o.ratio > (1ULL << s->o.frac) * 4)) ||
-	    (s->o.drift_ppb && (!s->o.embed_sync || s->o.ratio || s->o.offset_step)) ||
-	    s->o.offset_step < 0) {
+	    (s->o.drift_ppb && (s->o.ratio || s->o.offset_step)) || s->o.offset_step < 0) {
 		ret = sim_error(s, EINVAL,
 				"bad parameters: 1-%d vCPUs, 1-1024 host CPUs, both paths, a ratio "
-				"within 1/4..4 of 1 << frac (frac <= 63), drift only with "
-				"embedded sync and neither scaling nor an offset step",
+				"within 1/4..4 of 1 << frac (frac <= 63), drift with neither "
+				"scaling nor an offset step",
 				HGT_SIM_MAX_VCPUS);
 		free(s);
 		return ret;

@@ -6,6 +6,7 @@
  */
 #include "test-helpers.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
@@ -319,6 +320,7 @@ struct icfg {
 	int64_t tsc_offset;
 	double ratio;
 	unsigned int frac;
+	int64_t drift_ppb; /* the offset drifts: attach --drift (8 slices) */
 };
 
 static void run_infer(const struct icfg *c)
@@ -332,7 +334,8 @@ static void run_infer(const struct icfg *c)
 	uint64_t err = 0, ratio = 0, bound = 0;
 	HGT_OPTS(hgt_sim_opts, so, .seed = 11, .nr_vcpus = c->vcpus, .nr_host_cpus = 4,
 		 .duration_us = 100000, .tsc_offset = c->tsc_offset, .frac = c->frac,
-		 .host_path = host, .guest_path = guest, .truth_path = truth);
+		 .drift_ppb = c->drift_ppb, .host_path = host, .guest_path = guest,
+		 .truth_path = truth);
 
 	snprintf(host, sizeof(host), "%s/%s-host.dat", dir, c->name);
 	snprintf(guest, sizeof(guest), "%s/%s-guest.dat", dir, c->name);
@@ -340,6 +343,8 @@ static void run_infer(const struct icfg *c)
 	if (c->ratio)
 		ratio = so.ratio = (uint64_t)(c->ratio * (double)(1ULL << c->frac));
 	assert_int_equal(hgt_simulate(&so, &r), 0);
+	if (c->drift_ppb)
+		goto attach;
 	/* the library call first: per CPU, the truth inside [lo, hi] */
 	hi = hgt_input_open(host, NULL);
 	gi = hgt_input_open(guest, NULL);
@@ -367,13 +372,24 @@ static void run_infer(const struct icfg *c)
 	hgt_infer_cpu_free(cpus, r.nr_vcpus);
 	hgt_input_close(hi);
 	hgt_input_close(gi);
+attach:
 	/* then attach: the stored offsets against every event's truth */
 	{
 		HGT_OPTS(hgt_attach_opts, ao, .pids = r.vcpu_pid, .nr_pids = r.nr_vcpus,
-			 .infer_ratio = ratio, .infer_frac = c->frac);
+			 .infer_ratio = ratio, .infer_frac = c->frac,
+			 .infer_drift_slices = c->drift_ppb ? 8 : 0);
 
+		if (c->drift_ppb) {
+			/* one offset for all cannot fit a drifting guest: refused, and why */
+			HGT_OPTS(hgt_attach_opts, one, .pids = r.vcpu_pid, .nr_pids = r.nr_vcpus);
+
+			assert_int_equal(hgt_attach(host, guest, &one, &ar), -ERANGE);
+			assert_non_null(strstr(hgt_last_error(), "(try --drift)"));
+			print_message("# %s: one offset refused: %s\n", c->name, hgt_last_error());
+		}
 		assert_int_equal(hgt_attach(host, guest, &ao, &ar), 0);
 		assert_true(ar.inferred);
+		bound = bound ? bound : ar.infer_bound;
 	}
 	check_truth_err(guest, truth, &checked, false, &err);
 	print_message("# %s: %ld events, worst error %llu cycles (%.1f ns), widest bound %llu\n",
@@ -385,22 +401,28 @@ static void run_infer(const struct icfg *c)
 
 static void test_infer_1vcpu(void **state)
 {
-	run_infer(&(struct icfg){ "inf1", 1, 0, 0, 0 });
+	run_infer(&(struct icfg){ "inf1", 1, 0, 0, 0, 0 });
 }
 
 static void test_infer_4vcpu_positive(void **state)
 {
-	run_infer(&(struct icfg){ "inf4p", 4, 123456789012LL, 0, 0 });
+	run_infer(&(struct icfg){ "inf4p", 4, 123456789012LL, 0, 0, 0 });
 }
 
 static void test_infer_16vcpu_intel48(void **state)
 {
-	run_infer(&(struct icfg){ "inf16", 16, 0, 1.25, 48 });
+	run_infer(&(struct icfg){ "inf16", 16, 0, 1.25, 48, 0 });
 }
 
 static void test_infer_4vcpu_amd32(void **state)
 {
-	run_infer(&(struct icfg){ "inf4a", 4, -987654321LL, 0.8, 32 });
+	run_infer(&(struct icfg){ "inf4a", 4, -987654321LL, 0.8, 32, 0 });
+}
+
+/* 3 ppm of drift: 1560 cycles over the trace, past a single offset's +-350 */
+static void test_infer_4vcpu_drift(void **state)
+{
+	run_infer(&(struct icfg){ "inf4d", 4, 0, 0, 0, 3000 });
 }
 
 /*
@@ -496,6 +518,7 @@ int main(void)
 		cmocka_unit_test(test_infer_4vcpu_positive),
 		cmocka_unit_test(test_infer_16vcpu_intel48),
 		cmocka_unit_test(test_infer_4vcpu_amd32),
+		cmocka_unit_test(test_infer_4vcpu_drift),
 		cmocka_unit_test(test_infer_adversarial),
 	};
 
