@@ -29,6 +29,7 @@ bench: deps build
 	@bench/agent.sh $(BUILDDIR)
 	@bench/probes.sh $(BUILDDIR)
 	@bench/session.sh $(BUILDDIR)
+	@bench/infer.sh $(BUILDDIR)
 
 bench-big: deps build
 	@bench/bigfile.sh $(BUILDDIR)

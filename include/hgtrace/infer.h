@@ -48,7 +48,7 @@ struct hgt_infer_result {
 	uint64_t in_span;     /* of them, inside the host's observed span (best interval) */
 	uint64_t reach;	      /* the most any offset could put in the span */
 	uint32_t pieces;      /* disjoint intervals within [lo, hi] */
-	uint32_t weak_pieces; /* intervals left out: under half as many events in the span */
+	uint32_t weak_pieces; /* intervals left out: under half of reach in the span */
 	/* HGT_INFER_EMPTY: the best offset of the events that still agreed, and how many of
 	 * all the events lie outside every window with it */
 	int64_t best;
@@ -71,11 +71,10 @@ struct hgt_infer_opts {
  * observe the thread, so nothing is known). Only offsets that put at least one event in
  * [@span_lo, @span_hi] are considered.
  *
- * Of the disjoint intervals that remain, those with at least half as many events inside
- * the span as the best one are kept; @res gets their hull. The best must hold at least
- * half the events any offset could put in the span (HGT_INFER_NO_OVERLAP otherwise: what
- * fits only does so by putting the guest beside the host's recording). Returns 0 (see
- * @res->status) or -ENOMEM / -EINVAL.
+ * Of the disjoint intervals that remain, those that put at least half as many events in
+ * the span as any offset could (@res->reach) are kept, and @res gets their hull; when none
+ * does, HGT_INFER_NO_OVERLAP: what fits only does so by putting the guest beside the
+ * host's recording. Returns 0 (see @res->status) or -ENOMEM / -EINVAL.
  */
 int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *w, size_t nw,
 		     int64_t span_lo, int64_t span_hi, const struct hgt_infer_opts *opts,

@@ -12,6 +12,8 @@
 
 #include <hgtrace/infer.h>
 
+#define HINTS 8 /* pieces few enough to search from the previous event's windows */
+
 struct piece {
 	int64_t lo, hi;
 };
@@ -58,11 +60,9 @@ struct allowed {
 	int64_t span_lo, span_hi;
 };
 
-/* First window whose end is >= @t. */
-static size_t first_window(const struct allowed *al, int64_t t)
+/* First window in [@lo, @hi) whose end is >= @t (@hi if none). */
+static size_t first_window_in(const struct allowed *al, int64_t t, size_t lo, size_t hi)
 {
-	size_t lo = 0, hi = al->nw;
-
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -72,6 +72,35 @@ static size_t first_window(const struct allowed *al, int64_t t)
 			hi = mid;
 	}
 	return lo;
+}
+
+/* First window whose end is >= @t. */
+static size_t first_window(const struct allowed *al, int64_t t)
+{
+	return first_window_in(al, t, 0, al->nw);
+}
+
+/*
+ * First window whose end is >= @t, searched from *@hint (galloping: events taken in time
+ * order move it a little each time); *@hint is set to the answer.
+ */
+static size_t first_window_from(const struct allowed *al, int64_t t, size_t *hint)
+{
+	size_t lo, hi, h = *hint < al->nw ? *hint : 0, step = 1;
+
+	if (al->w[h].end < t) { /* forward: the answer is past h */
+		lo = h + 1;
+		while (lo + step < al->nw && al->w[lo + step - 1].end < t)
+			step *= 2;
+		hi = lo + step < al->nw ? lo + step : al->nw;
+	} else { /* backward: the answer is h or before */
+		hi = h;
+		while (step <= h && al->w[h - step].end >= t)
+			step *= 2;
+		lo = step <= h ? h - step : 0;
+	}
+	*hint = first_window_in(al, t, lo, hi);
+	return *hint;
 }
 
 /* Whether host time @t is allowed. */
@@ -86,16 +115,22 @@ static bool allowed_at(const struct allowed *al, int64_t t)
 }
 
 /* @out = the offsets of @in that put @g in the allowed set. */
-static int constrain(const struct allowed *al, const struct set *in, int64_t g, struct set *out)
+static int constrain(const struct allowed *al, const struct set *in, int64_t g, struct set *out,
+		     size_t *hints)
 {
+	size_t run = 0; /* pieces ascend: each search starts where the previous one ended */
+
 	out->n = 0;
 	for (size_t i = 0; i < in->n; i++) {
 		int64_t a = sat_add(in->p[i].lo, g), b = sat_add(in->p[i].hi, g);
+		size_t k = hints ? first_window_from(al, a, &hints[i])
+			   : i	 ? first_window_from(al, a, &run)
+				 : (run = first_window(al, a));
 		int ret = 0;
 
 		if (a < al->span_lo)
 			ret = set_add(out, a, b < al->span_lo ? b : al->span_lo - 1);
-		for (size_t k = first_window(al, a); !ret && k < al->nw && al->w[k].start <= b; k++)
+		for (; !ret && k < al->nw && al->w[k].start <= b; k++)
 			ret = set_add(out, a > al->w[k].start ? a : al->w[k].start,
 				      b < al->w[k].end ? b : al->w[k].end);
 		if (!ret && b > al->span_hi)
@@ -137,6 +172,47 @@ static uint64_t in_span(const int64_t *g, size_t n, const struct allowed *al, in
 	}
 	y = a;
 	return y - x;
+}
+
+/*
+ * Drop the pieces that cannot put half of @reach events in the span (they could never be
+ * kept); true when none is left, with the most any of them could in *@best.
+ */
+static bool prune(const int64_t *g, size_t n, const struct allowed *al, struct set *s,
+		  uint64_t reach, uint64_t *best, uint32_t *dropped)
+{
+	size_t k = 0, x = 0, y = 0;
+
+	/*
+	 * The events in [span_lo - hi, span_hi - lo] of each piece: from the last piece to
+	 * the first both ends only grow, so two pointers walk the events once. Kept pieces
+	 * are marked by lo > hi swapped back after.
+	 */
+	for (size_t i = s->n; i-- > 0;) {
+		int64_t from = sat_add(al->span_lo, -s->p[i].hi),
+			to = sat_add(al->span_hi, -s->p[i].lo);
+		uint64_t m;
+
+		while (x < n && g[x] < from)
+			x++;
+		if (y < x)
+			y = x;
+		while (y < n && g[y] <= to)
+			y++;
+		m = y - x;
+		if (2 * m < reach) {
+			if (m > *best)
+				*best = m;
+			s->p[i].lo = 1; /* dropped */
+			s->p[i].hi = 0;
+			(*dropped)++;
+		}
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (s->p[i].lo <= s->p[i].hi)
+			s->p[k++] = s->p[i];
+	s->n = k;
+	return k == 0;
 }
 
 static int64_t mid(int64_t lo, int64_t hi)
@@ -206,7 +282,9 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 	struct set a = { 0 }, b = { 0 }, *cur = &a, *next = &b;
 	struct allowed al = { .span_lo = span_lo, .span_hi = span_hi };
 	struct hgt_infer_window *nwin = NULL;
-	uint64_t best_n = 0, alt_n = 0;
+	uint64_t best_n = 0, alt_n = 0, pruned_best = 0;
+	size_t hints[HINTS], nhints = 0;
+	bool sorted = false;
 	size_t best = 0, alt = SIZE_MAX;
 	unsigned int bits = 0;
 	int ret = 0;
@@ -233,21 +311,49 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 		res->status = HGT_INFER_NO_DATA;
 		goto out;
 	}
+	/* the most events any offset could put in the span: what fits must come close */
+	for (size_t i = 0, j = 0; i < n; i++) {
+		while (g[i] - g[j] > span_hi - span_lo)
+			j++;
+		if (i - j + 1 > res->reach)
+			res->reach = i - j + 1;
+	}
 	/* at least one event in the span */
 	ret = set_add(cur, sat_add(span_lo, -g[n - 1]), sat_add(span_hi, -g[0]));
 	while (!ret && ((size_t)1 << bits) < n)
 		bits++;
-	for (size_t step = 0; !ret && step < ((size_t)1 << bits) + 2; step++) {
+	/*
+	 * Far apart events first (first, last, bisection order) until the set is down to a
+	 * few pieces, then every event in time order, each piece's window search starting
+	 * where the previous event's ended (an event seen twice changes nothing).
+	 */
+	for (size_t step = 0, end = ((size_t)1 << bits) + 2 + n; !ret && step < end; step++) {
 		size_t i;
 		struct set *t;
 
-		if (step == 0)
+		if (step == 0) {
 			i = 0;
-		else if (step == 1)
+		} else if (step == 1) {
 			i = n - 1;
-		else if ((i = bitrev(step - 2, bits)) == 0 || i >= n - 1)
-			continue;
-		ret = constrain(&al, cur, g[i], next);
+		} else if (!sorted && step < ((size_t)1 << bits) + 2) {
+			if ((i = bitrev(step - 2, bits)) == 0 || i >= n - 1)
+				continue;
+			if ((step >= 66 && cur->n == 1) || (step >= 4096 && cur->n <= HINTS)) {
+				sorted = true; /* the rest in time order */
+				step = ((size_t)1 << bits) + 1;
+			}
+		} else {
+			if (!sorted)
+				break; /* the bisection order saw every event */
+			i = step - (((size_t)1 << bits) + 2);
+			if (i >= n)
+				break;
+		}
+		if (sorted && cur->n != nhints) { /* pieces changed: searches start afresh */
+			nhints = cur->n;
+			memset(hints, 0, sizeof(hints));
+		}
+		ret = constrain(&al, cur, g[i], next, sorted && cur->n <= HINTS ? hints : NULL);
 		if (ret)
 			break;
 		if (!next->n) {
@@ -266,6 +372,13 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 			res->in_span = best_n;
 			goto out;
 		}
+		if (next->n > 1 && next->n != cur->n &&
+		    prune(g, n, &al, next, res->reach, &pruned_best, &res->weak_pieces)) {
+			/* only pieces beside the host's recording were left */
+			res->status = HGT_INFER_NO_OVERLAP;
+			res->in_span = pruned_best;
+			goto out;
+		}
 		t = cur;
 		cur = next;
 		next = t;
@@ -281,13 +394,6 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 			best = k;
 		}
 	}
-	/* the most events any offset could put in the span: what fits must come close */
-	for (size_t i = 0, j = 0; i < n; i++) {
-		while (g[i] - g[j] > span_hi - span_lo)
-			j++;
-		if (i - j + 1 > res->reach)
-			res->reach = i - j + 1;
-	}
 	if (2 * best_n < res->reach) {
 		res->status = HGT_INFER_NO_OVERLAP;
 		res->best = mid(cur->p[best].lo, cur->p[best].hi);
@@ -299,7 +405,7 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 	for (size_t k = 0; k < cur->n; k++) {
 		uint64_t s = in_span(g, n, &al, mid(cur->p[k].lo, cur->p[k].hi));
 
-		if (2 * s < best_n) {
+		if (2 * s < res->reach) {
 			res->weak_pieces++;
 			continue;
 		}
