@@ -313,7 +313,7 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 	}
 	/* the most events any offset could put in the span: what fits must come close */
 	for (size_t i = 0, j = 0; i < n; i++) {
-		while (g[i] - g[j] > span_hi - span_lo)
+		while ((__int128)g[i] - g[j] > (__int128)span_hi - span_lo)
 			j++;
 		if (i - j + 1 > res->reach)
 			res->reach = i - j + 1;

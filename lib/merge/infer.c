@@ -27,6 +27,17 @@
 
 enum { K_NONE, K_IN, K_OUT };
 
+/* Timestamps beyond this (48 years of a 3 GHz TSC) are corrupt: refused, so that offsets
+ * and spans stay far from int64 overflow. */
+#define HGT__TS_MAX (1ULL << 62)
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 struct wins {
 	struct hgt_infer_window *w;
 	size_t n, cap;
@@ -209,6 +220,14 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 		int64_t ts = (int64_t)rec->ts;
 		int type, pid, prev, next, c = rec->cpu, err = 0;
 
+		if (rec->ts > HGT__TS_MAX) {
+			ret = hgt__errorf(ERANGE,
+					  "%s: CPU %d: timestamp %llu: out of range for a TSC "
+					  "(over 2^62)",
+					  hgt_input_path(host), c, (unsigned long long)rec->ts);
+			break;
+		}
+
 		if (c >= 0 && c < ncpu) {
 			/* a page that follows lost records: the gap is unknown for everyone */
 			if (rec->missed_events)
@@ -262,7 +281,16 @@ static int guest_times(struct hgt_input *guest, int cpu, const struct hgt_infer_
 	if (!c)
 		return -errno;
 	while ((ret = hgt_cursor_next(c, &rec)) > 0) {
-		int64_t v = (int64_t)hgt_tsc_guest_to_host(rec.ts, o->ratio, o->frac, 0);
+		uint64_t h = hgt_tsc_guest_to_host(rec.ts, o->ratio, o->frac, 0);
+		int64_t v = (int64_t)h;
+
+		if (h > HGT__TS_MAX) {
+			ret = hgt__errorf(ERANGE,
+					  "%s: CPU %d: timestamp %llu: out of range for a TSC "
+					  "(over 2^62)",
+					  hgt_input_path(guest), cpu, (unsigned long long)rec.ts);
+			break;
+		}
 
 		if (*n == cap) {
 			int64_t *p;
@@ -279,20 +307,11 @@ static int guest_times(struct hgt_input *guest, int cpu, const struct hgt_infer_
 			sorted = false;
 		(*out)[(*n)++] = v;
 	}
-	if (ret < 0)
+	if (ret < 0 && ret != -ERANGE)
 		hgt__set_last_error(hgt_input_error(guest));
 	hgt_cursor_close(c);
-	if (!ret && !sorted) {
-		/* insertion into place: a ring is sorted but for rare equal-time reorders */
-		for (size_t i = 1; i < *n; i++) {
-			int64_t v = (*out)[i];
-			size_t k = i;
-
-			for (; k > 0 && (*out)[k - 1] > v; k--)
-				(*out)[k] = (*out)[k - 1];
-			(*out)[k] = v;
-		}
-	}
+	if (!ret && !sorted)
+		qsort(*out, *n, sizeof(**out), cmp_i64);
 	return ret;
 }
 
