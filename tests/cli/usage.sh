@@ -68,4 +68,29 @@ else
 	tap_fail "listen with MALLOC_PERTURB_: exit $rc: $(tr '\n' '|' < "$lt/out")"
 fi
 rm -rf "$lt"
+# One convention for every subcommand: --help and -h print its usage on stdout, exit 0;
+# and each has a man page of its own.
+n=0 bad=
+for c in $("$HGTRACE" --help | sed -n 's/^  \([a-z-]*\) .*/\1/p'); do
+	n=$((n + 1))
+	for h in --help -h; do
+		"$HGTRACE" "$c" $h > h.out 2> /dev/null && grep -q "^usage: hgtrace $c" h.out || bad="$bad $c$h"
+	done
+	head -1 "$here/../docs/hgtrace-$c.1" 2>/dev/null | grep -q '^\.TH' || bad="$bad man:$c"
+done
+[ "$n" -ge 13 ] && [ -z "$bad" ] && tap_ok "all $n subcommands answer --help and -h, each with its own man page" ||
+	tap_fail "--help/-h/man page missing:$bad ($n commands)"
+# ctl gives up on a program that accepts and never answers
+sock=$(mktemp -u /tmp/hgt-ctl-XXXXXX)
+python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1)
+c = s.accept(); time.sleep(30)' "$sock" &
+spid=$!
+for i in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+t0=$(date +%s)
+check "ctl to a silent program: no answer within 5 s" 1 "no answer within 5 s" ctl "$sock" info trace-events
+t1=$(date +%s)
+kill $spid 2> /dev/null
+rm -f "$sock"
+[ $((t1 - t0)) -le 8 ] && tap_ok "... and it gave up after $((t1 - t0)) s" || tap_fail "ctl took $((t1 - t0)) s"
 tap_done

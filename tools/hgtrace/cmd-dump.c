@@ -153,8 +153,13 @@ int cmd_dump(int argc, char **argv)
 	struct hgt_input *in;
 	int c, i;
 
+	static const struct option lopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+
 	optind = 1;
-	while ((c = getopt(argc, argv, "+hi:")) != -1) {
+	while ((c = getopt_long(argc, argv, "+hi:", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			path = optarg;
