@@ -325,7 +325,8 @@ static int infer_cpu(struct hgt_infer_cpu *cpu, const struct thr *t, const struc
 
 	if (!w)
 		return -ENOMEM;
-	memcpy(w, t->w.w, sizeof(*w) * t->w.n);
+	if (t->w.n)
+		memcpy(w, t->w.w, sizeof(*w) * t->w.n);
 	if (lost->n)
 		memcpy(w + t->w.n, lost->w, sizeof(*w) * lost->n);
 	/* after its last record: unknown if it was still in guest mode (or running) */

@@ -120,15 +120,34 @@ static void make_key(void)
 	pthread_key_create(&ring_key, ring_exit);
 }
 
+/*
+ * HGTRACE_RING_KB: a number of KB from 4 to 4 GiB, rounded up to a power of two. Anything
+ * else (a sign, letters, 0, out of range) keeps the default, said once on stderr: a typo
+ * must not give a 4 GiB ring per thread, nor a 4 KB one.
+ */
 static size_t ring_bytes(void)
 {
+	static int warned;
 	const char *e = getenv("HGTRACE_RING_KB");
-	size_t kb = e ? strtoul(e, NULL, 10) : 1024, sz = 4096;
+	size_t kb = 1024, sz = 4096;
 
-	if (kb < 4)
-		kb = 4;
-	if (kb > (1u << 22))
-		kb = 1u << 22;
+	if (e && *e) {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(e, &end, 10);
+		if (*e < '0' || *e > '9' || errno || *end || v < 4 || v > (1ULL << 22)) {
+			if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+				fprintf(stderr,
+					"hgtrace-probes: HGTRACE_RING_KB='%s': expected a number "
+					"of "
+					"KB from 4 to 4194304; using 1024\n",
+					e);
+		} else {
+			kb = (size_t)v;
+		}
+	}
 	while (sz < kb * 1024)
 		sz <<= 1;
 	return sz;

@@ -557,7 +557,8 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 		goto fail;
 	}
 	if (r->o.log)
-		fprintf(r->o.log, "hgtrace record: %d events, clock %s, instance %s, %d CPUs\n",
+		fprintf(r->o.log,
+			"hgtrace record: %d event types enabled, clock %s, instance %s, %d CPUs\n",
 			r->nr_evs, r->clock ? r->clock : "?", tracefs_instance_get_name(r->inst),
 			r->nr_cpus);
 	return r;

@@ -219,6 +219,20 @@ else
 	tap_fail "simple: $got recorded + $dropped dropped != 400000 or $bad out of order"
 fi
 
+# HGTRACE_RING_KB that is not a size (a sign, letters, 0): one warning, the default ring,
+# the events recorded as usual.
+for v in -5 abc 0 99999999999; do
+	(cd "$t/simple" && HGTRACE_RING_KB=$v HGTRACE_EVENTS='ev_*,-ev_tick' HGTRACE_FILE=$t/simple/r.trace ./sample fire 2> r.err)
+	"$HGTRACE" simpletrace "$t/simple/r.trace" 2> /dev/null | awk '{ $2 = ""; $3 = ""; print }' |
+		sed -E 's/  +/ /g; s/ $//' > "$t/simple/r.txt"
+	if [ "$(grep -c "HGTRACE_RING_KB='$v': expected a number of KB from 4 to 4194304; using 1024" "$t/simple/r.err")" = 1 ] &&
+		cmp -s "$t/simple/r.txt" "$t/want-simple.txt"; then
+		tap_ok "simple: HGTRACE_RING_KB=$v: one warning, the default ring, $(wc -l < "$t/simple/r.txt") events as usual"
+	else
+		tap_fail "simple: HGTRACE_RING_KB=$v: $(head -3 "$t/simple/r.err")"
+	fi
+done
+
 # A crash: the events fired before abort() are in the file (flushed on the fatal signal).
 sh -c "cd '$t/simple' && HGTRACE_EVENTS='ev_*' HGTRACE_FILE='$t/simple/c.trace' ./sample crash" 2> /dev/null
 n=$("$HGTRACE" simpletrace "$t/simple/c.trace" 2> /dev/null | grep -c '^ev_')
