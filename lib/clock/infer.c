@@ -32,6 +32,15 @@ static int64_t sat_add(int64_t a, int64_t b)
 	return r;
 }
 
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 static int set_add(struct set *s, int64_t lo, int64_t hi)
 {
 	if (lo > hi)
@@ -140,8 +149,8 @@ static int constrain(const struct allowed *al, const struct set *in, int64_t g, 
 	}
 	/* back to offsets */
 	for (size_t i = 0; i < out->n; i++) {
-		out->p[i].lo = sat_add(out->p[i].lo, -g);
-		out->p[i].hi = sat_add(out->p[i].hi, -g);
+		out->p[i].lo = sat_sub(out->p[i].lo, g);
+		out->p[i].hi = sat_sub(out->p[i].hi, g);
 	}
 	return 0;
 }
@@ -149,7 +158,7 @@ static int constrain(const struct allowed *al, const struct set *in, int64_t g, 
 /* Events g with span_lo <= g + c <= span_hi (@g sorted). */
 static uint64_t in_span(const int64_t *g, size_t n, const struct allowed *al, int64_t c)
 {
-	int64_t lo = sat_add(al->span_lo, -c), hi = sat_add(al->span_hi, -c);
+	int64_t lo = sat_sub(al->span_lo, c), hi = sat_sub(al->span_hi, c);
 	size_t a = 0, b = n, x, y;
 
 	while (a < b) { /* first g >= lo */
@@ -189,8 +198,8 @@ static bool prune(const int64_t *g, size_t n, const struct allowed *al, struct s
 	 * are marked by lo > hi swapped back after.
 	 */
 	for (size_t i = s->n; i-- > 0;) {
-		int64_t from = sat_add(al->span_lo, -s->p[i].hi),
-			to = sat_add(al->span_hi, -s->p[i].lo);
+		int64_t from = sat_sub(al->span_lo, s->p[i].hi),
+			to = sat_sub(al->span_hi, s->p[i].lo);
 		uint64_t m;
 
 		while (x < n && g[x] < from)
@@ -319,7 +328,7 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 			res->reach = i - j + 1;
 	}
 	/* at least one event in the span */
-	ret = set_add(cur, sat_add(span_lo, -g[n - 1]), sat_add(span_hi, -g[0]));
+	ret = set_add(cur, sat_sub(span_lo, g[n - 1]), sat_sub(span_hi, g[0]));
 	while (!ret && ((size_t)1 << bits) < n)
 		bits++;
 	/*

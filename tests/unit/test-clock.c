@@ -270,6 +270,18 @@ static void test_infer_empty(void **state)
 	assert_int_equal(r.events, 3);
 	assert_int_equal(r.best, 105);
 	assert_int_equal(r.outside, 1);
+	/* the extremes of int64 (a hostile caller): an answer, no overflow (UBSan checks) */
+	{
+		const struct hgt_infer_window x[] = { { INT64_MIN, INT64_MIN + 10 },
+						      { -5, 5 },
+						      { INT64_MAX - 10, INT64_MAX } };
+		const int64_t e[] = { INT64_MIN, -1, 0, INT64_MAX };
+
+		assert_int_equal(hgt_infer_offset(e, 4, x, 3, INT64_MIN, INT64_MAX, NULL, &r), 0);
+		assert_int_equal(r.events, 4);
+		assert_true(r.status == HGT_INFER_EMPTY || r.status == HGT_INFER_NO_OVERLAP ||
+			    r.status == HGT_INFER_OK);
+	}
 	/* unsorted events are refused */
 	{
 		const int64_t bad[] = { 5, 4 };
