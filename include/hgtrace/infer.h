@@ -36,7 +36,7 @@ enum hgt_infer_status {
 	HGT_INFER_TOO_WIDE,   /* what remains is wider than the limit asked for */
 	HGT_INFER_AMBIGUOUS,  /* far apart offsets fit equally well (within the limit apart) */
 	HGT_INFER_NO_DATA,    /* no guest events, or no windows */
-	HGT_INFER_NO_OVERLAP, /* what fits puts under half the events it could in the span */
+	HGT_INFER_NO_OVERLAP, /* what fits puts under 3/4 of the events it could in the span */
 };
 
 struct hgt_infer_result {
@@ -48,7 +48,7 @@ struct hgt_infer_result {
 	uint64_t in_span;     /* of them, inside the host's observed span (best interval) */
 	uint64_t reach;	      /* the most any offset could put in the span */
 	uint32_t pieces;      /* disjoint intervals within [lo, hi] */
-	uint32_t weak_pieces; /* intervals left out: under half of reach in the span */
+	uint32_t weak_pieces; /* intervals left out: under 3/4 of reach in the span */
 	/* HGT_INFER_EMPTY: the best offset of the events that still agreed, and how many of
 	 * all the events lie outside every window with it */
 	int64_t best;
@@ -71,7 +71,7 @@ struct hgt_infer_opts {
  * observe the thread, so nothing is known). Only offsets that put at least one event in
  * [@span_lo, @span_hi] are considered.
  *
- * Of the disjoint intervals that remain, those that put at least half as many events in
+ * Of the disjoint intervals that remain, those that put at least 3/4 as many events in
  * the span as any offset could (@res->reach) are kept, and @res gets their hull; when none
  * does, HGT_INFER_NO_OVERLAP: what fits only does so by putting the guest beside the
  * host's recording. Returns 0 (see @res->status) or -ENOMEM / -EINVAL.

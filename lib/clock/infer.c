@@ -184,8 +184,20 @@ static uint64_t in_span(const int64_t *g, size_t n, const struct allowed *al, in
 }
 
 /*
- * Drop the pieces that cannot put half of @reach events in the span (they could never be
- * kept); true when none is left, with the most any of them could in *@best.
+ * Whether an interval whose offsets put at most @m events in the host's span is too weakly
+ * supported to be the answer: under 3/4 of the @reach events any offset could put there.
+ * Host and guest recorded together overlap; an offset that leaves a quarter of what could
+ * overlap outside the host's recording fits only because those events were not checked
+ * (a TCG thread running for seconds on end fits half a guest shifted by 2 s).
+ */
+static bool weak(uint64_t m, uint64_t reach)
+{
+	return 4 * m < 3 * reach;
+}
+
+/*
+ * Drop the pieces that cannot put enough of @reach events in the span (they could never
+ * be kept); true when none is left, with the most any of them could in *@best.
  */
 static bool prune(const int64_t *g, size_t n, const struct allowed *al, struct set *s,
 		  uint64_t reach, uint64_t *best, uint32_t *dropped)
@@ -209,7 +221,7 @@ static bool prune(const int64_t *g, size_t n, const struct allowed *al, struct s
 		while (y < n && g[y] <= to)
 			y++;
 		m = y - x;
-		if (2 * m < reach) {
+		if (weak(m, reach)) {
 			if (m > *best)
 				*best = m;
 			s->p[i].lo = 1; /* dropped */
@@ -394,7 +406,7 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 	}
 	if (ret)
 		goto out;
-	/* the best-supported piece, and the hull of those with at least half its support */
+	/* the best-supported piece, and the hull of those with enough support */
 	for (size_t k = 0; k < cur->n; k++) {
 		uint64_t s = in_span(g, n, &al, mid(cur->p[k].lo, cur->p[k].hi));
 
@@ -403,7 +415,7 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 			best = k;
 		}
 	}
-	if (2 * best_n < res->reach) {
+	if (weak(best_n, res->reach)) {
 		res->status = HGT_INFER_NO_OVERLAP;
 		res->best = mid(cur->p[best].lo, cur->p[best].hi);
 		res->in_span = best_n;
@@ -414,7 +426,7 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 	for (size_t k = 0; k < cur->n; k++) {
 		uint64_t s = in_span(g, n, &al, mid(cur->p[k].lo, cur->p[k].hi));
 
-		if (2 * s < res->reach) {
+		if (weak(s, res->reach)) {
 			res->weak_pieces++;
 			continue;
 		}

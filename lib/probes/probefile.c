@@ -8,11 +8,14 @@
  * round before last (every later record is at least that new).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <hgtrace/probefile.h>
 #include <hgtrace/probegen.h>
@@ -101,13 +104,37 @@ static uint64_t rd64(const struct hgt_probefile *f, const void *p)
 	return f->swap ? __builtin_bswap64(v) : v;
 }
 
+/*
+ * @path opened for reading only if it is a regular file: a FIFO with no writer must not
+ * hang the caller (the open is non-blocking, then refused). errno EINVAL for the others.
+ */
+static FILE *open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	f = fdopen(fd, "rb");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 /**
  * hgt_probefile_is - 1 when @path starts as a simple-backend file (ours or QEMU's).
  */
 int hgt_probefile_is(const char *path)
 {
 	unsigned char b[16];
-	FILE *f = fopen(path, "rb");
+	FILE *f = open_regular(path);
 	int is = 0;
 
 	if (!f)
@@ -616,10 +643,11 @@ struct hgt_probefile *hgt_probefile_open(const char *path, const char *events, c
 		errno = ENOMEM;
 		return NULL;
 	}
-	f->f = fopen(path, "rb");
+	f->f = open_regular(path);
 	if (!f->f) {
 		e = errno;
-		snprintf(err, errsz, "%s: %s", path, strerror(e));
+		snprintf(err, errsz, "%s: %s", path,
+			 e == EINVAL ? "not a regular file: copy it to a file first" : strerror(e));
 		goto fail;
 	}
 	if (fread(h, 1, sizeof(h), f->f) != sizeof(h)) {

@@ -23,11 +23,14 @@ static const uint8_t magic[10] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n
 static int add_section(struct hgt_input *in, uint16_t id, uint16_t flags, int32_t sid, uint64_t off,
 		       uint64_t size)
 {
-	struct hgt_section *s = realloc(in->sections, sizeof(*s) * (in->nr_sections + 1));
+	struct hgt_section *s = in->sections;
 
-	if (!s)
-		return -ENOMEM;
-	in->sections = s;
+	if (!(in->nr_sections & (in->nr_sections - 1))) { /* 0, 1, 2, 4...: grow by doubling */
+		s = realloc(in->sections, sizeof(*s) * (in->nr_sections ? 2 * in->nr_sections : 1));
+		if (!s)
+			return -ENOMEM;
+		in->sections = s;
+	}
 	s = &in->sections[in->nr_sections++];
 	s->id = id;
 	s->flags = flags;
@@ -129,7 +132,13 @@ static int walk_sections(struct hgt_input *in)
 	while (off < in->file_size) {
 		uint8_t hdr[16];
 		uint64_t size;
+		static const uint8_t zero[16];
 
+		if (in->nr_sections >= HGT__MAX_SECTIONS)
+			return hgt__error(in, off, EBADMSG,
+					  "more than %d sections: not a trace.dat written by a "
+					  "tracer",
+					  HGT__MAX_SECTIONS);
 		if (in->file_size - off < 16)
 			return hgt__error(in, off, EBADMSG,
 					  "%llu trailing bytes are too few for a section header",
@@ -137,6 +146,11 @@ static int walk_sections(struct hgt_input *in)
 		ret = hgt__pread_all(in, hdr, 16, off);
 		if (ret)
 			return ret;
+		/* an empty OPTIONS header, all zeros: padding after the last section (an
+		 * OPTIONS section holds at least its DONE option); sections are found by the
+		 * offsets that point at them, so the walk ends here */
+		if (!memcmp(hdr, zero, 16))
+			break;
 		size = hgt__get64(in, hdr + 8);
 		if (size > in->file_size - off - 16)
 			return hgt__error(
@@ -462,7 +476,8 @@ struct hgt_input *hgt_input_open(const char *path, const struct hgt_open_opts *o
 		ret = -ENOMEM;
 		goto fail;
 	}
-	in->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* non-blocking: a FIFO with no writer must not hang the open (it is refused below) */
+	in->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (in->fd < 0) {
 		ret = -errno;
 		snprintf(in->err, sizeof(in->err), "%s: cannot open: %s", path, strerror(errno));
@@ -471,7 +486,14 @@ struct hgt_input *hgt_input_open(const char *path, const struct hgt_open_opts *o
 	}
 	if (fstat(in->fd, &st) || !S_ISREG(st.st_mode)) {
 		ret = -EINVAL;
-		snprintf(in->err, sizeof(in->err), "%s: not a regular file", path);
+		snprintf(in->err, sizeof(in->err),
+			 "%s: not a regular file (%s): trace.dat is read by offset; copy it to a "
+			 "file first",
+			 path,
+			 S_ISFIFO(st.st_mode)  ? "a FIFO"
+			 : S_ISDIR(st.st_mode) ? "a directory"
+			 : S_ISCHR(st.st_mode) ? "a character device"
+					       : "not a file");
 		hgt__set_last_error(in->err);
 		goto fail;
 	}

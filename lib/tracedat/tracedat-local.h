@@ -16,6 +16,7 @@
 #define HGT__MAX_META (1ULL << 30)   /* one metadata item (kallsyms can be tens of MB) */
 #define HGT__MAX_CHUNK (64ULL << 20) /* one compressed chunk, uncompressed */
 #define HGT__MAX_CPUS 8192
+#define HGT__MAX_SECTIONS (1 << 20) /* a v7 file with more is not a tracer's */
 #define HGT__MAX_PAGE (1U << 24)
 #define HGT__MAX_OPTIONS 65536
 #define HGT__MAX_EVENTS 1000000

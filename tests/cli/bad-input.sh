@@ -130,4 +130,35 @@ for i in $(seq 1 40); do
 	[ $rc -gt 1 ] && { crashes=$((crashes + 1)); cp "$t/flip.dat" "/tmp/hgtrace-crash-$i.dat"; }
 done
 [ $crashes -eq 0 ] && tap_ok "40 randomly damaged files: no crash" || tap_fail "$crashes of 40 damaged files crashed (kept in /tmp/hgtrace-crash-*.dat)"
+
+# A v7 file padded with 2 GiB of zeros after its sections (sparse, so cheap): read as if
+# the zeros were not there, in the time and memory of the file itself.
+cp "$data/tsc.dat" "$t/pad.dat"
+truncate -s +2G "$t/pad.dat"
+for cmd in dump report; do
+	/usr/bin/time -f "%e %M" -o "$t/time" "$HGTRACE" $cmd "$t/pad.dat" > "$t/pad.out" 2> "$t/pad.err"
+	rc=$?
+	read -r secs kb < "$t/time"
+	"$HGTRACE" $cmd "$data/tsc.dat" > "$t/pad.want" 2> /dev/null
+	if [ $rc = 0 ] && [ ! -s "$t/pad.err" ] && { [ $cmd = dump ] || cmp -s "$t/pad.out" "$t/pad.want"; } &&
+		[ "${kb:-999999}" -lt 65536 ] && [ "$(echo "$secs < 5" | bc)" = 1 ]; then
+		tap_ok "$cmd of a file with 2 GiB of zeros after it: ${secs} s, ${kb} KB, as without them"
+	else
+		tap_fail "$cmd of a padded file: exit $rc, ${secs} s, ${kb} KB: $(head -2 "$t/pad.err")"
+	fi
+done
+rm -f "$t/pad.dat"
+
+# A FIFO with no writer: refused at once, one line, for every command that reads files.
+mkfifo "$t/fifo"
+for c in report dump simpletrace "convert -o $t/x.dat -i" "attach $data/tsc.dat" "sync-check $data/tsc.dat"; do
+	# shellcheck disable=SC2086
+	timeout 10 "$HGTRACE" $c "$t/fifo" > /dev/null 2> "$t/err"
+	rc=$?
+	if [ $rc = 1 ] && [ "$(wc -l < "$t/err")" = 1 ] && grep -q "fifo: not a regular file" "$t/err"; then
+		tap_ok "${c%% *} on a FIFO with no writer: refused at once ($(cat "$t/err"))"
+	else
+		tap_fail "${c%% *} on a FIFO: exit $rc (124: it hung): $(head -2 "$t/err")"
+	fi
+done
 tap_done
