@@ -2,10 +2,14 @@
 /*
  * The control socket: a Unix stream socket at HGTRACE_CTL; each connection sends one
  * monitor command line and gets its reply, then "ok" or "error" as the last line
- * (hgtrace ctl is the client).
+ * (hgtrace ctl is the client). Connections are served side by side, each within a
+ * deadline, so one that stays silent blocks nobody.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "probes-local.h"
@@ -20,54 +25,141 @@
 static int ctl_fd = -1;
 static char ctl_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
-static void serve(int c)
+#define CTL_CLIENTS 16	     /* served at once; more wait in the listen backlog */
+#define CTL_DEADLINE_MS 5000 /* for a client's whole exchange: line in, reply out */
+#define CTL_REPLY 65536
+
+/* One connection: its command line as it arrives, then its reply as it leaves. */
+struct client {
+	int fd;
+	uint64_t deadline;
+	char in[4096];
+	size_t in_len;
+	char *out; /* the reply, once the line is complete */
+	size_t out_len, out_off;
+};
+
+static uint64_t now_ms(void)
 {
-	char cmd[4096], reply[65536];
-	size_t len = 0;
-	int r;
+	struct timespec ts;
 
-	while (len < sizeof(cmd) - 1) {
-		ssize_t n = read(c, cmd + len, sizeof(cmd) - 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (memchr(cmd, '\n', len))
-			break;
-	}
-	cmd[len] = '\0';
-	cmd[strcspn(cmd, "\n")] = '\0';
-	r = hgt_probe_command(cmd, reply, sizeof(reply) - 8);
-	strcat(reply, r < 0 ? "error\n" : "ok\n");
-	for (size_t off = 0, n = strlen(reply); off < n;) {
-		ssize_t w = send(c, reply + off, n - off, MSG_NOSIGNAL);
-
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static void drop(struct client *c)
+{
+	close(c->fd);
+	free(c->out);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+/* Run the command once its line is complete (or the line buffer is full). */
+static void answer(struct client *c)
+{
+	char *nl = memchr(c->in, '\n', c->in_len);
+	int r;
+
+	c->in[nl ? (size_t)(nl - c->in) : c->in_len] = '\0';
+	c->out = malloc(CTL_REPLY + 8);
+	if (!c->out) {
+		drop(c);
+		return;
+	}
+	r = hgt_probe_command(c->in, c->out, CTL_REPLY);
+	strcat(c->out, r < 0 ? "error\n" : "ok\n");
+	c->out_len = strlen(c->out);
+}
+
+/* Readable or writable: take what came, send what can go. Returns false when done. */
+static bool step(struct client *c)
+{
+	if (!c->out) {
+		ssize_t n = read(c->fd, c->in + c->in_len, sizeof(c->in) - 1 - c->in_len);
+
+		if (n < 0)
+			return errno == EINTR || errno == EAGAIN;
+		if (n == 0)
+			return false; /* closed before its line ended: nothing to answer */
+		c->in_len += (size_t)n;
+		if (memchr(c->in, '\n', c->in_len) || c->in_len == sizeof(c->in) - 1)
+			answer(c);
+		if (c->fd < 0)
+			return false;
+	}
+	while (c->out && c->out_off < c->out_len) {
+		ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0)
+			return errno == EINTR || errno == EAGAIN;
+		c->out_off += (size_t)w;
+	}
+	return !c->out;
+}
+
+/*
+ * One thread serves up to CTL_CLIENTS connections at once, each with its own buffers and a
+ * deadline for its whole exchange, so a client that sends half a line, or reads its reply
+ * slowly, holds no one else up.
+ */
 static void *ctl_main(void *arg)
 {
+	struct client cl[CTL_CLIENTS];
+	struct pollfd pf[CTL_CLIENTS + 1];
 	sigset_t all;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_NAME, "hgt-probe-ctl", 0, 0, 0);
+	for (int i = 0; i < CTL_CLIENTS; i++)
+		cl[i].fd = -1;
 	for (;;) {
-		int c = accept4(ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+		int n = 0, busy = 0, timeout = -1;
+		uint64_t now = now_ms();
 
-		if (c < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+		for (int i = 0; i < CTL_CLIENTS; i++) {
+			if (cl[i].fd < 0)
+				continue;
+			if (now >= cl[i].deadline) {
+				drop(&cl[i]);
+				continue;
+			}
+			busy++;
+			if (timeout < 0 || (int)(cl[i].deadline - now) < timeout)
+				timeout = (int)(cl[i].deadline - now);
+		}
+		pf[n++] =
+			(struct pollfd){ .fd = busy < CTL_CLIENTS ? ctl_fd : -1, .events = POLLIN };
+		for (int i = 0; i < CTL_CLIENTS; i++)
+			pf[n++] = (struct pollfd){ .fd = cl[i].fd,
+						   .events = cl[i].out ? POLLOUT : POLLIN };
+		if (poll(pf, (nfds_t)n, timeout) < 0) {
+			if (errno == EINTR)
 				continue;
 			break;
 		}
-		serve(c);
-		close(c);
+		for (int i = 0; i < CTL_CLIENTS; i++)
+			if (cl[i].fd >= 0 && pf[i + 1].revents && !step(&cl[i]))
+				drop(&cl[i]);
+		if (pf[0].revents & POLLIN) {
+			int c = accept4(ctl_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			for (int i = 0; c >= 0 && i < CTL_CLIENTS; i++)
+				if (cl[i].fd < 0) {
+					memset(&cl[i], 0, sizeof(cl[i]));
+					cl[i].fd = c;
+					cl[i].deadline = now_ms() + CTL_DEADLINE_MS;
+					c = -1;
+				}
+			if (c >= 0)
+				close(c);
+		}
 	}
+	for (int i = 0; i < CTL_CLIENTS; i++)
+		if (cl[i].fd >= 0)
+			drop(&cl[i]);
 	return NULL;
 }
 

@@ -233,19 +233,30 @@ static const char *opt_or_env(const char *opt, const char *env)
 
 static void warn_unmatched(void);
 
-/* Once, at the first registration (or hgt_probes_init()): clock, file, control socket. */
+/* Once, at the first registration (or hgt_probes_init()): clock and file. */
 void hgt__probe_setup(void)
 {
 	const char *clock = opt_or_env(init_opts.clock, "HGTRACE_CLOCK");
 	const char *file = opt_or_env(init_opts.file, "HGTRACE_FILE");
-	const char *ctl = opt_or_env(init_opts.ctl, "HGTRACE_CTL");
-
 	if (clock && hgt__probe_set_clock(clock) < 0)
 		fprintf(stderr, "hgtrace-probes: HGTRACE_CLOCK=%s: not tsc or mono; using %s\n",
 			clock, hgt__probe_clock_tsc ? "tsc" : "mono");
 	if (file)
 		hgt__probe_file_default(file);
 	atexit(warn_unmatched);
+}
+
+/*
+ * The control socket starts once there is something to control: after the first group is
+ * linked in (or at hgt_probes_init()), so that a client that connects at once never sees
+ * an empty program.
+ */
+static pthread_once_t ctl_once = PTHREAD_ONCE_INIT;
+
+static void start_ctl(void)
+{
+	const char *ctl = opt_or_env(init_opts.ctl, "HGTRACE_CTL");
+
 	if (ctl && hgt__probe_ctl_start(ctl) < 0)
 		fprintf(stderr, "hgtrace-probes: control socket %s: %s\n", ctl, strerror(errno));
 }
@@ -345,6 +356,8 @@ int hgt_probe_register_group(struct hgt_probe_group *g)
 			hgt__probe_file_on_locked();
 	}
 	pthread_mutex_unlock(&hgt__probe_lock);
+	if (!ret)
+		pthread_once(&ctl_once, start_ctl);
 	return ret;
 }
 
@@ -376,6 +389,7 @@ int hgt_probes_init(const struct hgt_probes_opts *opts)
 	if (!ret && hgt__probe_wants_file())
 		ret = hgt__probe_file_on_locked();
 	pthread_mutex_unlock(&hgt__probe_lock);
+	pthread_once(&ctl_once, start_ctl);
 	return ret;
 }
 

@@ -477,6 +477,23 @@ sock=$t/ctl.sock
 tpid=$!
 for i in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
 info=$("$HGTRACE" ctl "$sock" info trace-events 'ev_t*')
+# Two clients that hold the socket (half a line sent, then silence; and one that never
+# reads its reply) hold no one else up: a third is answered at once.
+python3 -c 'import socket, sys, time
+a = socket.socket(socket.AF_UNIX); a.connect(sys.argv[1]); a.send(b"info")
+b = socket.socket(socket.AF_UNIX); b.connect(sys.argv[1]); b.send(b"info trace-events\n")
+time.sleep(3)' "$sock" &
+hold=$!
+sleep 0.3
+t0=$(date +%s%N)
+held=$(timeout 5 "$HGTRACE" ctl "$sock" info trace-events ev_tick)
+t1=$(date +%s%N)
+wait $hold
+if [ "$held" = "ev_tick : state 0" ] && [ $(((t1 - t0) / 1000000)) -lt 1000 ]; then
+	tap_ok "control socket: answered in $(((t1 - t0) / 1000000)) ms while a silent client and a non-reading one hold it"
+else
+	tap_fail "control socket with a silent client: '$held' after $(((t1 - t0) / 1000000)) ms"
+fi
 "$HGTRACE" ctl "$sock" trace-file on > /dev/null
 "$HGTRACE" ctl "$sock" trace-event ev_tick on > /dev/null
 sleep 0.3

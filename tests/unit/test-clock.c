@@ -222,7 +222,8 @@ static void test_infer_by_hand(void **state)
 	 * 130: c <= 70, [170,220], >= 370; 310: c <= -110, [-10,40], >= 190; 330: c <= -130,
 	 * [-30,20], >= 170; 560: c <= -360, [-260,-210], >= -60. Left: [-460,-360]
 	 * [-260,-210] [-10,20] [190,220] [390,490] with 1, 1, 5, 4, 2 events in the span at
-	 * their middles: the hull of the two with at least 5/2 is [-10,220].
+	 * their middles: the hull of the two with at least 3/4 of the 5 any offset could put in
+	 * the span is [-10,220].
 	 */
 	assert_int_equal(hgt_infer_offset(g5, 5, w, 3, 100, 600, NULL, &r), 0);
 	assert_int_equal(r.status, HGT_INFER_OK);
