@@ -163,10 +163,20 @@ static void *ctl_main(void *arg)
 	return NULL;
 }
 
+static pid_t ctl_owner; /* the process that made the socket: only it removes it */
+
 static void ctl_cleanup(void)
 {
-	if (ctl_path[0])
+	if (ctl_path[0] && getpid() == ctl_owner)
 		unlink(ctl_path);
+}
+
+void hgt__probe_ctl_fork_child(void)
+{
+	/* no control thread here; the listening socket stays the parent's */
+	if (ctl_fd >= 0)
+		close(ctl_fd);
+	ctl_fd = -1;
 }
 
 int hgt__probe_ctl_start(const char *path)
@@ -200,6 +210,7 @@ int hgt__probe_ctl_start(const char *path)
 		return -1;
 	}
 	snprintf(ctl_path, sizeof(ctl_path), "%s", path);
+	ctl_owner = getpid();
 	atexit(ctl_cleanup);
 	if (pthread_create(&t, NULL, ctl_main, NULL)) {
 		close(ctl_fd);

@@ -25,5 +25,10 @@ uint64_t hgt__probe_mono(void);
 
 /* control.c */
 int hgt__probe_ctl_start(const char *path);
+/* fork(): the child has none of the parent's threads (see hgt__probe_setup()) */
+void hgt__probe_file_fork_prepare(void);
+void hgt__probe_file_fork_parent(void);
+void hgt__probe_file_fork_child(void);
+void hgt__probe_ctl_fork_child(void);
 
 #endif

@@ -233,6 +233,32 @@ static const char *opt_or_env(const char *opt, const char *env)
 
 static void warn_unmatched(void);
 
+/*
+ * fork(): the locks are taken around it so the child gets them in a known state. The child
+ * has only the forking thread: no writer, no control thread. It must not write the parent's
+ * undrained events again, label its events with the parent's thread ids, append to the
+ * parent's file or remove the parent's control socket: its trace file is off (it can name
+ * one of its own) and its rings start empty.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&hgt__probe_lock);
+	hgt__probe_file_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	hgt__probe_file_fork_parent();
+	pthread_mutex_unlock(&hgt__probe_lock);
+}
+
+static void fork_child(void)
+{
+	hgt__probe_file_fork_child();
+	hgt__probe_ctl_fork_child();
+	pthread_mutex_unlock(&hgt__probe_lock);
+}
+
 /* Once, at the first registration (or hgt_probes_init()): clock and file. */
 void hgt__probe_setup(void)
 {
@@ -244,6 +270,7 @@ void hgt__probe_setup(void)
 	if (file)
 		hgt__probe_file_default(file);
 	atexit(warn_unmatched);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /*

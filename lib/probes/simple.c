@@ -115,9 +115,11 @@ static void ring_exit(void *p)
 	hgt__probe_tls = NULL;
 }
 
+static int key_made;
+
 static void make_key(void)
 {
-	pthread_key_create(&ring_key, ring_exit);
+	key_made = !pthread_key_create(&ring_key, ring_exit);
 }
 
 /*
@@ -410,6 +412,37 @@ static void at_exit(void)
 		close(fd);
 		fd = -1;
 	}
+	pthread_mutex_unlock(&drain_lock);
+}
+
+void hgt__probe_file_fork_prepare(void)
+{
+	pthread_mutex_lock(&drain_lock);
+}
+
+void hgt__probe_file_fork_parent(void)
+{
+	pthread_mutex_unlock(&drain_lock);
+}
+
+void hgt__probe_file_fork_child(void)
+{
+	/* the parent's threads are gone: their rings (and this thread's, named with the
+	 * parent's thread id) are emptied and left to be freed; the next probe makes a new
+	 * ring with this process's thread id */
+	for (struct ring *r = rings; r; r = r->next) {
+		r->r.tail = r->r.head;
+		r->orphan = 1;
+	}
+	free_orphans();
+	hgt__probe_tls = NULL;
+	if (key_made)
+		pthread_setspecific(ring_key, NULL);
+	if (fd >= 0)
+		close(fd); /* the parent's file: its own, not the child's */
+	fd = -1;
+	writer_running = 0;
+	writer_stop = 0;
 	pthread_mutex_unlock(&drain_lock);
 }
 

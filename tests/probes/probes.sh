@@ -219,6 +219,23 @@ else
 	tap_fail "simple: $got recorded + $dropped dropped != 400000 or $bad out of order"
 fi
 
+# fork(): the child's events do not repeat the parent's, carry the parent's thread id, or
+# reach the parent's file; the parent's control socket outlives the child.
+rm -f "$t/simple/fork.trace"
+(cd "$t/simple" && HGTRACE_CTL=$t/fork.sock HGTRACE_EVENTS=ev_tick HGTRACE_FILE=$t/simple/fork.trace ./sample fork 1000 > fork.out 2> fork.err)
+cpid=$(sed -n 's/^child //p' "$t/simple/fork.out")
+"$HGTRACE" simpletrace "$t/simple/fork.trace" > "$t/simple/fork.txt" 2> /dev/null
+read -r ticks dup child_ones pids << EOF
+$(awk '/^ev_tick/ { split($4, a, "="); n++; if (seen[a[2]]++) d++; if (a[2] + 0 >= 100000 && a[2] + 0 < 200000) c++; p[$3] = 1 }
+      END { print n + 0, d + 0, c + 0, length(p) }' "$t/simple/fork.txt")
+EOF
+if [ "$ticks" = 2000 ] && [ "$dup" = 0 ] && [ "$child_ones" = 0 ] && [ "$pids" = 1 ] && [ -n "$cpid" ] &&
+	grep -q '^socket kept$' "$t/simple/fork.out"; then
+	tap_ok "fork: the parent's 2000 events once each, from one thread; none of the child's (pid $cpid) in its file; its control socket kept"
+else
+	tap_fail "fork: $ticks events, $dup repeated, $child_ones from the child, $pids thread ids: $(head -2 "$t/simple/fork.err") $(tr '\n' ' ' < "$t/simple/fork.out")"
+fi
+
 # HGTRACE_RING_KB that is not a size (a sign, letters, 0): one warning, the default ring,
 # the events recorded as usual.
 for v in -5 abc 0 99999999999; do

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "trace-sample.h"
@@ -87,6 +88,25 @@ int main(int argc, char **argv)
 			trace_ev_tick(n);
 			usleep(1000);
 		}
+	} else if (!strcmp(mode, "fork") && argc == 3) {
+		/* N ticks, fork; the child fires N more and exits; the parent then N more */
+		int n = atoi(argv[2]), st;
+		pid_t c;
+
+		for (int i = 0; i < n; i++)
+			trace_ev_tick(i);
+		c = fork();
+		if (c == 0) {
+			for (int i = 0; i < n; i++)
+				trace_ev_tick(100000 + i);
+			exit(0);
+		}
+		waitpid(c, &st, 0);
+		for (int i = 0; i < n; i++)
+			trace_ev_tick(200000 + i);
+		printf("child %d\nsocket %s\n", (int)c,
+		       getenv("HGTRACE_CTL") && !access(getenv("HGTRACE_CTL"), F_OK) ? "kept"
+										     : "gone");
 	} else if (!strcmp(mode, "crash")) {
 		fire();
 		abort();
@@ -111,8 +131,8 @@ int main(int argc, char **argv)
 		}
 		printf("computed %lu\n", computed);
 	} else {
-		fprintf(stderr,
-			"usage: sample fire|threads N M|ticks FILE|crash|semaphore|init FILE\n");
+		fprintf(stderr, "usage: sample fire|threads N M|ticks FILE|fork "
+				"N|crash|semaphore|init FILE\n");
 		return 2;
 	}
 	return 0;
