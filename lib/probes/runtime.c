@@ -4,11 +4,14 @@
  * patterns, events files, the environment, and the monitor commands.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "probes-local.h"
 
@@ -162,17 +165,32 @@ static char *trim(char *s)
 	return s;
 }
 
-static int apply_file_locked(const char *path)
+/*
+ * Call @fn for each pattern line of events file @path ("FILE:LINE" in @where); blank lines
+ * and '#' comments skipped. A missing file, or one that is not a regular file (a directory,
+ * a FIFO that could block), is one line on stderr when @say, and -errno.
+ */
+static int each_line(const char *path, bool say, void (*fn)(char *p, const char *where))
 {
 	char *line = NULL, where[512];
 	size_t cap = 0;
 	unsigned int no = 0;
-	FILE *f = fopen(path, "r");
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), err = 0;
+	FILE *f = NULL;
 
-	if (!f) {
-		int err = errno;
-
-		fprintf(stderr, "hgtrace-probes: events file %s: %s\n", path, strerror(err));
+	if (fd < 0)
+		err = errno;
+	else if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+	else if (!(f = fdopen(fd, "r")))
+		err = errno;
+	if (err) {
+		if (fd >= 0 && !f)
+			close(fd);
+		if (say)
+			fprintf(stderr, "hgtrace-probes: events file %s: %s\n", path,
+				err == EINVAL ? "not a regular file" : strerror(err));
 		return -err;
 	}
 	while (getline(&line, &cap, f) >= 0) {
@@ -182,11 +200,17 @@ static int apply_file_locked(const char *path)
 		if (!*p || *p == '#')
 			continue;
 		snprintf(where, sizeof(where), "%s:%u", path, no);
-		apply_one(p, where);
+		fn(p, where);
 	}
 	free(line);
 	fclose(f);
 	return 0;
+}
+
+static int apply_file_locked(const char *path)
+{
+	/* quiet while patterns are re-applied to each new group: said once, at exit */
+	return each_line(path, !quiet, apply_one);
 }
 
 static int apply_locked(const char *list)
@@ -317,6 +341,14 @@ static void apply_env_locked(struct hgt_probe_group *g)
 }
 
 /* Exact names in HGTRACE_EVENTS that no group had by the end. */
+/* An events file's line naming an event no group has: FILE:LINE. */
+static void warn_missing(char *p, const char *where)
+{
+	p += *p == '-';
+	if (*p && !is_pattern(p) && !find_locked(p))
+		fprintf(stderr, "hgtrace-probes: %s: trace event '%s' does not exist\n", where, p);
+}
+
 static void warn_unmatched(void)
 {
 	const char *events = opt_or_env(init_opts.events, "HGTRACE_EVENTS");
@@ -329,7 +361,9 @@ static void warn_unmatched(void)
 		char *p = trim(tok);
 
 		p += *p == '-';
-		if (*p && *p != '@' && !is_pattern(p) && !find_locked(p))
+		if (*p == '@')
+			each_line(p + 1, true, warn_missing);
+		else if (*p && !is_pattern(p) && !find_locked(p))
 			fprintf(stderr,
 				"hgtrace-probes: HGTRACE_EVENTS: trace event '%s' does not exist\n",
 				p);

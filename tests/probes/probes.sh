@@ -479,6 +479,21 @@ got=$(sed -E 's/^[0-9]+@[0-9.]+:([a-z_]+).*/\1/' "$t/log/ctl.txt" | tr '\n' ' ')
 [ "$got" = "ev_ints ev_str ev_str ev_void " ] &&
 	tap_ok "events file: comments, blanks, '-', a last line without newline" ||
 	tap_fail "events file: got '$got' ($(grep -v ':ev_' "$t/log/ctl.txt" | head -2))"
+# An events file naming an event no group has: FILE:LINE, once; a directory: one line.
+printf 'ev_ints\n# c\nev_nosuch\n' > "$t/events2"
+(cd "$t/log" && HGTRACE_EVENTS=@$t/events2 ./sample fire 2> ctl.txt)
+if [ "$(grep -c "events2:3: trace event 'ev_nosuch' does not exist" "$t/log/ctl.txt")" = 1 ] &&
+	[ "$(grep -c ':ev_ints' "$t/log/ctl.txt")" = 1 ]; then
+	tap_ok "events file: an unknown name said once with FILE:LINE ($(grep -o 'events2:3.*' "$t/log/ctl.txt"))"
+else
+	tap_fail "events file, unknown name: $(grep -v ':ev_' "$t/log/ctl.txt" | head -3)"
+fi
+(cd "$t/log" && HGTRACE_EVENTS=@$t ./sample fire 2> ctl.txt)
+if [ "$(grep -c "events file $t: Is a directory" "$t/log/ctl.txt")" = 1 ]; then
+	tap_ok "events file that is a directory: one line"
+else
+	tap_fail "events file that is a directory: $(head -3 "$t/log/ctl.txt")"
+fi
 (cd "$t/log" && HGTRACE_EVENTS='ev_?ints,ev_mem*,-ev_mem_trans,ev_nosuch,ev_off' ./sample fire 2> ctl.txt)
 got=$(grep -oE ':ev_[a-z_]+' "$t/log/ctl.txt" | tr '\n' ' ')
 if [ "$got" = ":ev_uints :ev_mem_exec :ev_mem_exec " ] && grep -q "'ev_nosuch' does not exist" "$t/log/ctl.txt" &&
