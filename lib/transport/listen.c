@@ -996,11 +996,17 @@ static void guest_path(struct listener *l, struct guest *g, char *path, size_t n
 
 	if (g->seq > 1) /* a later session of a --record-host guest */
 		snprintf(seq, sizeof(seq), "-%d", g->seq);
-	if (l->o.output_base)
+	if (l->o.output_base) {
+		/* record -A: beside its -o, replaced as trace-cmd record replaces it */
 		snprintf(path, n, "%s-%s%s.dat", l->o.output_base, g->name, seq);
-	else
-		snprintf(path, n, "%s/trace-%s%s.dat", l->o.output_dir ? l->o.output_dir : ".",
-			 g->name, seq);
+		return;
+	}
+	/* a listener never replaces a file: a restarted one goes on at the next free name */
+	snprintf(path, n, "%s/trace-%s%s.dat", l->o.output_dir ? l->o.output_dir : ".", g->name,
+		 seq);
+	for (int k = 2; !access(path, F_OK) && k < 100000; k++)
+		snprintf(path, n, "%s/trace-%s%s.%d.dat", l->o.output_dir ? l->o.output_dir : ".",
+			 g->name, seq, k);
 }
 
 /* TIME_SHIFT from the kept samples, and a CPUSTAT line saying how they were made (shown by
@@ -1433,6 +1439,31 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 	if (!l.o.idle_ms)
 		l.o.idle_ms = 500;
 	l.t_begin = hgt__now_ms();
+	{
+		/* an output directory that cannot take the files is said at once, not after
+		 * the guests' data arrived */
+		const char *d = l.o.output_dir ? l.o.output_dir : ".";
+		char buf[4096];
+		struct stat st;
+
+		if (l.o.output_base) { /* BASE-NAME.dat: BASE's directory */
+			char *slash;
+
+			snprintf(buf, sizeof(buf), "%s", l.o.output_base);
+			slash = strrchr(buf, '/');
+			if (slash)
+				*slash = 0;
+			d = slash ? (buf[0] ? buf : "/") : ".";
+		}
+		int err = stat(d, &st)		   ? errno
+			  : !S_ISDIR(st.st_mode)   ? ENOTDIR
+			  : access(d, W_OK | X_OK) ? errno
+						   : 0;
+
+		if (err)
+			return hgt__errorf(err, "listen: output directory %s: %s", d,
+					   err == ENOTDIR ? "not a directory" : strerror(err));
+	}
 	for (i = 0; i < l.o.nr_guests; i++) {
 		struct guest *g = NULL;
 

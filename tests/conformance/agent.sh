@@ -98,8 +98,10 @@ grep -q 'unauthenticated' agent.log && tap_ok "TCP: the agent warns that TCP is 
 	tap_fail "TCP: no warning"
 
 # 3. A connection cut in the middle: what was sent is kept, the file says where it stopped.
+# The listener is restarted in the same directory: it keeps the TCP run's trace-net-1.dat
+# and writes trace-net-1.2.dat.
 inst=hgt_agent_c$$
-rm -f trace-net-1.dat
+kept=$(md5sum < trace-net-1.dat)
 "$HGTRACE" listen -o . --tcp $port --start 2> listen.log &
 lpid=$!
 sleep 0.3
@@ -113,6 +115,10 @@ sleep 0.5
 kill -INT $lpid
 wait $lpid
 rmdir "$TRACEFS/instances/$inst" 2> /dev/null # the killed agent could not
+[ "$(md5sum < trace-net-1.dat)" = "$kept" ] && [ -s trace-net-1.2.dat ] &&
+	tap_ok "a restarted listener keeps trace-net-1.dat and writes trace-net-1.2.dat" ||
+	tap_fail "restarted listener: $(ls trace-net-1*) $(cat listen.log)"
+mv trace-net-1.2.dat trace-net-1.dat
 got=$(trace-cmd report trace-net-1.dat 2> /dev/null | grep -o 'hgt-mark-[0-9]*' | sort -u | wc -l)
 dup=$(trace-cmd report trace-net-1.dat 2> /dev/null | grep -o 'hgt-mark-[0-9]*' | sort | uniq -d | wc -l)
 if [ "$got" -gt 0 ] && [ "$dup" = 0 ]; then
