@@ -145,6 +145,7 @@ struct hgt_listen_opts {
 	/* guests to dial (sessions over TCP or vsock) */
 	const struct hgt_listen_peer *peers;
 	int nr_peers;
+	const char *bind_addr; /* the TCP port listens on this IPv4 address (NULL: all) */
 };
 
 /**

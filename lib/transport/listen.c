@@ -7,6 +7,7 @@
  * written from what arrived and a line saying why.
  */
 #include <dirent.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -1312,6 +1313,11 @@ static int listen_socket(struct listener *l, int family, unsigned int port)
 					  .sin_port = htons((uint16_t)port) };
 
 		sa.sin_addr.s_addr = htonl(INADDR_ANY);
+		if (l->o.bind_addr && inet_pton(AF_INET, l->o.bind_addr, &sa.sin_addr) != 1) {
+			close(fd);
+			return hgt__errorf(EINVAL, "listen: --bind '%s': not an IPv4 address",
+					   l->o.bind_addr);
+		}
 		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
 			goto fail;
 	}
@@ -1322,8 +1328,9 @@ fail : {
 	int e = errno;
 
 	close(fd);
-	return hgt__errorf(e, "listen: %s port %u: %s", family == AF_VSOCK ? "vsock" : "tcp", port,
-			   strerror(e));
+	return hgt__errorf(e, "listen: %s port %s%s%u: %s", family == AF_VSOCK ? "vsock" : "tcp",
+			   family != AF_VSOCK && l->o.bind_addr ? l->o.bind_addr : "",
+			   family != AF_VSOCK && l->o.bind_addr ? ":" : "", port, strerror(e));
 }
 }
 

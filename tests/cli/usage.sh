@@ -33,6 +33,18 @@ check "ctl without a command" 2 "usage: hgtrace ctl" ctl /nonexistent
 check "ctl to no socket" 1 "hgtrace ctl: /nonexistent/sock: No such file or directory" ctl /nonexistent/sock info trace-events
 check "listen -o a missing directory: said at once" 1 "listen: output directory /nonexistent: No such file or directory" listen -o /nonexistent --tcp 39125
 check "listen -o a file: said at once" 1 "output directory /etc/passwd: not a directory" listen -o /etc/passwd --tcp 39125
+# listen --bind: the TCP port listens on that address only (/proc/net/tcp: 0100007F = 127.0.0.1)
+port=$((30000 + $$ % 20000))
+"$HGTRACE" listen -o "$(mktemp -d)" --bind 127.0.0.1 --tcp $port 2> /dev/null &
+lpid=$!
+hex=$(printf '%04X' $port)
+for i in $(seq 50); do grep -q ":$hex 00000000:0000 0A" /proc/net/tcp && break; sleep 0.1; done
+local_addr=$(awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" { print $2 }' /proc/net/tcp)
+kill -INT $lpid
+wait $lpid
+[ "$local_addr" = "0100007F:$hex" ] && tap_ok "listen --bind 127.0.0.1: listening on $local_addr only" ||
+	tap_fail "listen --bind: '$local_addr'"
+check "listen --bind that is not an address" 1 "listen: --bind 'nope': not an IPv4 address" listen --bind nope --tcp $port
 check "sync-check -h" 0 "usage: hgtrace sync-check" sync-check -h
 check "sync-check with one file" 2 "usage: hgtrace sync-check" sync-check "$data/tsc.dat"
 check "sync-check with no pair" 1 "no host + guest pair" sync-check "$data/tsc.dat" "$data/mono.dat"

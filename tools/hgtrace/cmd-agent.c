@@ -222,9 +222,10 @@ out:
 
 int cmd_listen(int argc, char **argv)
 {
-	enum { O_FIFO = 256, O_TCP, O_VSOCK, O_START, O_STOP, O_MAX, O_RECORD_HOST };
+	enum { O_FIFO = 256, O_TCP, O_VSOCK, O_START, O_STOP, O_MAX, O_RECORD_HOST, O_BIND };
 	static const struct option lopts[] = {
 		{ "fifo", required_argument, NULL, O_FIFO },
+		{ "bind", required_argument, NULL, O_BIND },
 		{ "tcp", required_argument, NULL, O_TCP },
 		{ "vsock", required_argument, NULL, O_VSOCK },
 		{ "start", no_argument, NULL, O_START },
@@ -276,6 +277,9 @@ int cmd_listen(int argc, char **argv)
 				goto out;
 			*(c == O_TCP ? &lo.tcp_port : &lo.vsock_port) = (unsigned int)v;
 			break;
+		case O_BIND:
+			lo.bind_addr = optarg;
+			break;
 		case O_START:
 			lo.start = true;
 			break;
@@ -290,8 +294,8 @@ int cmd_listen(int argc, char **argv)
 			lo.max_bytes = (uint64_t)v << 20;
 			break;
 		case 'h':
-			printf("usage: hgtrace listen [-o DIR] [--fifo NAME:DIR]... [--tcp PORT] "
-			       "[--vsock PORT]\n"
+			printf("usage: hgtrace listen [-o DIR] [--fifo NAME:DIR]... [--tcp PORT "
+			       "[--bind ADDR]] [--vsock PORT]\n"
 			       "                      [--start] [--stop-after MS] [--max-mb N]\n"
 			       "                      [--record-host [-e SYSTEM[:EVENT]]... [-b "
 			       "KB]]\n"
