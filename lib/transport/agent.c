@@ -35,6 +35,8 @@ struct agent {
 	int *data;
 	int nr_cpus;
 	uint64_t session;
+	bool host_gone;	   /* the host closed the channel (or refused the agent) */
+	char refused[200]; /* the reason a REFUSED message gave */
 	/* bytes from the host: commands and framed messages */
 	uint8_t in[4096];
 	size_t in_len, in_pos;
@@ -338,6 +340,20 @@ static int host_message(struct agent *a, uint16_t type)
 		return take_config(a, a->msg, a->msg_len);
 	case HGT__MSG_PROBE:
 		return answer_probe(a, a->msg, a->msg_len);
+	case HGT__MSG_REFUSED: {
+		/* the host will not take this agent: say why, and end */
+		size_t n =
+			a->msg_len < sizeof(a->refused) - 1 ? a->msg_len : sizeof(a->refused) - 1;
+
+		n = a->msg ? strnlen((const char *)a->msg, n) : 0;
+		if (n)
+			memcpy(a->refused, a->msg, n);
+		a->refused[n] = 0;
+		for (size_t i = 0; i < n; i++)
+			if (a->refused[i] < ' ' || a->refused[i] > '~')
+				a->refused[i] = '?';
+		return -ECONNREFUSED;
+	}
 	default:
 		return 0; /* a newer host's message: ignored */
 	}
@@ -418,6 +434,8 @@ static int wait_command(struct agent *a, int want, unsigned int silent_ms, bool 
 		while (a->in_pos < a->in_len) {
 			int c = host_byte(a, a->in[a->in_pos++]);
 
+			if (c == -ECONNREFUSED)
+				a->host_gone = true;
 			if (c < 0)
 				return 1;
 			if (c == want)
@@ -444,8 +462,10 @@ static int wait_command(struct agent *a, int want, unsigned int silent_ms, bool 
 		n = read(a->ctl_r, a->in, sizeof(a->in));
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			a->host_gone = true;
 			return 1; /* the host went away */
+		}
 		a->in_len = (size_t)n;
 		a->in_pos = 0;
 		a->last_host_ms = hgt__now_ms();
@@ -787,6 +807,14 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 		fprintf(a.o.log, "hgtrace agent: %d CPUs, %s\n", a.nr_cpus,
 			a.o.now ? "starting" : "waiting for the host's start ('1')");
 	ret = session(&a, a.o.now, 0);
+	if (ret > 0 && a.host_gone && !(a.o.stop && *a.o.stop))
+		/* a one-shot agent whose host left (or refused it) before the start: an error,
+		 * said, never a silent success */
+		ret = a.refused[0] ? hgt__errorf(ECONNREFUSED, "agent: the host refused it: %s",
+						 a.refused)
+				   : hgt__errorf(ECONNRESET,
+						 "agent: the host closed the connection before "
+						 "starting the session");
 	if (ret > 0)
 		ret = 0;
 out:

@@ -1351,6 +1351,15 @@ static bool classify(struct listener *l, struct pending *p)
 		snprintf(name, sizeof(name), "net-%d", ++l->tcp_count);
 		g = new_guest(l, name);
 		if (!g) {
+			/* the agent is told why, so it can say so and fail */
+			static const char why[] = "too many guests connected to this listener";
+			uint8_t m[HGT__MSG_HDR + sizeof(why)];
+			uint32_t mh[3] = { HGT__CTL_MAGIC, HGT__MSG_REFUSED, sizeof(why) };
+
+			memcpy(m, mh, HGT__MSG_HDR);
+			memcpy(m + HGT__MSG_HDR, why, sizeof(why));
+			if (write(p->fd, m, sizeof(m)) < 0)
+				(void)0; /* it is being closed anyway */
 			logf_(l, "too many guests: connection closed");
 			close(p->fd);
 			return true;

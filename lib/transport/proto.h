@@ -46,6 +46,7 @@ enum hgt__msg_type {
 	HGT__MSG_CONFIG = 6,	  /* host -> agent */
 	HGT__MSG_PROBE = 7,	  /* host -> agent */
 	HGT__MSG_PROBE_REPLY = 8, /* agent -> host */
+	HGT__MSG_REFUSED = 9,	  /* host -> agent: why the host will not take it (text) */
 };
 
 #define HGT__CONFIG_MAX 65536 /* a CONFIG larger than this is refused by the agent */
