@@ -100,6 +100,24 @@ grep -q 'unauthenticated' agent.log && tap_ok "TCP: the agent warns that TCP is 
 # 2b. A refused agent says why and fails: 64 connections that sent only "HGTC" hold every
 # slot of a listener; the next agent is told "too many guests" and exits 1. An agent whose
 # host closes before the start fails too, saying so (both exited 0 in silence before).
+# agent_fails WHAT NEEDLE: an agent dialling $port exits 1 with NEEDLE in its one line;
+# then the helpers in $helpers are stopped
+agent_fails() {
+	local rc
+	timeout 20 "$HGTRACE" agent --tcp 127.0.0.1:$port -B hgt_agent_r$$ -e sched:sched_switch \
+		> /dev/null 2> agent.log
+	rc=$?
+	# shellcheck disable=SC2086
+	kill $helpers 2> /dev/null
+	# shellcheck disable=SC2086
+	wait $helpers 2> /dev/null
+	rmdir "$TRACEFS/instances/hgt_agent_r$$" 2> /dev/null
+	if [ $rc = 1 ] && grep -q "$2" agent.log; then
+		tap_ok "$1 exits 1: $(grep -o "agent: .*$2" agent.log | head -1)"
+	else
+		tap_fail "$1: exit $rc: $(tr '\n' ' ' < agent.log)"
+	fi
+}
 "$HGTRACE" listen -o "$t" --tcp $port 2> listen.log &
 lpid=$!
 sleep 0.3
@@ -107,35 +125,16 @@ python3 -c 'import socket, sys, time
 c = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for i in range(64)]
 for s in c: s.send(b"HGTC")
 time.sleep(8)' $port &
-hold=$!
+helpers="$! $lpid"
 sleep 1
-timeout 20 "$HGTRACE" agent --tcp 127.0.0.1:$port -B hgt_agent_r$$ -e sched:sched_switch > /dev/null 2> agent.log
-rc=$?
-kill $hold 2> /dev/null
-wait $hold 2> /dev/null
-kill -INT $lpid
-wait $lpid 2> /dev/null
-rmdir "$TRACEFS/instances/hgt_agent_r$$" 2> /dev/null
-if [ $rc = 1 ] && grep -q 'the host refused it: too many guests connected to this listener$' agent.log; then
-	tap_ok "a refused agent exits 1: $(grep -o 'agent: the host refused.*' agent.log)"
-else
-	tap_fail "refused agent: exit $rc: $(tr '\n' ' ' < agent.log)"
-fi
+agent_fails "a refused agent" 'the host refused it: too many guests connected to this listener$'
 python3 -c 'import socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
 c, a = s.accept(); c.recv(65536); c.close()' $port &
-srv=$!
+helpers=$!
 sleep 0.3
-timeout 20 "$HGTRACE" agent --tcp 127.0.0.1:$port -B hgt_agent_r$$ -e sched:sched_switch > /dev/null 2> agent.log
-rc=$?
-wait $srv 2> /dev/null
-rmdir "$TRACEFS/instances/hgt_agent_r$$" 2> /dev/null
-if [ $rc = 1 ] && grep -q 'the host closed the connection before starting the session' agent.log; then
-	tap_ok "an agent whose host leaves before the start exits 1, saying so"
-else
-	tap_fail "host gone before the start: exit $rc: $(tr '\n' ' ' < agent.log)"
-fi
+agent_fails "an agent whose host leaves before the start" 'the host closed the connection before starting the session'
 
 # 3. A connection cut in the middle: what was sent is kept, the file says where it stopped.
 # The listener is restarted in the same directory: it keeps the TCP run's trace-net-1.dat
