@@ -37,9 +37,10 @@
 #define MAX_GUESTS 64
 #define MAX_CPUS 1024
 #define MAX_PENDING 64
-#define SYNC_FIRST 16	     /* probes per CPU in the first and the last round */
-#define SYNC_PERIODIC 8	     /* in the others */
-#define SYNC_TIMEOUT_MS 1000 /* a probe not answered in time is lost */
+#define HELLO_TIMEOUT_MS 10000 /* a network guest's first words */
+#define SYNC_FIRST 16	       /* probes per CPU in the first and the last round */
+#define SYNC_PERIODIC 8	       /* in the others */
+#define SYNC_TIMEOUT_MS 1000   /* a probe not answered in time is lost */
 #define SYNC_MAX_SAMPLES 4096
 #define END_TIMEOUT_MS 10000 /* a guest told to stop sends its end within this */
 
@@ -1539,6 +1540,12 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 					g->done = true;
 				}
 			}
+			/* a connection that said "control" and then nothing holds a slot: it has
+			 * HELLO_TIMEOUT_MS to say who it is (FIFO guests wait for their agent) */
+			if (!g->fifo && !g->peer && !g->hello && !g->done &&
+			    t - g->t_start >= HELLO_TIMEOUT_MS)
+				fault(&l, g, "no HELLO within %d s of connecting: closed",
+				      HELLO_TIMEOUT_MS / 1000);
 			if (g->hello && !g->stop_sent && l.o.stop_after_ms &&
 			    t - g->t_start >= l.o.stop_after_ms)
 				want_stop = true;
@@ -1623,11 +1630,13 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			break;
 		if (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && !l.o.graceful && !l.o.record_host)
 			break;
-		if (l.tcp_fd >= 0) {
+		/* with every pending slot taken, new connections wait in the backlog: polling
+		 * the listening socket then would only spin */
+		if (l.tcp_fd >= 0 && l.nr_pend < MAX_PENDING) {
 			pf[n] = (struct pollfd){ .fd = l.tcp_fd, .events = POLLIN };
 			who[n++].kind = 0;
 		}
-		if (l.vsock_fd >= 0) {
+		if (l.vsock_fd >= 0 && l.nr_pend < MAX_PENDING) {
 			pf[n] = (struct pollfd){ .fd = l.vsock_fd, .events = POLLIN };
 			who[n++].kind = 0;
 		}

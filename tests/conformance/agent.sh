@@ -136,6 +136,45 @@ helpers=$!
 sleep 0.3
 agent_fails "an agent whose host leaves before the start" 'the host closed the connection before starting the session'
 
+# 2c. 200 connections that say "control" and then nothing: the listener does not spin, and
+# after 10 s without a HELLO their slots are freed: a real agent then records through it.
+mkdir -p idle
+"$HGTRACE" listen -o idle --tcp $port --start --stop-after 1500 2> idle/listen.log &
+lpid=$!
+sleep 0.3
+python3 -c 'import socket, sys, time
+c = []
+for i in range(200):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.send(b"HGTC"); c.append(s)
+time.sleep(40)' $port &
+hold=$!
+sleep 2
+cpu0=$(awk '{ print $14 + $15 }' /proc/$lpid/stat)
+sleep 3
+cpu1=$(awk '{ print $14 + $15 }' /proc/$lpid/stat)
+ticks=$((cpu1 - cpu0))
+[ "$ticks" -le 30 ] && tap_ok "200 silent connections: the listener used $ticks of 300 clock ticks in 3 s" ||
+	tap_fail "200 silent connections: the listener used $ticks of 300 clock ticks in 3 s (spinning)"
+sleep 6
+inst=hgt_agent_i$$
+"$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -e sched:sched_switch 2> agent.log &
+apid=$!
+markers $inst $N
+wait $apid
+arc=$?
+sleep 1
+kill $hold 2> /dev/null
+wait $hold 2> /dev/null
+kill -INT $lpid
+wait $lpid 2> /dev/null
+f=$(grep -o 'wrote [^ ]*trace-net-[0-9]*\.dat' idle/listen.log | tail -1 | cut -d' ' -f2)
+timed_out=$(grep -c 'no HELLO within 10 s of connecting' idle/listen.log)
+if [ "$arc" = 0 ] && [ -n "$f" ] && [ "$timed_out" -ge 60 ]; then
+	check_markers "$f" "after $timed_out silent guests timed out (no HELLO in 10 s)"
+else
+	tap_fail "silent guests: agent exit $arc, file '$f', $timed_out timed out: $(tail -3 idle/listen.log | tr '\n' ' ') / $(tr '\n' ' ' < agent.log)"
+fi
+
 # 3. A connection cut in the middle: what was sent is kept, the file says where it stopped.
 # The listener is restarted in the same directory: it keeps the TCP run's trace-net-1.dat
 # and writes trace-net-1.2.dat.
