@@ -146,6 +146,9 @@ struct hgt_listen_opts {
 	const struct hgt_listen_peer *peers;
 	int nr_peers;
 	const char *bind_addr; /* the TCP port listens on this IPv4 address (NULL: all) */
+	/* all guests' control streams held in memory together (0: 4 x max_bytes): past it,
+	 * the guest holding the most is cut */
+	uint64_t max_total_bytes;
 };
 
 /**

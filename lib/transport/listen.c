@@ -82,6 +82,7 @@ struct guest {
 	struct chan *data;
 	int nr_data;
 	uint64_t bytes; /* everything received */
+	uint64_t mem;	/* of it, control stream bytes: held in memory */
 	bool over_limit;
 	char fault[256];
 	uint64_t t_start, t_last;
@@ -138,6 +139,7 @@ struct listener {
 	int nr_g;
 	int tcp_fd, vsock_fd;
 	struct pending pend[MAX_PENDING];
+	uint64_t mem; /* the guests' mem, together */
 	int nr_pend;
 	int tcp_count;
 	int failures;
@@ -746,14 +748,13 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		memcpy(&id, p, 4);
 		if (id < HGT_OPT_HEADER_INFO || id > HGT_OPT_CMDLINES)
 			goto bad;
+		/* the message's buffer becomes the item's: no second copy of a big one */
 		free(g->meta[id - HGT_OPT_HEADER_INFO]);
-		g->meta[id - HGT_OPT_HEADER_INFO] = malloc(n - 4 ? n - 4 : 1);
-		if (!g->meta[id - HGT_OPT_HEADER_INFO]) {
-			fault(l, g, "out of memory");
-			return;
-		}
-		memcpy(g->meta[id - HGT_OPT_HEADER_INFO], p + 4, n - 4);
+		memmove(g->msg, g->msg + 4, n - 4);
+		g->meta[id - HGT_OPT_HEADER_INFO] = g->msg;
 		g->meta_len[id - HGT_OPT_HEADER_INFO] = n - 4;
+		g->msg = NULL;
+		g->msg_cap = 0;
 		return;
 	}
 	case HGT__MSG_OPTION: {
@@ -840,11 +841,36 @@ bad:
 	fault(l, g, "control message type %u of %zu bytes rejected", type, n);
 }
 
+/*
+ * Control streams are held in memory (metadata, options) until the guest's file is
+ * written: past the total budget, the guest holding the most is cut, whoever sent last.
+ */
+static void over_budget(struct listener *l)
+{
+	struct guest *big = NULL;
+
+	if (l->mem <= l->o.max_total_bytes)
+		return;
+	for (int i = 0; i < l->nr_g; i++)
+		if (l->g[i] && !l->g[i]->done && (!big || l->g[i]->mem > big->mem))
+			big = l->g[i];
+	if (big)
+		fault(l, big,
+		      "the listener holds %llu MB of control data for all guests, over its %llu "
+		      "MB: this guest holds the most (%llu MB)",
+		      (unsigned long long)(l->mem >> 20),
+		      (unsigned long long)(l->o.max_total_bytes >> 20),
+		      (unsigned long long)(big->mem >> 20));
+}
+
 /* Parse @r bytes of the control stream. */
 static void ctl_bytes(struct listener *l, struct guest *g, const uint8_t *buf, ssize_t r)
 {
 	size_t i = 0;
 
+	g->mem += (uint64_t)r;
+	l->mem += (uint64_t)r;
+	over_budget(l);
 	g->bytes += (uint64_t)r;
 	g->t_last = hgt__now_ms();
 	while (i < (size_t)r && !g->done) {
@@ -1258,8 +1284,9 @@ static int finish_guest(struct listener *l, struct guest *g)
 	return ret;
 }
 
-static void free_guest(struct guest *g)
+static void free_guest(struct listener *l, struct guest *g)
 {
+	l->mem -= g->mem;
 	int i;
 
 	hgt_record_free(g->host_rec); /* never finished: stopped without writing */
@@ -1453,6 +1480,8 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 	memcpy(&l.o, opts, opts->sz);
 	if (!l.o.max_bytes)
 		l.o.max_bytes = 1ULL << 30;
+	if (!l.o.max_total_bytes)
+		l.o.max_total_bytes = 4 * l.o.max_bytes;
 	if (!l.o.idle_ms)
 		l.o.idle_ms = 500;
 	l.t_begin = hgt__now_ms();
@@ -1526,7 +1555,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			/* a server's guest waiting for its next session: nothing came, nothing
 			 * to write, no failure */
 			if (stopping && g->seq > 1 && !g->ready && !g->hello && !g->bytes) {
-				free_guest(g);
+				free_guest(&l, g);
 				l.g[i] = NULL;
 				continue;
 			}
@@ -1600,7 +1629,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 
 				if (finish_guest(&l, g))
 					l.failures++;
-				free_guest(g);
+				free_guest(&l, g);
 				l.g[i] = NULL;
 				/* a server: the guest may start another session */
 				if (again &&
@@ -1719,7 +1748,7 @@ out:
 		if (l.g[i]) {
 			if (!ret && finish_guest(&l, l.g[i]))
 				l.failures++;
-			free_guest(l.g[i]);
+			free_guest(&l, l.g[i]);
 		}
 	for (i = 0; i < l.nr_pend; i++)
 		if (l.pend[i].fd >= 0)

@@ -222,10 +222,21 @@ out:
 
 int cmd_listen(int argc, char **argv)
 {
-	enum { O_FIFO = 256, O_TCP, O_VSOCK, O_START, O_STOP, O_MAX, O_RECORD_HOST, O_BIND };
+	enum {
+		O_FIFO = 256,
+		O_TCP,
+		O_VSOCK,
+		O_START,
+		O_STOP,
+		O_MAX,
+		O_RECORD_HOST,
+		O_BIND,
+		O_MAX_TOTAL
+	};
 	static const struct option lopts[] = {
 		{ "fifo", required_argument, NULL, O_FIFO },
 		{ "bind", required_argument, NULL, O_BIND },
+		{ "max-total-mb", required_argument, NULL, O_MAX_TOTAL },
 		{ "tcp", required_argument, NULL, O_TCP },
 		{ "vsock", required_argument, NULL, O_VSOCK },
 		{ "start", no_argument, NULL, O_START },
@@ -280,6 +291,11 @@ int cmd_listen(int argc, char **argv)
 		case O_BIND:
 			lo.bind_addr = optarg;
 			break;
+		case O_MAX_TOTAL:
+			if (parse_uint("listen: --max-total-mb", optarg, 1UL << 30, &v) || !v)
+				goto out;
+			lo.max_total_bytes = (uint64_t)v << 20;
+			break;
 		case O_START:
 			lo.start = true;
 			break;
@@ -296,7 +312,8 @@ int cmd_listen(int argc, char **argv)
 		case 'h':
 			printf("usage: hgtrace listen [-o DIR] [--fifo NAME:DIR]... [--tcp PORT "
 			       "[--bind ADDR]] [--vsock PORT]\n"
-			       "                      [--start] [--stop-after MS] [--max-mb N]\n"
+			       "                      [--start] [--stop-after MS] [--max-mb N] "
+			       "[--max-total-mb N]\n"
 			       "                      [--record-host [-e SYSTEM[:EVENT]]... [-b "
 			       "KB]]\n"
 			       "  --record-host: when a guest starts recording (agent --now -- "
