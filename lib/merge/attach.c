@@ -30,6 +30,7 @@
 #include <hgtrace/peer.h>
 
 #include "../clock/kvm-local.h"
+#include "merge-local.h"
 #include "../tracedat/tracedat-local.h"
 
 static int parse_num(const char *s, const char **end, int64_t *v)
@@ -100,7 +101,6 @@ static int scan_host(struct hgt_input *host, const struct hgt_attach_opts *o, st
 	const struct hgt_buffer *b = hgt_input_buffer(host, top);
 	struct hgt_cursor **cur = NULL;
 	struct hgt_merge *m = NULL;
-	struct hgt_clock raw = { .raw = true };
 	struct tep_record *rec;
 	int want = o->nr_cpus > 0 && o->nr_cpus < o->nr_pids ? o->nr_cpus : o->nr_pids;
 
@@ -115,18 +115,9 @@ static int scan_host(struct hgt_input *host, const struct hgt_attach_opts *o, st
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < b->nr_cpus; i++) {
-		if (!b->cpus[i].present)
-			continue;
-		cur[i] = hgt_cursor_open(host, top, i);
-		if (!cur[i]) {
-			ret = -errno;
-			goto out;
-		}
-		ret = hgt_merge_add(m, cur[i], &raw, NULL);
-		if (ret < 0)
-			goto out;
-	}
+	ret = hgt__merge_add_top(m, host, &hgt__raw_clock, cur, NULL);
+	if (ret < 0)
+		goto out;
 	while ((ret = hgt_merge_next(m, &rec, NULL, NULL)) > 0) {
 		int type = tep_data_type(tep, rec);
 		unsigned long long v, pid;

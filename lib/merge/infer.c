@@ -24,6 +24,7 @@
 #include <hgtrace/tracedat.h>
 
 #include "../tracedat/tracedat-local.h"
+#include "merge-local.h"
 
 enum { K_NONE, K_IN, K_OUT };
 
@@ -169,7 +170,6 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 	struct tep_event *sw = tep ? tep_find_event_by_name(tep, "sched", "sched_switch") : NULL;
 	struct tep_format_field *pidf = NULL, *prevf = NULL, *nextf = NULL;
 	int top = hgt_input_top_buffer(host), ncpu = hgt_input_nr_cpus(host), ret = 0;
-	struct hgt_clock raw = { .raw = true };
 	struct hgt_cursor **cur = NULL;
 	struct sched s = { 0 };
 	struct hgt_merge *m = NULL;
@@ -196,7 +196,7 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 			hgt_input_path(host));
 	*src = kvm ? HGT_INFER_KVM : HGT_INFER_SCHED;
 	m = hgt_merge_new();
-	cur = calloc((size_t)ncpu, sizeof(*cur));
+	cur = calloc((size_t)hgt__top_cpus(host) + 1, sizeof(*cur));
 	prev_ts = malloc(sizeof(*prev_ts) * (size_t)ncpu);
 	s.nr_cpus = ncpu;
 	s.last_switch = malloc(sizeof(*s.last_switch) * (size_t)ncpu);
@@ -204,18 +204,11 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (int c = 0; c < ncpu; c++) {
-		prev_ts[c] = -1;
-		s.last_switch[c] = -1;
-		cur[c] = hgt_cursor_open(host, top, c);
-		if (!cur[c]) {
-			ret = -errno;
-			goto out;
-		}
-		ret = hgt_merge_add(m, cur[c], &raw, NULL);
-		if (ret < 0)
-			goto out;
-	}
+	for (int c = 0; c < ncpu; c++)
+		prev_ts[c] = s.last_switch[c] = -1;
+	ret = hgt__merge_add_top(m, host, &hgt__raw_clock, cur, NULL);
+	if (ret < 0)
+		goto out;
 	while ((ret = hgt_merge_next(m, &rec, NULL, NULL)) > 0) {
 		int64_t ts = (int64_t)rec->ts;
 		int type, pid, prev, next, c = rec->cpu, err = 0;
@@ -255,7 +248,7 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 		ret = 0;
 out:
 	hgt_merge_free(m);
-	for (int c = 0; cur && c < ncpu; c++)
+	for (int c = 0; cur && c < hgt__top_cpus(host); c++)
 		hgt_cursor_close(cur[c]);
 	free(cur);
 	free(prev_ts);

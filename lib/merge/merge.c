@@ -13,6 +13,8 @@
 #include <hgtrace/merge.h>
 #include <hgtrace/tracedat.h>
 
+#include "merge-local.h"
+
 struct source {
 	struct hgt_cursor *cursor;
 	const struct hgt_clock *clock;
@@ -159,4 +161,28 @@ void hgt_merge_free(struct hgt_merge *m)
 	free(m->src);
 	free(m->heap);
 	free(m);
+}
+
+const struct hgt_clock hgt__raw_clock = { .raw = true };
+
+int hgt__merge_add_top(struct hgt_merge *m, struct hgt_input *in, const struct hgt_clock *clk,
+		       struct hgt_cursor **cur, void *user)
+{
+	int top = hgt_input_top_buffer(in);
+	const struct hgt_buffer *b = top >= 0 ? hgt_input_buffer(in, top) : NULL;
+
+	for (int c = 0; b && c < b->nr_cpus; c++) {
+		int ret;
+
+		cur[c] = NULL;
+		if (!b->cpus[c].present)
+			continue;
+		cur[c] = hgt_cursor_open(in, top, c);
+		if (!cur[c])
+			return -errno;
+		ret = hgt_merge_add(m, cur[c], clk, user);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
 }

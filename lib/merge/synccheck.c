@@ -10,6 +10,7 @@
  * switch on that CPU) before they are counted.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include <hgtrace/tracedat.h>
 
 #include "../tracedat/tracedat-local.h"
+#include "merge-local.h"
 
 enum { ST_UNKNOWN, ST_IN, ST_OUT };
 
@@ -622,7 +624,8 @@ int hgt_sync_check_files(struct hgt_input *const *in, int n, FILE *out, bool *co
 	struct hgt_cursor **cur = NULL;
 	struct hgt_merge *m = hgt_merge_new();
 	struct tep_record *rec;
-	int nc = 0, ret = 0, src, *owner = NULL, total = 0;
+	int nc = 0, ret = 0, total = 0;
+	void *user;
 
 	*consistent = true;
 	if (!sc) {
@@ -635,34 +638,21 @@ int hgt_sync_check_files(struct hgt_input *const *in, int n, FILE *out, bool *co
 		goto out;
 	}
 	for (int i = 0; i < n; i++)
-		total += hgt_input_top_buffer(in[i]) >= 0 ? hgt_input_nr_cpus(in[i]) : 0;
+		total += hgt__top_cpus(in[i]);
 	cur = calloc((size_t)total + 1, sizeof(*cur));
-	owner = calloc((size_t)total + 1, sizeof(*owner));
-	if (!clk || !m || !cur || !owner) {
+	if (!clk || !m || !cur) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (int i = 0; i < n && !ret; i++) {
-		int top = hgt_input_top_buffer(in[i]);
-
 		hgt_clock_init(&clk[i], in[i], NULL);
-		for (int c = 0; top >= 0 && c < hgt_input_nr_cpus(in[i]) && !ret; c++) {
-			cur[nc] = hgt_cursor_open(in[i], top, c);
-			if (!cur[nc]) {
-				ret = -errno;
-				break;
-			}
-			owner[nc] = i;
-			ret = hgt_merge_add(m, cur[nc], &clk[i], NULL);
-			nc++;
-			if (ret > 0)
-				ret = 0;
-		}
+		ret = hgt__merge_add_top(m, in[i], &clk[i], cur + nc, (void *)(intptr_t)i);
+		nc += hgt__top_cpus(in[i]);
 	}
 	if (ret)
 		goto out;
-	while ((ret = hgt_merge_next(m, &rec, NULL, &src)) > 0)
-		hgt_sync_check_record(sc, owner[src], rec);
+	while ((ret = hgt_merge_next(m, &rec, &user, NULL)) > 0)
+		hgt_sync_check_record(sc, (int)(intptr_t)user, rec);
 	if (ret < 0)
 		goto out;
 	ret = 0;
@@ -682,7 +672,6 @@ out:
 	for (int i = 0; i < nc; i++)
 		hgt_cursor_close(cur[i]);
 	free(cur);
-	free(owner);
 	free(clk);
 	hgt_sync_check_free(sc);
 	return ret;

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal helpers of lib/merge. */
+#ifndef HGTRACE_MERGE_LOCAL_H
+#define HGTRACE_MERGE_LOCAL_H
+
+#include <hgtrace/clock.h>
+#include <hgtrace/merge.h>
+#include <hgtrace/tracedat.h>
+
+/* Raw ring-buffer times, unconverted: the clock of a merge over one file's own time. */
+extern const struct hgt_clock hgt__raw_clock;
+
+/* The CPU slots of @in's top buffer (0 without one). */
+static inline int hgt__top_cpus(const struct hgt_input *in)
+{
+	int top = hgt_input_top_buffer(in);
+
+	return top >= 0 ? hgt_input_buffer(in, top)->nr_cpus : 0;
+}
+
+/*
+ * hgt__merge_add_top - add every present CPU of @in's top buffer to @m, converted by @clk,
+ * each source with @user. The cursors opened go to @cur (room for hgt__top_cpus(@in), NULL
+ * where none; zero it first); the caller closes them after freeing @m. Returns 0 or -errno.
+ */
+int hgt__merge_add_top(struct hgt_merge *m, struct hgt_input *in, const struct hgt_clock *clk,
+		       struct hgt_cursor **cur, void *user);
+
+#endif
