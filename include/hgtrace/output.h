@@ -23,6 +23,7 @@
 #ifndef HGTRACE_OUTPUT_H
 #define HGTRACE_OUTPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,12 +41,14 @@ struct hgt_output_opts {
 	enum hgt_compression compression; /* version 7 only */
 	uint32_t page_size;		  /* ring-buffer page size (0: 4096) */
 	int long_size;			  /* userspace long size in the header (0: 8) */
+	bool sync;			  /* fsync the file and its directory at close */
 };
 
 /**
- * hgt_output_create - start writing a trace.dat file at @path (created or truncated).
- * Returns a handle, or NULL with errno set and the reason in hgt_last_error().
- * The file is complete only after hgt_output_close() returned 0.
+ * hgt_output_create - start writing a trace.dat file that will be @path. It is written
+ * beside @path (see hgt_newfile_open()) and takes its name only when hgt_output_close()
+ * succeeds: until then an existing @path is untouched. A @path that is not a regular file
+ * is refused. Returns a handle, or NULL with errno set and the reason in hgt_last_error().
  */
 struct hgt_output *hgt_output_create(const char *path, const struct hgt_output_opts *opts);
 
@@ -88,15 +91,64 @@ int hgt_output_write_latency(struct hgt_output *out, const void *text, size_t le
 
 /**
  * hgt_output_close - finish the file (buffer options, strings, patched offsets), close it
- * and free @out. Returns 0, or a negative errno when anything failed since creation (the
- * file is then removed).
+ * and free @out; the file then replaces @path. Returns 0, or a negative errno when
+ * anything failed since creation (nothing is then left behind and @path is unchanged).
  */
 int hgt_output_close(struct hgt_output *out);
 
 /**
- * hgt_output_abort - stop writing, remove the unfinished file and free @out.
+ * hgt_output_abort - stop writing, drop the unfinished file and free @out (@path is
+ * unchanged).
  */
 void hgt_output_abort(struct hgt_output *out);
+
+/*
+ * Writing a file that replaces another only when it is complete. The bytes go to an unnamed
+ * temporary file in the target's directory (a symbolic link's target is the one replaced),
+ * which takes the target's name at hgt_newfile_commit(). On failure, or if the writer is
+ * killed, the old target is left exactly as it was. Every hgtrace writer of trace.dat files
+ * goes through this.
+ */
+struct hgt_newfile;
+
+enum {
+	HGT_NEWFILE_IN_PLACE = 1 << 0, /* a target that exists and is not a regular file (a
+					* FIFO, a terminal, a device) is opened and written as it
+					* is; without this flag it is refused with -EEXIST */
+	HGT_NEWFILE_SYNC = 1 << 1,     /* fsync the file and its directory at commit */
+};
+
+/**
+ * hgt_newfile_open - start writing @path. Returns a handle, or NULL with errno set and the
+ * reason in hgt_last_error() (a directory, or a non-regular file without
+ * HGT_NEWFILE_IN_PLACE, is refused with EEXIST: it is never unlinked).
+ */
+struct hgt_newfile *hgt_newfile_open(const char *path, unsigned int flags);
+
+/**
+ * hgt_newfile_fd - the descriptor to write to (readable too, and seekable unless written
+ * in place); owned by the handle.
+ */
+int hgt_newfile_fd(const struct hgt_newfile *f);
+
+/**
+ * hgt_newfile_commit - the file is complete: it replaces the target (which keeps its
+ * permission bits), and @f is freed. Returns 0 or -errno with the reason in
+ * hgt_last_error(); on failure the target is unchanged.
+ */
+int hgt_newfile_commit(struct hgt_newfile *f);
+
+/**
+ * hgt_newfile_abort - drop what was written and free @f; the target is unchanged.
+ */
+void hgt_newfile_abort(struct hgt_newfile *f);
+
+/**
+ * hgt_same_file - whether paths @a and @b name one file (same device and inode, symbolic
+ * links followed), as a hard link or another spelling would. Returns 1, 0 (different, or
+ * one does not exist) or -errno.
+ */
+int hgt_same_file(const char *a, const char *b);
 
 /* One option to append: id, payload and its size. */
 struct hgt_option_blob {

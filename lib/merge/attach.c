@@ -568,6 +568,14 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		ret = -errno;
 		goto out;
 	}
+	if (hgt_same_file(host_path, guest_path) == 1) {
+		ret = hgt__errorf(
+			EINVAL,
+			"%s: the same file as the host file %s: attach needs the guest's own "
+			"recording",
+			guest_path, host_path);
+		goto out;
+	}
 	hgt_input_trace_id(host, &host_id);
 	if (!hgt_input_trace_id(guest, &guest_id) || !guest_id) {
 		/* older trace-cmd and other writers: give it one */

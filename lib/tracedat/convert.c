@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <hgtrace/output.h>
 
@@ -81,6 +83,17 @@ int hgt_tracedat_convert(struct hgt_input *in, const char *path,
 	}
 	if (!in->tep)
 		return hgt__error(in, 0, EINVAL, "opened with HGT_OPEN_HEAD_ONLY: no pages");
+	{
+		struct stat si, so;
+
+		if (!fstat(in->fd, &si) && !stat(path, &so) && si.st_dev == so.st_dev &&
+		    si.st_ino == so.st_ino)
+			return hgt__errorf(EEXIST,
+					   "%s: the same file as the input %s (device %u:%u, "
+					   "inode %llu): choose another output",
+					   path, in->path, major(so.st_dev), minor(so.st_dev),
+					   (unsigned long long)so.st_ino);
+	}
 	if (!in->latency && (in->nr_bufs < 1 || *in->bufs[0].name))
 		return hgt__error(in, in->first_options, ENOTSUP,
 				  "the file has no top instance buffer");

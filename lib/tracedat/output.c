@@ -50,6 +50,7 @@ struct out_buf {
 
 struct hgt_output {
 	char *path;
+	struct hgt_newfile *nf; /* the file being written; it replaces path at close */
 	int fd;
 	int version;
 	enum hgt_compression comp;
@@ -261,17 +262,16 @@ struct hgt_output *hgt_output_create(const char *path, const struct hgt_output_o
 	o->page_size = oo.page_size;
 	o->long_size = oo.long_size;
 	o->cur_buf = -1;
-	o->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (!o->path || o->fd < 0) {
-		int e = errno;
+	o->nf = o->path ? hgt_newfile_open(path, oo.sync ? HGT_NEWFILE_SYNC : 0) : NULL;
+	if (!o->nf) {
+		int e = o->path ? errno : ENOMEM;
 
-		snprintf(line, sizeof(line), "%s: cannot create: %s", path, strerror(e));
-		hgt__set_last_error(line);
 		free(o->path);
 		free(o);
 		errno = e;
 		return NULL;
 	}
+	o->fd = hgt_newfile_fd(o->nf);
 	if (o->comp) {
 		o->cctx = hgt__cctx_new(o->comp);
 		o->chunk = malloc((size_t)o->page_size * PAGES_IN_CHUNK);
@@ -889,10 +889,7 @@ void hgt_output_abort(struct hgt_output *o)
 {
 	if (!o)
 		return;
-	if (o->fd >= 0) {
-		close(o->fd);
-		unlink(o->path);
-	}
+	hgt_newfile_abort(o->nf);
 	out_free(o);
 }
 
@@ -914,11 +911,7 @@ int hgt_output_close(struct hgt_output *o)
 		hgt_output_abort(o);
 		return ret;
 	}
-	if (close(o->fd)) {
-		o->fd = -1;
-		ret = out_error(o, errno, "close failed: %s", strerror(errno));
-		unlink(o->path);
-	}
+	ret = hgt_newfile_commit(o->nf);
 	out_free(o);
 	return ret;
 }

@@ -84,10 +84,6 @@ int cmd_convert(int argc, char **argv)
 		}
 		co.compression = HGT_COMPRESS_NONE;
 	}
-	if (!strcmp(in_path, out_path)) {
-		fprintf(stderr, "hgtrace: convert: input and output are the same file\n");
-		return 2;
-	}
 	in = hgt_input_open(in_path, &oo);
 	if (!in) {
 		cmd_error("cannot open the input");

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <hgtrace/output.h>
 #include <hgtrace/probegen.h>
 
 #include "cmd.h"
@@ -46,7 +47,8 @@ int cmd_gen(int argc, char **argv)
 					    { 0, 0, 0, 0 } };
 	struct hgt_gen_opts o = { .sz = sizeof(o), .group = "probes" };
 	const char *out = NULL, *fmt = NULL, *backends = "nop";
-	char err[1024], header[1024], ust[256], dt[256], *tmp = NULL;
+	char err[1024], header[1024], ust[256], dt[256];
+	struct hgt_newfile *nf = NULL;
 	struct hgt_tev_list l = { 0 };
 	int c, ret = 1;
 	FILE *f;
@@ -134,13 +136,15 @@ int cmd_gen(int argc, char **argv)
 			fprintf(stderr, "hgtrace gen: %s\n", err);
 			goto out;
 		}
-	/* Write beside the target, then rename: a failed run leaves no half file. */
+	/* Written beside the target, which it replaces only when complete. */
 	if (strcmp(out, "-")) {
-		if (asprintf(&tmp, "%s.tmpXXXXXX", out) < 0)
-			goto out;
-		c = mkstemp(tmp);
+		nf = hgt_newfile_open(out, HGT_NEWFILE_IN_PLACE);
+		c = nf ? dup(hgt_newfile_fd(nf)) : -1;
 		if (c < 0 || !(f = fdopen(c, "w"))) {
-			fprintf(stderr, "hgtrace gen: %s: %s\n", out, strerror(errno));
+			fprintf(stderr, "hgtrace gen: %s\n",
+				nf ? strerror(errno) : hgt_last_error());
+			if (c >= 0)
+				close(c);
 			goto out;
 		}
 	} else {
@@ -153,19 +157,20 @@ int cmd_gen(int argc, char **argv)
 		goto out;
 	}
 	if (f != stdout) {
-		if (fclose(f) || rename(tmp, out)) {
+		if (fclose(f)) {
 			fprintf(stderr, "hgtrace gen: %s: %s\n", out, strerror(errno));
 			goto out;
 		}
-		free(tmp);
-		tmp = NULL;
+		c = hgt_newfile_commit(nf);
+		nf = NULL;
+		if (c < 0) {
+			fprintf(stderr, "hgtrace gen: %s\n", hgt_last_error());
+			goto out;
+		}
 	}
 	ret = 0;
 out:
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
+	hgt_newfile_abort(nf);
 	hgt_tev_free(&l);
 	return ret;
 }

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Writing never destroys: an output that is the input under another name (./name, the
+# absolute path, a hard link, a symbolic link), a device node, a full disk, or attach given
+# one file twice. Each must fail with one error line and leave every file byte-identical;
+# a good write replaces its target only when complete.
+# Usage: no-destroy.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+tap_workdir
+
+cp "$here/data/tsc.dat" a.dat
+ln a.dat hard.dat
+ln -s a.dat sym.dat
+sum0=$(md5sum < a.dat)
+
+for out in ./a.dat "$t/a.dat" hard.dat sym.dat; do
+	tap_refuses "convert -i a.dat -o $out (the same file)" "a.dat" \
+		"$HGTRACE" convert -i a.dat -o "$out" --compression none
+	grep -q "the same file as the input" tap-err.txt || tap_fail "convert -o $out: reason: $(cat tap-err.txt)"
+done
+[ "$(md5sum < a.dat)" = "$sum0" ] && [ "$(stat -c %h a.dat)" = 2 ] && [ -L sym.dat ] &&
+	tap_ok "a.dat unchanged after four refusals ($(stat -c %s a.dat) bytes, 2 links, symlink kept)" ||
+	tap_fail "a.dat changed: $(ls -l a.dat hard.dat sym.dat)"
+
+# A device node that fails every write (a copy of /dev/full): refused, never unlinked.
+if mknod full c 1 7 2> /dev/null; then
+	tap_refuses "convert -o a character device" "" "$HGTRACE" convert -i a.dat -o full
+	[ -c full ] && grep -q "full: a character device" tap-err.txt &&
+		tap_ok "the device node is still there: $(cat tap-err.txt)" ||
+		tap_fail "device node: $(ls -l full 2>&1): $(cat tap-err.txt)"
+else
+	tap_skip "convert -o a device node" "mknod is not allowed here"
+fi
+# gen writes text: a device node is written in place, and stays a device node.
+if mknod null c 1 3 2> /dev/null; then
+	if "$HGTRACE" gen --format h -o null "$here/probes/sample.trace-events" 2> err.txt && [ -c null ]; then
+		tap_ok "gen -o a device node: written in place, the node kept"
+	else
+		tap_fail "gen -o a device node: $(ls -l null) $(cat err.txt)"
+	fi
+else
+	tap_skip "gen -o a device node" "mknod is not allowed here"
+fi
+mkdir adir
+tap_refuses "convert -o a directory" "" "$HGTRACE" convert -i a.dat -o adir
+grep -q "adir: a directory" tap-err.txt || tap_fail "directory: reason: $(cat tap-err.txt)"
+
+# A full disk: the previous output stays as it was, and nothing is left beside it.
+if mkdir small && mount -t tmpfs -o size=40k tmpfs small 2> /dev/null; then
+	echo "the previous output" > small/out.dat
+	cp small/out.dat prev.txt
+	tap_refuses "convert to a full disk" "a.dat" "$HGTRACE" convert -i a.dat -o small/out.dat \
+		--compression none
+	if cmp -s small/out.dat prev.txt && [ "$(ls -A small)" = out.dat ] &&
+		grep -q "No space left on device" tap-err.txt; then
+		tap_ok "full disk: the previous output intact, no temporary left: $(cat tap-err.txt)"
+	else
+		tap_fail "full disk: $(ls -A small): $(cat tap-err.txt)"
+	fi
+	umount small
+else
+	tap_skip "convert to a full disk" "cannot mount a tmpfs here (not root?)"
+fi
+
+# A good write replaces the target when complete, keeping its mode; through a symbolic
+# link, the link stays and its target is replaced.
+echo old > out.dat
+chmod 0640 out.dat
+ln -s out.dat outlink.dat
+if "$HGTRACE" convert -i a.dat -o outlink.dat --compression none 2> err.txt && [ -L outlink.dat ] &&
+	[ "$(stat -c %a out.dat)" = 640 ] && "$HGTRACE" report out.dat > got.txt &&
+	"$HGTRACE" report a.dat > want.txt && cmp -s got.txt want.txt; then
+	tap_ok "convert through a symbolic link: out.dat replaced ($(wc -l < got.txt) report lines as a.dat's), mode 640 kept, link kept"
+else
+	tap_fail "convert through a link: $(cat err.txt) $(ls -l out.dat outlink.dat)"
+fi
+leftover=$(find . -maxdepth 1 -name '.*hgtrace*' | wc -l)
+[ "$leftover" = 0 ] && tap_ok "no temporary file left in the directory" ||
+	tap_fail "temporary files left: $(find . -maxdepth 1 -name '.*hgtrace*')"
+
+# attach: one file as host and guest (by name, by hard link), and a guest that is a copy of
+# the host (the same trace id).
+"$HGTRACE" simulate -o s --vcpus 2 --duration-ms 50 > /dev/null || tap_fail "simulate"
+ln s-host.dat s-link.dat
+tap_refuses "attach s-host.dat s-host.dat" "s-host.dat" "$HGTRACE" attach s-host.dat s-host.dat
+grep -q "the same file as the host file" tap-err.txt || tap_fail "attach h h: $(cat tap-err.txt)"
+tap_refuses "attach s-host.dat s-link.dat (a hard link)" "s-host.dat" "$HGTRACE" attach s-host.dat s-link.dat
+grep -q "the same file as the host file" tap-err.txt || tap_fail "attach h link: $(cat tap-err.txt)"
+"$HGTRACE" attach s-host.dat s-guest.dat > /dev/null 2>&1 || tap_fail "attach of the real pair"
+cp s-host.dat s-copy.dat
+tap_refuses "attach a guest that is a copy of the host (its trace id)" "s-host.dat s-copy.dat" \
+	"$HGTRACE" attach s-host.dat s-copy.dat
+grep -q "the host's trace id" tap-err.txt || tap_fail "attach h copy: $(cat tap-err.txt)"
+
+tap_done
