@@ -463,6 +463,24 @@ static void sync_round_done(struct listener *l, struct guest *g)
 				  (unsigned long long)s->best_g[c], (long long)s->time[c][k - 1]);
 			return;
 		}
+		if (k) {
+			/* Between two rounds the guest's clock must advance at a rate the host's
+			 * can explain: TSC scaling gives ratios near 1, never beyond 1/10..10. A
+			 * lying agent's numbers fail this even when they happen to increase. */
+			double dg = (double)s->best_g[c] - (double)s->time[c][k - 1];
+			double dh = (double)s->best_mid[c] -
+				    ((double)s->time[c][k - 1] + (double)s->offset[c][k - 1]);
+			double slack = 4.0 * (double)s->bound + (double)s->best_rtt[c];
+
+			if (dg > 10 * dh + slack || dh > 10 * dg + slack) {
+				sync_fail(
+					l, g,
+					"cpu %u: its clock advanced %.0f while the host's advanced "
+					"%.0f between probes (a rate outside 1/10..10)",
+					c, dg, dh);
+				return;
+			}
+		}
 		t = realloc(s->time[c], sizeof(*t) * (k + 1));
 		if (t)
 			s->time[c] = t;

@@ -5,6 +5,7 @@ Speaks hgtrace's agent protocol (lib/transport/proto.h) over FIFO pairs like
 `hgtrace agent --serve --fifos DIR`: waits for the host's CONFIG and '1', says READY,
 HELLO, metadata and TRACEID, then answers the host's probes as MODE says:
   lie     answers with random timestamps
+  runaway answers with timestamps that always increase, far faster than any clock
   mute    never answers
   unsent  answers a probe that was never sent
   flood   sends garbage on the control channel without end
@@ -52,6 +53,7 @@ def messages(timeout):
 
 
 session = random.getrandbits(63) | 1
+runaway = 1 << 40
 state = "config"
 deadline = time.time() + 60
 while time.time() < deadline:
@@ -72,6 +74,9 @@ while time.time() < deadline:
             seq, cpu = struct.unpack("<II", m[2])
             if mode == "lie":
                 send(8, struct.pack("<IIQ", seq, cpu, random.getrandbits(62)))
+            elif mode == "runaway":
+                runaway += (1 << 44) + random.getrandbits(40)
+                send(8, struct.pack("<IIQ", seq, cpu, runaway))
             elif mode == "unsent":
                 send(8, struct.pack("<IIQ", seq + 1000, cpu, 1))
         elif state == "rec" and m == ("cmd", b"0"):
