@@ -30,6 +30,7 @@ bench: deps build
 	@bench/probes.sh $(BUILDDIR)
 	@bench/session.sh $(BUILDDIR)
 	@bench/infer.sh $(BUILDDIR)
+	@bench/crash.sh $(BUILDDIR)
 
 bench-big: deps build
 	@bench/bigfile.sh $(BUILDDIR)

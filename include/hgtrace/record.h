@@ -40,6 +40,9 @@ struct hgt_record_opts {
 	enum hgt_compression compression; /* of the output (default zstd via HGT_OPTS) */
 	FILE *log;			  /* progress and loss lines (NULL: none) */
 	bool no_splice;			  /* copy pages through user space (read/write) */
+	unsigned int flush_ms; /* pages (a partial one too) reach the disk at most this late
+				* (0: 1000) */
+	bool sync;	       /* also fsync them every flush_ms (power-loss safety) */
 };
 
 /* Per-CPU counts at the end of a recording. */
@@ -76,6 +79,37 @@ int hgt_record_stop(struct hgt_recorder *rec, struct hgt_record_result *res);
 
 /** hgt_record_free - free a stopped recorder. */
 void hgt_record_free(struct hgt_recorder *rec);
+
+/*
+ * Crash safety. While recording to OUTPUT, hgtrace keeps the recording in the directory
+ * OUTPUT.recording beside it: head.dat (the metadata and options, written before tracing
+ * starts), cpuN (each CPU's pages, written as read, at most flush_ms late) and cmdlines.
+ * A normal stop turns it into OUTPUT and removes it. After a kill, hgt_record_restore()
+ * does the same with every whole page that reached the disk.
+ */
+struct hgt_restore_opts {
+	size_t sz;			  /* sizeof(struct hgt_restore_opts); use HGT_OPTS() */
+	enum hgt_compression compression; /* of the restored file (default zstd) */
+	const char *output;		  /* write here instead of @output (NULL: @output) */
+	FILE *log;			  /* what was kept and dropped per CPU (NULL: nothing) */
+};
+
+/**
+ * hgt_record_restore - write @output from the cut recording in @output.recording and
+ * remove that directory. Refused while the recorder still runs (-EBUSY), when there is
+ * nothing to restore (-ENOENT) or when @output exists (-EEXIST; restore to another name
+ * with opts->output). The tracefs instance the recorder left is removed.
+ * Returns 0 or -errno with the reason in hgt_last_error().
+ */
+int hgt_record_restore(const char *output, const struct hgt_restore_opts *opts);
+
+/**
+ * hgt_record_reset - remove the tracefs instances hgtrace created whose creator no longer
+ * runs (each noted in /run/hgtrace/instances, or named hgtrace-PID), with a line per
+ * instance to @log. Instances of other tools are never touched.
+ * Returns how many were removed, or -errno.
+ */
+int hgt_record_reset(FILE *log);
 
 #ifdef __cplusplus
 }

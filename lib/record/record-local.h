@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <hgtrace/record.h>
 
@@ -31,5 +32,30 @@ uint64_t hgt__record_cpu_bytes(const struct hgt_recorder *r, int cpu);
 int hgt__record_nr_cpus(const struct hgt_recorder *r);
 const char *hgt__record_clock(const struct hgt_recorder *r);
 uint64_t hgt__record_trace_id(const struct hgt_recorder *r);
+
+/* The recording directory beside an output (lib/record/recdir.c). */
+struct hgt__recdir {
+	char *dir;    /* OUTPUT.recording */
+	char *output; /* OUTPUT */
+	bool made;    /* created by us */
+};
+struct hgt_output;
+struct hgt_convert_opts;
+char *hgt__recdir_path(const char *output);
+int hgt__recdir_create(struct hgt__recdir *d, const char *output, const char *instance);
+int hgt__recdir_file(const struct hgt__recdir *d, int cpu, int k);
+int hgt__recdir_put(const struct hgt__recdir *d, const char *name, const void *p, size_t len);
+struct hgt_output *hgt__recdir_head(const struct hgt__recdir *d, uint32_t page_size, int long_size);
+int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_convert_opts *co,
+		       int (*more)(void *ctx, struct hgt_output *out), void *ctx, bool sync,
+		       FILE *log);
+void hgt__recdir_done(struct hgt__recdir *d, bool remove);
+uint64_t hgt__proc_start(int pid);
+bool hgt__owner_alive(int pid, uint64_t start);
+
+/* Instances hgtrace created, and those whose creator is gone (lib/record/stale.c). */
+void hgt__instance_register(const char *name);
+void hgt__instance_unregister(const char *name);
+int hgt__instance_reap(const char *name, FILE *log);
 
 #endif

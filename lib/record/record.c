@@ -4,10 +4,12 @@
  *
  * Setup happens in a tracefs instance (private by default), never in the top-level one, and
  * every setting changed is put back at the end. Per CPU, a thread moves whole pages from
- * trace_pipe_raw into a temporary file with tracefs_cpu_write() (splice, or read/write
- * where splice is refused); at stop, tracing is switched off and each thread drains the
- * partial page with tracefs_cpu_flush_write(). The trace.dat is then written by the
- * library's writer.
+ * trace_pipe_raw into the CPU's file with tracefs_cpu_write() (splice, or read/write
+ * where splice is refused), and the partial page too when no whole one came for flush_ms;
+ * at stop, tracing is switched off and each thread drains the partial page with
+ * tracefs_cpu_flush_write(). The files live in OUTPUT.recording (recdir.c) with the
+ * metadata written before tracing starts, so that a kill loses at most flush_ms of pages;
+ * a normal stop turns them into the trace.dat.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,13 +40,14 @@ struct ev {
 struct cpu_reader {
 	struct hgt_recorder *rec;
 	int cpu;
-	int fd; /* temporary file (unlinked) */
+	int fd; /* the CPU's file in the recording directory, or the caller's */
 	struct tracefs_cpu *tcpu;
 	pthread_t thread;
 	bool started;
 	int err;
 	uint64_t bytes;
-	char *buf; /* --no-splice: one page */
+	char *buf;	  /* one page: --no-splice, and the partial page of a flush */
+	uint64_t last_ms; /* when pages last reached the file */
 };
 
 /* A tracefs file of the instance, saved to be restored. */
@@ -67,9 +70,15 @@ struct hgt_recorder {
 	char *clock;
 	struct hgt_record_cpu *res;
 	uint64_t trace_id;
-	bool own_fds;	       /* the per-CPU files are ours (temporary), not the caller's */
+	bool own_fds;	       /* the per-CPU files are ours (the recording's), not the caller's */
 	unsigned int flush_us; /* a reader with no whole page sleeps this long */
-	bool tsc2nsec;	       /* -C tsc2nsec: x86-tsc recorded, TSC2NSEC stored */
+	uint64_t flush_ms;     /* own files: a partial page is written after this long */
+	struct hgt__recdir rd; /* own files: OUTPUT.recording */
+	bool traced;	       /* tracing was switched on: the directory holds a recording */
+	bool finished;	       /* the output was written and the directory removed */
+	pthread_t keeper;      /* own files: cmdlines (and fsync) every flush interval */
+	bool keeper_started;
+	bool tsc2nsec; /* -C tsc2nsec: x86-tsc recorded, TSC2NSEC stored */
 	uint32_t mult, shift;
 };
 
@@ -276,9 +285,14 @@ static void restore(struct hgt_recorder *r)
 	}
 	r->nr_saved = 0;
 	/* never silently: an instance left behind keeps tracing (issue: stale state) */
-	if (r->created && tracefs_instance_destroy(r->inst) && r->o.log)
-		fprintf(r->o.log, "hgtrace record: WARNING: instance %s could not be removed: %s\n",
-			tracefs_instance_get_name(r->inst), strerror(errno));
+	if (r->created && tracefs_instance_destroy(r->inst)) {
+		if (r->o.log)
+			fprintf(r->o.log,
+				"hgtrace record: WARNING: instance %s could not be removed: %s\n",
+				tracefs_instance_get_name(r->inst), strerror(errno));
+	} else if (r->created) {
+		hgt__instance_unregister(tracefs_instance_get_name(r->inst));
+	}
 	tracefs_instance_free(r->inst);
 	r->inst = NULL;
 }
@@ -289,7 +303,7 @@ static int move_pages(struct cpu_reader *c)
 {
 	int n;
 
-	if (!c->buf)
+	if (!c->rec->o.no_splice)
 		return tracefs_cpu_write(c->tcpu, c->fd, false);
 	n = tracefs_cpu_read(c->tcpu, c->buf, false);
 	if (n > 0 && hgt__write_full(c->fd, c->buf, (size_t)n))
@@ -302,7 +316,7 @@ static int flush_pages(struct cpu_reader *c)
 {
 	int n;
 
-	if (!c->buf)
+	if (!c->rec->o.no_splice)
 		return tracefs_cpu_flush_write(c->tcpu, c->fd);
 	n = tracefs_cpu_flush(c->tcpu, c->buf);
 	if (n > 0 && hgt__write_full(c->fd, c->buf, (size_t)n))
@@ -310,28 +324,50 @@ static int flush_pages(struct cpu_reader *c)
 	return n;
 }
 
+/* The partial page, when no whole one reached the file for flush_ms: read() takes the
+ * events out of the page the kernel is writing. Returns bytes written, 0, or -1. */
+static int flush_partial(struct cpu_reader *c, uint64_t now)
+{
+	int n;
+
+	/* two polls early, so that the page is on disk within flush_ms of its first event */
+	if (!c->rec->flush_ms || now - c->last_ms + 2 * c->rec->flush_us / 1000 < c->rec->flush_ms)
+		return 0;
+	c->last_ms = now;
+	n = tracefs_cpu_read(c->tcpu, c->buf, true);
+	if (n <= 0)
+		return errno == EAGAIN || errno == EINTR || !n ? 0 : -1;
+	return hgt__write_full(c->fd, c->buf, (size_t)n) ? -1 : n;
+}
+
 static void *reader_main(void *arg)
 {
 	struct cpu_reader *c = arg;
 	struct hgt_recorder *r = c->rec;
+	int size = tracefs_cpu_read_size(c->tcpu);
 
-	if (r->o.no_splice) {
-		int size = tracefs_cpu_read_size(c->tcpu);
-
-		c->buf = malloc(size > 0 ? (size_t)size : 4096);
-		if (!c->buf) {
-			c->err = ENOMEM;
-			return NULL;
-		}
+	c->buf = malloc(size > 0 ? (size_t)size : 4096);
+	if (!c->buf) {
+		c->err = ENOMEM;
+		return NULL;
 	}
+	c->last_ms = hgt__now_ms();
 	while (!r->stop) {
 		int n = move_pages(c);
 
 		if (n > 0) {
 			c->bytes += (uint64_t)n;
+			c->last_ms = hgt__now_ms();
 			continue;
 		}
 		if (n < 0 && errno != EINTR && errno != EAGAIN && !r->stop) {
+			c->err = errno ? errno : EIO;
+			break;
+		}
+		n = flush_partial(c, hgt__now_ms());
+		if (n > 0)
+			c->bytes += (uint64_t)n;
+		if (n < 0 && !r->stop) {
 			c->err = errno ? errno : EIO;
 			break;
 		}
@@ -377,21 +413,8 @@ static bool cpu_in_mask(const char *mask, int cpu)
 	return (v >> bit) & 1;
 }
 
-/* A temporary file for a CPU's pages, beside the output. */
-static int tmp_fd(const char *output)
-{
-	char *dir = strdup(output), *slash;
-	int fd;
-
-	if (!dir)
-		return -1;
-	slash = strrchr(dir, '/');
-	if (slash)
-		slash[slash == dir] = 0;
-	fd = hgt__tmpfile(slash ? dir : ".");
-	free(dir);
-	return fd;
-}
+static int write_head(struct hgt_recorder *r);
+static void *keeper_main(void *arg);
 
 struct hgt_recorder *hgt_record_start(const struct hgt_record_opts *opts)
 {
@@ -429,6 +452,7 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 	/* streaming readers hand pages on at most this late; a file recorder's blocking
 	 * reads wait in the kernel for half a buffer and rarely get here */
 	r->flush_us = cpu_fds ? 200000 : 10000;
+	r->flush_ms = cpu_fds ? 0 : (r->o.flush_ms ? r->o.flush_ms : 1000);
 	if (!tracefs_tracing_dir()) {
 		ret = hgt__errorf(ENODEV, "record: tracefs is not mounted (mount -t tracefs nodev "
 					  "/sys/kernel/tracing)");
@@ -452,6 +476,13 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 				  r->o.instance);
 		goto fail;
 	}
+	if (r->own_fds) {
+		/* where this one goes, then instances earlier recorders left behind */
+		ret = hgt__recdir_create(&r->rd, r->o.output, r->o.instance ? r->o.instance : name);
+		if (ret)
+			goto fail;
+		hgt_record_reset(r->o.log);
+	}
 	r->created = !tracefs_instance_exists(r->o.instance ? r->o.instance : name);
 	r->inst = tracefs_instance_create(r->o.instance ? r->o.instance : name);
 	if (!r->inst) {
@@ -459,6 +490,8 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 				  r->o.instance ? r->o.instance : name);
 		goto fail;
 	}
+	if (r->created)
+		hgt__instance_register(tracefs_instance_get_name(r->inst));
 	ret = set_saved(r, "tracing_on", "0");
 	/* trace-cmd's tsc2nsec clock: the TSC, with the kernel's ns conversion stored */
 	if (!ret && r->o.clock && !strcmp(r->o.clock, "tsc2nsec")) {
@@ -527,18 +560,21 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 		c->cpu = i;
 		if (!cpu_in_mask(r->o.cpumask, i))
 			continue;
-		c->fd = cpu_fds ? cpu_fds[i] : tmp_fd(r->o.output ? r->o.output : "./");
-		/* Streaming, non-blocking: with buffer_percent 0 a blocking splice of a ring
-		 * holding only a partial page loops inside the kernel (6.1: wait_on_pipe(0)
-		 * returns at once, no full page, again), a whole CPU per reader. Non-blocking
-		 * it returns EAGAIN and the reader sleeps. */
-		c->tcpu = tracefs_cpu_open(r->inst, i, cpu_fds != NULL);
-		if (c->fd < 0 || !c->tcpu) {
-			ret = hgt__errorf(
-				errno ? errno : EIO,
-				"record: cpu %d: cannot open trace_pipe_raw or a temporary "
-				"file: %s",
-				i, strerror(errno ? errno : EIO));
+		c->fd = cpu_fds ? cpu_fds[i] : hgt__recdir_file(&r->rd, i, 0);
+		if (c->fd < 0) {
+			ret = c->fd;
+			goto fail;
+		}
+		/* Non-blocking: with buffer_percent 0 a blocking splice of a ring holding only
+		 * a partial page loops inside the kernel (6.1: wait_on_pipe(0) returns at once,
+		 * no full page, again), a whole CPU per reader; and a blocking one waits for
+		 * half a buffer, which a file recorder cannot wait for (a kill would lose it).
+		 * Non-blocking it returns EAGAIN and the reader sleeps. */
+		c->tcpu = tracefs_cpu_open(r->inst, i, true);
+		if (!c->tcpu) {
+			ret = hgt__errorf(errno ? errno : EIO,
+					  "record: cpu %d: cannot open trace_pipe_raw: %s", i,
+					  strerror(errno ? errno : EIO));
 			goto fail;
 		}
 		if (pthread_create(&c->thread, NULL, reader_main, c)) {
@@ -552,10 +588,19 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 		if (ret)
 			goto fail;
 	}
+	/* the metadata reaches the disk before the first page */
+	if (r->own_fds) {
+		ret = write_head(r);
+		if (ret)
+			goto fail;
+	}
 	if (tracefs_trace_on(r->inst) < 0) {
 		ret = hgt__errorf(errno ? errno : EIO, "record: cannot switch tracing on");
 		goto fail;
 	}
+	r->traced = true;
+	if (r->own_fds && !pthread_create(&r->keeper, NULL, keeper_main, r))
+		r->keeper_started = true;
 	if (r->o.log)
 		fprintf(r->o.log,
 			"hgtrace record: %d event types enabled, clock %s, instance %s, %d CPUs\n",
@@ -697,6 +742,23 @@ static int write_meta(struct hgt_recorder *r, const struct hgt__meta_sink *out, 
 	return ret;
 }
 
+/* One CPUSTAT per CPU: "CPU: N\n" + the stats file. */
+static int put_stats(const struct hgt__meta_sink *out, const char *stats)
+{
+	const char *p = stats;
+	int ret = 0;
+
+	while (p && !ret && *p) {
+		const char *e = strstr(p + 1, "CPU: ");
+
+		if (!e)
+			e = p + strlen(p);
+		ret = out->option(out->ctx, HGT_OPT_CPUSTAT, p, (uint32_t)(e - p));
+		p = e;
+	}
+	return ret;
+}
+
 static int write_options(struct hgt_recorder *r, const struct hgt__meta_sink *out,
 			 const char *stats)
 {
@@ -727,19 +789,8 @@ static int write_options(struct hgt_recorder *r, const struct hgt__meta_sink *ou
 		memcpy(t + 4, &r->shift, 4);
 		ret = out->option(out->ctx, HGT_OPT_TSC2NSEC, t, sizeof(t));
 	}
-	/* one CPUSTAT per CPU, "CPU: N\n" + the stats file */
-	if (!ret && stats) {
-		const char *p = stats;
-
-		while (!ret && *p) {
-			const char *e = strstr(p + 1, "CPU: ");
-
-			if (!e)
-				e = p + strlen(p);
-			ret = out->option(out->ctx, HGT_OPT_CPUSTAT, p, (uint32_t)(e - p));
-			p = e;
-		}
-	}
+	if (!ret)
+		ret = put_stats(out, stats);
 	return ret;
 }
 
@@ -781,37 +832,6 @@ static char *read_stats(struct hgt_recorder *r)
 	return all;
 }
 
-static int copy_cpu(struct hgt_output *out, int cpu, int fd, size_t page)
-{
-	size_t cap = 256 * page;
-	uint8_t *buf = malloc(cap);
-	off_t off = 0;
-	int ret = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n = pread(fd, buf, cap, off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			break;
-		}
-		/* whole pages only: the ring buffer hands out whole pages */
-		n -= n % (ssize_t)page;
-		if (n <= 0)
-			break;
-		ret = hgt_output_write_cpu(out, 0, cpu, buf, (size_t)n);
-		if (ret)
-			break;
-		off += n;
-	}
-	free(buf);
-	return ret;
-}
-
 /**
  * hgt__record_halt - tracing off, readers drained and joined; the per-CPU counts filled.
  */
@@ -821,6 +841,10 @@ int hgt__record_halt(struct hgt_recorder *r)
 
 	tracefs_trace_off(r->inst);
 	r->stop = 1;
+	if (r->keeper_started) {
+		pthread_join(r->keeper, NULL);
+		r->keeper_started = false;
+	}
 	for (i = 0; i < r->nr_cpus; i++)
 		if (r->r[i].tcpu)
 			tracefs_cpu_stop(r->r[i].tcpu);
@@ -884,40 +908,89 @@ static int out_option(void *ctx, unsigned int id, const void *p, uint32_t n)
 	return hgt_output_add_option(ctx, id, p, n);
 }
 
+/* head.dat: the metadata and options known at the start, the top buffer, no pages. */
+static int write_head(struct hgt_recorder *r)
+{
+	struct hgt_output *out = hgt__recdir_head(&r->rd, (uint32_t)getpagesize(), 8);
+	struct hgt__meta_sink sink = { out_meta, out_option, out };
+	int ret;
+
+	if (!out)
+		return -errno;
+	ret = hgt__record_describe(r, &sink, 0);
+	if (!ret) {
+		int b = hgt_output_add_buffer(out, "",
+					      r->tsc2nsec ? "tsc2nsec"
+					      : r->clock  ? r->clock
+							  : "local",
+					      r->nr_cpus);
+
+		ret = b < 0 ? b : 0;
+	}
+	if (ret) {
+		hgt_output_abort(out);
+		return ret;
+	}
+	return hgt_output_close(out);
+}
+
+/* The task names as they are now, into the recording directory's cmdlines. */
+static int keep_cmdlines(struct hgt_recorder *r)
+{
+	char *path = tracing_path("saved_cmdlines"), *t;
+	size_t len = 0;
+	int ret;
+
+	t = path ? slurp(path, &len) : NULL;
+	free(path);
+	if (!t)
+		return -EIO;
+	ret = hgt__recdir_put(&r->rd, "cmdlines", t, len);
+	free(t);
+	return ret;
+}
+
+/* Every flush interval: the task names, and with sync the pages, to the disk. */
+static void *keeper_main(void *arg)
+{
+	struct hgt_recorder *r = arg;
+
+	while (!r->stop) {
+		uint64_t until = hgt__now_ms() + r->flush_ms;
+
+		while (!r->stop && hgt__now_ms() < until)
+			usleep(20000);
+		if (r->stop)
+			break;
+		keep_cmdlines(r);
+		for (int i = 0; r->o.sync && i < r->nr_cpus; i++)
+			if (r->r[i].fd >= 0)
+				fdatasync(r->r[i].fd);
+	}
+	return NULL;
+}
+
+static int add_stats(void *ctx, struct hgt_output *out)
+{
+	struct hgt__meta_sink sink = { out_meta, out_option, out };
+
+	return put_stats(&sink, ctx);
+}
+
 int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 {
-	HGT_OPTS(hgt_output_opts, oo, .version = 7, .compression = r->o.compression,
-		 .page_size = (uint32_t)getpagesize());
-	struct hgt_output *out = NULL;
+	HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = r->o.compression);
 	int i, ret = hgt__record_halt(r);
+	char *stats = read_stats(r);
+	int rc;
 
-	out = r->o.output ? hgt_output_create(r->o.output, &oo) : NULL;
-	if (!out)
-		ret = ret ? ret : (r->o.output ? -errno : -EINVAL);
-	if (out) {
-		struct hgt__meta_sink sink = { out_meta, out_option, out };
-		int rc = hgt__record_describe(r, &sink, HGT__DESCRIBE_STATS);
-
-		if (!rc) {
-			int b = hgt_output_add_buffer(out, "",
-						      r->tsc2nsec ? "tsc2nsec"
-						      : r->clock  ? r->clock
-								  : "local",
-						      r->nr_cpus);
-
-			rc = b < 0 ? b : 0;
-		}
-		for (i = 0; !rc && i < r->nr_cpus; i++)
-			if (r->r[i].fd >= 0)
-				rc = copy_cpu(out, i, r->r[i].fd, oo.page_size);
-		if (rc) {
-			hgt_output_abort(out);
-			ret = ret ? ret : rc;
-		} else {
-			rc = hgt_output_close(out);
-			ret = ret ? ret : rc;
-		}
-	}
+	/* the task names at the end, then the file from the recording directory */
+	keep_cmdlines(r);
+	rc = hgt__recdir_finish(r->rd.dir, r->o.output, &co, add_stats, stats, r->o.sync, r->o.log);
+	free(stats);
+	if (!rc)
+		r->finished = true;
+	ret = ret ? ret : rc;
 	for (i = 0; i < r->nr_cpus; i++) {
 		/* open trace_pipe_raw files keep the instance busy */
 		if (r->r[i].tcpu)
@@ -992,6 +1065,16 @@ void hgt_record_free(struct hgt_recorder *r)
 	for (i = 0; r->own_fds && r->r && i < r->nr_cpus; i++)
 		if (r->r[i].fd >= 0)
 			close(r->r[i].fd);
+	if (r->rd.dir && r->traced && !r->finished) {
+		if (r->o.log)
+			fprintf(r->o.log,
+				"hgtrace record: the recording is kept in %s: 'hgtrace restore %s' "
+				"writes it out\n",
+				r->rd.dir, r->o.output);
+		hgt__recdir_done(&r->rd, false);
+	} else {
+		hgt__recdir_done(&r->rd, !r->finished);
+	}
 	for (i = 0; i < r->nr_evs; i++) {
 		free(r->evs[i].system);
 		free(r->evs[i].name);

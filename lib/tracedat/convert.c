@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <hgtrace/output.h>
 
@@ -65,11 +66,69 @@ static int copy_latency(struct hgt_input *in, struct hgt_output *out)
 	return ret;
 }
 
+/* A page from a recording's file is damaged when its commit size cannot fit. */
+static bool page_damaged(struct hgt_input *in, const uint8_t *p, uint32_t page_size)
+{
+	uint32_t hdr = 8 + (uint32_t)in->kernel_long_size;
+	uint64_t commit = in->kernel_long_size == 8 ? hgt__get64(in, p + 8) : hgt__get32(in, p + 8);
+
+	return (commit & HGT__COMMIT_MASK) > page_size - hdr;
+}
+
+/* Whole pages of one recording file up to the first damaged one; what is left is counted
+ * in @f->dropped, and where the copy stopped in @f->stop (the file size when all went). */
+static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
+		     struct hgt__page_file *f, uint32_t page_size)
+{
+	size_t cap = 256 * (size_t)page_size;
+	uint8_t *buf = malloc(cap);
+	uint64_t off = 0;
+	struct stat st;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	f->kept = f->dropped = 0;
+	f->damaged = false;
+	for (;;) {
+		ssize_t n = pread(f->fd, buf, cap, (off_t)off);
+		size_t whole, k;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = hgt__errorf(errno, "%s: offset 0x%llx: %s", f->name,
+					  (unsigned long long)off, strerror(errno));
+			break;
+		}
+		whole = (size_t)n - (size_t)n % page_size;
+		for (k = 0; k < whole; k += page_size)
+			if (page_damaged(in, buf + k, page_size)) {
+				f->damaged = true;
+				break;
+			}
+		if (k)
+			ret = hgt_output_write_cpu(out, 0, cpu, buf, k);
+		if (ret)
+			break;
+		off += k;
+		if (f->damaged || k < cap)
+			break;
+	}
+	free(buf);
+	f->kept = off;
+	if (!ret && !fstat(f->fd, &st) && (uint64_t)st.st_size > off)
+		f->dropped = (uint64_t)st.st_size - off;
+	return ret;
+}
+
 /**
- * hgt_tracedat_convert - rewrite @in as @path.
+ * hgt__convert - hgt_tracedat_convert(), with what @src gives instead of parts of @in:
+ * the top buffer's pages from recording files, the cmdlines, and options added after
+ * @in's own.
  */
-int hgt_tracedat_convert(struct hgt_input *in, const char *path,
-			 const struct hgt_convert_opts *opts)
+int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_convert_opts *opts,
+		 struct hgt__convert_src *src)
 {
 	struct hgt_convert_opts co = { 0 };
 	struct hgt_output *out;
@@ -107,7 +166,7 @@ int hgt_tracedat_convert(struct hgt_input *in, const char *path,
 	{
 		HGT_OPTS(hgt_output_opts, oo, .version = co.version, .compression = co.compression,
 			 .page_size = in->latency ? in->page_size : in->bufs[0].pub.page_size,
-			 .long_size = in->long_size);
+			 .long_size = in->long_size, .sync = src && src->sync);
 
 		out = hgt_output_create(path, &oo);
 	}
@@ -117,6 +176,11 @@ int hgt_tracedat_convert(struct hgt_input *in, const char *path,
 		uint8_t *blob;
 		uint64_t len;
 
+		if (i == HGT_OPT_CMDLINES && src && src->cmdlines) {
+			ret = hgt_output_set_meta(out, (unsigned)i, src->cmdlines,
+						  src->cmdlines_len);
+			continue;
+		}
 		ret = hgt__input_meta_blob(in, (unsigned)i, &blob, &len);
 		if (!ret)
 			ret = hgt_output_set_meta(out, (unsigned)i, blob, len);
@@ -130,6 +194,8 @@ int hgt_tracedat_convert(struct hgt_input *in, const char *path,
 		if (!layout_option(op->id))
 			ret = hgt_output_add_option(out, op->id, op->data, op->size);
 	}
+	if (!ret && src && src->more_options)
+		ret = src->more_options(src->ctx, out);
 	if (!ret && in->latency)
 		ret = copy_latency(in, out);
 	for (i = 0; !ret && !in->latency && i < in->nr_bufs; i++) {
@@ -142,12 +208,29 @@ int hgt_tracedat_convert(struct hgt_input *in, const char *path,
 		if (ret > 0)
 			ret = 0;
 	}
-	for (i = 0; !ret && !in->latency && i < in->nr_bufs; i++)
+	for (i = 0; !ret && !in->latency && i < in->nr_bufs; i++) {
+		if (i == 0 && src && src->files) {
+			/* the files in CPU order (the caller sorted them) */
+			for (int k = 0; !ret && k < src->nr_files; k++)
+				ret = copy_file(in, out, src->files[k].cpu, &src->files[k],
+						in->bufs[0].pub.page_size);
+			continue;
+		}
 		for (int c = 0; !ret && c < in->bufs[i].pub.nr_cpus; c++)
 			ret = copy_cpu(in, out, i, c);
+	}
 	if (ret) {
 		hgt_output_abort(out);
 		return ret;
 	}
 	return hgt_output_close(out);
+}
+
+/**
+ * hgt_tracedat_convert - rewrite @in as @path.
+ */
+int hgt_tracedat_convert(struct hgt_input *in, const char *path,
+			 const struct hgt_convert_opts *opts)
+{
+	return hgt__convert(in, path, opts, NULL);
 }

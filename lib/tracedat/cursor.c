@@ -16,7 +16,7 @@
 #define WINDOW_PAGES 16
 #define MISSED_EVENTS (1ULL << 31)
 #define MISSED_STORED (1ULL << 30)
-#define COMMIT_MASK ((1ULL << 27) - 1)
+#define COMMIT_MASK HGT__COMMIT_MASK
 
 struct hgt_cursor {
 	struct hgt_input *in;

@@ -174,6 +174,35 @@ void hgt__cctx_free(enum hgt_compression comp, void *cctx);
 const char *hgt__compression_version(enum hgt_compression comp);
 
 /* input.c: the v6 encoding of metadata item @id (16..21); caller frees *buf. */
+/* A ring-buffer page's commit field: data bytes (the flags above them masked). */
+#define HGT__COMMIT_MASK ((1ULL << 27) - 1)
+
+/* A recording's file of one CPU's pages (lib/record/recdir.c). */
+struct hgt__page_file {
+	int cpu;
+	int fd;
+	const char *name; /* for messages */
+	uint64_t kept;	  /* out: bytes of whole pages copied */
+	uint64_t dropped; /* out: bytes after them (a partial or damaged page onwards) */
+	bool damaged;	  /* out: the copy stopped at a damaged page */
+};
+
+struct hgt_output;
+
+/* What hgt__convert() takes from elsewhere than its input. */
+struct hgt__convert_src {
+	struct hgt__page_file *files; /* the top buffer's pages, sorted by CPU */
+	int nr_files;
+	const void *cmdlines; /* CMDLINES item (v6 encoding), or NULL for the input's */
+	size_t cmdlines_len;
+	int (*more_options)(void *ctx, struct hgt_output *out); /* after the input's */
+	void *ctx;
+	bool sync; /* fsync the output */
+};
+struct hgt_convert_opts;
+int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_convert_opts *opts,
+		 struct hgt__convert_src *src);
+
 int hgt__input_meta_blob(struct hgt_input *in, unsigned int id, uint8_t **buf, uint64_t *len);
 
 /* cursor.c: the next batch of whole pages of a cursor's CPU, without decoding them.

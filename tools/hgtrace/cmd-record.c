@@ -32,8 +32,11 @@ static void usage(FILE *f)
 		"                      [-o FILE] [-P PID]... [-M CPUMASK] [--compression C]\n"
 		"                      [-A NAME[@fifo:DIR] [--guest-pid PID] [-e ...] [-C CLOCK] "
 		"[-b KB]]...\n"
-		"                      [--sync-interval MS] [-- COMMAND ARGS...]\n"
+		"                      [--sync-interval MS] [--flush-ms MS] [--fsync]\n"
+		"                      [-- COMMAND ARGS...]\n"
 		"  records until COMMAND exits, or until SIGINT/SIGTERM/SIGHUP without one.\n"
+		"  Pages reach FILE.recording/ at most --flush-ms (1000) late; after a kill,\n"
+		"  'hgtrace restore FILE' writes FILE from it. --fsync: also fsync each interval.\n"
 		"  Works in a tracefs instance of its own (or -B NAME) and leaves tracefs as it "
 		"was.\n"
 		"  -A/--guest NAME: also record guest NAME through its agent (hgtrace agent "
@@ -178,13 +181,15 @@ static int push(void *arrp, int *n, size_t size)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_GUEST_PID = 256, O_INTERVAL, O_KVM };
+	enum { O_GUEST_PID = 256, O_INTERVAL, O_KVM, O_FLUSH, O_FSYNC };
 	static const struct option lopts[] = {
 		{ "compression", required_argument, NULL, 'Z' },
 		{ "guest", required_argument, NULL, 'A' },
 		{ "guest-pid", required_argument, NULL, O_GUEST_PID },
 		{ "sync-interval", required_argument, NULL, O_INTERVAL },
 		{ "kvm-debugfs", required_argument, NULL, O_KVM },
+		{ "flush-ms", required_argument, NULL, O_FLUSH },
+		{ "fsync", no_argument, NULL, O_FSYNC },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -251,6 +256,20 @@ int cmd_record(int argc, char **argv)
 					optarg);
 				goto out;
 			}
+			break;
+		case O_FLUSH:
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || v < 10 || v > 3600000) {
+				fprintf(stderr,
+					"hgtrace: record: --flush-ms '%s': 10 to 3600000 ms\n",
+					optarg);
+				goto out;
+			}
+			o.flush_ms = (unsigned int)v;
+			break;
+		case O_FSYNC:
+			o.sync = true;
 			break;
 		case 'b':
 			errno = 0;
@@ -320,6 +339,8 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	/* a closed terminal or pipe must not kill the recorder while it writes the file */
+	signal(SIGPIPE, SIG_IGN);
 	rec = hgt_record_start(&o);
 	if (!rec) {
 		cmd_error("record failed");
@@ -342,7 +363,8 @@ int cmd_record(int argc, char **argv)
 			if (stop_requested)
 				kill(child, SIGTERM);
 	} else {
-		fprintf(stderr, "hgtrace record: recording; Ctrl-C (SIGINT) or SIGTERM stops\n");
+		fprintf(stderr, "hgtrace record: recording; Ctrl-C (SIGINT), SIGTERM or SIGHUP "
+				"stops\n");
 		while (!stop_requested)
 			pause();
 	}

@@ -15,6 +15,8 @@ int cmd_setup_guest(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_simpletrace(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_reset(int argc, char **argv);
 
 /* A recording's workload (child.c): cmd_child_watch() makes its end set *@stop;
  * cmd_child_spawn() runs it (a failure to start sets *@stop too); cmd_child_end() ends

@@ -16,6 +16,8 @@ static const struct {
 	{ "report", cmd_report, "print trace.dat files, merged by time (as trace-cmd report)" },
 	{ "dump", cmd_dump, "show a trace.dat file's structure: header, sections, options, data" },
 	{ "record", cmd_record, "record this machine's ftrace into a trace.dat" },
+	{ "restore", cmd_restore, "finish a recording that was cut (killed, terminal closed)" },
+	{ "reset", cmd_reset, "remove tracefs instances that killed recorders left behind" },
 	{ "agent", cmd_agent,
 	  "guest: stream ftrace pages to the host (virtio-serial, vsock, TCP)" },
 	{ "listen", cmd_listen, "host: receive guest agents, write trace-NAME.dat per guest" },

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# make bench (part 7): what crash safety costs hgtrace record, side by side with trace-cmd
+# record in one run on this machine's real ring buffer. Load: MB of 1000-byte
+# trace_marker writes into the recorder's instance (-B). Each recorder: hgtrace record
+# (pages in FILE.recording at most 1 s late, the default), hgtrace record --fsync (and
+# fsync every second), trace-cmd record -d --no-filter. Prints MB/s of markers that reached
+# the file (first write until the recorder exited with its file written), the recorder's
+# CPU seconds, and the events the ring buffer overwrote.
+set -uo pipefail
+builddir=$(realpath "${1:-build}")
+hg=$builddir/tools/hgtrace/hgtrace
+MB=${CRASH_MB:-200}
+T=/sys/kernel/tracing
+[ "$(id -u)" = 0 ] && [ -e $T/trace_marker ] && command -v trace-cmd > /dev/null ||
+	{ echo "bench crash: needs root, tracefs and trace-cmd"; exit 0; }
+w=$(mktemp -d)
+trap 'rm -rf "$w"' EXIT
+cd "$w" || exit 1
+
+run() { # NAME CMD...
+	local name=$1 inst=hgt_crashbench_$$ pid t0 t1 kept lost u s
+	shift
+	rm -rf out.dat out.dat.recording
+	/usr/bin/time -f "%e %U %S" -o time.txt "$@" -B $inst -b 16384 -e sched:sched_process_exit \
+		-o out.dat > rec.log 2>&1 &
+	pid=$!
+	while [ ! -e $T/instances/$inst/trace_marker ]; do sleep 0.05; done
+	sleep 0.5
+	t0=$(date +%s.%N)
+	python3 -c "
+import os
+fd = os.open('$T/instances/$inst/trace_marker', os.O_WRONLY)
+line = b'y' * 999 + b'\n'
+for i in range($MB * 1000): os.write(fd, line)
+"
+	kill -INT $(pgrep -P $pid) $pid 2> /dev/null
+	wait $pid
+	t1=$(date +%s.%N)
+	kept=$(trace-cmd report out.dat 2> /dev/null | grep -c 'yyyyyyyyyy')
+	lost=$("$hg" report --stat out.dat | awk '/^overrun:/ { s += $2 } END { print s + 0 }')
+	read -r _ u s < <(tail -1 time.txt)
+	printf "record %-18s: %7.1f MB of markers in %5.2f s = %7.1f MB/s; recorder CPU %5.2f s; %s events overwritten\n" \
+		"$name" "$(echo "$kept / 1000" | bc -l)" "$(echo "$t1 - $t0" | bc -l)" \
+		"$(echo "$kept / 1000 / ($t1 - $t0)" | bc -l)" "$(echo "$u + $s" | bc -l)" "$lost"
+	echo "$kept $t1 $t0" > "res-$name"
+	[ -d $T/instances/$inst ] && rmdir $T/instances/$inst 2> /dev/null
+	return 0
+}
+
+echo "== crash safety: $MB MB of 1000-byte markers, 16 MB ring per CPU"
+run hgtrace "$hg" record
+run "hgtrace --fsync" "$hg" record --fsync
+run trace-cmd trace-cmd record -d --no-filter
+rate() { read -r k t1 t0 < "res-$1"; echo "$k / 1000 / ($t1 - $t0)" | bc -l; }
+printf "ratio hgtrace / trace-cmd: %.2f; hgtrace --fsync / hgtrace: %.2f\n" \
+	"$(echo "$(rate hgtrace) / $(rate trace-cmd)" | bc -l)" \
+	"$(echo "$(rate 'hgtrace --fsync') / $(rate hgtrace)" | bc -l)"

@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A recording in progress, kept where a kill cannot take it: the directory OUTPUT.recording
+ * beside the output holds
+ *   state      "hgtrace recording", the recorder's pid and tracefs instance
+ *   head.dat   a complete trace.dat with the metadata and options and no pages, written
+ *              before tracing is switched on
+ *   cpuN       the CPU's ring-buffer pages, written as they are read (cpuN.K: the K-th
+ *              stream of that CPU)
+ *   cmdlines   the task names, refreshed while recording
+ * A normal stop writes OUTPUT from these and removes the directory; after a kill, hgtrace
+ * restore does the same with what reached the disk.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <hgtrace/output.h>
+#include <hgtrace/record.h>
+
+#include "../tracedat/tracedat-local.h"
+#include "record-local.h"
+
+#define STATE_MAGIC "hgtrace recording\n"
+
+static char *path_in(const char *dir, const char *name)
+{
+	char *p;
+
+	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+}
+
+/**
+ * hgt__proc_start - when process @pid started (clock ticks since boot), 0 when it is gone.
+ */
+uint64_t hgt__proc_start(int pid)
+{
+	char path[64], buf[1024], *p, state;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces */
+	/* after "pid (comm)": state is field 3, starttime field 22; a zombie is gone */
+	if (!p ||
+	    sscanf(p + 2,
+		   "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+		   "%*d %*d %*d %llu",
+		   &state, &v) != 2 ||
+	    state == 'Z' || state == 'X')
+		return 0;
+	return v;
+}
+
+/**
+ * hgt__owner_alive - whether process @pid, started at @start (0: unknown), still runs.
+ */
+bool hgt__owner_alive(int pid, uint64_t start)
+{
+	if (pid <= 0)
+		return false;
+	if (start)
+		return hgt__proc_start(pid) == start;
+	return hgt__proc_start(pid) != 0;
+}
+
+/* The state file's pid, its start time and instance (any may be left 0 / empty). */
+static int read_state(const char *dir, int *pid, uint64_t *start, char *inst, size_t n)
+{
+	char *p = path_in(dir, "state"), line[256];
+	FILE *f = p ? fopen(p, "re") : NULL;
+	bool magic = false;
+
+	free(p);
+	*pid = 0;
+	*start = 0;
+	inst[0] = 0;
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strcmp(line, STATE_MAGIC))
+			magic = true;
+		else if (!strncmp(line, "pid ", 4))
+			*pid = atoi(line + 4);
+		else if (!strncmp(line, "start ", 6))
+			*start = strtoull(line + 6, NULL, 10);
+		else if (!strncmp(line, "instance ", 9))
+			snprintf(inst, n, "%.*s", (int)strcspn(line + 9, "\n"), line + 9);
+	}
+	fclose(f);
+	return magic ? 0 : -EBADMSG;
+}
+
+static void remove_dir(const char *dir);
+static bool was_written(const char *dir);
+
+/**
+ * hgt__recdir_path - "@output.recording" (caller frees).
+ */
+char *hgt__recdir_path(const char *output)
+{
+	char *p;
+
+	return asprintf(&p, "%s.recording", output) < 0 ? NULL : p;
+}
+
+/**
+ * hgt__recdir_create - make @output's recording directory, after checking that @output
+ * can be written; refused while one is there (running, or cut and not yet restored).
+ */
+int hgt__recdir_create(struct hgt__recdir *d, const char *output, const char *instance)
+{
+	struct hgt_newfile *probe;
+	char *st = NULL, inst[256];
+	uint64_t start;
+	FILE *f;
+	int pid, ret;
+
+	memset(d, 0, sizeof(*d));
+	probe = hgt_newfile_open(output, 0); /* a directory, a device, no permission */
+	if (!probe)
+		return -errno;
+	hgt_newfile_abort(probe);
+	d->dir = hgt__recdir_path(output);
+	d->output = strdup(output);
+	if (!d->dir || !d->output) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if (mkdir(d->dir, 0755)) {
+		ret = -errno;
+		if (errno != EEXIST) {
+			hgt__errorf(-ret, "%s: cannot create: %s", d->dir, strerror(-ret));
+			goto fail;
+		}
+		if (was_written(d->dir)) {
+			remove_dir(d->dir); /* the last recording to @output was complete */
+			if (!mkdir(d->dir, 0755))
+				goto made;
+		}
+		if (!read_state(d->dir, &pid, &start, inst, sizeof(inst)) &&
+		    hgt__owner_alive(pid, start))
+			hgt__errorf(EBUSY, "%s: process %d is recording to %s now", d->dir, pid,
+				    output);
+		else
+			hgt__errorf(EEXIST,
+				    "%s: a cut recording is there: run 'hgtrace restore %s' "
+				    "first (or remove it)",
+				    d->dir, output);
+		ret = errno == EBUSY ? -EBUSY : -EEXIST;
+		goto fail;
+	}
+made:
+	d->made = true;
+	st = path_in(d->dir, "state");
+	f = st ? fopen(st, "wxe") : NULL;
+	if (!f ||
+	    fprintf(f, STATE_MAGIC "pid %d\nstart %llu\ninstance %s\n", (int)getpid(),
+		    (unsigned long long)hgt__proc_start((int)getpid()),
+		    instance ? instance : "") < 0 ||
+	    fclose(f)) {
+		ret = hgt__errorf(errno ? errno : EIO, "%s: cannot write: %s", st ? st : d->dir,
+				  strerror(errno ? errno : EIO));
+		f = NULL;
+		goto fail;
+	}
+	free(st);
+	return 0;
+fail:
+	free(st);
+	hgt__recdir_done(d, d->made);
+	return ret;
+}
+
+/**
+ * hgt__recdir_file - create the file of CPU @cpu's @k-th stream of pages.
+ */
+int hgt__recdir_file(const struct hgt__recdir *d, int cpu, int k)
+{
+	char name[32], *p;
+	int fd;
+
+	if (k)
+		snprintf(name, sizeof(name), "cpu%d.%d", cpu, k);
+	else
+		snprintf(name, sizeof(name), "cpu%d", cpu);
+	p = path_in(d->dir, name);
+	if (!p)
+		return -ENOMEM;
+	fd = open(p, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		fd = hgt__errorf(errno, "%s: cannot create: %s", p, strerror(errno));
+	free(p);
+	return fd;
+}
+
+/**
+ * hgt__recdir_put - replace the directory's file @name by @len bytes, atomically.
+ */
+int hgt__recdir_put(const struct hgt__recdir *d, const char *name, const void *p, size_t len)
+{
+	char *path = path_in(d->dir, name);
+	struct hgt_newfile *f = path ? hgt_newfile_open(path, 0) : NULL;
+	int ret;
+
+	free(path);
+	if (!f)
+		return -errno;
+	ret = hgt__write_full(hgt_newfile_fd(f), p, len);
+	if (ret) {
+		hgt_newfile_abort(f);
+		return ret;
+	}
+	return hgt_newfile_commit(f);
+}
+
+/**
+ * hgt__recdir_head - start head.dat: a version 7 file without compression, whose metadata
+ * and options the caller gives and which it closes (with hgt_output_close()) before
+ * tracing starts.
+ */
+struct hgt_output *hgt__recdir_head(const struct hgt__recdir *d, uint32_t page_size, int long_size)
+{
+	HGT_OPTS(hgt_output_opts, oo, .version = 7, .compression = HGT_COMPRESS_NONE,
+		 .page_size = page_size, .long_size = long_size);
+	char *p = path_in(d->dir, "head.dat");
+	struct hgt_output *out = p ? hgt_output_create(p, &oo) : NULL;
+
+	free(p);
+	return out;
+}
+
+static bool our_file(const char *name, int *cpu, int *k)
+{
+	char tail[8];
+	int n;
+
+	*k = 0;
+	if (sscanf(name, "cpu%d%n", cpu, &n) != 1 || *cpu < 0 || strncmp(name, "cpu", 3))
+		return false;
+	if (!name[n])
+		return true;
+	return sscanf(name + n, ".%d%1s", k, tail) == 1 && *k > 0;
+}
+
+static int cmp_file(const void *a, const void *b)
+{
+	const struct hgt__page_file *x = a, *y = b;
+
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	return strcmp(x->name, y->name) < 0 ? -1 : 1; /* cpuN before cpuN.K */
+}
+
+/* Remove what this module put in @dir ("written" last), then @dir. */
+static void remove_dir(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	char *w;
+	int cpu, k;
+
+	while (dp && (e = readdir(dp))) {
+		if (our_file(e->d_name, &cpu, &k) || !strcmp(e->d_name, "state") ||
+		    !strcmp(e->d_name, "head.dat") || !strcmp(e->d_name, "cmdlines")) {
+			char *p = path_in(dir, e->d_name);
+
+			if (p)
+				unlink(p);
+			free(p);
+		}
+	}
+	if (dp)
+		closedir(dp);
+	w = path_in(dir, "written");
+	if (w)
+		unlink(w);
+	free(w);
+	rmdir(dir);
+}
+
+/* Whether the output was written before the directory's removal was cut short. */
+static bool was_written(const char *dir)
+{
+	char *w = path_in(dir, "written");
+	bool yes = w && !access(w, F_OK);
+
+	free(w);
+	return yes;
+}
+
+/**
+ * hgt__recdir_done - free @d's strings; with @remove, also remove the directory.
+ */
+void hgt__recdir_done(struct hgt__recdir *d, bool remove)
+{
+	if (remove && d->dir && d->made)
+		remove_dir(d->dir);
+	free(d->dir);
+	free(d->output);
+	memset(d, 0, sizeof(*d));
+}
+
+/* The cmdlines file as a CMDLINES item (u64 size + text), or NULL when there is none. */
+static uint8_t *cmdlines_item(const char *dir, size_t *len)
+{
+	char *p = path_in(dir, "cmdlines");
+	int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+	struct stat st;
+	uint8_t *b = NULL;
+	uint64_t n;
+
+	free(p);
+	if (fd < 0)
+		return NULL;
+	if (!fstat(fd, &st) && st.st_size < (1 << 26)) {
+		n = (uint64_t)st.st_size;
+		b = malloc(8 + n);
+		if (b && pread(fd, b + 8, n, 0) == (ssize_t)n) {
+			memcpy(b, &n, 8);
+			*len = 8 + n;
+		} else {
+			free(b);
+			b = NULL;
+		}
+	}
+	close(fd);
+	return b;
+}
+
+/* No head.dat and no page: the recorder was cut before it switched tracing on. */
+static bool nothing_recorded(const char *dir)
+{
+	char *head = path_in(dir, "head.dat");
+	bool none = head && access(head, F_OK);
+	DIR *dp = none ? opendir(dir) : NULL;
+	struct dirent *e;
+	int cpu, k;
+
+	free(head);
+	while (dp && (e = readdir(dp))) {
+		struct stat st;
+
+		if (our_file(e->d_name, &cpu, &k) && !fstatat(dirfd(dp), e->d_name, &st, 0) &&
+		    st.st_size)
+			none = false;
+	}
+	if (dp)
+		closedir(dp);
+	return none;
+}
+
+/**
+ * hgt__recdir_finish - write @output from the recording in @dir (head.dat, the CPU files,
+ * cmdlines) and remove @dir. @more adds options after the head's. With @log, a line per
+ * CPU file that was cut. On failure @dir is kept and the error names it.
+ */
+int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_convert_opts *co,
+		       int (*more)(void *ctx, struct hgt_output *out), void *ctx, bool sync,
+		       FILE *log)
+{
+	HGT_OPTS(hgt_open_opts, oo, .flags = HGT_OPEN_QUIET | HGT_OPEN_NO_PLUGINS);
+	struct hgt__convert_src src = { .more_options = more, .ctx = ctx, .sync = sync };
+	struct hgt__page_file *files = NULL;
+	char *head = path_in(dir, "head.dat");
+	struct hgt_input *in = NULL;
+	uint8_t *cmd = NULL;
+	DIR *dp = NULL;
+	struct dirent *e;
+	int nf = 0, ret = 0, top;
+
+	if (!head)
+		return -ENOMEM;
+	if (access(head, F_OK)) {
+		ret = hgt__errorf(ENOENT,
+				  "%s: no head.dat: the recording was cut before its metadata was "
+				  "written, so no page was recorded",
+				  dir);
+		goto out;
+	}
+	in = hgt_input_open(head, &oo);
+	if (!in) {
+		ret = -errno;
+		goto out;
+	}
+	top = hgt_input_top_buffer(in);
+	dp = opendir(dir);
+	if (!dp || top < 0) {
+		ret = hgt__errorf(dp ? EBADMSG : errno, "%s: %s", dir,
+				  dp ? "head.dat has no top buffer" : strerror(errno));
+		goto out;
+	}
+	while ((e = readdir(dp))) {
+		struct hgt__page_file *n;
+		int cpu, k;
+
+		if (!our_file(e->d_name, &cpu, &k))
+			continue;
+		if (cpu >= hgt_input_nr_cpus(in)) {
+			ret = hgt__errorf(EBADMSG, "%s/%s: CPU %d, but head.dat declares %d CPUs",
+					  dir, e->d_name, cpu, hgt_input_nr_cpus(in));
+			goto out;
+		}
+		n = realloc(files, sizeof(*files) * (size_t)(nf + 1));
+		if (!n) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		files = n;
+		memset(&files[nf], 0, sizeof(files[nf]));
+		files[nf].cpu = cpu;
+		files[nf].name = path_in(dir, e->d_name);
+		files[nf].fd = files[nf].name ? open(files[nf].name, O_RDONLY | O_CLOEXEC) : -1;
+		nf++;
+		if (files[nf - 1].fd < 0) {
+			ret = hgt__errorf(errno, "%s/%s: %s", dir, e->d_name, strerror(errno));
+			goto out;
+		}
+	}
+	qsort(files, (size_t)nf, sizeof(*files), cmp_file);
+	src.files = files;
+	src.nr_files = nf;
+	cmd = cmdlines_item(dir, &src.cmdlines_len);
+	src.cmdlines = cmd;
+	ret = hgt__convert(in, output, co, &src);
+	if (!ret) {
+		/* from here a cut leaves a directory that restore only removes */
+		char *w = path_in(dir, "written");
+		int fd = w ? open(w, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		free(w);
+	}
+	for (int i = 0; !ret && log && i < nf; i++)
+		if (files[i].dropped)
+			fprintf(log,
+				"hgtrace: %s: %llu bytes of pages kept, %llu bytes after them "
+				"dropped (%s)\n",
+				files[i].name, (unsigned long long)files[i].kept,
+				(unsigned long long)files[i].dropped,
+				files[i].damaged ? "a damaged page" : "a partial page");
+out:
+	if (dp)
+		closedir(dp);
+	for (int i = 0; i < nf; i++) {
+		if (files[i].fd >= 0)
+			close(files[i].fd);
+		free((char *)files[i].name);
+	}
+	free(files);
+	free(cmd);
+	hgt_input_close(in);
+	free(head);
+	if (!ret)
+		remove_dir(dir);
+	return ret;
+}
+
+/**
+ * hgt_record_restore - finish a recording that was cut.
+ */
+int hgt_record_restore(const char *output, const struct hgt_restore_opts *opts)
+{
+	struct hgt_restore_opts o = { .sz = sizeof(o), .compression = HGT_COMPRESS_ZSTD };
+	char *dir, inst[256];
+	uint64_t start;
+	struct stat st;
+	int pid, ret;
+
+	if (!output || (opts && (opts->sz < sizeof(size_t) || opts->sz > sizeof(o))))
+		return -EINVAL;
+	if (opts)
+		memcpy(&o, opts, opts->sz);
+	dir = hgt__recdir_path(output);
+	if (!dir)
+		return -ENOMEM;
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		ret = hgt__errorf(ENOENT, "%s: no cut recording beside it (%s)%s", output, dir,
+				  access(output, F_OK) ? "" : "; the file is complete");
+		goto out;
+	}
+	if (was_written(dir)) {
+		/* cut while it was being removed: the output was complete */
+		remove_dir(dir);
+		if (o.log)
+			fprintf(o.log, "hgtrace: %s was complete; removed what was left of %s\n",
+				output, dir);
+		ret = 0;
+		goto out;
+	}
+	if (nothing_recorded(dir)) {
+		remove_dir(dir);
+		ret = hgt__errorf(ENOENT,
+				  "%s: the recording was cut before tracing started: nothing was "
+				  "recorded (%s removed)",
+				  output, dir);
+		goto out;
+	}
+	ret = read_state(dir, &pid, &start, inst, sizeof(inst));
+	if (ret) {
+		ret = hgt__errorf(-ret, "%s/state: %s", dir,
+				  ret == -EBADMSG ? "not an hgtrace recording" : strerror(-ret));
+		goto out;
+	}
+	if (hgt__owner_alive(pid, start) && pid != getpid()) {
+		ret = hgt__errorf(EBUSY, "%s: process %d is still recording to it: stop it first",
+				  output, pid);
+		goto out;
+	}
+	if ((!o.output || hgt_same_file(o.output, output) == 1) && !access(output, F_OK)) {
+		ret = hgt__errorf(EEXIST,
+				  "%s: exists: the recording in %s was probably written out "
+				  "before the cut; restore it elsewhere (-o) or remove one",
+				  output, dir);
+		goto out;
+	}
+	{
+		HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = o.compression);
+
+		ret = hgt__recdir_finish(dir, o.output ? o.output : output, &co, NULL, NULL, false,
+					 o.log);
+	}
+	if (!ret && o.log)
+		fprintf(o.log, "hgtrace: restored %s from %s (recorded by process %d)\n",
+			o.output ? o.output : output, dir, pid);
+	if (!ret && inst[0])
+		hgt__instance_reap(inst, o.log);
+out:
+	free(dir);
+	return ret;
+}

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Instances left behind: a recorder that was killed cannot remove its tracefs instance,
+ * which then keeps tracing. Each instance hgtrace creates is noted in
+ * /run/hgtrace/instances/NAME (the creator's pid and start time, so a reused pid does not
+ * count); instances whose creator is no longer running are removed by the next recording,
+ * by restore and by hgtrace reset. An instance named hgtrace-PID (the default name)
+ * without a note counts as created by PID, and is removed once no process PID exists.
+ * Nothing else is touched.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <tracefs.h>
+
+#include <hgtrace/record.h>
+
+#include "../tracedat/tracedat-local.h"
+#include "record-local.h"
+
+#define REGISTRY "/run/hgtrace/instances"
+
+static void note_path(char *p, size_t n, const char *name)
+{
+	snprintf(p, n, REGISTRY "/%s", name);
+}
+
+/**
+ * hgt__instance_register - note that this process created instance @name.
+ */
+void hgt__instance_register(const char *name)
+{
+	char p[512], pid[64];
+	int fd, n;
+
+	mkdir("/run/hgtrace", 0755);
+	mkdir(REGISTRY, 0755);
+	note_path(p, sizeof(p), name);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return; /* no /run: the default name still tells */
+	n = snprintf(pid, sizeof(pid), "%d %llu\n", (int)getpid(),
+		     (unsigned long long)hgt__proc_start((int)getpid()));
+	if (hgt__write_full(fd, pid, (size_t)n))
+		unlink(p);
+	close(fd);
+}
+
+/**
+ * hgt__instance_unregister - the instance @name was removed.
+ */
+void hgt__instance_unregister(const char *name)
+{
+	char p[512];
+
+	note_path(p, sizeof(p), name);
+	unlink(p);
+}
+
+/* The pid that created instance @name (and when it started, 0: unknown), or 0 when
+ * hgtrace did not. */
+static int creator(const char *name, uint64_t *start)
+{
+	char p[512], buf[64];
+	unsigned long long st = 0;
+	int fd = -1, pid = 0;
+	ssize_t n;
+
+	note_path(p, sizeof(p), name);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = 0;
+			if (sscanf(buf, "%d %llu", &pid, &st) < 1)
+				pid = 0;
+		}
+	}
+	*start = st;
+	if (!pid && !strncmp(name, "hgtrace-", 8)) {
+		char *end;
+		long v = strtol(name + 8, &end, 10);
+
+		if (!*end && v > 0 && v < (1L << 22))
+			pid = (int)v;
+	}
+	return pid;
+}
+
+/**
+ * hgt__instance_reap - remove instance @name if hgtrace created it and its creator is gone.
+ * Returns 1 when removed, 0 when left, -errno when removing failed.
+ */
+int hgt__instance_reap(const char *name, FILE *log)
+{
+	struct tracefs_instance *inst;
+	uint64_t start;
+	int ret = 0, pid = creator(name, &start);
+
+	if (!pid || hgt__owner_alive(pid, start) || pid == getpid() ||
+	    !tracefs_instance_exists(name))
+		return 0;
+	inst = tracefs_instance_alloc(NULL, name);
+	if (!inst)
+		return -errno;
+	tracefs_trace_off(inst);
+	if (tracefs_instance_destroy(inst)) {
+		ret = -errno;
+		if (log)
+			fprintf(log,
+				"hgtrace: tracefs instance %s, left by process %d, could not be "
+				"removed: %s\n",
+				name, pid, strerror(errno));
+	} else {
+		ret = 1;
+		hgt__instance_unregister(name);
+		if (log)
+			fprintf(log,
+				"hgtrace: removed tracefs instance %s, left behind by process %d "
+				"(no longer running)\n",
+				name, pid);
+	}
+	tracefs_instance_free(inst);
+	return ret;
+}
+
+/**
+ * hgt_record_reset - remove the tracefs instances hgtrace created whose creator is gone.
+ */
+int hgt_record_reset(FILE *log)
+{
+	const char *top = tracefs_tracing_dir();
+	char path[4096];
+	struct dirent *e;
+	int removed = 0, ret = 0;
+	DIR *d;
+
+	if (!top)
+		return hgt__errorf(ENODEV, "reset: tracefs is not mounted");
+	snprintf(path, sizeof(path), "%s/instances", top);
+	d = opendir(path);
+	if (!d)
+		return hgt__errorf(errno, "reset: %s: %s", path, strerror(errno));
+	while ((e = readdir(d))) {
+		int r;
+
+		if (e->d_name[0] == '.')
+			continue;
+		r = hgt__instance_reap(e->d_name, log);
+		if (r > 0)
+			removed++;
+		else if (r < 0 && !ret)
+			ret = r;
+	}
+	closedir(d);
+	/* notes of instances that are gone */
+	d = opendir(REGISTRY);
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] != '.' && !tracefs_instance_exists(e->d_name))
+			hgt__instance_unregister(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return ret ? ret : removed;
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Crash safety of hgtrace record on this machine's real tracefs: the recorder is killed
+# with SIGKILL at 20 random moments while a writer puts numbered markers into its
+# instance's trace_marker (in 5 of them, SIGINT first and SIGKILL up to 600 ms later, in
+# the stop or after it). Each
+# time, after 'hgtrace restore' where the output was not written, hgtrace and trace-cmd
+# read the file and every marker written more than one flush interval (--flush-ms 200)
+# before the kill is there, in order, once. Then: SIGHUP stops like
+# SIGINT, the instances left behind are removed by the next record and by reset, a
+# running recording cannot be restored, and a second recorder to the same file is refused.
+# Usage: crash.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/record.sh"
+why=$(tracefs_ready) || tap_skip_all "$why"
+tap_workdir
+
+# One run: record to $1, kill as $2 (kill: SIGKILL only; stop: SIGINT then SIGKILL after
+# a random 0-600 ms) after a random 0.3-2.3 s of markers every 2 ms; seed $3. Prints
+# "written N, must M (last written before the deadline), killed-at-ms K" and leaves
+# marks.txt: "N T_ms" per marker (T relative to the kill).
+run_one() {
+	python3 - "$HGTRACE" "$1" "$2" "$3" << 'PYEOF'
+import os, random, signal, subprocess, sys, time
+hg, out, mode, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+rnd = random.Random(seed)
+p = subprocess.Popen([hg, "record", "-e", "sched:sched_process_exit", "--flush-ms", "200",
+                      "-o", out], stderr=open(out + ".log", "w"))
+marker = "/sys/kernel/tracing/instances/hgtrace-%d/trace_marker" % p.pid
+head = out + ".recording/head.dat"
+t0 = time.monotonic()
+while not (os.path.exists(marker) and os.path.exists(head)):
+    if time.monotonic() - t0 > 20 or p.poll() is not None:
+        print("recorder did not start"); sys.exit(1)
+    time.sleep(0.01)
+fd = os.open(marker, os.O_WRONLY)
+dur = rnd.uniform(0.3, 2.3)
+marks = []
+n = 0
+start = time.monotonic()
+while time.monotonic() - start < dur:
+    n += 1
+    os.write(fd, b"hgt-mark %d\n" % n)
+    marks.append((n, time.monotonic()))
+    time.sleep(0.002)
+if mode == "stop":
+    p.send_signal(signal.SIGINT)
+    tk = time.monotonic()
+    time.sleep(rnd.uniform(0, 0.6))
+else:
+    tk = time.monotonic()
+p.send_signal(signal.SIGKILL)
+p.wait()
+os.close(fd)
+deadline = tk - 0.200
+must = max([m for m, t in marks if t <= deadline] or [0])
+with open("marks.txt", "w") as f:
+    for m, t in marks:
+        f.write("%d %.1f\n" % (m, (t - tk) * 1000))
+print("written %d, must %d, killed-at-ms %.0f" % (n, must, (tk - start) * 1000))
+PYEOF
+}
+
+# start_rec FILE: a recorder to FILE in the background ($rp), once its head.dat is written.
+start_rec() {
+	rm -rf "$1" "$1.recording"
+	"$HGTRACE" record -e sched:sched_process_exit -o "$1" 2> "$1.log" &
+	rp=$!
+	for _ in $(seq 200); do [ -e "$1.recording/head.dat" ] && break; sleep 0.05; done
+}
+
+# The markers a report shows, in its order.
+marks_of() { grep -o 'hgt-mark [0-9]*' | awk '{ print $2 }'; }
+
+bad=0
+restored=0
+complete=0
+kills_restored=0
+oldest_lost=0
+for i in $(seq 20); do
+	mode=kill
+	[ $((i % 4)) = 0 ] && mode=stop
+	rm -rf r.dat r.dat.recording
+	info=$(run_one r.dat $mode $((i * 7919)))
+	read -r _ n _ must _ at <<< "${info//,/}"
+	if [ -z "$must" ]; then
+		tap_fail "run $i ($mode): $info $(cat r.dat.log)"
+		bad=1
+		continue
+	fi
+	if [ -d r.dat.recording ]; then
+		if ! "$HGTRACE" restore r.dat 2> restore.log; then
+			tap_fail "run $i ($mode): restore failed: $(cat restore.log)"
+			bad=1
+			continue
+		fi
+		restored=$((restored + 1))
+		[ $mode = kill ] && kills_restored=$((kills_restored + 1))
+	else
+		complete=$((complete + 1))
+	fi
+	"$HGTRACE" report r.dat 2> err.txt | marks_of > h.txt
+	trace-cmd report r.dat 2> /dev/null | marks_of > t.txt
+	got=$(wc -l < h.txt)
+	sort -n h.txt > s.txt
+	missing=$(seq "$must" | comm -23 <(seq "$must" | sort) <(sort -u h.txt) | sort -n | head -3 | tr '\n' ' ')
+	if ! cmp -s h.txt t.txt; then
+		tap_fail "run $i ($mode): hgtrace and trace-cmd disagree ($got vs $(wc -l < t.txt) markers)"
+		bad=1
+	elif ! cmp -s h.txt s.txt || [ "$(sort -u h.txt | wc -l)" != "$got" ]; then
+		tap_fail "run $i ($mode): markers out of order or twice: $(uniq -d s.txt | head -3)"
+		bad=1
+	elif [ -n "$missing" ]; then
+		tap_fail "run $i ($mode): $got of $n markers, but $missing missing (all up to $must must be there): $(grep -E "^(${missing// /|}-) " marks.txt | head -3)"
+		bad=1
+	elif [ "$must" -lt 1 ] && [ "$mode" = kill ]; then
+		echo "# run $i: killed after ${at} ms: no marker was due yet ($got kept)"
+	fi
+	# how long before the kill the oldest marker that did not reach the disk was written
+	lost=$(awk 'NR == FNR { k[$1] = 1; next } !($1 in k) { print -$2; exit }' h.txt marks.txt)
+	[ -n "$lost" ] && [ "${lost%.*}" -gt "$oldest_lost" ] && oldest_lost=${lost%.*}
+	echo "# run $i ($mode, killed ${at} ms into the markers): $n written, $got kept (both readers), all $must due kept; oldest lost written ${lost:-none} ms before the kill"
+done
+[ $bad = 0 ] && tap_ok "20 kills ($restored restored, $complete written out before the kill): every marker older than 200 ms kept (the oldest lost was $oldest_lost ms old), in order, once; trace-cmd reads the same" ||
+	tap_fail "kills: see above"
+[ "$kills_restored" = 15 ] && tap_ok "each of the 15 plain SIGKILLs left a recording that restore finished" ||
+	tap_fail "only $kills_restored of the 15 plain SIGKILLs restored"
+
+# The instances the killed recorders left: the next record removes them, saying so.
+left=$(ls $TRACEFS/instances | grep -c '^hgtrace-')
+"$HGTRACE" record -e sched:sched_process_exit -o again.dat -- true 2> again.log
+removed=$(grep -c 'removed tracefs instance' again.log)
+now=$(ls $TRACEFS/instances | grep -c '^hgtrace-')
+echo "# $left hgtrace instances before, $removed removed, $now after"
+[ "$now" = 0 ] && [ -s again.dat ] &&
+	tap_ok "record removes instances of dead recorders ($removed removed; restore had removed the others)" ||
+	tap_fail "stale instances: $left before, $now after: $(cat again.log)"
+
+# reset: removes a dead recorder's instance, never another tool's.
+mkdir $TRACEFS/instances/hgt_other_$$
+start_rec k.dat
+kp=$rp
+kill -KILL $kp
+wait $kp 2> /dev/null
+out=$("$HGTRACE" reset 2>&1)
+if [ ! -e $TRACEFS/instances/hgtrace-$kp ] && [ -d $TRACEFS/instances/hgt_other_$$ ] &&
+	grep -q "removed tracefs instance hgtrace-$kp" <<< "$out"; then
+	tap_ok "reset: hgtrace-$kp removed, another tool's instance kept ($(tail -1 <<< "$out"))"
+else
+	tap_fail "reset: $out"
+fi
+rmdir $TRACEFS/instances/hgt_other_$$
+"$HGTRACE" restore k.dat 2> /dev/null && [ ! -d k.dat.recording ] ||
+	tap_fail "restore after reset"
+
+# SIGHUP stops a recording as SIGINT does: one ordinary file, exit 0.
+start_rec h.dat
+hp=$rp
+kill -HUP $hp
+wait $hp
+rc=$?
+if [ $rc = 0 ] && [ -s h.dat ] && [ ! -e h.dat.recording ] && trace-cmd report h.dat > /dev/null 2>&1; then
+	tap_ok "SIGHUP: exit 0, h.dat written and read by trace-cmd, no directory left"
+else
+	tap_fail "SIGHUP: exit $rc: $(cat h.dat.log)"
+fi
+
+# While it runs: restore and a second recorder to the same file are refused.
+start_rec b.dat
+bp=$rp
+tap_refuses "restore of a running recording" "" "$HGTRACE" restore b.dat
+grep -q "process $bp is still recording" tap-err.txt || tap_fail "restore running: $(cat tap-err.txt)"
+tap_refuses "a second recorder to the same file" "" "$HGTRACE" record -e sched:sched_process_exit -o b.dat -- true
+grep -q "process $bp is recording to b.dat" tap-err.txt || tap_fail "second recorder: $(cat tap-err.txt)"
+kill -INT $bp
+wait $bp
+[ -s b.dat ] && [ ! -e b.dat.recording ] && tap_ok "the first recorder finished b.dat undisturbed" ||
+	tap_fail "b.dat after the refusals"
+
+# After a cut recording, a new record to that file is refused until it is restored.
+start_rec c.dat
+kill -KILL $rp
+wait $rp 2> /dev/null
+tap_refuses "record over a cut recording" "" "$HGTRACE" record -e sched:sched_process_exit -o c.dat -- true
+grep -q "a cut recording is there: run 'hgtrace restore c.dat'" tap-err.txt ||
+	tap_fail "record over cut: $(cat tap-err.txt)"
+"$HGTRACE" restore c.dat 2> /dev/null || tap_fail "restore c.dat"
+tap_refuses "restore with nothing to restore" "c.dat" "$HGTRACE" restore c.dat
+grep -q "no cut recording beside it" tap-err.txt || tap_fail "restore nothing: $(cat tap-err.txt)"
+
+tap_done
