@@ -53,8 +53,8 @@ struct hgt_probefile {
 	struct held *h;
 	size_t nh, caph, hpos; /* sorted h[hpos..nh) are ready up to 'limit' */
 	uint64_t round[2], seq, limit;
-	int nrounds, eof;
-	double clk[2][2]; /* first and last CLOCK records: tsc, mono */
+	int nrounds, eof, cut; /* cut: the file ends inside a record */
+	double clk[2][2];      /* first and last CLOCK records: tsc, mono */
 	int nclk, end_clock;
 	struct thread {
 		uint32_t tid;
@@ -187,7 +187,11 @@ static int rd(struct hgt_probefile *f, void *buf, size_t n, int at_boundary)
 		return 1;
 	if (!got && at_boundary)
 		return 0;
-	return bad(f, f->off - got, "the file ends %zu bytes into a %zu-byte record", got, n);
+	f->cut = 1;
+	return bad(f, f->off - got,
+		   "the file ends %zu bytes into a %zu-byte record (cut: the records before it "
+		   "were read)",
+		   got, n);
 }
 
 /* hgtrace DESC record body (after the 8-byte header). */
@@ -320,11 +324,13 @@ static int fill(struct hgt_probefile *f)
 		if (f->hpos < f->nh && f->h[f->hpos].ts < f->limit)
 			return 1;
 		if (f->eof)
-			return f->hpos < f->nh;
+			return f->hpos < f->nh ? 1 : f->cut ? -EBADMSG : 0;
 		r = rd(f, hdr, 8, 1);
-		if (r < 0)
+		if (r < 0 && !f->cut)
 			return r;
-		if (r == 0) {
+		if (r <= 0) {
+			/* the end, or a cut (a full disk, a crash): what is held goes out first,
+			 * the cut is reported after it */
 			f->eof = 1;
 			f->limit = UINT64_MAX;
 			goto sort;
@@ -343,7 +349,11 @@ static int fill(struct hgt_probefile *f)
 		r = rd(f, body + 8, size - 8, 0);
 		if (r < 0) {
 			free(body);
-			return r;
+			if (!f->cut)
+				return r;
+			f->eof = 1;
+			f->limit = UINT64_MAX;
+			goto sort;
 		}
 		switch (type) {
 		case HGT_PROBE_R_PAD:

@@ -219,6 +219,40 @@ else
 	tap_fail "simple: $got recorded + $dropped dropped != 400000 or $bad out of order"
 fi
 
+# The same file cut (a full disk, a crash) a third of the way and 5 bytes before its end
+# (3 bytes past a multiple of 8: records are 8-byte multiples, so inside one): every
+# whole event record before the cut is printed (counted by the test's own walk of the
+# records), each one as in the whole file, and then one line says where the file was cut;
+# exit 1.
+size=$(stat -c %s "$t/simple/w.trace")
+for cut in $((size / 3 / 8 * 8 + 3)) $((size - 5)); do
+	head -c $cut "$t/simple/w.trace" > "$t/simple/cut.trace"
+	want=$(python3 -c 'import struct, sys
+b = open(sys.argv[1], "rb").read()
+off, n = 24, 0
+while off + 8 <= len(b):
+    typ, size = struct.unpack_from("<II", b, off)
+    if off + size > len(b): break
+    n += typ in (2, 3)
+    off += size
+print(n if off < len(b) else "boundary")' "$t/simple/cut.trace")
+	"$HGTRACE" simpletrace "$t/simple/cut.trace" > "$t/simple/cut.txt" 2> "$t/simple/cut.err"
+	rc=$?
+	# each printed event as in the whole file (without the delta, which depends on the
+	# event before it)
+	extra=$(comm -23 <(awk '{ $2 = ""; print }' "$t/simple/cut.txt" | sort) \
+		<(awk '{ $2 = ""; print }' "$t/simple/w.txt" | sort) | wc -l)
+	if [ "$want" = boundary ]; then
+		tap_fail "simple: the cut at $cut falls between two records: choose another"
+	elif [ $rc = 1 ] && [ "$want" -gt 0 ] && [ "$(wc -l < "$t/simple/cut.txt")" = "$want" ] &&
+		[ "$extra" = 0 ] && [ "$(wc -l < "$t/simple/cut.err")" = 1 ] &&
+		grep -q "cut.trace: offset 0x[0-9a-f]*: the file ends" "$t/simple/cut.err"; then
+		tap_ok "simple: cut at $cut bytes: all $want whole records printed, each as in the whole file; then: $(cat "$t/simple/cut.err")"
+	else
+		tap_fail "simple: cut at $cut: exit $rc, $(wc -l < "$t/simple/cut.txt") printed of $want, $extra not in the whole file: $(cat "$t/simple/cut.err")"
+	fi
+done
+
 # fork(): the child's events do not repeat the parent's, carry the parent's thread id, or
 # reach the parent's file; the parent's control socket outlives the child.
 rm -f "$t/simple/fork.trace"
