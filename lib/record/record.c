@@ -72,7 +72,7 @@ struct hgt_recorder {
 	uint64_t trace_id;
 	bool own_fds;	       /* the per-CPU files are ours (the recording's), not the caller's */
 	unsigned int flush_us; /* a reader with no whole page sleeps this long */
-	uint64_t flush_ms;     /* own files: a partial page is written after this long */
+	uint64_t flush_ms;     /* a partial page is written after this long */
 	struct hgt__recdir rd; /* own files: OUTPUT.recording */
 	bool traced;	       /* tracing was switched on: the directory holds a recording */
 	bool finished;	       /* the output was written and the directory removed */
@@ -452,7 +452,10 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 	/* streaming readers hand pages on at most this late; a file recorder's blocking
 	 * reads wait in the kernel for half a buffer and rarely get here */
 	r->flush_us = cpu_fds ? 200000 : 10000;
-	r->flush_ms = cpu_fds ? 0 : (r->o.flush_ms ? r->o.flush_ms : 1000);
+	/* and a partial page goes out (to the file, or the agent's host) after this long */
+	r->flush_ms = r->o.flush_ms ? r->o.flush_ms : 1000;
+	if (r->flush_us > r->flush_ms * 1000 / 4)
+		r->flush_us = (unsigned int)(r->flush_ms * 1000 / 4);
 	if (!tracefs_tracing_dir()) {
 		ret = hgt__errorf(ENODEV, "record: tracefs is not mounted (mount -t tracefs nodev "
 					  "/sys/kernel/tracing)");

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <traceevent/event-parse.h>
 
@@ -59,6 +60,7 @@ struct sim {
 	uint64_t rng;
 	struct stream *host, *guest;
 	FILE *truth;
+	struct hgt_newfile *truth_nf;
 	char err[256];
 
 	uint64_t t0, t_end;
@@ -1024,9 +1026,19 @@ int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res)
 	ret = ret ?: open_streams(s, &s->host, s->o.nr_host_cpus);
 	ret = ret ?: open_streams(s, &s->guest, s->o.nr_vcpus);
 	if (!ret && s->o.truth_path) {
-		s->truth = fopen(s->o.truth_path, "w");
-		if (!s->truth)
-			ret = sim_error(s, errno, "%s: %s", s->o.truth_path, strerror(errno));
+		int fd;
+
+		/* replaced only when all is written, like the two trace files */
+		s->truth_nf = hgt_newfile_open(s->o.truth_path, 0);
+		fd = s->truth_nf ? dup(hgt_newfile_fd(s->truth_nf)) : -1;
+		s->truth = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!s->truth) {
+			if (fd >= 0)
+				close(fd);
+			ret = s->truth_nf ? sim_error(s, errno, "%s: %s", s->o.truth_path,
+						      strerror(errno))
+					  : -errno;
+		}
 	}
 	hid = rnd(s) | 1;
 	gid = rnd(s) | 1;
@@ -1057,6 +1069,11 @@ int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res)
 	if (s->truth && fclose(s->truth) && !ret)
 		ret = sim_error(s, EIO, "cannot write the ground truth");
 	s->truth = NULL;
+	if (!ret && s->truth_nf)
+		ret = hgt_newfile_commit(s->truth_nf);
+	else
+		hgt_newfile_abort(s->truth_nf);
+	s->truth_nf = NULL;
 	if (!ret && res) {
 		memset(res, 0, sizeof(*res));
 		res->host_events = s->host_events;

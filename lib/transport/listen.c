@@ -51,7 +51,7 @@ struct chan {
 	size_t hdr_got;
 	uint64_t bytes; /* page bytes received */
 	size_t part;	/* bytes of the current, incomplete page */
-	int tmp;	/* temporary file of the CPU's pages */
+	int tmp;	/* the CPU's file in the guest's recording directory (-1: not yet) */
 	bool eof;
 };
 
@@ -101,7 +101,10 @@ struct guest {
 	char host_path[4096];
 	char host_clock_buf[64];
 	struct hgt_vcpu_threads vt; /* its VMM's vCPU threads, found when it started */
-	uint64_t *end_bytes;	    /* END: each CPU's page bytes sent (NULL: not said) */
+	struct hgt__recdir rd;	    /* PATH.recording: its pages and head.dat as they come */
+	bool head_written;
+	char path[4096];     /* its file (set with rd) */
+	uint64_t *end_bytes; /* END: each CPU's page bytes sent (NULL: not said) */
 	uint64_t agent_cpu_ns, agent_wall_ns, agent_setup_cpu_ns;
 	struct sync {
 		bool on, failed, final_started, final_done;
@@ -146,6 +149,10 @@ struct listener {
 };
 
 static void logf_(struct listener *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+struct guest;
+static bool taken(const char *path);
+static int chan_file(struct listener *l, struct guest *g, struct chan *c);
+static int guest_head(struct listener *l, struct guest *g, int ncpu);
 static void logf_(struct listener *l, const char *fmt, ...)
 {
 	va_list ap;
@@ -224,9 +231,7 @@ static int add_chan(struct listener *l, struct guest *g, int fd, int cpu)
 	memset(&n[g->nr_data], 0, sizeof(*n));
 	n[g->nr_data].fd = fd;
 	n[g->nr_data].cpu = cpu;
-	n[g->nr_data].tmp = hgt__tmpfile(l->o.output_dir);
-	if (n[g->nr_data].tmp < 0)
-		return -errno;
+	n[g->nr_data].tmp = -1; /* opened with the first page bytes */
 	g->nr_data++;
 	return 0;
 }
@@ -816,6 +821,9 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 			return;
 		}
 		memcpy(g->opts[i].data, p + 4, n - 4);
+		/* TRACEID ends the description: it reaches the disk before any page */
+		if ((id == HGT_OPT_TRACEID || g->head_written) && !guest_head(l, g, 0))
+			g->head_written = true;
 		if (id == HGT_OPT_TRACEID && g->sync.on && g->sync.next_ms == UINT64_MAX) {
 			g->sync.next_ms = hgt__now_ms() +
 					  (l->o.sync_interval_ms ? l->o.sync_interval_ms : 1000);
@@ -1027,6 +1035,8 @@ static void read_data(struct listener *l, struct guest *g, struct chan *c)
 		return;
 	}
 	if ((size_t)r > i) {
+		if (c->tmp < 0 && chan_file(l, g, c))
+			return;
 		if (hgt__write_full(c->tmp, buf + i, (size_t)r - i)) {
 			fault(l, g, "cannot store cpu %d's pages: %s", c->cpu, strerror(errno));
 			return;
@@ -1050,9 +1060,83 @@ static void guest_path(struct listener *l, struct guest *g, char *path, size_t n
 	/* a listener never replaces a file: a restarted one goes on at the next free name */
 	snprintf(path, n, "%s/trace-%s%s.dat", l->o.output_dir ? l->o.output_dir : ".", g->name,
 		 seq);
-	for (int k = 2; !access(path, F_OK) && k < 100000; k++)
+	for (int k = 2; (!access(path, F_OK) || taken(path)) && k < 100000; k++)
 		snprintf(path, n, "%s/trace-%s%s.%d.dat", l->o.output_dir ? l->o.output_dir : ".",
 			 g->name, seq, k);
+}
+
+/* A name whose recording directory exists (one being written, or a cut one). */
+static bool taken(const char *path)
+{
+	char *d = hgt__recdir_path(path);
+	bool yes = d && !access(d, F_OK);
+
+	free(d);
+	return yes;
+}
+
+/* The guest's recording directory, made with its first page bytes or its metadata. */
+static int guest_recdir(struct listener *l, struct guest *g)
+{
+	int ret;
+
+	if (g->rd.dir)
+		return 0;
+	guest_path(l, g, g->path, sizeof(g->path));
+	ret = hgt__recdir_create(&g->rd, g->path, NULL);
+	if (ret)
+		fault(l, g, "cannot keep its pages: %s", hgt_last_error());
+	return ret;
+}
+
+/* The channel's file in the guest's recording directory (cpuN, cpuN.K for a K-th). */
+static int chan_file(struct listener *l, struct guest *g, struct chan *c)
+{
+	int k = 0;
+
+	if (guest_recdir(l, g))
+		return -1;
+	for (struct chan *o = g->data; o < c; o++)
+		k += o->cpu == c->cpu;
+	c->tmp = hgt__recdir_file(&g->rd, c->cpu < 0 ? 0 : c->cpu, k);
+	if (c->tmp < 0) {
+		fault(l, g, "cannot store cpu %d's pages: %s", c->cpu, hgt_last_error());
+		return -1;
+	}
+	return 0;
+}
+
+/* head.dat: what the guest described, once all of its metadata is there (again when an
+ * option comes later, and at the end with the CPU count the channels gave). */
+static int guest_head(struct listener *l, struct guest *g, int ncpu)
+{
+	struct hgt_output *out;
+	int i, ret = 0;
+
+	for (i = 0; i < 6; i++)
+		if (!g->meta[i] || !g->hello)
+			return 0;
+	if (guest_recdir(l, g))
+		return -EIO;
+	out = hgt__recdir_head(&g->rd, g->page_size ? g->page_size : 4096,
+			       g->long_size ? (int)g->long_size : 8);
+	if (!out)
+		return -errno;
+	for (i = 0; !ret && i < 6; i++)
+		ret = hgt_output_set_meta(out, (unsigned)i + 16, g->meta[i], g->meta_len[i]);
+	for (i = 0; !ret && i < g->nr_opts; i++)
+		ret = hgt_output_add_option(out, g->opts[i].id, g->opts[i].data, g->opts[i].size);
+	if (!ret) {
+		int b = hgt_output_add_buffer(out, "", g->clock,
+					      ncpu > (int)g->nr_cpus ? ncpu : (int)g->nr_cpus);
+
+		ret = b < 0 ? b : 0;
+	}
+	if (ret) {
+		hgt_output_abort(out);
+		return ret;
+	}
+	return hgt_output_close(out);
 }
 
 /* TIME_SHIFT from the kept samples, and a CPUSTAT line saying how they were made (shown by
@@ -1191,18 +1275,45 @@ static void map_host(struct listener *l, struct guest *g)
 		      g->host_path, g->vt.nr, g->vt.pid);
 }
 
-/* Write trace-NAME.dat from what the guest sent. */
+/* Options only the end knows: where each CPU's data stopped when the stream did not end
+ * cleanly, and the sync. */
+struct end_ctx {
+	struct listener *l;
+	struct guest *g;
+};
+
+static int end_options(void *ctx, struct hgt_output *out)
+{
+	struct end_ctx *e = ctx;
+	struct guest *g = e->g;
+	char note[512];
+	int i, ret = 0;
+
+	for (i = 0; !ret && i < g->nr_data; i++) {
+		struct chan *c = &g->data[i];
+		uint64_t part = g->page_size ? c->bytes % g->page_size : 0;
+
+		if (!g->fault[0] && !part)
+			continue;
+		snprintf(
+			note, sizeof(note),
+			"hgtrace listen: cpu %d: %llu bytes of pages received%s%s; %llu bytes of a "
+			"partial page dropped\n",
+			c->cpu, (unsigned long long)(c->bytes - part),
+			g->fault[0] ? "; stream ended: " : "", g->fault, (unsigned long long)part);
+		ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, note, (uint32_t)strlen(note) + 1);
+	}
+	return ret ? ret : add_sync_options(e->l, g, out);
+}
+
+/* Write trace-NAME.dat from what the guest sent: head.dat and the CPU files of its
+ * recording directory (what hgtrace restore would do after a kill), then remove it. */
 static int finish_guest(struct listener *l, struct guest *g)
 {
-	HGT_OPTS(hgt_output_opts, oo, .version = 7, .compression = HGT_COMPRESS_ZSTD,
-		 .page_size = g->page_size ? g->page_size : 4096,
-		 .long_size = g->long_size ? (int)g->long_size : 8);
-	char path[4096], note[512];
-	struct hgt_output *out;
+	HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = HGT_COMPRESS_ZSTD);
+	struct end_ctx e = { l, g };
 	int i, ret = 0, ncpu = 0;
-	uint8_t *buf = NULL;
 
-	guest_path(l, g, path, sizeof(path));
 	if (g->host_rec) {
 		struct hgt_record_result hr;
 
@@ -1220,86 +1331,33 @@ static int finish_guest(struct listener *l, struct guest *g)
 		if (!g->meta[i] || !g->hello) {
 			logf_(l, "guest %s: no file: the stream ended before the guest sent its %s",
 			      g->name, g->hello ? hgt_option_name((unsigned)i + 16) : "HELLO");
+			hgt__recdir_done(&g->rd, true); /* pages without formats: unreadable */
 			report_result(l, g, NULL);
 			return -EPROTO;
 		}
-	out = hgt_output_create(path, &oo);
-	if (!out)
-		return -errno;
-	for (i = 0; !ret && i < 6; i++)
-		ret = hgt_output_set_meta(out, (unsigned)i + 16, g->meta[i], g->meta_len[i]);
-	for (i = 0; !ret && i < g->nr_opts; i++)
-		ret = hgt_output_add_option(out, g->opts[i].id, g->opts[i].data, g->opts[i].size);
-	/* say where each CPU's data stopped when the stream did not end cleanly */
-	for (i = 0; !ret && i < g->nr_data; i++) {
-		struct chan *c = &g->data[i];
-		uint64_t part = g->page_size ? c->bytes % g->page_size : 0;
-
-		if (c->cpu + 1 > ncpu)
-			ncpu = c->cpu + 1;
-		if (!g->fault[0] && !part)
-			continue;
-		snprintf(
-			note, sizeof(note),
-			"hgtrace listen: cpu %d: %llu bytes of pages received%s%s; %llu bytes of a "
-			"partial page dropped\n",
-			c->cpu, (unsigned long long)(c->bytes - part),
-			g->fault[0] ? "; stream ended: " : "", g->fault, (unsigned long long)part);
-		ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, note, (uint32_t)strlen(note) + 1);
-	}
-	if ((uint32_t)ncpu < g->nr_cpus)
-		ncpu = (int)g->nr_cpus;
+	for (i = 0; i < g->nr_data; i++)
+		if (g->data[i].cpu + 1 > ncpu)
+			ncpu = g->data[i].cpu + 1;
+	ret = guest_head(l, g, ncpu);
 	if (!ret)
-		ret = add_sync_options(l, g, out);
-	if (!ret) {
-		int b = hgt_output_add_buffer(out, "", g->clock, ncpu);
-
-		ret = b < 0 ? b : 0;
-	}
-	buf = malloc(256 * (size_t)oo.page_size);
-	if (!buf)
-		ret = -ENOMEM;
-	/* CPUs in order, whole pages only */
-	for (int cpu = 0; !ret && cpu < ncpu; cpu++) {
-		for (i = 0; !ret && i < g->nr_data; i++) {
-			struct chan *c = &g->data[i];
-			uint64_t left = c->bytes - (c->bytes % oo.page_size);
-			off_t off = 0;
-
-			if (c->cpu != cpu)
-				continue;
-			while (!ret && left) {
-				size_t k = left < 256 * (uint64_t)oo.page_size
-						   ? (size_t)left
-						   : 256 * (size_t)oo.page_size;
-				ssize_t n = pread(c->tmp, buf, k, off);
-
-				if (n != (ssize_t)k) {
-					ret = -EIO;
-					break;
-				}
-				ret = hgt_output_write_cpu(out, 0, cpu, buf, k);
-				off += (off_t)k;
-				left -= k;
-			}
-		}
-	}
-	free(buf);
+		ret = hgt__recdir_finish(g->rd.dir, g->path, &co, end_options, &e, false, NULL);
 	trace_listen_done(g->name, g->bytes, ret);
 	if (ret) {
-		hgt_output_abort(out);
-		logf_(l, "guest %s: cannot write %s: %s", g->name, path, hgt_last_error());
+		logf_(l,
+		      "guest %s: cannot write %s: %s; what arrived is kept in %s ('hgtrace "
+		      "restore %s' writes it)",
+		      g->name, g->path, hgt_last_error(), g->rd.dir, g->path);
+		hgt__recdir_done(&g->rd, false);
 		report_result(l, g, NULL);
 		return ret;
 	}
-	ret = hgt_output_close(out);
-	if (!ret)
-		logf_(l, "guest %s: wrote %s%s", g->name, path,
-		      g->fault[0] ? " (stream ended early: see report --stat)" : "");
-	if (!ret && g->host_path[0])
+	hgt__recdir_done(&g->rd, false); /* removed by hgt__recdir_finish() */
+	logf_(l, "guest %s: wrote %s%s", g->name, g->path,
+	      g->fault[0] ? " (stream ended early: see report --stat)" : "");
+	if (g->host_path[0])
 		map_host(l, g);
-	report_result(l, g, ret ? NULL : path);
-	return ret;
+	report_result(l, g, g->path);
+	return 0;
 }
 
 static void free_guest(struct listener *l, struct guest *g)
@@ -1330,6 +1388,10 @@ static void free_guest(struct listener *l, struct guest *g)
 	free(g->sync.best_rtt);
 	free(g->sync.best_g);
 	free(g->sync.best_mid);
+	if (g->rd.dir && g->bytes)
+		logf_(l, "guest %s: what arrived is kept in %s ('hgtrace restore %s' writes it)",
+		      g->name, g->rd.dir, g->path);
+	hgt__recdir_done(&g->rd, !g->bytes);
 	for (i = 0; i < 6; i++)
 		free(g->meta[i]);
 	for (i = 0; i < g->nr_opts; i++)

@@ -256,7 +256,13 @@ done
 # fork(): the child's events do not repeat the parent's, carry the parent's thread id, or
 # reach the parent's file; the parent's control socket outlives the child.
 rm -f "$t/simple/fork.trace"
-(cd "$t/simple" && HGTRACE_CTL=$t/fork.sock HGTRACE_EVENTS=ev_tick HGTRACE_FILE=$t/simple/fork.trace ./sample fork 1000 > fork.out 2> fork.err)
+# Under ASan, LeakSanitizer's exit-time check in a child forked from a threaded process
+# can deadlock on an allocator lock a vanished parent thread held (GCC 12's libasan has no
+# fork handler for it; LLVM added one in llvm/llvm-project#75281): 3 hangs in 30 runs here,
+# none in 60 without the leak check. So this one run has no leak check (ASan's other checks
+# stay on; every other run of the sample has it).
+(cd "$t/simple" && HGTRACE_CTL=$t/fork.sock HGTRACE_EVENTS=ev_tick HGTRACE_FILE=$t/simple/fork.trace \
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 ./sample fork 1000 > fork.out 2> fork.err)
 cpid=$(sed -n 's/^child //p' "$t/simple/fork.out")
 "$HGTRACE" simpletrace "$t/simple/fork.trace" > "$t/simple/fork.txt" 2> /dev/null
 read -r ticks dup child_ones pids << EOF

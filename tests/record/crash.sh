@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Crash safety of hgtrace record on this machine's real tracefs: the recorder is killed
-# with SIGKILL at 20 random moments while a writer puts numbered markers into its
+# Crash safety of hgtrace record and listen on this machine's real tracefs. The recorder is
+# killed with SIGKILL at 20 random moments while a writer puts numbered markers into its
 # instance's trace_marker (in 5 of them, SIGINT first and SIGKILL up to 600 ms later, in
-# the stop or after it). Each
-# time, after 'hgtrace restore' where the output was not written, hgtrace and trace-cmd
-# read the file and every marker written more than one flush interval (--flush-ms 200)
-# before the kill is there, in order, once. Then: SIGHUP stops like
-# SIGINT, the instances left behind are removed by the next record and by reset, a
+# the stop or after it); then a listener, receiving a FIFO agent's stream, is killed at 20
+# random moments. Each time, after 'hgtrace restore' where the output was not written,
+# hgtrace and trace-cmd read the file and every marker written more than one flush
+# interval (--flush-ms 200) before the kill is there, in order, once. Then: SIGHUP stops
+# like SIGINT, the instances left behind are removed by the next record and by reset, a
 # running recording cannot be restored, and a second recorder to the same file is refused.
 # Usage: crash.sh HGTRACE
 HGTRACE=$(realpath "$1")
@@ -126,6 +126,79 @@ done
 	tap_fail "kills: see above"
 [ "$kills_restored" = 15 ] && tap_ok "each of the 15 plain SIGKILLs left a recording that restore finished" ||
 	tap_fail "only $kills_restored of the 15 plain SIGKILLs restored"
+
+# The same for hgtrace listen, killed mid-stream 20 times: a FIFO agent (--flush-ms 200:
+# a partial page is sent when no whole one came for that long) streams numbered markers;
+# the listener writes what arrives to trace-g.dat.recording. After restore, every marker
+# written more than 200 ms before the kill is there, in order, once.
+listen_one() { # SEED
+	python3 - "$HGTRACE" "$1" << 'PYEOF2'
+import os, random, signal, subprocess, sys, time
+hg, seed = sys.argv[1], int(sys.argv[2])
+rnd = random.Random(seed)
+os.makedirs("lk", exist_ok=True)
+subprocess.run([hg, "setup-guest", "g", "--cpus", str(os.cpu_count()), "--dir", "lk"],
+               stdout=subprocess.DEVNULL, check=True)
+lp = subprocess.Popen([hg, "listen", "-o", "lk", "--fifo", "g:lk/g", "--start"],
+                      stderr=open("lk/listen.log", "w"))
+inst = "hgt_lk_%d" % os.getpid()
+ap = subprocess.Popen([hg, "agent", "--fifos", "lk/g", "-B", inst, "-b", "1024", "-e",
+                       "sched:sched_process_exit", "--flush-ms", "200"],
+                      stderr=open("lk/agent.log", "w"))
+marker = "/sys/kernel/tracing/instances/%s/trace_marker" % inst
+t0 = time.monotonic()
+while not (os.path.exists(marker) and "recording" in open("lk/agent.log").read()):
+    if time.monotonic() - t0 > 20:
+        print("agent did not start"); sys.exit(1)
+    time.sleep(0.01)
+fd = os.open(marker, os.O_WRONLY)
+dur = rnd.uniform(0.3, 1.8)
+marks, n, start = [], 0, time.monotonic()
+while time.monotonic() - start < dur:
+    n += 1
+    os.write(fd, b"hgt-mark %d\n" % n)
+    marks.append((n, time.monotonic()))
+    time.sleep(0.002)
+tk = time.monotonic()
+lp.send_signal(signal.SIGKILL)
+lp.wait()
+os.close(fd)
+ap.send_signal(signal.SIGKILL)  # its host is gone; its instance is left to reset
+ap.wait()
+must = max([m for m, t in marks if t <= tk - 0.200] or [0])
+with open("marks.txt", "w") as f:
+    for m, t in marks:
+        f.write("%d %.1f\n" % (m, (t - tk) * 1000))
+print("written %d, must %d, killed-at-ms %.0f" % (n, must, (tk - start) * 1000))
+PYEOF2
+}
+bad=0
+oldest_lost=0
+for i in $(seq 20); do
+	rm -rf lk
+	info=$(listen_one $((i * 104729)))
+	read -r _ n _ must _ at <<< "${info//,/}"
+	"$HGTRACE" reset > /dev/null 2>&1
+	if [ -z "$must" ] || ! "$HGTRACE" restore lk/trace-g.dat 2> restore.log; then
+		tap_fail "listen run $i: $info: $(cat restore.log 2> /dev/null) $(cat lk/listen.log)"
+		bad=1
+		continue
+	fi
+	"$HGTRACE" report lk/trace-g.dat 2> /dev/null | marks_of > h.txt
+	trace-cmd report lk/trace-g.dat 2> /dev/null | marks_of > t.txt
+	got=$(wc -l < h.txt)
+	missing=$(comm -23 <(seq "$must" | sort) <(sort -u h.txt) | sort -n | head -3 | tr '\n' ' ')
+	lost=$(awk 'NR == FNR { k[$1] = 1; next } !($1 in k) { print -$2; exit }' h.txt marks.txt)
+	[ -n "$lost" ] && [ "${lost%.*}" -gt "$oldest_lost" ] && oldest_lost=${lost%.*}
+	if ! cmp -s h.txt t.txt || ! cmp -s h.txt <(sort -n h.txt) ||
+		[ "$(sort -u h.txt | wc -l)" != "$got" ] || [ -n "$missing" ]; then
+		tap_fail "listen run $i: $got of $n kept (hgtrace), $(wc -l < t.txt) (trace-cmd); missing of the $must due: $missing"
+		bad=1
+	fi
+	echo "# listen run $i (killed ${at} ms into the markers): $n written, $got kept, all $must due kept; oldest lost written ${lost:-none} ms before the kill"
+done
+[ $bad = 0 ] && tap_ok "listen killed 20 times: restore kept every marker older than 200 ms (the oldest lost was $oldest_lost ms old), in order, once; trace-cmd reads the same" ||
+	tap_fail "listen kills: see above"
 
 # The instances the killed recorders left: the next record removes them, saying so.
 left=$(ls $TRACEFS/instances | grep -c '^hgtrace-')

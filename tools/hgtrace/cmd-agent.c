@@ -69,7 +69,17 @@ static int split_pair(const char *what, char *s, char **a, char **b)
 
 int cmd_agent(int argc, char **argv)
 {
-	enum { O_FIFOS = 256, O_PORTS, O_TCP, O_VSOCK, O_NOW, O_NOSPLICE, O_SERVE, O_LISTEN };
+	enum {
+		O_FIFOS = 256,
+		O_PORTS,
+		O_TCP,
+		O_VSOCK,
+		O_NOW,
+		O_NOSPLICE,
+		O_SERVE,
+		O_LISTEN,
+		O_FLUSH
+	};
 	static const struct option lopts[] = {
 		{ "fifos", required_argument, NULL, O_FIFOS },
 		{ "ports", required_argument, NULL, O_PORTS },
@@ -79,6 +89,7 @@ int cmd_agent(int argc, char **argv)
 		{ "no-splice", no_argument, NULL, O_NOSPLICE },
 		{ "serve", no_argument, NULL, O_SERVE },
 		{ "listen", required_argument, NULL, O_LISTEN },
+		{ "flush-ms", required_argument, NULL, O_FLUSH },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -142,6 +153,16 @@ int cmd_agent(int argc, char **argv)
 		case O_SERVE:
 			ao.serve = true;
 			break;
+		case O_FLUSH:
+			if (parse_uint("agent: --flush-ms", optarg, 3600000, &v))
+				goto out;
+			if (v < 10) {
+				fprintf(stderr, "hgtrace: agent: --flush-ms '%s': 10 to 3600000\n",
+					optarg);
+				goto out;
+			}
+			ro.flush_ms = (unsigned int)v;
+			break;
 		case O_LISTEN:
 			/* tcp:[ADDR:]PORT or vsock:PORT */
 			ao.listen = true;
@@ -178,6 +199,7 @@ int cmd_agent(int argc, char **argv)
 			       "--vsock CID:PORT]\n"
 			       "                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] "
 			       "[-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
+			       "                     [--flush-ms MS]\n"
 			       "                     [-- COMMAND ARGS...]\n"
 			       "  -- COMMAND: record now, run COMMAND once the host says go (or "
 			       "after "
