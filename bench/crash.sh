@@ -5,7 +5,8 @@
 # (pages in FILE.recording at most 1 s late, the default), hgtrace record --fsync (and
 # fsync every second), trace-cmd record -d --no-filter. Prints MB/s of markers that reached
 # the file (first write until the recorder exited with its file written), the recorder's
-# CPU seconds, and the events the ring buffer overwrote.
+# CPU seconds, and the events the ring buffer overwrote; then the median of three rounds.
+# CRASH_OLD=PATH also runs an older hgtrace binary (without crash safety) alongside.
 set -uo pipefail
 builddir=$(realpath "${1:-build}")
 hg=$builddir/tools/hgtrace/hgtrace
@@ -42,16 +43,25 @@ for i in range($MB * 1000): os.write(fd, line)
 	printf "record %-18s: %7.1f MB of markers in %5.2f s = %7.1f MB/s; recorder CPU %5.2f s; %s events overwritten\n" \
 		"$name" "$(echo "$kept / 1000" | bc -l)" "$(echo "$t1 - $t0" | bc -l)" \
 		"$(echo "$kept / 1000 / ($t1 - $t0)" | bc -l)" "$(echo "$u + $s" | bc -l)" "$lost"
-	echo "$kept $t1 $t0" > "res-$name"
+	echo "$kept / 1000 / ($t1 - $t0)" | bc -l >> "rates-$name"
 	[ -d $T/instances/$inst ] && rmdir $T/instances/$inst 2> /dev/null
 	return 0
 }
 
-echo "== crash safety: $MB MB of 1000-byte markers, 16 MB ring per CPU"
-run hgtrace "$hg" record
-run "hgtrace --fsync" "$hg" record --fsync
-run trace-cmd trace-cmd record -d --no-filter
-rate() { read -r k t1 t0 < "res-$1"; echo "$k / 1000 / ($t1 - $t0)" | bc -l; }
+echo "== crash safety: $MB MB of 1000-byte markers, 16 MB ring per CPU; 3 rounds, each recorder once per round"
+for round in 1 2 3; do
+	run hgtrace "$hg" record
+	run "hgtrace --fsync" "$hg" record --fsync
+	[ -n "${CRASH_OLD:-}" ] && run "before (${CRASH_OLD##*/})" "$CRASH_OLD" record
+	run trace-cmd trace-cmd record -d --no-filter
+done
+# the median of each recorder's three MB/s
+med() { sort -n "rates-$1" | sed -n 2p; }
+printf "median MB/s: hgtrace %.1f, hgtrace --fsync %.1f, trace-cmd %.1f\n" \
+	"$(med hgtrace)" "$(med 'hgtrace --fsync')" "$(med trace-cmd)"
+[ -n "${CRASH_OLD:-}" ] && printf "median MB/s before (%s): %.1f; hgtrace / before: %.2f\n" \
+	"${CRASH_OLD##*/}" "$(med "before (${CRASH_OLD##*/})")" \
+	"$(echo "$(med hgtrace) / $(med "before (${CRASH_OLD##*/})")" | bc -l)"
 printf "ratio hgtrace / trace-cmd: %.2f; hgtrace --fsync / hgtrace: %.2f\n" \
-	"$(echo "$(rate hgtrace) / $(rate trace-cmd)" | bc -l)" \
-	"$(echo "$(rate 'hgtrace --fsync') / $(rate hgtrace)" | bc -l)"
+	"$(echo "$(med hgtrace) / $(med trace-cmd)" | bc -l)" \
+	"$(echo "$(med 'hgtrace --fsync') / $(med hgtrace)" | bc -l)"
