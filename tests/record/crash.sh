@@ -26,13 +26,20 @@ import os, random, signal, subprocess, sys, time
 hg, out, mode, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 rnd = random.Random(seed)
 p = subprocess.Popen([hg, "record", "-e", "sched:sched_process_exit", "--flush-ms", "200",
-                      "-o", out], stderr=open(out + ".log", "w"))
+                      "-o", out], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=open(out + ".log", "w"))
+def fail(why):  # on any failure the recorder goes too, and the reason is the output
+    p.kill()
+    print("failed: %s (recorder log: %s)" % (why, open(out + ".log").read().replace("\n", " ")))
+    sys.exit(1)
+sys.excepthook = lambda t, v, tb: fail("%s: %s" % (t.__name__, v))
 marker = "/sys/kernel/tracing/instances/hgtrace-%d/trace_marker" % p.pid
 head = out + ".recording/head.dat"
 t0 = time.monotonic()
-while not (os.path.exists(marker) and os.path.exists(head)):
+# tracing is on (trace_marker refuses writes with EBADF before) once the log says so
+while not (os.path.exists(head) and "event types enabled" in open(out + ".log").read()):
     if time.monotonic() - t0 > 20 or p.poll() is not None:
-        print("recorder did not start"); sys.exit(1)
+        fail("the recorder did not start in %.1f s (exit %s)" % (time.monotonic() - t0, p.poll()))
     time.sleep(0.01)
 fd = os.open(marker, os.O_WRONLY)
 dur = rnd.uniform(0.3, 2.3)
@@ -62,12 +69,12 @@ print("written %d, must %d, killed-at-ms %.0f" % (n, must, (tk - start) * 1000))
 PYEOF
 }
 
-# start_rec FILE: a recorder to FILE in the background ($rp), once its head.dat is written.
+# start_rec FILE: a recorder to FILE in the background ($rp), once it records.
 start_rec() {
 	rm -rf "$1" "$1.recording"
 	"$HGTRACE" record -e sched:sched_process_exit -o "$1" 2> "$1.log" &
 	rp=$!
-	for _ in $(seq 200); do [ -e "$1.recording/head.dat" ] && break; sleep 0.05; done
+	for _ in $(seq 200); do grep -q "event types enabled" "$1.log" 2> /dev/null && break; sleep 0.05; done
 }
 
 # The markers a report shows, in its order.
@@ -84,7 +91,7 @@ for i in $(seq 20); do
 	rm -rf r.dat r.dat.recording
 	info=$(run_one r.dat $mode $((i * 7919)))
 	read -r _ n _ must _ at <<< "${info//,/}"
-	if [ -z "$must" ]; then
+	if [[ $info == failed:* ]] || [ -z "$must" ]; then
 		tap_fail "run $i ($mode): $info $(cat r.dat.log)"
 		bad=1
 		continue
@@ -140,16 +147,25 @@ os.makedirs("lk", exist_ok=True)
 subprocess.run([hg, "setup-guest", "g", "--cpus", str(os.cpu_count()), "--dir", "lk"],
                stdout=subprocess.DEVNULL, check=True)
 lp = subprocess.Popen([hg, "listen", "-o", "lk", "--fifo", "g:lk/g", "--start"],
+                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                       stderr=open("lk/listen.log", "w"))
 inst = "hgt_lk_%d" % os.getpid()
 ap = subprocess.Popen([hg, "agent", "--fifos", "lk/g", "-B", inst, "-b", "1024", "-e",
                        "sched:sched_process_exit", "--flush-ms", "200"],
+                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                       stderr=open("lk/agent.log", "w"))
+def fail(why):  # on any failure both go too, and the reason is the output
+    lp.kill()
+    ap.kill()
+    print("failed: %s (listen: %s; agent: %s)" % (why, open("lk/listen.log").read().replace("\n", " "),
+                                                  open("lk/agent.log").read().replace("\n", " ")))
+    sys.exit(1)
+sys.excepthook = lambda t, v, tb: fail("%s: %s" % (t.__name__, v))
 marker = "/sys/kernel/tracing/instances/%s/trace_marker" % inst
 t0 = time.monotonic()
 while not (os.path.exists(marker) and "recording" in open("lk/agent.log").read()):
     if time.monotonic() - t0 > 20:
-        print("agent did not start"); sys.exit(1)
+        fail("the agent did not start in 20 s")
     time.sleep(0.01)
 fd = os.open(marker, os.O_WRONLY)
 dur = rnd.uniform(0.3, 1.8)
@@ -179,7 +195,7 @@ for i in $(seq 20); do
 	info=$(listen_one $((i * 104729)))
 	read -r _ n _ must _ at <<< "${info//,/}"
 	"$HGTRACE" reset > /dev/null 2>&1
-	if [ -z "$must" ] || ! "$HGTRACE" restore lk/trace-g.dat 2> restore.log; then
+	if [[ $info == failed:* ]] || [ -z "$must" ] || ! "$HGTRACE" restore lk/trace-g.dat 2> restore.log; then
 		tap_fail "listen run $i: $info: $(cat restore.log 2> /dev/null) $(cat lk/listen.log)"
 		bad=1
 		continue
