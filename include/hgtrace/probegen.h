@@ -72,6 +72,8 @@ struct hgt_gen_opts {
 	const char *dtrace_header; /* the header `dtrace -h` makes */
 	const char *binary;	   /* stp: the program's path */
 	const char *probe_prefix;  /* stp: the tapset prefix */
+	const char *provider;	   /* the DTrace and LTTng provider (NULL: the group; QEMU
+				    * uses "qemu" for every group) */
 };
 
 /**

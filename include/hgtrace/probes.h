@@ -176,6 +176,7 @@ struct hgt__probe_ring {
 
 extern __thread struct hgt__probe_ring *hgt__probe_tls __attribute__((tls_model("initial-exec")));
 extern int hgt__probe_clock_tsc;
+uint64_t hgt__probe_mono(void);
 struct hgt__probe_ring *hgt__probe_ring_new(void);
 void hgt__probe_wake(struct hgt__probe_ring *r);
 
@@ -191,10 +192,7 @@ static inline uint64_t hgt__probe_now(void)
 		return ((uint64_t)hi << 32) | lo;
 	}
 #endif
-	{
-		extern uint64_t hgt__probe_mono(void);
-		return hgt__probe_mono();
-	}
+	return hgt__probe_mono();
 }
 
 /*

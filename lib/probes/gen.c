@@ -167,12 +167,19 @@ static int n_halves_all(const struct hgt_tev_list *l)
 
 /* ---- h ---- */
 
+/* The DTrace and LTTng provider: --provider, else the group. */
+static const char *provider(const struct hgt_gen_opts *o)
+{
+	return o->sz > offsetof(struct hgt_gen_opts, provider) && o->provider ? o->provider
+									      : o->group;
+}
+
 static void gen_h_event(struct em *e, const struct hgt_gen_opts *o, const struct half *h)
 {
 	int off = h->flags & HGT_PROBE_F_DISABLE;
 	char gu[128];
 
-	upper_of(gu, sizeof(gu), o->group);
+	upper_of(gu, sizeof(gu), provider(o)); /* dtrace -h names its macros PROVIDER_EVENT */
 	emit(e, "\nextern struct hgt_probe_event _TRACE_%s_EVENT;\n", h->upper);
 	emit(e, "extern unsigned char _TRACE_%s_DSTATE;\n", h->upper);
 	emit(e, "#define TRACE_%s_ENABLED %d\n", h->upper, off ? 0 : 1);
@@ -184,7 +191,7 @@ static void gen_h_event(struct em *e, const struct hgt_gen_opts *o, const struct
 		if (o->backends & HGT_PROBE_B_DTRACE)
 			emit(e, " || %s_%s_ENABLED()", gu, h->upper);
 		if (o->backends & HGT_PROBE_B_UST)
-			emit(e, " || tracepoint_enabled(%s, %s)", o->group, h->name);
+			emit(e, " || tracepoint_enabled(%s, %s)", provider(o), h->name);
 		emit(e, ")\n");
 	}
 	if (!off && (o->backends & B_STATE)) {
@@ -209,7 +216,7 @@ static void gen_h_event(struct em *e, const struct hgt_gen_opts *o, const struct
 			any = 1;
 		}
 		if (o->backends & HGT_PROBE_B_UST) {
-			emit(e, "\ttracepoint(%s, %s", o->group, h->name);
+			emit(e, "\ttracepoint(%s, %s", provider(o), h->name);
 			argnames(e, h, 1);
 			emit(e, ");\n");
 			any = 1;
@@ -486,12 +493,44 @@ static const char *safe_name(const char *n, const char *const *kw, char *buf, si
 	return n;
 }
 
+/*
+ * An argument's type in the .d file: one word for its width and sign (SystemTap's dtrace
+ * parses "[struct|unsigned|const] NAME [const] [*] name" and nothing more; "long unsigned
+ * int" or "void * const" make it fall back to a line parser that misreads other lines).
+ * The probes' argument sizes come from the C call, not from these names.
+ */
+static const char *d_type(const struct hgt_tev_arg *a)
+{
+	static const char *const names[] = {
+		[HGT_PROBE_S8] = "int8_t",	  [HGT_PROBE_U8] = "uint8_t",
+		[HGT_PROBE_S16] = "int16_t",	  [HGT_PROBE_U16] = "uint16_t",
+		[HGT_PROBE_S32] = "int32_t",	  [HGT_PROBE_U32] = "uint32_t",
+		[HGT_PROBE_S64] = "int64_t",	  [HGT_PROBE_U64] = "uint64_t",
+		[HGT_PROBE_BOOL] = "bool",	  [HGT_PROBE_PTR] = "void *",
+		[HGT_PROBE_STR] = "const char *",
+	};
+
+	if (a->tcg)
+		return "uint64_t";
+	return a->kind > 0 && (size_t)a->kind < sizeof(names) / sizeof(names[0]) && names[a->kind]
+		       ? names[a->kind]
+		       : a->type;
+}
+
 static void gen_d(struct em *e, const struct hgt_gen_opts *o, const struct hgt_tev_list *l)
 {
-	static const char *const kw[] = { "in",	   "next",     "self",	 "string", "translator",
-					  "probe", "provider", "inline", NULL };
+	/* D's reserved words, as tracetool renames them (the DTrace guide's list) */
+	static const char *const kw[] = {
+		"auto",	    "goto",	"sizeof",     "break",	  "if",	      "static",	  "case",
+		"import",   "string",	"char",	      "inline",	  "stringof", "const",	  "int",
+		"struct",   "continue", "long",	      "switch",	  "counter",  "offsetof", "this",
+		"default",  "probe",	"translator", "do",	  "provider", "typedef",  "double",
+		"register", "union",	"else",	      "restrict", "unsigned", "enum",	  "return",
+		"void",	    "extern",	"self",	      "volatile", "float",    "short",	  "while",
+		"for",	    "signed",	"xlate",      NULL,
+	};
 
-	emit(e, "provider %s {\n", o->group);
+	emit(e, "provider %s {\n", provider(o));
 	for (size_t i = 0; i < l->n; i++) {
 		struct half h[2];
 		int m = halves(&l->ev[i], h);
@@ -504,14 +543,10 @@ static void gen_d(struct em *e, const struct hgt_gen_opts *o, const struct hgt_t
 			emit(e, "\tprobe %s(", h[j].name);
 			for (int a = 0; a < h[j].t->nargs; a++) {
 				char b[80];
-				const char *ty = ctype(&h[j].t->args[a]);
+				const char *ty = d_type(&h[j].t->args[a]);
 
 				if (!use_arg(&h[j], a))
 					continue;
-				if (!strcmp(ty, "bool"))
-					ty = "_Bool";
-				else if (!strcmp(ty, "long long"))
-					ty = "int64_t";
 				emit(e, "%s%s%s%s", any ? ", " : "", ty,
 				     ty[strlen(ty) - 1] == '*' ? "" : " ",
 				     safe_name(h[j].t->args[a].name, kw, b, sizeof(b)));
@@ -528,7 +563,8 @@ static void gen_stp(struct em *e, const struct hgt_gen_opts *o, const struct hgt
 	static const char *const kw[] = { "break",  "catch",   "continue", "delete", "else",
 					  "for",    "foreach", "function", "global", "if",
 					  "in",	    "limit",   "long",	   "next",   "probe",
-					  "return", "string",  "try",	   "while",  NULL };
+					  "return", "self",    "string",   "try",    "while",
+					  NULL };
 
 	for (size_t i = 0; i < l->n; i++) {
 		struct half h[2];
@@ -596,7 +632,7 @@ static void gen_ust(struct em *e, const struct hgt_gen_opts *o, const struct hgt
 	     "#if !defined(HGT_UST_%s_H) || defined(TRACEPOINT_HEADER_MULTI_READ)\n"
 	     "#define HGT_UST_%s_H\n\n#include <stdbool.h>\n#include <stdint.h>\n"
 	     "#include <lttng/tracepoint.h>\n",
-	     o->group, o->out_name, gu, gu);
+	     provider(o), o->out_name, gu, gu);
 	for (size_t i = 0; i < l->n; i++) {
 		struct half h[2];
 		int m = halves(&l->ev[i], h);
@@ -605,7 +641,7 @@ static void gen_ust(struct em *e, const struct hgt_gen_opts *o, const struct hgt
 			int hex[HGT_TEV_MAX_ARGS + 1], any = 0;
 
 			hex_args(&h[j], hex);
-			emit(e, "\nTRACEPOINT_EVENT(\n\t%s,\n\t%s,\n\tTP_ARGS(", o->group,
+			emit(e, "\nTRACEPOINT_EVENT(\n\t%s,\n\t%s,\n\tTP_ARGS(", provider(o),
 			     h[j].name);
 			for (int a = 0; a < h[j].t->nargs; a++)
 				if (use_arg(&h[j], a)) {

@@ -43,6 +43,16 @@ void hgt_probe_foreach(void (*fn)(struct hgt_probe_event *ev, void *arg), void *
 	pthread_mutex_unlock(&hgt__probe_lock);
 }
 
+/* The registered group that declares event @name, or NULL. */
+static const struct hgt_probe_group *group_of_locked(const char *name)
+{
+	for (const struct hgt_probe_group *g = groups; g; g = g->next)
+		for (size_t i = 0; i < g->nevents; i++)
+			if (!strcmp(g->events[i]->name, name))
+				return g;
+	return NULL;
+}
+
 static struct hgt_probe_event *find_locked(const char *name)
 {
 	for (struct hgt_probe_group *g = groups; g; g = g->next)
@@ -393,10 +403,14 @@ int hgt_probe_register_group(struct hgt_probe_group *g)
 	for (size_t i = 0; i < g->nevents && !ret; i++) {
 		struct hgt_probe_event *ev = g->events[i];
 
-		if (find_locked(ev->name)) {
+		const struct hgt_probe_group *had = group_of_locked(ev->name);
+
+		if (had) {
+			/* two groups may name the same event; one program may not link both */
 			fprintf(stderr,
-				"hgtrace-probes: group %s: event %s is already registered\n",
-				g->name, ev->name);
+				"hgtrace-probes: event %s is declared by group %s and by group %s, "
+				"both linked into this program: group %s is not registered\n",
+				ev->name, had->name, g->name, g->name);
 			ret = -EEXIST;
 		}
 		if (ev->id != fnv1a(ev->name)) {

@@ -50,48 +50,35 @@ static int is_ident(const char *s)
 	return 1;
 }
 
-/* The kind of an argument type (LP64), or 0 when the type is not allowed. */
+/*
+ * The kind of an argument type (LP64), or 0 when the type is not allowed. Integer types
+ * are parsed as C spells them: the words signed, unsigned, char, short, int, long (twice
+ * at most) in any order and combination C allows ("long unsigned int", "signed short"),
+ * or one of the standard typedefs; const and volatile anywhere, also after a '*'.
+ */
 static int type_kind(const char *type, int tcg_ok, int *is_tcg)
 {
 	static const struct {
 		const char *name;
 		int kind;
-	} base[] = {
-		{ "bool", HGT_PROBE_BOOL },
-		{ "char", HGT_PROBE_S8 },
-		{ "signed char", HGT_PROBE_S8 },
-		{ "unsigned char", HGT_PROBE_U8 },
-		{ "short", HGT_PROBE_S16 },
-		{ "short int", HGT_PROBE_S16 },
-		{ "unsigned short", HGT_PROBE_U16 },
-		{ "int", HGT_PROBE_S32 },
-		{ "signed", HGT_PROBE_S32 },
-		{ "signed int", HGT_PROBE_S32 },
-		{ "unsigned", HGT_PROBE_U32 },
-		{ "unsigned int", HGT_PROBE_U32 },
-		{ "long", HGT_PROBE_S64 },
-		{ "long int", HGT_PROBE_S64 },
-		{ "long long", HGT_PROBE_S64 },
-		{ "unsigned long", HGT_PROBE_U64 },
-		{ "unsigned long long", HGT_PROBE_U64 },
-		{ "int8_t", HGT_PROBE_S8 },
-		{ "int16_t", HGT_PROBE_S16 },
-		{ "int32_t", HGT_PROBE_S32 },
-		{ "int64_t", HGT_PROBE_S64 },
-		{ "uint8_t", HGT_PROBE_U8 },
-		{ "uint16_t", HGT_PROBE_U16 },
-		{ "uint32_t", HGT_PROBE_U32 },
-		{ "uint64_t", HGT_PROBE_U64 },
-		{ "size_t", HGT_PROBE_U64 },
-		{ "ssize_t", HGT_PROBE_S64 },
-		{ "uintptr_t", HGT_PROBE_U64 },
-		{ "ptrdiff_t", HGT_PROBE_S64 },
-		{ "void", 0 },
+	} typedefs[] = {
+		{ "bool", HGT_PROBE_BOOL },	{ "_Bool", HGT_PROBE_BOOL },
+		{ "int8_t", HGT_PROBE_S8 },	{ "int16_t", HGT_PROBE_S16 },
+		{ "int32_t", HGT_PROBE_S32 },	{ "int64_t", HGT_PROBE_S64 },
+		{ "uint8_t", HGT_PROBE_U8 },	{ "uint16_t", HGT_PROBE_U16 },
+		{ "uint32_t", HGT_PROBE_U32 },	{ "uint64_t", HGT_PROBE_U64 },
+		{ "size_t", HGT_PROBE_U64 },	{ "ssize_t", HGT_PROBE_S64 },
+		{ "uintptr_t", HGT_PROBE_U64 }, { "ptrdiff_t", HGT_PROBE_S64 },
+		{ "intptr_t", HGT_PROBE_S64 },	{ "intmax_t", HGT_PROBE_S64 },
+		{ "uintmax_t", HGT_PROBE_U64 },
 	};
-	char buf[128], words[128] = "";
-	int stars = 0;
+	int sign = 0, nchar = 0, nshort = 0, nint = 0, nlong = 0, nvoid = 0, stars = 0, kind;
+	const char *tdef = NULL;
+	char buf[128];
 
 	*is_tcg = 0;
+	if (strlen(type) >= sizeof(buf))
+		return 0;
 	snprintf(buf, sizeof(buf), "%s", type);
 	for (char *p = buf; *p; p++)
 		if (*p == '*') {
@@ -100,30 +87,63 @@ static int type_kind(const char *type, int tcg_ok, int *is_tcg)
 		}
 	for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w;
 	     w = strtok_r(NULL, " \t", &save)) {
-		if (!strcmp(w, "const"))
+		if (!strcmp(w, "const") || !strcmp(w, "volatile"))
 			continue;
-		if (strlen(words) + strlen(w) + 2 > sizeof(words))
+		if (!strcmp(w, "signed") || !strcmp(w, "unsigned")) {
+			if (sign)
+				return 0;
+			sign = w[0] == 's' ? 1 : 2;
+		} else if (!strcmp(w, "char")) {
+			nchar++;
+		} else if (!strcmp(w, "short")) {
+			nshort++;
+		} else if (!strcmp(w, "int")) {
+			nint++;
+		} else if (!strcmp(w, "long")) {
+			nlong++;
+		} else if (!strcmp(w, "void")) {
+			nvoid++;
+		} else if (!tdef) {
+			tdef = w; /* a typedef name: alone but for qualifiers */
+		} else {
 			return 0;
-		if (words[0])
-			strcat(words, " ");
-		strcat(words, w);
+		}
 	}
-	if (tcg_ok && !stars &&
-	    (!strcmp(words, "TCGv") || !strcmp(words, "TCGv_i32") || !strcmp(words, "TCGv_i64") ||
-	     !strcmp(words, "TCGv_ptr"))) {
-		*is_tcg = 1;
-		return HGT_PROBE_U64;
+	if (tdef) {
+		if (sign || nchar || nshort || nint || nlong || nvoid)
+			return 0;
+		if (tcg_ok && !stars &&
+		    (!strcmp(tdef, "TCGv") || !strcmp(tdef, "TCGv_i32") ||
+		     !strcmp(tdef, "TCGv_i64") || !strcmp(tdef, "TCGv_ptr"))) {
+			*is_tcg = 1;
+			return HGT_PROBE_U64;
+		}
+		for (size_t i = 0; i < sizeof(typedefs) / sizeof(typedefs[0]); i++)
+			if (!strcmp(tdef, typedefs[i].name))
+				return stars ? HGT_PROBE_PTR : typedefs[i].kind;
+		return 0; /* struct pointers must be void * */
 	}
-	for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
-		if (strcmp(words, base[i].name))
-			continue;
-		if (stars == 1 && !strcmp(words, "char"))
-			return HGT_PROBE_STR;
-		if (stars)
-			return HGT_PROBE_PTR;
-		return base[i].kind; /* void alone: 0, not a value */
-	}
-	return 0;
+	if (nvoid)
+		return nvoid == 1 && !sign && !nchar && !nshort && !nint && !nlong && stars
+			       ? HGT_PROBE_PTR
+			       : 0;
+	/* at most one base word, short or long (twice) with an optional int */
+	if (nchar > 1 || nshort > 1 || nint > 1 || nlong > 2 ||
+	    (nchar && (nshort || nint || nlong)) || (nshort && nlong))
+		return 0;
+	if (nchar)
+		kind = sign == 2 ? HGT_PROBE_U8 : HGT_PROBE_S8;
+	else if (nshort)
+		kind = sign == 2 ? HGT_PROBE_U16 : HGT_PROBE_S16;
+	else if (nlong)
+		kind = sign == 2 ? HGT_PROBE_U64 : HGT_PROBE_S64; /* LP64 */
+	else if (nint || sign)
+		kind = sign == 2 ? HGT_PROBE_U32 : HGT_PROBE_S32;
+	else
+		return 0; /* nothing but qualifiers */
+	if (stars == 1 && nchar && !sign)
+		return HGT_PROBE_STR; /* char *, const char *: strings (as tracetool) */
+	return stars ? HGT_PROBE_PTR : kind;
 }
 
 /* Check a format: string literals, PRI macros, whitespace; a tcg event's one comma. */
@@ -167,15 +187,21 @@ static int check_fmt(const char *f, int tcg, char **second, const char *file, in
 			if (p - s < 5)
 				return fail(err, errsz, file, line, "'%.*s' is not a PRI macro",
 					    (int)(p - s), s);
+		} else if (isupper((unsigned char)*p) || *p == '_') {
+			/* a program's own format macro (QEMU's HWADDR_PRIx): the C the
+			 * generator writes keeps it, and the program's headers resolve it */
+			while (isalnum((unsigned char)*p) || *p == '_')
+				p++;
 		} else if (*p == ',' && tcg && !commas) {
 			commas++;
 			*second = (char *)p;
 			p++;
 		} else {
-			return fail(err, errsz, file, line,
-				    "unexpected '%c' in the format (string literals and PRI macros "
-				    "only)",
-				    *p);
+			return fail(
+				err, errsz, file, line,
+				"unexpected '%c' in the format (string literals, PRI macros and "
+				"format macros such as HWADDR_PRIx only)",
+				*p);
 		}
 	}
 	if (tcg && !commas)
@@ -218,10 +244,17 @@ static int parse_args(char *text, struct hgt_tev *ev, const char *file, int line
 				    "empty argument (did you forget to use 'void'?)");
 		star = strrchr(a, '*');
 		if (star) {
-			/* "const char *s": the type keeps the '*', the name follows it */
+			/* "const char *s": the type keeps the '*', the name follows it; in
+			 * "void * const p" the qualifier after the '*' stays with the type */
+			char *sp;
+
 			snprintf(namebuf, sizeof(namebuf), "%s", star + 1);
-			star[1] = '\0';
 			name = trim(namebuf);
+			sp = name + strlen(name);
+			while (sp > name && !isspace((unsigned char)sp[-1]))
+				sp--;
+			star[1 + (sp - name) + (size_t)(name - namebuf)] = '\0';
+			name = sp;
 			type = trim(a);
 		} else {
 			char *sp = a + strlen(a);
@@ -494,6 +527,17 @@ int hgt_tev_expand_fmt(const struct hgt_tev *ev, int exec, char *buf, size_t sz)
 			PUT(conv);
 			while (isalnum((unsigned char)*p) || *p == '_')
 				p++;
+		} else if (isupper((unsigned char)*p) || *p == '_') {
+			/* a program's macro: its conversion is the letter after "PRI"
+			 * (HWADDR_PRIx: x); its length only the program knows */
+			const char *s = p, *pri;
+
+			while (isalnum((unsigned char)*p) || *p == '_')
+				p++;
+			pri = memmem(s, (size_t)(p - s), "_PRI", 4);
+			if (!pri || pri + 4 >= p)
+				return -EINVAL;
+			PUT(pri[4]);
 		} else {
 			p++;
 		}

@@ -19,7 +19,9 @@ static void gen_usage(FILE *f)
 		"EVENTS-FILE...\n"
 		"  --backends LIST       nop,log,simple,ftrace,syslog,ust,dtrace (all selected "
 		"fire)\n"
-		"  --group NAME          group, DTrace and LTTng provider name (default: probes)\n"
+		"  --group NAME          the group: C names (default: probes)\n"
+		"  --provider NAME       DTrace and LTTng provider (default: the group; QEMU: "
+		"qemu)\n"
 		"  --header FILE         c: the header to include (default: OUT with .c -> .h)\n"
 		"  --ust-header FILE     the LTTng provider header (default: GROUP-ust.h)\n"
 		"  --dtrace-header FILE  the header 'dtrace -h' makes (default: GROUP-dtrace.h)\n"
@@ -43,6 +45,7 @@ int cmd_gen(int argc, char **argv)
 					    { "dtrace-header", required_argument, 0, 'D' },
 					    { "binary", required_argument, 0, 'B' },
 					    { "probe-prefix", required_argument, 0, 'P' },
+					    { "provider", required_argument, 0, 'R' },
 					    { "help", no_argument, 0, 'h' },
 					    { 0, 0, 0, 0 } };
 	struct hgt_gen_opts o = { .sz = sizeof(o), .group = "probes" };
@@ -78,6 +81,9 @@ int cmd_gen(int argc, char **argv)
 			break;
 		case 'P':
 			o.probe_prefix = optarg;
+			break;
+		case 'R':
+			o.provider = optarg;
 			break;
 		case 'o':
 			out = optarg;

@@ -2,13 +2,13 @@
 provider probes {
 	probe ev_ints(int8_t a, int16_t b, int32_t c, int64_t d);
 	probe ev_uints(uint8_t a, uint16_t b, uint32_t c, uint64_t d);
-	probe ev_plain(char ch, short s, int i, long l, unsigned u, unsigned long ul, _Bool flag);
-	probe ev_sizes(size_t sz, ssize_t ss, uintptr_t up, ptrdiff_t pd);
-	probe ev_str(const char *s, char *t, void *p);
+	probe ev_plain(int8_t ch, int16_t s, int32_t i, int64_t l, uint32_t u, uint64_t ul, bool flag);
+	probe ev_sizes(uint64_t sz, int64_t ss, uint64_t up, int64_t pd);
+	probe ev_str(const char *s, const char *t, void *p);
 	probe ev_void();
-	probe ev_vcpu(void *__cpu, int n);
-	probe ev_mem_trans(int size);
-	probe ev_mem_exec(int size, uint64_t addr);
-	probe ev_tick(unsigned long n);
-	probe ev_work(int thread, unsigned long i);
+	probe ev_vcpu(void *__cpu, int32_t n);
+	probe ev_mem_trans(int32_t size);
+	probe ev_mem_exec(int32_t size, uint64_t addr);
+	probe ev_tick(uint64_t n);
+	probe ev_work(int32_t thread, uint64_t i);
 };

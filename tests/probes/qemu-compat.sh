@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# hgtrace gen as a drop-in for QEMU's tracetool, on a trace-events file written for this
+# test with the grammar and type cases QEMU's files use: every C integer spelling, pointer
+# qualifiers, format macros of the program's own (HWADDR_PRIx), argument names that are D
+# or SystemTap words, 'disable', events without a format, ten arguments. Every format with
+# every backend this machine can build; the C compiled with QEMU's warning flags and
+# -Werror; the values the simple backend recorded, each width and sign, against numbers
+# written here by hand.
+# Usage: qemu-compat.sh HGTRACE BUILD-ROOT
+HGTRACE=$(realpath "$1")
+BUILD=$(realpath "$2")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/build.sh"
+command -v cc > /dev/null || tap_skip_all "no C compiler"
+SAN=$(sanitize_flags "$BUILD")
+export PKG_CONFIG_PATH=$BUILD/meson-uninstalled
+tap_workdir
+
+# QEMU's warning flags (meson.build, warn_flags), with -Werror.
+QFLAGS="-Wundef -Wwrite-strings -Wmissing-prototypes -Wstrict-prototypes -Wredundant-decls
+	-Wold-style-declaration -Wold-style-definition -Wtype-limits -Wformat-security
+	-Winit-self -Wignored-qualifiers -Wempty-body -Wnested-externs -Wendif-labels
+	-Wmissing-format-attribute -Wall -Werror"
+
+cat > trace-events << 'EOF'
+# <hw/fake.c>
+qc_ints(long unsigned int a, unsigned short int b, signed short c, unsigned long int d, long long int e, unsigned long long int f, signed long g, int long unsigned h, short unsigned i, signed j) "a=%lu b=%u c=%d d=%lu e=%lld f=%llu g=%ld h=%lu i=%u j=%d"
+qc_small(unsigned char u, signed char s, char c, _Bool b, bool t, volatile uint16_t v) "u=%u s=%d c=%d b=%d t=%d v=%u"
+
+qc_ptrs(void * const p, const char * const s, const void *q, char *w) "p=%p s=%s q=%p w=%s"
+qc_macro(uint64_t addr, unsigned size) "addr 0x%" HWADDR_PRIx " size %u"
+qc_words(int self, int string, int probe, int in, int provider) "self=%d string=%d probe=%d in=%d provider=%d"
+qc_nofmt(void)
+disable qc_off(int x) "x=%d"
+qc_ten(int8_t a0, int16_t a1, int32_t a2, int64_t a3, uint8_t a4, uint16_t a5, uint32_t a6, uint64_t a7, size_t a8, ssize_t a9) "%" PRId8 " %" PRId16 " %" PRId32 " %" PRId64 " %" PRIu8 " %" PRIu16 " %" PRIu32 " %" PRIu64 " %zu %zd"
+EOF
+
+# The program's own format macros come from its headers, included first where the
+# generated C is compiled (QEMU: qemu/osdep.h).
+echo '#include <inttypes.h>
+#define HWADDR_PRIx PRIx64 /* as QEMU'"'"'s exec/hwaddr.h */' > qc-osdep.h
+
+cat > main.c << 'EOF'
+#include <inttypes.h>
+#include <limits.h>
+#include <stdint.h>
+#include "trace-qc.h"
+
+int main(void)
+{
+	trace_qc_ints(ULONG_MAX, 65535, -2, 123456789012ul, -5000000000ll, ULLONG_MAX, -7, 8, 65534, -9);
+	trace_qc_small(255, -128, 'A', 1, 0, 65533);
+	trace_qc_ptrs((void *)0x1234, "str", (const void *)0x10, (char *)"w");
+	trace_qc_macro(0xfee00000, 4);
+	trace_qc_words(1, 2, 3, 4, 5);
+	trace_qc_nofmt();
+	trace_qc_off(1);
+	trace_qc_ten(-1, -2, -3, -4, 250, 65000, 4000000000u, 18000000000000000000ull, 7, -8);
+	return 0;
+}
+EOF
+
+backends="nop,log,simple,ftrace,syslog"
+pkg-config --exists lttng-ust 2> /dev/null && backends="$backends,ust"
+command -v dtrace > /dev/null && backends="$backends,dtrace"
+gen() { # FORMAT OUT [ARGS]
+	local f=$1 o=$2
+	shift 2
+	"$HGTRACE" gen --backends "$backends" --group hw_fake --provider qemu --format "$f" -o "$o" "$@" trace-events
+}
+ok=1
+for f in h c d stp ust; do
+	case $f in
+	h) out=trace-qc.h ;;
+	c) out=trace-qc.c ;;
+	d) out=trace-qc.d ;;
+	stp) out=trace-qc.stp ;;
+	ust) out=hw_fake-ust.h ;;
+	esac
+	args=()
+	[ $f = stp ] && args=(--binary /usr/bin/qemu-fake --probe-prefix qemu.fake)
+	[ $f = c ] && args=(--header trace-qc.h)
+	if ! gen $f $out "${args[@]}" 2> gen.err; then
+		tap_fail "gen --format $f: $(cat gen.err)"
+		ok=0
+	fi
+done
+[ $ok = 1 ] && tap_ok "every format (h c d stp ust) with backends $backends, provider qemu"
+[ "$(stat -c %a trace-qc.h)" = "$(printf '%o' $((0666 & ~$(umask))))" ] &&
+	tap_ok "generated files have the mode the umask gives ($(stat -c %a trace-qc.h))" ||
+	tap_fail "mode $(stat -c %a trace-qc.h) with umask $(umask)"
+
+# The D file: QEMU's provider, one word per type (SystemTap's dtrace parses no more), bool
+# as bool, D's reserved words renamed.
+if grep -q '^provider qemu {' trace-qc.d &&
+	grep -q 'probe qc_ints(uint64_t a, uint16_t b, int16_t c, uint64_t d, int64_t e, uint64_t f, int64_t g, uint64_t h, uint16_t i, int32_t j);' trace-qc.d &&
+	grep -q 'probe qc_small(uint8_t u, int8_t s, int8_t c, bool b, bool t, uint16_t v);' trace-qc.d &&
+	grep -q 'probe qc_ptrs(void \*p, const char \*s, void \*q, const char \*w);' trace-qc.d &&
+	grep -q 'probe qc_words(int32_t self_, int32_t string_, int32_t probe_, int32_t in, int32_t provider_);' trace-qc.d &&
+	! grep -q qc_off trace-qc.d; then
+	tap_ok "d: provider qemu, each type as its width and sign, bool kept, self/string/probe/provider renamed, disabled event left out"
+else
+	tap_fail "d: $(grep -E 'provider|qc_small|qc_words' trace-qc.d)"
+fi
+if grep -q '^  self_ = \$arg1;' trace-qc.stp && grep -q '^  string_ = \$arg2;' trace-qc.stp &&
+	grep -q '^  in_ = \$arg4;' trace-qc.stp; then
+	tap_ok "stp: self, string and in renamed as tracetool renames them"
+else
+	tap_fail "stp: $(grep -A6 qc_words trace-qc.stp | tr '\n' ' ')"
+fi
+
+# Compile with QEMU's flags.
+extra=()
+if [[ $backends == *ust* ]]; then
+	extra+=($(pkg-config --cflags --libs lttng-ust))
+fi
+if [[ $backends == *dtrace* ]]; then
+	if dtrace -h -s trace-qc.d -o hw_fake-dtrace.h 2> dtrace.err && dtrace -G -s trace-qc.d -o trace-qc-dtrace.o 2>> dtrace.err; then
+		extra+=(trace-qc-dtrace.o)
+	else
+		tap_fail "dtrace on the generated .d: $(cat dtrace.err)"
+	fi
+fi
+# shellcheck disable=SC2086
+if cc -O2 $QFLAGS $SAN -include qc-osdep.h -I. -o qc main.c trace-qc.c \
+	$(pkg-config --cflags --libs hgtrace-probes-uninstalled) -Wl,-rpath,"$BUILD/lib" \
+	-lpthread "${extra[@]}" 2> cc.log; then
+	tap_ok "the generated C (backends $backends) compiles with QEMU's warning flags and -Werror"
+else
+	tap_fail "compile with QEMU's flags: $(head -5 cc.log)"
+	tap_done
+fi
+
+# What the simple backend recorded, against the values written by hand above (a build with
+# it alone: the others would write to syslog and the top-level trace_marker).
+mkdir simple
+"$HGTRACE" gen --backends simple --group hw_fake --format h -o simple/trace-qc.h trace-events &&
+	"$HGTRACE" gen --backends simple --group hw_fake --format c -o simple/trace-qc.c trace-events &&
+	cp main.c simple/ &&
+	cc -O2 $QFLAGS $SAN -include qc-osdep.h -o qcs simple/main.c simple/trace-qc.c \
+		$(pkg-config --cflags --libs hgtrace-probes-uninstalled) -Wl,-rpath,"$BUILD/lib" \
+		-lpthread 2> cc2.log || tap_fail "the simple build: $(head -3 cc2.log)"
+HGTRACE_EVENTS='qc_*' HGTRACE_FILE=$t/qc.trace ./qcs 2> run.err > /dev/null
+"$HGTRACE" simpletrace qc.trace 2> st.err | awk '{ $2 = ""; $3 = ""; print }' | sed -E 's/  +/ /g; s/ $//' > got.txt
+cat > want.txt << 'EOF'
+qc_ints a=18446744073709551615 b=65535 c=-2 d=123456789012 e=-5000000000 f=18446744073709551615 g=-7 h=8 i=65534 j=-9
+qc_small u=255 s=-128 c=65 b=1 t=0 v=65533
+qc_ptrs p=0x1234 s=str q=0x10 w=w
+qc_macro addr=4276092928 size=4
+qc_words self=1 string=2 probe=3 in=4 provider=5
+qc_nofmt
+qc_ten a0=-1 a1=-2 a2=-3 a3=-4 a4=250 a5=65000 a6=4000000000 a7=18000000000000000000 a8=7 a9=-8
+EOF
+tap_cmp "simple backend: every width and sign recorded as written ($(wc -l < want.txt) events; qc_off compiled out)" got.txt want.txt
+
+tap_done
