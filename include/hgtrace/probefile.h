@@ -97,6 +97,13 @@ const char *hgt_probefile_error(const struct hgt_probefile *f);
 int hgt_probefile_format(const struct hgt_probefile_event *ev, char *buf, size_t sz);
 
 /**
+ * hgt_probefile_format_qemu - print @ev's arguments as QEMU's scripts/simpletrace.py does:
+ * every value but strings as its 64 bits in hex ("0xffffffffffffffff" for -1), strings as
+ * Python bytes (b'...'). Returns the length written (truncated to @sz - 1).
+ */
+int hgt_probefile_format_qemu(const struct hgt_probefile_event *ev, char *buf, size_t sz);
+
+/**
  * hgt_probefile_is - 1 when @path starts as a simple-backend file (ours or QEMU's).
  */
 int hgt_probefile_is(const char *path);

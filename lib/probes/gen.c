@@ -180,7 +180,13 @@ static void gen_h_event(struct em *e, const struct hgt_gen_opts *o, const struct
 	char gu[128];
 
 	upper_of(gu, sizeof(gu), provider(o)); /* dtrace -h names its macros PROVIDER_EVENT */
-	emit(e, "\nextern struct hgt_probe_event _TRACE_%s_EVENT;\n", h->upper);
+	/* The symbols carry the group: two groups may name the same event (a program that
+	 * links both is told at registration); the TRACE_X tokens of the API stay. */
+	emit(e, "\n#define _TRACE_%s_EVENT _hgt_%s__%s_event\n", h->upper, o->group, h->name);
+	emit(e, "#define _TRACE_%s_DSTATE _hgt_%s__%s_dstate\n", h->upper, o->group, h->name);
+	if (!off && (o->backends & B_STATE))
+		emit(e, "#define _hgt_trace_%s _hgt_%s__trace_%s\n", h->name, o->group, h->name);
+	emit(e, "extern struct hgt_probe_event _TRACE_%s_EVENT;\n", h->upper);
 	emit(e, "extern unsigned char _TRACE_%s_DSTATE;\n", h->upper);
 	emit(e, "#define TRACE_%s_ENABLED %d\n", h->upper, off ? 0 : 1);
 	if (off) {

@@ -787,6 +787,65 @@ int hgt_probefile_format(const struct hgt_probefile_event *ev, char *buf, size_t
 	return (int)n;
 }
 
+/* Python's repr() of a bytes object, as simpletrace.py prints strings: b'...'. */
+static int bytes_repr(char *buf, size_t sz, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	char q = strchr((const char *)p, '\'') && !strchr((const char *)p, '"') ? '"' : '\'';
+	size_t n = 0;
+
+#define OUT(...)                                                              \
+	do {                                                                  \
+		int w_ = snprintf(buf + n, n < sz ? sz - n : 0, __VA_ARGS__); \
+		n += w_ > 0 ? (size_t)w_ : 0;                                 \
+	} while (0)
+	OUT("b%c", q);
+	for (; *p; p++) {
+		if (*p == '\\' || *p == (unsigned char)q)
+			OUT("\\%c", *p);
+		else if (*p == '\t')
+			OUT("\\t");
+		else if (*p == '\n')
+			OUT("\\n");
+		else if (*p == '\r')
+			OUT("\\r");
+		else if (*p < 0x20 || *p >= 0x7f)
+			OUT("\\x%02x", *p);
+		else
+			OUT("%c", *p);
+	}
+	OUT("%c", q);
+#undef OUT
+	return (int)n;
+}
+
+/**
+ * hgt_probefile_format_qemu - print @ev's arguments as QEMU's simpletrace.py does.
+ */
+int hgt_probefile_format_qemu(const struct hgt_probefile_event *ev, char *buf, size_t sz)
+{
+	size_t n = 0;
+
+	if (!sz)
+		return 0;
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < ev->nargs && n + 1 < sz; i++) {
+		int w = snprintf(buf + n, sz - n, "%s%s=", i ? " " : "", ev->argnames[i]);
+
+		if (w < 0 || (size_t)w >= sz - n)
+			break;
+		n += (size_t)w;
+		if (ev->kinds[i] == HGT_PROBE_STR)
+			w = bytes_repr(buf + n, sz - n, ev->strs[i]);
+		else /* every other value as its 64 bits in hex: -1 is 0xffffffffffffffff */
+			w = snprintf(buf + n, sz - n, "0x%" PRIx64, ev->vals[i]);
+		if (w < 0)
+			break;
+		n += (size_t)w < sz - n ? (size_t)w : sz - n - 1;
+	}
+	return (int)n;
+}
+
 void hgt_probefile_close(struct hgt_probefile *f)
 {
 	if (!f)

@@ -51,7 +51,7 @@ int main(void)
 {
 	trace_qc_ints(ULONG_MAX, 65535, -2, 123456789012ul, -5000000000ll, ULLONG_MAX, -7, 8, 65534, -9);
 	trace_qc_small(255, -128, 'A', 1, 0, 65533);
-	trace_qc_ptrs((void *)0x1234, "str", (const void *)0x10, (char *)"w");
+	trace_qc_ptrs((void *)0x1234, "str", (const void *)0x10, (char *)"q'\\");
 	trace_qc_macro(0xfee00000, 4);
 	trace_qc_words(1, 2, 3, 4, 5);
 	trace_qc_nofmt();
@@ -146,12 +146,61 @@ HGTRACE_EVENTS='qc_*' HGTRACE_FILE=$t/qc.trace ./qcs 2> run.err > /dev/null
 cat > want.txt << 'EOF'
 qc_ints a=18446744073709551615 b=65535 c=-2 d=123456789012 e=-5000000000 f=18446744073709551615 g=-7 h=8 i=65534 j=-9
 qc_small u=255 s=-128 c=65 b=1 t=0 v=65533
-qc_ptrs p=0x1234 s=str q=0x10 w=w
+qc_ptrs p=0x1234 s=str q=0x10 w=q'\
 qc_macro addr=4276092928 size=4
 qc_words self=1 string=2 probe=3 in=4 provider=5
 qc_nofmt
 qc_ten a0=-1 a1=-2 a2=-3 a3=-4 a4=250 a5=65000 a6=4000000000 a7=18000000000000000000 a8=7 a9=-8
 EOF
 tap_cmp "simple backend: every width and sign recorded as written ($(wc -l < want.txt) events; qc_off compiled out)" got.txt want.txt
+# The same file printed as QEMU's simpletrace.py prints: every value but strings as its 64
+# bits in hex, strings as Python bytes (computed by hand: -2 as a short is 0xff..fe).
+"$HGTRACE" simpletrace --qemu qc.trace 2> /dev/null | awk '{ $2 = ""; $3 = ""; print }' | sed -E 's/  +/ /g; s/ $//' > gotq.txt
+cat > wantq.txt << 'EOF'
+qc_ints a=0xffffffffffffffff b=0xffff c=0xfffffffffffffffe d=0x1cbe991a14 e=0xfffffffed5fa0e00 f=0xffffffffffffffff g=0xfffffffffffffff9 h=0x8 i=0xfffe j=0xfffffffffffffff7
+qc_small u=0xff s=0xffffffffffffff80 c=0x41 b=0x1 t=0x0 v=0xfffd
+qc_ptrs p=0x1234 s=b'str' q=0x10 w=b"q'\\"
+qc_macro addr=0xfee00000 size=0x4
+qc_words self=0x1 string=0x2 probe=0x3 in=0x4 provider=0x5
+qc_nofmt
+qc_ten a0=0xffffffffffffffff a1=0xfffffffffffffffe a2=0xfffffffffffffffd a3=0xfffffffffffffffc a4=0xfa a5=0xfde8 a6=0xee6b2800 a7=0xf9ccd8a1c5080000 a8=0x7 a9=0xfffffffffffffff8
+EOF
+tap_cmp "simpletrace --qemu: values as QEMU's simpletrace.py prints them ($(wc -l < wantq.txt) events)" gotq.txt wantq.txt
+
+# Groups are namespaces: QEMU's linux-user and bsd-user both declare some events. Two groups
+# with one event name build and link into one program; registering both is the clash, told
+# with both group names, and a program with one of them hears nothing.
+mkdir dup
+for g in hw_a hw_b; do
+	printf 'dup_ev(int x) "x=%%d"\nonly_%s(void)\n' $g > dup/$g.trace-events
+	"$HGTRACE" gen --backends simple --group $g --format h -o dup/trace-$g.h dup/$g.trace-events &&
+		"$HGTRACE" gen --backends simple --group $g --format c -o dup/trace-$g.c dup/$g.trace-events ||
+		tap_fail "gen of group $g"
+	printf '#include "trace-%s.h"\nvoid fire_%s(void);\nvoid fire_%s(void) { trace_dup_ev(1); trace_only_%s(); }\n' \
+		$g $g $g $g > dup/use-$g.c
+done
+printf 'void fire_hw_a(void);\nvoid fire_hw_b(void);\nint main(void) { fire_hw_a(); %s return 0; }\n' \
+	'fire_hw_b();' > dup/both.c
+printf 'void fire_hw_a(void);\nint main(void) { fire_hw_a(); return 0; }\n' > dup/one.c
+link() { # OUT SOURCES...
+	local out=$1
+	shift
+	cc -O2 $QFLAGS $SAN -o "$out" "$@" $(pkg-config --cflags --libs hgtrace-probes-uninstalled) \
+		-Wl,-rpath,"$BUILD/lib" -lpthread 2>> dup/cc.log
+}
+if link dup/both dup/both.c dup/use-hw_a.c dup/trace-hw_a.c dup/use-hw_b.c dup/trace-hw_b.c &&
+	link dup/one dup/one.c dup/use-hw_a.c dup/trace-hw_a.c; then
+	HGTRACE_EVENTS='*' HGTRACE_FILE=$t/dup/both.trace dup/both 2> dup/both.err > /dev/null
+	HGTRACE_EVENTS='*' HGTRACE_FILE=$t/dup/one.trace dup/one 2> dup/one.err > /dev/null
+	if grep -qE 'event dup_ev is declared by group hw_[ab] and by group hw_[ab], both linked' dup/both.err &&
+		grep -q hw_a dup/both.err && grep -q hw_b dup/both.err && [ ! -s dup/one.err ] &&
+		[ "$("$HGTRACE" simpletrace dup/one.trace | grep -c 'dup_ev\|only_hw_a')" = 2 ]; then
+		tap_ok "two groups declaring dup_ev link into one program; registration says: $(grep dup_ev dup/both.err)"
+	else
+		tap_fail "groups as namespaces: both: $(cat dup/both.err); one: $(cat dup/one.err)"
+	fi
+else
+	tap_fail "two groups with one event name do not link: $(head -3 dup/cc.log)"
+fi
 
 tap_done

@@ -11,14 +11,16 @@
 
 static void st_usage(FILE *f)
 {
-	fprintf(f, "usage: hgtrace simpletrace [--raw-ts] [TRACE-EVENTS-ALL] FILE\n"
+	fprintf(f, "usage: hgtrace simpletrace [--raw-ts] [--qemu] [TRACE-EVENTS-ALL] FILE\n"
 		   "  prints one line per event: name delta_us pid=N arg=value ...\n"
-		   "  --raw-ts   the time stamp in the file's clock instead of the delta\n");
+		   "  --raw-ts   the time stamp in the file's clock instead of the delta\n"
+		   "  --qemu     values as QEMU's simpletrace.py prints them (hex, b'strings')\n");
 }
 
 int cmd_simpletrace(int argc, char **argv)
 {
 	static const struct option lo[] = { { "raw-ts", no_argument, 0, 'r' },
+					    { "qemu", no_argument, 0, 'q' },
 					    { "help", no_argument, 0, 'h' },
 					    { 0, 0, 0, 0 } };
 	struct hgt_probefile *f;
@@ -27,10 +29,13 @@ int cmd_simpletrace(int argc, char **argv)
 	char err[1024], args[8192];
 	uint64_t last = 0;
 	double per_ns = 1.0;
-	int c, r, first = 1, raw = 0, no_hz = 0;
+	int c, r, first = 1, raw = 0, no_hz = 0, qemu = 0;
 
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
+		case 'q':
+			qemu = 1;
+			break;
 		case 'r':
 			raw = 1;
 			break;
@@ -64,7 +69,10 @@ int cmd_simpletrace(int argc, char **argv)
 		if (first)
 			last = ev.ts;
 		first = 0;
-		hgt_probefile_format(&ev, args, sizeof(args));
+		if (qemu)
+			hgt_probefile_format_qemu(&ev, args, sizeof(args));
+		else
+			hgt_probefile_format(&ev, args, sizeof(args));
 		if (raw)
 			printf("%s %" PRIu64 " pid=%u%s%s\n", ev.name, ev.ts, ev.tid,
 			       *args ? " " : "", args);

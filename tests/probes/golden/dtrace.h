@@ -20,6 +20,8 @@
 #define trace_event_get_state_backends(id) ((id##_ENABLED) && id##_BACKEND_DSTATE())
 #endif
 
+#define _TRACE_EV_INTS_EVENT _hgt_probes__ev_ints_event
+#define _TRACE_EV_INTS_DSTATE _hgt_probes__ev_ints_dstate
 extern struct hgt_probe_event _TRACE_EV_INTS_EVENT;
 extern unsigned char _TRACE_EV_INTS_DSTATE;
 #define TRACE_EV_INTS_ENABLED 1
@@ -30,6 +32,8 @@ static inline void trace_ev_ints(int8_t a, int16_t b, int32_t c, int64_t d)
 		PROBES_EV_INTS(a, b, c, d);
 }
 
+#define _TRACE_EV_UINTS_EVENT _hgt_probes__ev_uints_event
+#define _TRACE_EV_UINTS_DSTATE _hgt_probes__ev_uints_dstate
 extern struct hgt_probe_event _TRACE_EV_UINTS_EVENT;
 extern unsigned char _TRACE_EV_UINTS_DSTATE;
 #define TRACE_EV_UINTS_ENABLED 1
@@ -40,6 +44,8 @@ static inline void trace_ev_uints(uint8_t a, uint16_t b, uint32_t c, uint64_t d)
 		PROBES_EV_UINTS(a, b, c, d);
 }
 
+#define _TRACE_EV_PLAIN_EVENT _hgt_probes__ev_plain_event
+#define _TRACE_EV_PLAIN_DSTATE _hgt_probes__ev_plain_dstate
 extern struct hgt_probe_event _TRACE_EV_PLAIN_EVENT;
 extern unsigned char _TRACE_EV_PLAIN_DSTATE;
 #define TRACE_EV_PLAIN_ENABLED 1
@@ -50,6 +56,8 @@ static inline void trace_ev_plain(char ch, short s, int i, long l, unsigned u, u
 		PROBES_EV_PLAIN(ch, s, i, l, u, ul, flag);
 }
 
+#define _TRACE_EV_SIZES_EVENT _hgt_probes__ev_sizes_event
+#define _TRACE_EV_SIZES_DSTATE _hgt_probes__ev_sizes_dstate
 extern struct hgt_probe_event _TRACE_EV_SIZES_EVENT;
 extern unsigned char _TRACE_EV_SIZES_DSTATE;
 #define TRACE_EV_SIZES_ENABLED 1
@@ -60,6 +68,8 @@ static inline void trace_ev_sizes(size_t sz, ssize_t ss, uintptr_t up, ptrdiff_t
 		PROBES_EV_SIZES(sz, ss, up, pd);
 }
 
+#define _TRACE_EV_STR_EVENT _hgt_probes__ev_str_event
+#define _TRACE_EV_STR_DSTATE _hgt_probes__ev_str_dstate
 extern struct hgt_probe_event _TRACE_EV_STR_EVENT;
 extern unsigned char _TRACE_EV_STR_DSTATE;
 #define TRACE_EV_STR_ENABLED 1
@@ -70,6 +80,8 @@ static inline void trace_ev_str(const char *s, char *t, void *p)
 		PROBES_EV_STR(s, t, p);
 }
 
+#define _TRACE_EV_VOID_EVENT _hgt_probes__ev_void_event
+#define _TRACE_EV_VOID_DSTATE _hgt_probes__ev_void_dstate
 extern struct hgt_probe_event _TRACE_EV_VOID_EVENT;
 extern unsigned char _TRACE_EV_VOID_DSTATE;
 #define TRACE_EV_VOID_ENABLED 1
@@ -80,6 +92,8 @@ static inline void trace_ev_void(void)
 		PROBES_EV_VOID();
 }
 
+#define _TRACE_EV_OFF_EVENT _hgt_probes__ev_off_event
+#define _TRACE_EV_OFF_DSTATE _hgt_probes__ev_off_dstate
 extern struct hgt_probe_event _TRACE_EV_OFF_EVENT;
 extern unsigned char _TRACE_EV_OFF_DSTATE;
 #define TRACE_EV_OFF_ENABLED 0
@@ -89,6 +103,8 @@ static inline void trace_ev_off(int x)
 	(void)x;
 }
 
+#define _TRACE_EV_VCPU_EVENT _hgt_probes__ev_vcpu_event
+#define _TRACE_EV_VCPU_DSTATE _hgt_probes__ev_vcpu_dstate
 extern struct hgt_probe_event _TRACE_EV_VCPU_EVENT;
 extern unsigned char _TRACE_EV_VCPU_DSTATE;
 #define TRACE_EV_VCPU_ENABLED 1
@@ -99,6 +115,8 @@ static inline void trace_ev_vcpu(void *__cpu, int n)
 		PROBES_EV_VCPU(__cpu, n);
 }
 
+#define _TRACE_EV_MEM_TRANS_EVENT _hgt_probes__ev_mem_trans_event
+#define _TRACE_EV_MEM_TRANS_DSTATE _hgt_probes__ev_mem_trans_dstate
 extern struct hgt_probe_event _TRACE_EV_MEM_TRANS_EVENT;
 extern unsigned char _TRACE_EV_MEM_TRANS_DSTATE;
 #define TRACE_EV_MEM_TRANS_ENABLED 1
@@ -109,6 +127,8 @@ static inline void trace_ev_mem_trans(int size)
 		PROBES_EV_MEM_TRANS(size);
 }
 
+#define _TRACE_EV_MEM_EXEC_EVENT _hgt_probes__ev_mem_exec_event
+#define _TRACE_EV_MEM_EXEC_DSTATE _hgt_probes__ev_mem_exec_dstate
 extern struct hgt_probe_event _TRACE_EV_MEM_EXEC_EVENT;
 extern unsigned char _TRACE_EV_MEM_EXEC_DSTATE;
 #define TRACE_EV_MEM_EXEC_ENABLED 1
@@ -130,6 +150,8 @@ static inline void trace_ev_mem_tcg(hgt_probe_tcg_emit_fn emit, void *jit, int s
 		(void)jit;
 }
 
+#define _TRACE_EV_TICK_EVENT _hgt_probes__ev_tick_event
+#define _TRACE_EV_TICK_DSTATE _hgt_probes__ev_tick_dstate
 extern struct hgt_probe_event _TRACE_EV_TICK_EVENT;
 extern unsigned char _TRACE_EV_TICK_DSTATE;
 #define TRACE_EV_TICK_ENABLED 1
@@ -140,6 +162,8 @@ static inline void trace_ev_tick(unsigned long n)
 		PROBES_EV_TICK(n);
 }
 
+#define _TRACE_EV_WORK_EVENT _hgt_probes__ev_work_event
+#define _TRACE_EV_WORK_DSTATE _hgt_probes__ev_work_dstate
 extern struct hgt_probe_event _TRACE_EV_WORK_EVENT;
 extern unsigned char _TRACE_EV_WORK_DSTATE;
 #define TRACE_EV_WORK_ENABLED 1

@@ -16,6 +16,9 @@
 #define trace_event_get_state_backends(id) ((id##_ENABLED) && id##_BACKEND_DSTATE())
 #endif
 
+#define _TRACE_EV_INTS_EVENT _hgt_probes__ev_ints_event
+#define _TRACE_EV_INTS_DSTATE _hgt_probes__ev_ints_dstate
+#define _hgt_trace_ev_ints _hgt_probes__trace_ev_ints
 extern struct hgt_probe_event _TRACE_EV_INTS_EVENT;
 extern unsigned char _TRACE_EV_INTS_DSTATE;
 #define TRACE_EV_INTS_ENABLED 1
@@ -27,6 +30,9 @@ static inline void trace_ev_ints(int8_t a, int16_t b, int32_t c, int64_t d)
 		_hgt_trace_ev_ints(a, b, c, d);
 }
 
+#define _TRACE_EV_UINTS_EVENT _hgt_probes__ev_uints_event
+#define _TRACE_EV_UINTS_DSTATE _hgt_probes__ev_uints_dstate
+#define _hgt_trace_ev_uints _hgt_probes__trace_ev_uints
 extern struct hgt_probe_event _TRACE_EV_UINTS_EVENT;
 extern unsigned char _TRACE_EV_UINTS_DSTATE;
 #define TRACE_EV_UINTS_ENABLED 1
@@ -38,6 +44,9 @@ static inline void trace_ev_uints(uint8_t a, uint16_t b, uint32_t c, uint64_t d)
 		_hgt_trace_ev_uints(a, b, c, d);
 }
 
+#define _TRACE_EV_PLAIN_EVENT _hgt_probes__ev_plain_event
+#define _TRACE_EV_PLAIN_DSTATE _hgt_probes__ev_plain_dstate
+#define _hgt_trace_ev_plain _hgt_probes__trace_ev_plain
 extern struct hgt_probe_event _TRACE_EV_PLAIN_EVENT;
 extern unsigned char _TRACE_EV_PLAIN_DSTATE;
 #define TRACE_EV_PLAIN_ENABLED 1
@@ -49,6 +58,9 @@ static inline void trace_ev_plain(char ch, short s, int i, long l, unsigned u, u
 		_hgt_trace_ev_plain(ch, s, i, l, u, ul, flag);
 }
 
+#define _TRACE_EV_SIZES_EVENT _hgt_probes__ev_sizes_event
+#define _TRACE_EV_SIZES_DSTATE _hgt_probes__ev_sizes_dstate
+#define _hgt_trace_ev_sizes _hgt_probes__trace_ev_sizes
 extern struct hgt_probe_event _TRACE_EV_SIZES_EVENT;
 extern unsigned char _TRACE_EV_SIZES_DSTATE;
 #define TRACE_EV_SIZES_ENABLED 1
@@ -60,6 +72,9 @@ static inline void trace_ev_sizes(size_t sz, ssize_t ss, uintptr_t up, ptrdiff_t
 		_hgt_trace_ev_sizes(sz, ss, up, pd);
 }
 
+#define _TRACE_EV_STR_EVENT _hgt_probes__ev_str_event
+#define _TRACE_EV_STR_DSTATE _hgt_probes__ev_str_dstate
+#define _hgt_trace_ev_str _hgt_probes__trace_ev_str
 extern struct hgt_probe_event _TRACE_EV_STR_EVENT;
 extern unsigned char _TRACE_EV_STR_DSTATE;
 #define TRACE_EV_STR_ENABLED 1
@@ -71,6 +86,9 @@ static inline void trace_ev_str(const char *s, char *t, void *p)
 		_hgt_trace_ev_str(s, t, p);
 }
 
+#define _TRACE_EV_VOID_EVENT _hgt_probes__ev_void_event
+#define _TRACE_EV_VOID_DSTATE _hgt_probes__ev_void_dstate
+#define _hgt_trace_ev_void _hgt_probes__trace_ev_void
 extern struct hgt_probe_event _TRACE_EV_VOID_EVENT;
 extern unsigned char _TRACE_EV_VOID_DSTATE;
 #define TRACE_EV_VOID_ENABLED 1
@@ -82,6 +100,8 @@ static inline void trace_ev_void(void)
 		_hgt_trace_ev_void();
 }
 
+#define _TRACE_EV_OFF_EVENT _hgt_probes__ev_off_event
+#define _TRACE_EV_OFF_DSTATE _hgt_probes__ev_off_dstate
 extern struct hgt_probe_event _TRACE_EV_OFF_EVENT;
 extern unsigned char _TRACE_EV_OFF_DSTATE;
 #define TRACE_EV_OFF_ENABLED 0
@@ -91,6 +111,9 @@ static inline void trace_ev_off(int x)
 	(void)x;
 }
 
+#define _TRACE_EV_VCPU_EVENT _hgt_probes__ev_vcpu_event
+#define _TRACE_EV_VCPU_DSTATE _hgt_probes__ev_vcpu_dstate
+#define _hgt_trace_ev_vcpu _hgt_probes__trace_ev_vcpu
 extern struct hgt_probe_event _TRACE_EV_VCPU_EVENT;
 extern unsigned char _TRACE_EV_VCPU_DSTATE;
 #define TRACE_EV_VCPU_ENABLED 1
@@ -102,6 +125,9 @@ static inline void trace_ev_vcpu(void *__cpu, int n)
 		_hgt_trace_ev_vcpu(__cpu, n);
 }
 
+#define _TRACE_EV_MEM_TRANS_EVENT _hgt_probes__ev_mem_trans_event
+#define _TRACE_EV_MEM_TRANS_DSTATE _hgt_probes__ev_mem_trans_dstate
+#define _hgt_trace_ev_mem_trans _hgt_probes__trace_ev_mem_trans
 extern struct hgt_probe_event _TRACE_EV_MEM_TRANS_EVENT;
 extern unsigned char _TRACE_EV_MEM_TRANS_DSTATE;
 #define TRACE_EV_MEM_TRANS_ENABLED 1
@@ -113,6 +139,9 @@ static inline void trace_ev_mem_trans(int size)
 		_hgt_trace_ev_mem_trans(size);
 }
 
+#define _TRACE_EV_MEM_EXEC_EVENT _hgt_probes__ev_mem_exec_event
+#define _TRACE_EV_MEM_EXEC_DSTATE _hgt_probes__ev_mem_exec_dstate
+#define _hgt_trace_ev_mem_exec _hgt_probes__trace_ev_mem_exec
 extern struct hgt_probe_event _TRACE_EV_MEM_EXEC_EVENT;
 extern unsigned char _TRACE_EV_MEM_EXEC_DSTATE;
 #define TRACE_EV_MEM_EXEC_ENABLED 1
@@ -135,6 +164,9 @@ static inline void trace_ev_mem_tcg(hgt_probe_tcg_emit_fn emit, void *jit, int s
 		(void)jit;
 }
 
+#define _TRACE_EV_TICK_EVENT _hgt_probes__ev_tick_event
+#define _TRACE_EV_TICK_DSTATE _hgt_probes__ev_tick_dstate
+#define _hgt_trace_ev_tick _hgt_probes__trace_ev_tick
 extern struct hgt_probe_event _TRACE_EV_TICK_EVENT;
 extern unsigned char _TRACE_EV_TICK_DSTATE;
 #define TRACE_EV_TICK_ENABLED 1
@@ -146,6 +178,9 @@ static inline void trace_ev_tick(unsigned long n)
 		_hgt_trace_ev_tick(n);
 }
 
+#define _TRACE_EV_WORK_EVENT _hgt_probes__ev_work_event
+#define _TRACE_EV_WORK_DSTATE _hgt_probes__ev_work_dstate
+#define _hgt_trace_ev_work _hgt_probes__trace_ev_work
 extern struct hgt_probe_event _TRACE_EV_WORK_EVENT;
 extern unsigned char _TRACE_EV_WORK_DSTATE;
 #define TRACE_EV_WORK_ENABLED 1

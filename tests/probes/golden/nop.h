@@ -16,6 +16,8 @@
 #define trace_event_get_state_backends(id) ((id##_ENABLED) && id##_BACKEND_DSTATE())
 #endif
 
+#define _TRACE_EV_INTS_EVENT _hgt_probes__ev_ints_event
+#define _TRACE_EV_INTS_DSTATE _hgt_probes__ev_ints_dstate
 extern struct hgt_probe_event _TRACE_EV_INTS_EVENT;
 extern unsigned char _TRACE_EV_INTS_DSTATE;
 #define TRACE_EV_INTS_ENABLED 1
@@ -28,6 +30,8 @@ static inline void trace_ev_ints(int8_t a, int16_t b, int32_t c, int64_t d)
 	(void)d;
 }
 
+#define _TRACE_EV_UINTS_EVENT _hgt_probes__ev_uints_event
+#define _TRACE_EV_UINTS_DSTATE _hgt_probes__ev_uints_dstate
 extern struct hgt_probe_event _TRACE_EV_UINTS_EVENT;
 extern unsigned char _TRACE_EV_UINTS_DSTATE;
 #define TRACE_EV_UINTS_ENABLED 1
@@ -40,6 +44,8 @@ static inline void trace_ev_uints(uint8_t a, uint16_t b, uint32_t c, uint64_t d)
 	(void)d;
 }
 
+#define _TRACE_EV_PLAIN_EVENT _hgt_probes__ev_plain_event
+#define _TRACE_EV_PLAIN_DSTATE _hgt_probes__ev_plain_dstate
 extern struct hgt_probe_event _TRACE_EV_PLAIN_EVENT;
 extern unsigned char _TRACE_EV_PLAIN_DSTATE;
 #define TRACE_EV_PLAIN_ENABLED 1
@@ -55,6 +61,8 @@ static inline void trace_ev_plain(char ch, short s, int i, long l, unsigned u, u
 	(void)flag;
 }
 
+#define _TRACE_EV_SIZES_EVENT _hgt_probes__ev_sizes_event
+#define _TRACE_EV_SIZES_DSTATE _hgt_probes__ev_sizes_dstate
 extern struct hgt_probe_event _TRACE_EV_SIZES_EVENT;
 extern unsigned char _TRACE_EV_SIZES_DSTATE;
 #define TRACE_EV_SIZES_ENABLED 1
@@ -67,6 +75,8 @@ static inline void trace_ev_sizes(size_t sz, ssize_t ss, uintptr_t up, ptrdiff_t
 	(void)pd;
 }
 
+#define _TRACE_EV_STR_EVENT _hgt_probes__ev_str_event
+#define _TRACE_EV_STR_DSTATE _hgt_probes__ev_str_dstate
 extern struct hgt_probe_event _TRACE_EV_STR_EVENT;
 extern unsigned char _TRACE_EV_STR_DSTATE;
 #define TRACE_EV_STR_ENABLED 1
@@ -78,6 +88,8 @@ static inline void trace_ev_str(const char *s, char *t, void *p)
 	(void)p;
 }
 
+#define _TRACE_EV_VOID_EVENT _hgt_probes__ev_void_event
+#define _TRACE_EV_VOID_DSTATE _hgt_probes__ev_void_dstate
 extern struct hgt_probe_event _TRACE_EV_VOID_EVENT;
 extern unsigned char _TRACE_EV_VOID_DSTATE;
 #define TRACE_EV_VOID_ENABLED 1
@@ -86,6 +98,8 @@ static inline void trace_ev_void(void)
 {
 }
 
+#define _TRACE_EV_OFF_EVENT _hgt_probes__ev_off_event
+#define _TRACE_EV_OFF_DSTATE _hgt_probes__ev_off_dstate
 extern struct hgt_probe_event _TRACE_EV_OFF_EVENT;
 extern unsigned char _TRACE_EV_OFF_DSTATE;
 #define TRACE_EV_OFF_ENABLED 0
@@ -95,6 +109,8 @@ static inline void trace_ev_off(int x)
 	(void)x;
 }
 
+#define _TRACE_EV_VCPU_EVENT _hgt_probes__ev_vcpu_event
+#define _TRACE_EV_VCPU_DSTATE _hgt_probes__ev_vcpu_dstate
 extern struct hgt_probe_event _TRACE_EV_VCPU_EVENT;
 extern unsigned char _TRACE_EV_VCPU_DSTATE;
 #define TRACE_EV_VCPU_ENABLED 1
@@ -105,6 +121,8 @@ static inline void trace_ev_vcpu(void *__cpu, int n)
 	(void)n;
 }
 
+#define _TRACE_EV_MEM_TRANS_EVENT _hgt_probes__ev_mem_trans_event
+#define _TRACE_EV_MEM_TRANS_DSTATE _hgt_probes__ev_mem_trans_dstate
 extern struct hgt_probe_event _TRACE_EV_MEM_TRANS_EVENT;
 extern unsigned char _TRACE_EV_MEM_TRANS_DSTATE;
 #define TRACE_EV_MEM_TRANS_ENABLED 1
@@ -114,6 +132,8 @@ static inline void trace_ev_mem_trans(int size)
 	(void)size;
 }
 
+#define _TRACE_EV_MEM_EXEC_EVENT _hgt_probes__ev_mem_exec_event
+#define _TRACE_EV_MEM_EXEC_DSTATE _hgt_probes__ev_mem_exec_dstate
 extern struct hgt_probe_event _TRACE_EV_MEM_EXEC_EVENT;
 extern unsigned char _TRACE_EV_MEM_EXEC_DSTATE;
 #define TRACE_EV_MEM_EXEC_ENABLED 1
@@ -135,6 +155,8 @@ static inline void trace_ev_mem_tcg(hgt_probe_tcg_emit_fn emit, void *jit, int s
 		(void)jit;
 }
 
+#define _TRACE_EV_TICK_EVENT _hgt_probes__ev_tick_event
+#define _TRACE_EV_TICK_DSTATE _hgt_probes__ev_tick_dstate
 extern struct hgt_probe_event _TRACE_EV_TICK_EVENT;
 extern unsigned char _TRACE_EV_TICK_DSTATE;
 #define TRACE_EV_TICK_ENABLED 1
@@ -144,6 +166,8 @@ static inline void trace_ev_tick(unsigned long n)
 	(void)n;
 }
 
+#define _TRACE_EV_WORK_EVENT _hgt_probes__ev_work_event
+#define _TRACE_EV_WORK_DSTATE _hgt_probes__ev_work_dstate
 extern struct hgt_probe_event _TRACE_EV_WORK_EVENT;
 extern unsigned char _TRACE_EV_WORK_DSTATE;
 #define TRACE_EV_WORK_ENABLED 1
