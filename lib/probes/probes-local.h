@@ -19,6 +19,7 @@ int hgt__probe_file_off_locked(void);
 const char *hgt__probe_file_name(void);
 int hgt__probe_file_is_on(void);
 int hgt__probe_set_clock(const char *name);
+int hgt__probe_set_file_format(const char *name);
 void hgt__probe_file_default(const char *path);
 int hgt__probe_file_describe(struct hgt_probe_group *g);
 uint64_t hgt__probe_mono(void);

@@ -303,6 +303,12 @@ void hgt__probe_setup(void)
 			clock, hgt__probe_clock_tsc ? "tsc" : "mono");
 	if (file)
 		hgt__probe_file_default(file);
+	if (getenv("HGTRACE_SIMPLE_FORMAT") &&
+	    hgt__probe_set_file_format(getenv("HGTRACE_SIMPLE_FORMAT")) < 0)
+		fprintf(stderr,
+			"hgtrace-probes: HGTRACE_SIMPLE_FORMAT=%s: not hgtrace or qemu; using "
+			"hgtrace\n",
+			getenv("HGTRACE_SIMPLE_FORMAT"));
 	atexit(warn_unmatched);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

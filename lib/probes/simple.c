@@ -49,6 +49,23 @@ static pthread_key_t ring_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int exit_hooked;
 
+/*
+ * HGTRACE_SIMPLE_FORMAT=qemu: the file is QEMU's simple trace format, version 4, for QEMU's
+ * scripts/simpletrace.py: a header, a mapping record per event, and per event record its
+ * id, CLOCK_MONOTONIC ns, length and pid, then the arguments (u64 each; strings u32 length
+ * and bytes). The rings keep hgtrace's records; the writer converts them, looking the
+ * argument kinds up by id in a table filled as mappings are written (under drain_lock).
+ */
+static int qemu_fmt;
+static struct hgt_probe_event **qtab; /* open addressing by id */
+static size_t qtab_size, qtab_used;
+static unsigned char *qbuf; /* one drain's converted records */
+static size_t qbuf_cap;
+
+#define QEMU_HEADER_ID UINT64_MAX
+#define QEMU_MAGIC 0xf2b177cb0aa429b4ull
+#define QEMU_DROPPED_ID (UINT64_MAX - 1)
+
 uint64_t hgt__probe_mono(void)
 {
 	struct timespec ts;
@@ -81,6 +98,20 @@ int hgt__probe_set_clock(const char *name)
 		return 0;
 	}
 #endif
+	return -EINVAL;
+}
+
+int hgt__probe_set_file_format(const char *name)
+{
+	if (!strcmp(name, "qemu")) {
+		qemu_fmt = 1;
+		hgt__probe_clock_tsc = 0; /* QEMU's records are monotonic nanoseconds */
+		return 0;
+	}
+	if (!strcmp(name, "hgtrace")) {
+		qemu_fmt = 0;
+		return 0;
+	}
 	return -EINVAL;
 }
 
@@ -263,6 +294,157 @@ static size_t clock_rec(unsigned char *b)
 	return 32;
 }
 
+/* The mapping table: @ev findable by its id. Returns 0 or -ENOMEM. */
+static int qtab_add(struct hgt_probe_event *ev)
+{
+	if (2 * (qtab_used + 1) > qtab_size) {
+		size_t n = qtab_size ? 2 * qtab_size : 256;
+		struct hgt_probe_event **t = calloc(n, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		for (size_t i = 0; i < qtab_size; i++)
+			if (qtab[i]) {
+				size_t k = qtab[i]->id & (n - 1);
+
+				while (t[k])
+					k = (k + 1) & (n - 1);
+				t[k] = qtab[i];
+			}
+		free(qtab);
+		qtab = t;
+		qtab_size = n;
+	}
+	for (size_t k = ev->id & (qtab_size - 1);; k = (k + 1) & (qtab_size - 1)) {
+		if (qtab[k] == ev)
+			return 0;
+		if (!qtab[k]) {
+			qtab[k] = ev;
+			qtab_used++;
+			return 0;
+		}
+	}
+}
+
+static struct hgt_probe_event *qtab_find(uint32_t id)
+{
+	for (size_t k = qtab_size ? id & (qtab_size - 1) : 0; qtab_size && qtab[k];
+	     k = (k + 1) & (qtab_size - 1))
+		if (qtab[k]->id == id)
+			return qtab[k];
+	return NULL;
+}
+
+static unsigned char *qbuf_room(size_t n, size_t used)
+{
+	if (used + n > qbuf_cap) {
+		size_t cap = (used + n) * 2;
+		unsigned char *b = realloc(qbuf, cap);
+
+		if (!b)
+			return NULL;
+		qbuf = b;
+		qbuf_cap = cap;
+	}
+	return qbuf + used;
+}
+
+/* QEMU's record for one of ours (EVENT, DROPPED) at @rec; others give nothing. Returns
+ * the bytes appended at qbuf + @used, or -1 when out of memory. */
+static long qemu_record(const unsigned char *rec, size_t used)
+{
+	uint32_t type, size, id, pid = (uint32_t)getpid(), len;
+	uint64_t t1 = 1, ts, qid;
+	const unsigned char *a, *end;
+	struct hgt_probe_event *ev;
+	unsigned char *o;
+	size_t n = 32;
+
+	memcpy(&type, rec, 4);
+	memcpy(&size, rec + 4, 4);
+	if (type == HGT_PROBE_R_DROPPED) {
+		o = qbuf_room(40, used);
+		if (!o)
+			return -1;
+		qid = QEMU_DROPPED_ID;
+		len = 32;
+		memcpy(o, &t1, 8);
+		memcpy(o + 8, &qid, 8);
+		memcpy(o + 16, rec + 16, 8); /* ts */
+		memcpy(o + 24, &len, 4);
+		memcpy(o + 28, &pid, 4);
+		memcpy(o + 32, rec + 24, 8); /* events lost */
+		return 40;
+	}
+	if (type != HGT_PROBE_R_EVENT || size < 24)
+		return 0;
+	memcpy(&id, rec + 8, 4);
+	memcpy(&ts, rec + 16, 8);
+	ev = qtab_find(id);
+	if (!ev)
+		return 0; /* no mapping was written: simpletrace.py could not name it */
+	end = rec + size;
+	a = rec + 24;
+	for (unsigned int i = 0; i < ev->nargs && a < end; i++) { /* the size, as QEMU's */
+		uint32_t sl;
+
+		if (ev->args[i].kind == HGT_PROBE_STR) {
+			memcpy(&sl, a, 4);
+			n += 4 + sl;
+			a += HGT_PROBE_STR_SIZE(sl);
+		} else {
+			n += 8;
+			a += 8;
+		}
+	}
+	o = qbuf_room(n, used);
+	if (!o)
+		return -1;
+	qid = id;
+	len = (uint32_t)(n - 8);
+	memcpy(o, &t1, 8);
+	memcpy(o + 8, &qid, 8);
+	memcpy(o + 16, &ts, 8);
+	memcpy(o + 24, &len, 4);
+	memcpy(o + 28, &pid, 4);
+	n = 32;
+	a = rec + 24;
+	for (unsigned int i = 0; i < ev->nargs && a < end; i++) {
+		if (ev->args[i].kind == HGT_PROBE_STR) {
+			uint32_t sl;
+
+			memcpy(&sl, a, 4);
+			memcpy(o + n, a, 4 + (size_t)sl);
+			n += 4 + sl;
+			a += HGT_PROBE_STR_SIZE(sl);
+		} else {
+			memcpy(o + n, a, 8);
+			n += 8;
+			a += 8;
+		}
+	}
+	return (long)n;
+}
+
+/* The records of @len bytes at @p (whole records: a PAD fills a ring's end) as QEMU's. */
+static int qemu_convert(const unsigned char *p, uint64_t len, size_t *used)
+{
+	for (uint64_t off = 0; off + 8 <= len;) {
+		uint32_t size;
+		long k;
+
+		memcpy(&size, p + off + 4, 4);
+		if (size < 8 || off + size > len)
+			break;
+		k = qemu_record(p + off, *used);
+		if (k < 0)
+			return -1;
+		*used += (size_t)k;
+		off += size;
+	}
+	return 0;
+}
+
 /* Move one ring's committed bytes, with its thread and loss records, to the file. */
 static int drain_ring(struct ring *r, int out)
 {
@@ -306,8 +488,17 @@ static int drain_ring(struct ring *r, int out)
 			iov[n++] = (struct iovec){ r->r.buf + off, len };
 		}
 	}
-	if (n && out >= 0 && writev_all(out, iov, n) < 0)
+	if (n && out >= 0 && qemu_fmt) {
+		size_t used = 0;
+
+		for (int i = 0; i < n; i++)
+			if (qemu_convert(iov[i].iov_base, iov[i].iov_len, &used) < 0)
+				return -1;
+		if (used && write_all(out, qbuf, used) < 0)
+			return -1;
+	} else if (n && out >= 0 && writev_all(out, iov, n) < 0) {
 		return -1;
+	}
 	__atomic_store_n(&r->r.tail, head, __ATOMIC_RELEASE);
 	__atomic_store_n(&r->r.wake_sent, 0, __ATOMIC_RELAXED);
 	return 0;
@@ -320,7 +511,7 @@ static int drain_all(int out)
 	uint64_t ts = now();
 	int ret = 0;
 
-	if (out >= 0) {
+	if (out >= 0 && !qemu_fmt) {
 		rec_hdr(round, HGT_PROBE_R_ROUND, 16);
 		memcpy(round + 8, &ts, 8);
 		if (write_all(out, round, 16) < 0)
@@ -360,7 +551,7 @@ static void *writer_main(void *arg)
 		int stop;
 
 		pthread_mutex_lock(&drain_lock);
-		if (fd >= 0 &&
+		if (fd >= 0 && !qemu_fmt &&
 		    n % 20 == 0) { /* a clock sample a second: TSC rate of a crashed run */
 			unsigned char c[32];
 
@@ -408,7 +599,8 @@ static void at_exit(void)
 		unsigned char c[32];
 
 		drain_all(fd);
-		write_all(fd, c, clock_rec(c));
+		if (!qemu_fmt)
+			write_all(fd, c, clock_rec(c));
 		close(fd);
 		fd = -1;
 	}
@@ -486,6 +678,25 @@ struct desc_ctx {
 	int err;
 };
 
+/* Room for @need more bytes in @c; 0, or -1 with c->err set. */
+static int desc_room(struct desc_ctx *c, size_t need)
+{
+	if (c->err)
+		return -1;
+	if (c->len + need > c->cap) {
+		size_t cap = (c->cap + need) * 2;
+		unsigned char *b = realloc(c->buf, cap);
+
+		if (!b) {
+			c->err = -ENOMEM;
+			return -1;
+		}
+		c->buf = b;
+		c->cap = cap;
+	}
+	return 0;
+}
+
 static void put_desc(struct hgt_probe_event *ev, void *arg)
 {
 	struct desc_ctx *c = arg;
@@ -494,17 +705,8 @@ static void put_desc(struct hgt_probe_event *ev, void *arg)
 
 	for (unsigned int i = 0; i < ev->nargs; i++)
 		need += 1 + strlen(ev->args[i].type) + 1 + strlen(ev->args[i].name) + 1;
-	if (c->len + need > c->cap) {
-		size_t cap = (c->cap + need) * 2;
-		unsigned char *b = realloc(c->buf, cap);
-
-		if (!b) {
-			c->err = -ENOMEM;
-			return;
-		}
-		c->buf = b;
-		c->cap = cap;
-	}
+	if (desc_room(c, need))
+		return;
 	memset(c->buf + start, 0, need);
 	c->len += 8;
 	memcpy(c->buf + c->len, &ev->id, 4);
@@ -527,6 +729,40 @@ static void put_desc(struct hgt_probe_event *ev, void *arg)
 #undef PUTS
 	c->len = (c->len + 7) & ~(size_t)7;
 	rec_hdr(c->buf + start, HGT_PROBE_R_DESC, (uint32_t)(c->len - start));
+}
+
+/* QEMU's mapping record for @ev (type 0: id, name length, name), and @ev in the table. */
+static void put_mapping(struct hgt_probe_event *ev, void *arg)
+{
+	struct desc_ctx *c = arg;
+	uint64_t zero = 0, id = ev->id;
+	uint32_t len = (uint32_t)strlen(ev->name);
+
+	if (desc_room(c, 20 + len))
+		return;
+	pthread_mutex_lock(&drain_lock);
+	c->err = qtab_add(ev);
+	pthread_mutex_unlock(&drain_lock);
+	memcpy(c->buf + c->len, &zero, 8);
+	memcpy(c->buf + c->len + 8, &id, 8);
+	memcpy(c->buf + c->len + 16, &len, 4);
+	memcpy(c->buf + c->len + 20, ev->name, len);
+	c->len += 20 + len;
+}
+
+/* QEMU's header (id ~0, magic, version 4) and a mapping record per registered event. */
+static int write_qemu_head(int out)
+{
+	uint64_t h[3] = { QEMU_HEADER_ID, QEMU_MAGIC, 4 };
+	struct desc_ctx c = { 0 };
+	int ret;
+
+	hgt__probe_each(put_mapping, &c);
+	ret = c.err;
+	if (!ret && (write_all(out, h, sizeof(h)) < 0 || write_all(out, c.buf, c.len) < 0))
+		ret = -errno;
+	free(c.buf);
+	return ret;
 }
 
 /* Header, a clock sample, and every registered event's description. */
@@ -564,7 +800,7 @@ int hgt__probe_file_on_locked(void)
 		fprintf(stderr, "hgtrace-probes: trace file %s: %s\n", file_name, strerror(errno));
 		return ret;
 	}
-	ret = write_head(f);
+	ret = qemu_fmt ? write_qemu_head(f) : write_head(f);
 	if (ret < 0) {
 		fprintf(stderr, "hgtrace-probes: trace file %s: %s\n", file_name, strerror(-ret));
 		close(f);
@@ -596,7 +832,7 @@ int hgt__probe_file_off_locked(void)
 	if (fd >= 0) {
 		unsigned char c[32];
 
-		if (drain_all(fd) < 0 || write_all(fd, c, clock_rec(c)) < 0)
+		if (drain_all(fd) < 0 || (!qemu_fmt && write_all(fd, c, clock_rec(c)) < 0))
 			ret = -errno;
 		close(fd);
 		__atomic_store_n(&fd, -1, __ATOMIC_RELEASE);
@@ -652,7 +888,7 @@ int hgt__probe_file_describe(struct hgt_probe_group *g)
 	int ret;
 
 	for (size_t i = 0; i < g->nevents; i++)
-		put_desc(g->events[i], &c);
+		(qemu_fmt ? put_mapping : put_desc)(g->events[i], &c);
 	ret = c.err;
 	pthread_mutex_lock(&drain_lock);
 	if (!ret && fd >= 0 && write_all(fd, c.buf, c.len) < 0)
