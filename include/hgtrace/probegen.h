@@ -59,7 +59,15 @@ void hgt_tev_free(struct hgt_tev_list *l);
  */
 int hgt_tev_expand_fmt(const struct hgt_tev *ev, int exec, char *buf, size_t sz);
 
-enum hgt_gen_format { HGT_GEN_H, HGT_GEN_C, HGT_GEN_D, HGT_GEN_STP, HGT_GEN_UST };
+enum hgt_gen_format {
+	HGT_GEN_H,
+	HGT_GEN_C,
+	HGT_GEN_D,
+	HGT_GEN_STP,
+	HGT_GEN_UST,
+	HGT_GEN_LOG_STP,    /* log-stap: PREFIX.log.NAME printf()s the event (qemu-trace-stap) */
+	HGT_GEN_SIMPLE_STP, /* simpletrace-stap: PREFIX.simpletrace.NAME, QEMU's binary records */
+};
 
 struct hgt_gen_opts {
 	size_t sz; /* sizeof(struct hgt_gen_opts) */

@@ -564,13 +564,16 @@ static void gen_d(struct em *e, const struct hgt_gen_opts *o, const struct hgt_t
 	emit(e, "};\n");
 }
 
+/* SystemTap's reserved words, renamed with a trailing '_' as tracetool does. */
+static const char *const stap_kw[] = { "break",	 "catch",   "continue", "delete", "else",
+				       "for",	 "foreach", "function", "global", "if",
+				       "in",	 "limit",   "long",	"next",	  "probe",
+				       "return", "self",    "string",	"try",	  "while",
+				       NULL };
+
 static void gen_stp(struct em *e, const struct hgt_gen_opts *o, const struct hgt_tev_list *l)
 {
-	static const char *const kw[] = { "break",  "catch",   "continue", "delete", "else",
-					  "for",    "foreach", "function", "global", "if",
-					  "in",	    "limit",   "long",	   "next",   "probe",
-					  "return", "self",    "string",   "try",    "while",
-					  NULL };
+	const char *const *kw = stap_kw;
 
 	for (size_t i = 0; i < l->n; i++) {
 		struct half h[2];
@@ -593,6 +596,192 @@ static void gen_stp(struct em *e, const struct hgt_gen_opts *o, const struct hgt
 				     safe_name(h[j].t->args[a].name, kw, b, sizeof(b)), n);
 			}
 			emit(e, "}\n");
+		}
+	}
+}
+
+/*
+ * An event's format as one SystemTap printf string: the literals joined, each PRI macro
+ * (and a program's macro such as HWADDR_PRIx) its conversion letter, and the length
+ * qualifiers of %d, %u and %x dropped (SystemTap's values are all 64-bit). Returns 0, or
+ * -EINVAL naming a macro with no conversion letter in @err.
+ */
+static int stap_fmt(const char *f, char *buf, size_t sz, char *err, size_t errsz)
+{
+	char tmp[2048];
+	size_t n = 0, m = 0;
+
+#define PUTC(c)                           \
+	do {                              \
+		if (n + 1 >= sizeof(tmp)) \
+			return -E2BIG;    \
+		tmp[n++] = (c);           \
+	} while (0)
+	for (const char *p = f; p && *p;) {
+		if (*p == '"') {
+			for (p++; *p && *p != '"'; p++) {
+				if (*p == '\\' && p[1])
+					PUTC(*p++);
+				PUTC(*p);
+			}
+			if (*p)
+				p++;
+		} else if (isalpha((unsigned char)*p) || *p == '_') {
+			const char *s = p, *pri;
+
+			while (isalnum((unsigned char)*p) || *p == '_')
+				p++;
+			pri = !strncmp(s, "PRI", 3) ? s : memmem(s, (size_t)(p - s), "_PRI", 4);
+			if (pri && pri != s)
+				pri++;
+			if (!pri || pri + 3 >= p || !isalpha((unsigned char)pri[3])) {
+				snprintf(err, errsz,
+					 "'%.*s' in a format: a SystemTap format needs "
+					 "the conversion it stands for",
+					 (int)(p - s), s);
+				return -EINVAL;
+			}
+			PUTC(pri[3]);
+		} else {
+			p++;
+		}
+	}
+#undef PUTC
+	/* %(\d*)(l+|z)(d|u|x) -> %\1\3 */
+	for (size_t i = 0; i < n && m + 1 < sz; i++) {
+		buf[m++] = tmp[i];
+		if (tmp[i] != '%')
+			continue;
+		if (i + 1 < n && tmp[i + 1] == '%') {
+			buf[m++] = tmp[++i];
+			continue;
+		}
+		while (i + 1 < n && isdigit((unsigned char)tmp[i + 1]) && m + 1 < sz)
+			buf[m++] = tmp[++i];
+		{
+			size_t k = i + 1;
+
+			while (k < n && tmp[k] == 'l')
+				k++;
+			if (k == i + 1 && k < n && tmp[k] == 'z')
+				k++;
+			if (k > i + 1 && k < n && strchr("dux", tmp[k]))
+				i = k - 1;
+		}
+	}
+	buf[m] = 0;
+	return 0;
+}
+
+/* A string argument (char *, const char *): SystemTap reads it with user_string_n(). */
+static int is_str(const struct hgt_tev_arg *a)
+{
+	return a->kind == HGT_PROBE_STR;
+}
+
+/* The start of a log-stap or simpletrace-stap probe: its name, and each string argument
+ * read from the program (with its length for @lengths). */
+static void stap_head(struct em *e, const struct hgt_gen_opts *o, const struct half *h,
+		      const char *kind, int lengths)
+{
+	char b[80];
+
+	emit(e, "probe %s.%s.%s = %s.%s ?\n{\n", o->probe_prefix, kind, h->name, o->probe_prefix,
+	     h->name);
+	for (int a = 0; a < h->t->nargs; a++) {
+		const char *n = safe_name(h->t->args[a].name, stap_kw, b, sizeof(b));
+
+		if (!use_arg(h, a) || !is_str(&h->t->args[a]))
+			continue;
+		emit(e,
+		     "    try {\n        arg%s_str = %s ? user_string_n(%s, 512) : \"<null>\"\n"
+		     "    } catch {}\n",
+		     n, n, n);
+		if (lengths)
+			emit(e, "    arg%s_len = strlen(arg%s_str)\n", n, n);
+	}
+}
+
+/* The printf arguments of a stap probe: values by name, strings as read (with their lengths,
+ * twice, for simpletrace-stap's "%4b%.*s"). */
+static void stap_values(struct em *e, const struct half *h, int lengths)
+{
+	char b[80];
+
+	for (int a = 0; a < h->t->nargs; a++) {
+		const char *n = safe_name(h->t->args[a].name, stap_kw, b, sizeof(b));
+
+		if (!use_arg(h, a))
+			continue;
+		if (!is_str(&h->t->args[a]))
+			emit(e, ", %s", n);
+		else if (lengths)
+			emit(e, ", arg%s_len, arg%s_len, arg%s_str", n, n, n);
+		else
+			emit(e, ", arg%s_str", n);
+	}
+}
+
+/* log-stap: PREFIX.log.NAME prints the event as the log backend would, with pid and time. */
+static void gen_log_stp(struct em *e, const struct hgt_gen_opts *o, const struct hgt_tev_list *l,
+			char *err, size_t errsz)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		struct half h[2];
+		int m = halves(&l->ev[i], h);
+
+		for (int j = 0; j < m; j++) {
+			char f[2048], b[256];
+
+			if (h[j].flags & HGT_PROBE_F_DISABLE)
+				continue;
+			if (stap_fmt(h[j].fmt, f, sizeof(f), b, sizeof(b))) {
+				snprintf(err, errsz, "%s:%d: %s", h[j].t->file, h[j].t->line, b);
+				e->err = -EINVAL;
+				return;
+			}
+			stap_head(e, o, &h[j], "log", 0);
+			emit(e, "    printf(\"%%d@%%d %s %s\\n\", pid(), gettimeofday_ns()",
+			     h[j].name, f);
+			stap_values(e, &h[j], 0);
+			emit(e, ")\n}\n");
+		}
+	}
+}
+
+/* simpletrace-stap: PREFIX.simpletrace.NAME prints QEMU's simple trace record in binary
+ * (no header or mapping: simpletrace.py --no-header; the id is the event's index). */
+static void gen_simple_stp(struct em *e, const struct hgt_gen_opts *o, const struct hgt_tev_list *l)
+{
+	int id = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		struct half h[2];
+		int m = halves(&l->ev[i], h);
+
+		for (int j = 0; j < m; j++, id++) {
+			char b[80];
+
+			if (h[j].flags & HGT_PROBE_F_DISABLE)
+				continue;
+			stap_head(e, o, &h[j], "simpletrace", 1);
+			emit(e, "    printf(\"%%8b%%8b%%8b%%4b%%4b");
+			for (int a = 0; a < h[j].t->nargs; a++)
+				if (use_arg(&h[j], a))
+					emit(e, is_str(&h[j].t->args[a]) ? "%%4b%%.*s" : "%%8b");
+			emit(e, "\", 1, %d, gettimeofday_ns(), 24", id);
+			for (int a = 0; a < h[j].t->nargs; a++) {
+				const char *n =
+					safe_name(h[j].t->args[a].name, stap_kw, b, sizeof(b));
+
+				if (use_arg(&h[j], a))
+					emit(e,
+					     is_str(&h[j].t->args[a]) ? " + 4 + arg%s_len" : " + 8",
+					     n);
+			}
+			emit(e, ", pid()");
+			stap_values(e, &h[j], 1);
+			emit(e, ")\n}\n");
 		}
 	}
 }
@@ -736,6 +925,12 @@ int hgt_gen(const struct hgt_gen_opts *o, const struct hgt_tev_list *l, FILE *ou
 		snprintf(err, errsz, "--format stp needs --binary and --probe-prefix");
 		return -EINVAL;
 	}
+	if ((o->format == HGT_GEN_LOG_STP || o->format == HGT_GEN_SIMPLE_STP) && !o->probe_prefix) {
+		snprintf(err, errsz, "--format %s needs --probe-prefix (the stp tapset's)",
+			 o->format == HGT_GEN_LOG_STP ? "log-stap" : "simpletrace-stap");
+		return -EINVAL;
+	}
+	err[0] = 0;
 	emit(&e, "/* Generated by hgtrace gen from");
 	for (size_t i = 0; i < l->nfiles; i++)
 		emit(&e, " %s", l->files[i]);
@@ -756,8 +951,14 @@ int hgt_gen(const struct hgt_gen_opts *o, const struct hgt_tev_list *l, FILE *ou
 	case HGT_GEN_UST:
 		gen_ust(&e, o, l);
 		break;
+	case HGT_GEN_LOG_STP:
+		gen_log_stp(&e, o, l, err, errsz);
+		break;
+	case HGT_GEN_SIMPLE_STP:
+		gen_simple_stp(&e, o, l);
+		break;
 	}
-	if (e.err)
+	if (e.err && !err[0])
 		snprintf(err, errsz, "%s: %s", e.name, strerror(-e.err));
 	return e.err;
 }

@@ -110,6 +110,40 @@ else
 	tap_fail "stp: $(grep -A6 qc_words trace-qc.stp | tr '\n' ' ')"
 fi
 
+# log-stap and simpletrace-stap (qemu-trace-stap's and the flight recorder's): the printf a
+# probe makes, written here by hand from QEMU's formats: literals joined, PRI macros and
+# HWADDR_PRIx their conversion letter, %lu/%lld/%zu without length (SystemTap's values are
+# 64-bit); QEMU's binary record: type 1, the event's index, time, 24 + 8 per value + 4 +
+# length per string, pid, values.
+"$HGTRACE" gen --format log-stap --probe-prefix qemu.fake -o trace-qc-log.stp trace-events &&
+	"$HGTRACE" gen --format simpletrace-stap --probe-prefix qemu.fake -o trace-qc-st.stp trace-events ||
+	tap_fail "gen --format log-stap / simpletrace-stap"
+cat > want-stap.txt << 'EOF'
+    printf("%d@%d qc_ints a=%u b=%u c=%d d=%u e=%d f=%u g=%d h=%u i=%u j=%d\n", pid(), gettimeofday_ns(), a, b, c, d, e, f, g, h, i, j)
+    printf("%d@%d qc_macro addr 0x%x size %u\n", pid(), gettimeofday_ns(), addr, size)
+    printf("%d@%d qc_words self=%d string=%d probe=%d in=%d provider=%d\n", pid(), gettimeofday_ns(), self_, string_, probe_, in_, provider)
+    printf("%d@%d qc_ten %d %d %d %d %u %u %u %u %u %d\n", pid(), gettimeofday_ns(), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9)
+    printf("%8b%8b%8b%4b%4b%8b%4b%.*s%8b%4b%.*s", 1, 2, gettimeofday_ns(), 24 + 8 + 4 + args_len + 8 + 4 + argw_len, pid(), p, args_len, args_len, args_str, q, argw_len, argw_len, argw_str)
+    printf("%8b%8b%8b%4b%4b%8b%8b", 1, 3, gettimeofday_ns(), 24 + 8 + 8, pid(), addr, size)
+    printf("%8b%8b%8b%4b%4b", 1, 5, gettimeofday_ns(), 24, pid())
+    printf("%8b%8b%8b%4b%4b%8b%8b%8b%8b%8b%8b%8b%8b%8b%8b", 1, 7, gettimeofday_ns(), 24 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 8 + 8, pid(), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9)
+EOF
+grep -hE 'printf\(.*(qc_ints|qc_macro|qc_words|qc_ten) |printf\("%8b.*, 1, [2357], ' trace-qc-log.stp trace-qc-st.stp > got-stap.txt
+tap_cmp "log-stap and simpletrace-stap: the probes' printf as QEMU's formats give them ($(wc -l < want-stap.txt) lines)" got-stap.txt want-stap.txt
+printf 'ev_m(int x) "x=%%" FOO_FMT\n' > nomacro.te
+if ! "$HGTRACE" gen --format log-stap --probe-prefix q -o nomacro.stp nomacro.te 2> nomacro.err &&
+	[ ! -e nomacro.stp ] && grep -q "nomacro.te:1: 'FOO_FMT' in a format: a SystemTap format needs the conversion" nomacro.err; then
+	tap_ok "log-stap: a macro that names no conversion is one error line: $(cat nomacro.err)"
+else
+	tap_fail "log-stap with FOO_FMT: $(cat nomacro.err)"
+fi
+if ! grep -q qc_off trace-qc-log.stp && ! grep -q qc_off trace-qc-st.stp &&
+	grep -q 'args_str = s ? user_string_n(s, 512) : "<null>"' trace-qc-st.stp; then
+	tap_ok "stap formats: the disabled event left out (its index still counted), strings read with user_string_n"
+else
+	tap_fail "stap formats: qc_off or strings"
+fi
+
 # Compile with QEMU's flags.
 extra=()
 if [[ $backends == *ust* ]]; then

@@ -15,7 +15,9 @@
 static void gen_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hgtrace gen --backends LIST --format h|c|d|stp|ust -o OUT [OPTIONS] "
+		"usage: hgtrace gen --backends LIST --format "
+		"h|c|d|stp|ust|log-stap|simpletrace-stap\n"
+		"                   -o OUT [OPTIONS] "
 		"EVENTS-FILE...\n"
 		"  --backends LIST       nop,log,simple,ftrace,syslog,ust,dtrace (all selected "
 		"fire)\n"
@@ -114,8 +116,15 @@ int cmd_gen(int argc, char **argv)
 		o.format = HGT_GEN_STP;
 	else if (!strcmp(fmt, "ust"))
 		o.format = HGT_GEN_UST;
+	else if (!strcmp(fmt, "log-stap"))
+		o.format = HGT_GEN_LOG_STP;
+	else if (!strcmp(fmt, "simpletrace-stap"))
+		o.format = HGT_GEN_SIMPLE_STP;
 	else {
-		fprintf(stderr, "hgtrace gen: --format: '%s' is not h, c, d, stp or ust\n", fmt);
+		fprintf(stderr,
+			"hgtrace gen: --format: '%s' is not h, c, d, stp, ust, log-stap or "
+			"simpletrace-stap\n",
+			fmt);
 		return 2;
 	}
 	if (hgt_gen_backends(backends, &o.backends, err, sizeof(err)) < 0) {
