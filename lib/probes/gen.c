@@ -786,6 +786,122 @@ static void gen_simple_stp(struct em *e, const struct hgt_gen_opts *o, const str
 	}
 }
 
+/* An argument's Rust type: in the function trace_X() takes (@api), or in the C function's
+ * declaration. Rust's reserved words are renamed with a trailing '_' (r#self cannot be). */
+static const char *rs_type(const struct hgt_tev_arg *a, int api)
+{
+	static const char *const names[] = {
+		[HGT_PROBE_S8] = "i8",	   [HGT_PROBE_U8] = "u8",
+		[HGT_PROBE_S16] = "i16",   [HGT_PROBE_U16] = "u16",
+		[HGT_PROBE_S32] = "i32",   [HGT_PROBE_U32] = "u32",
+		[HGT_PROBE_S64] = "i64",   [HGT_PROBE_U64] = "u64",
+		[HGT_PROBE_BOOL] = "bool", [HGT_PROBE_PTR] = "*const c_void",
+	};
+
+	if (a->tcg)
+		return "u64";
+	if (a->kind == HGT_PROBE_STR)
+		return api ? "&CStr" : "*const c_char";
+	return names[a->kind];
+}
+
+static const char *const rs_kw[] = {
+	"as",	 "break",  "const",    "continue", "crate",  "else", "enum",  "extern", "false",
+	"fn",	 "for",	   "if",       "impl",	   "in",     "let",  "loop",  "match",	"mod",
+	"move",	 "mut",	   "pub",      "ref",	   "return", "self", "Self",  "static", "struct",
+	"super", "trait",  "true",     "type",	   "unsafe", "use",  "where", "while",	"async",
+	"await", "dyn",	   "abstract", "become",   "box",    "do",   "final", "macro",	"override",
+	"priv",	 "typeof", "unsized",  "virtual",  "yield",  "try",  NULL
+};
+
+/* rs: trace_X() and trace_X_enabled() for Rust code, calling the C file's functions (the
+ * log, simple, ftrace and syslog backends; USDT and LTTng probes are C macros). */
+static void gen_rs(struct em *e, const struct hgt_gen_opts *o, const struct hgt_tev_list *l)
+{
+	int calls = (o->backends & B_STATE) != 0;
+
+	emit(e, "#[allow(unused_imports)]\nuse std::ffi::{c_char, c_void, CStr};\n"
+		"use std::sync::atomic::{AtomicU8, Ordering};\n\nextern \"C\" {\n");
+	for (size_t i = 0; i < l->n; i++) {
+		struct half h[2];
+		int m = halves(&l->ev[i], h);
+
+		for (int j = 0; j < m; j++) {
+			char b[80];
+			int any = 0;
+
+			emit(e, "    static _hgt_%s__%s_dstate: AtomicU8;\n", o->group, h[j].name);
+			if (!calls || (h[j].flags & HGT_PROBE_F_DISABLE))
+				continue;
+			emit(e, "    fn _hgt_%s__trace_%s(", o->group, h[j].name);
+			for (int a = 0; a < h[j].t->nargs; a++)
+				if (use_arg(&h[j], a)) {
+					emit(e, "%s%s: %s", any ? ", " : "",
+					     safe_name(h[j].t->args[a].name, rs_kw, b, sizeof(b)),
+					     rs_type(&h[j].t->args[a], 0));
+					any = 1;
+				}
+			emit(e, ");\n");
+		}
+	}
+	emit(e, "}\n");
+	for (size_t i = 0; i < l->n; i++) {
+		struct half h[2];
+		int m = halves(&l->ev[i], h);
+
+		for (int j = 0; j < m; j++) {
+			int off = h[j].flags & HGT_PROBE_F_DISABLE, any = 0;
+			char b[80];
+
+			emit(e,
+			     "\n#[inline(always)]\n#[allow(dead_code)]\npub fn trace_%s_enabled() "
+			     "-> "
+			     "bool {\n",
+			     h[j].name);
+			if (off)
+				emit(e, "    false\n}\n");
+			else
+				emit(e,
+				     "    unsafe { _hgt_%s__%s_dstate.load(Ordering::Relaxed) != 0 "
+				     "}\n}\n",
+				     o->group, h[j].name);
+			emit(e,
+			     "\n#[inline(always)]\n#[allow(dead_code, unused_variables)]\npub fn "
+			     "trace_%s(",
+			     h[j].name);
+			for (int a = 0; a < h[j].t->nargs; a++)
+				if (use_arg(&h[j], a)) {
+					emit(e, "%s%s: %s", any ? ", " : "",
+					     safe_name(h[j].t->args[a].name, rs_kw, b, sizeof(b)),
+					     rs_type(&h[j].t->args[a], 1));
+					any = 1;
+				}
+			emit(e, ") {\n");
+			if (!off && calls) {
+				any = 0;
+				emit(e,
+				     "    if trace_%s_enabled() {\n        unsafe { "
+				     "_hgt_%s__trace_%s(",
+				     h[j].name, o->group, h[j].name);
+				for (int a = 0; a < h[j].t->nargs; a++)
+					if (use_arg(&h[j], a)) {
+						const char *n = safe_name(h[j].t->args[a].name,
+									  rs_kw, b, sizeof(b));
+
+						emit(e, "%s%s%s", any ? ", " : "", n,
+						     h[j].t->args[a].kind == HGT_PROBE_STR &&
+								     !h[j].t->args[a].tcg
+							     ? ".as_ptr()"
+							     : "");
+						any = 1;
+					}
+				emit(e, ") }\n    }\n");
+			}
+			emit(e, "}\n");
+		}
+	}
+}
+
 /* Which printf conversions print in hex: the ust provider uses ctf_integer_hex for them. */
 static void hex_args(const struct half *h, int hex[HGT_TEV_MAX_ARGS + 1])
 {
@@ -956,6 +1072,9 @@ int hgt_gen(const struct hgt_gen_opts *o, const struct hgt_tev_list *l, FILE *ou
 		break;
 	case HGT_GEN_SIMPLE_STP:
 		gen_simple_stp(&e, o, l);
+		break;
+	case HGT_GEN_RS:
+		gen_rs(&e, o, l);
 		break;
 	}
 	if (e.err && !err[0])

@@ -201,6 +201,46 @@ qc_ten a0=0xffffffffffffffff a1=0xfffffffffffffffe a2=0xfffffffffffffffd a3=0xff
 EOF
 tap_cmp "simpletrace --qemu: values as QEMU's simpletrace.py prints them ($(wc -l < wantq.txt) events)" gotq.txt wantq.txt
 
+# rs: the Rust functions QEMU's Rust devices call, over the C file's functions; a Rust
+# program fires the same events with the same values as main.c.
+if command -v rustc > /dev/null; then
+	mkdir rs
+	"$HGTRACE" gen --backends simple --group hw_fake --format rs -o rs/trace-qc.rs trace-events &&
+		"$HGTRACE" gen --backends simple --group hw_fake --format h -o rs/trace-qc.h trace-events &&
+		"$HGTRACE" gen --backends simple --group hw_fake --format c -o rs/trace-qc.c trace-events ||
+		tap_fail "gen --format rs"
+	cat > rs/main.rs << 'EOF'
+include!("trace-qc.rs");
+
+fn main() {
+    trace_qc_ints(u64::MAX, 65535, -2, 123456789012, -5000000000, u64::MAX, -7, 8, 65534, -9);
+    trace_qc_small(255, -128, 65, true, false, 65533);
+    trace_qc_ptrs(0x1234 as *const c_void, CStr::from_bytes_with_nul(b"str\0").unwrap(),
+                  0x10 as *const c_void, CStr::from_bytes_with_nul(b"q'\\\0").unwrap());
+    trace_qc_macro(0xfee00000, 4);
+    trace_qc_words(1, 2, 3, 4, 5);
+    trace_qc_nofmt();
+    trace_qc_off(1);
+    trace_qc_ten(-1, -2, -3, -4, 250, 65000, 4000000000, 18000000000000000000, 7, -8);
+}
+EOF
+	if cc -O2 -c $QFLAGS $SAN -fPIC -include qc-osdep.h -o rs/trace-qc.o rs/trace-qc.c \
+		$(pkg-config --cflags hgtrace-probes-uninstalled) 2> rs/cc.log &&
+		ar rcs rs/libqc.a rs/trace-qc.o &&
+		rustc --edition 2021 -O -o rs/qcr rs/main.rs -L native=rs -l static=qc \
+			-L native="$BUILD/lib" -l dylib=hgtrace-probes -C link-args="-Wl,-rpath,$BUILD/lib $SAN" \
+			2> rs/rustc.log; then
+		HGTRACE_EVENTS='qc_*' HGTRACE_FILE=$t/rs/qc.trace rs/qcr 2> /dev/null
+		"$HGTRACE" simpletrace rs/qc.trace 2> /dev/null | awk '{ $2 = ""; $3 = ""; print }' |
+			sed -E 's/  +/ /g; s/ $//' > rs/got.txt
+		tap_cmp "rs: a Rust program's events recorded as main.c's ($(wc -l < want.txt) events)" rs/got.txt want.txt
+	else
+		tap_fail "rs: build: $(head -5 rs/cc.log rs/rustc.log)"
+	fi
+else
+	tap_skip "rs: a Rust program's events" "no rustc here"
+fi
+
 # HGTRACE_SIMPLE_FORMAT=qemu: the same run written in QEMU's simple trace format (v4), read
 # by this test's own reader of QEMU's documented layout (header ~0, magic, 4; mapping
 # records; event records id, ns, length, pid, u64 values or u32-length strings), values

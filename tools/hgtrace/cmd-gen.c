@@ -120,10 +120,12 @@ int cmd_gen(int argc, char **argv)
 		o.format = HGT_GEN_LOG_STP;
 	else if (!strcmp(fmt, "simpletrace-stap"))
 		o.format = HGT_GEN_SIMPLE_STP;
+	else if (!strcmp(fmt, "rs"))
+		o.format = HGT_GEN_RS;
 	else {
 		fprintf(stderr,
-			"hgtrace gen: --format: '%s' is not h, c, d, stp, ust, log-stap or "
-			"simpletrace-stap\n",
+			"hgtrace gen: --format: '%s' is not h, c, d, stp, ust, log-stap, "
+			"simpletrace-stap or rs\n",
 			fmt);
 		return 2;
 	}
