@@ -68,6 +68,7 @@ enum hgt_gen_format {
 	HGT_GEN_LOG_STP,    /* log-stap: PREFIX.log.NAME printf()s the event (qemu-trace-stap) */
 	HGT_GEN_SIMPLE_STP, /* simpletrace-stap: PREFIX.simpletrace.NAME, QEMU's binary records */
 	HGT_GEN_RS,	    /* rs: trace_NAME() and trace_NAME_enabled() for Rust */
+	HGT_GEN_UST_C,	    /* ust-c: defines a provider shared by several groups, once */
 };
 
 struct hgt_gen_opts {

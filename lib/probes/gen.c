@@ -450,8 +450,10 @@ static void gen_c(struct em *e, const struct hgt_gen_opts *o, const struct hgt_t
 {
 	int n = n_halves_all(l), k = 0;
 
-	/* LTTng defines its tracepoints and probes where its header is first read. */
-	if (o->backends & HGT_PROBE_B_UST)
+	/* LTTng defines its tracepoints and probes where its header is first read: here when
+	 * the provider is the group's own; a provider several groups share (QEMU's "qemu")
+	 * is defined once, by the file --format ust-c makes */
+	if ((o->backends & HGT_PROBE_B_UST) && !strcmp(provider(o), o->group))
 		emit(e, "#define TRACEPOINT_CREATE_PROBES\n#define TRACEPOINT_DEFINE\n");
 	emit(e, "#include <stdint.h>\n#include <stddef.h>\n#include \"%s\"\n", o->header);
 	for (size_t i = 0; i < l->n; i++) {
@@ -1075,6 +1077,13 @@ int hgt_gen(const struct hgt_gen_opts *o, const struct hgt_tev_list *l, FILE *ou
 		break;
 	case HGT_GEN_RS:
 		gen_rs(&e, o, l);
+		break;
+	case HGT_GEN_UST_C:
+		/* the one place a shared LTTng provider's tracepoints and probes are defined */
+		emit(&e,
+		     "#define TRACEPOINT_CREATE_PROBES\n#define TRACEPOINT_DEFINE\n#include "
+		     "\"%s\"\n",
+		     o->ust_header ? o->ust_header : "probes-ust.h");
 		break;
 	}
 	if (e.err && !err[0])

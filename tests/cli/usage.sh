@@ -23,7 +23,7 @@ check "unknown command" 2 "unknown command 'frob'" frob
 check "report -h" 0 "--ts-offset" report -h
 check "gen -h" 0 "--backends LIST" gen -h
 check "gen without --format" 2 "--format is required" gen -o x.h "$here/probes/sample.trace-events"
-check "gen bad --format" 2 "'x' is not h, c, d, stp or ust" gen --format x -o x.h "$here/probes/sample.trace-events"
+check "gen bad --format" 2 "'x' is not h, c, d, stp, ust, ust-c, log-stap, simpletrace-stap or rs" gen --format x -o x.h "$here/probes/sample.trace-events"
 check "gen stp without --binary" 1 "--format stp needs --binary and --probe-prefix" gen --format stp -o /dev/null "$here/probes/sample.trace-events"
 check "gen bad --group" 1 "--group: '1x' is not a C identifier" gen --format h --group 1x -o /dev/null "$here/probes/sample.trace-events"
 check "gen missing events file" 1 "nosuch.events: No such file or directory" gen --format h -o /dev/null nosuch.events

@@ -70,13 +70,14 @@ gen() { # FORMAT OUT [ARGS]
 	"$HGTRACE" gen --backends "$backends" --group hw_fake --provider qemu --format "$f" -o "$o" "$@" trace-events
 }
 ok=1
-for f in h c d stp ust; do
+for f in h c d stp ust ust-c; do
 	case $f in
 	h) out=trace-qc.h ;;
 	c) out=trace-qc.c ;;
 	d) out=trace-qc.d ;;
 	stp) out=trace-qc.stp ;;
-	ust) out=hw_fake-ust.h ;;
+	ust-c) out=qemu-ust.c ;;
+	ust) out=qemu-ust.h ;;
 	esac
 	args=()
 	[ $f = stp ] && args=(--binary /usr/bin/qemu-fake --probe-prefix qemu.fake)
@@ -86,7 +87,7 @@ for f in h c d stp ust; do
 		ok=0
 	fi
 done
-[ $ok = 1 ] && tap_ok "every format (h c d stp ust) with backends $backends, provider qemu"
+[ $ok = 1 ] && tap_ok "every format (h c d stp ust ust-c) with backends $backends, provider qemu"
 [ "$(stat -c %a trace-qc.h)" = "$(printf '%o' $((0666 & ~$(umask))))" ] &&
 	tap_ok "generated files have the mode the umask gives ($(stat -c %a trace-qc.h))" ||
 	tap_fail "mode $(stat -c %a trace-qc.h) with umask $(umask)"
@@ -147,7 +148,8 @@ fi
 # Compile with QEMU's flags.
 extra=()
 if [[ $backends == *ust* ]]; then
-	extra+=($(pkg-config --cflags --libs lttng-ust))
+	# the provider qemu is shared by groups: defined once, by the ust-c file
+	extra+=(qemu-ust.c $(pkg-config --cflags --libs lttng-ust))
 fi
 if [[ $backends == *dtrace* ]]; then
 	if dtrace -h -s trace-qc.d -o hw_fake-dtrace.h 2> dtrace.err && dtrace -G -s trace-qc.d -o trace-qc-dtrace.o 2>> dtrace.err; then

@@ -25,7 +25,7 @@ static void gen_usage(FILE *f)
 		"  --provider NAME       DTrace and LTTng provider (default: the group; QEMU: "
 		"qemu)\n"
 		"  --header FILE         c: the header to include (default: OUT with .c -> .h)\n"
-		"  --ust-header FILE     the LTTng provider header (default: GROUP-ust.h)\n"
+		"  --ust-header FILE     the LTTng provider header (default: PROVIDER-ust.h)\n"
 		"  --dtrace-header FILE  the header 'dtrace -h' makes (default: GROUP-dtrace.h)\n"
 		"  --binary PATH --probe-prefix PREFIX   stp: the program and the tapset prefix\n");
 }
@@ -122,9 +122,11 @@ int cmd_gen(int argc, char **argv)
 		o.format = HGT_GEN_SIMPLE_STP;
 	else if (!strcmp(fmt, "rs"))
 		o.format = HGT_GEN_RS;
+	else if (!strcmp(fmt, "ust-c"))
+		o.format = HGT_GEN_UST_C;
 	else {
 		fprintf(stderr,
-			"hgtrace gen: --format: '%s' is not h, c, d, stp, ust, log-stap, "
+			"hgtrace gen: --format: '%s' is not h, c, d, stp, ust, ust-c, log-stap, "
 			"simpletrace-stap or rs\n",
 			fmt);
 		return 2;
@@ -141,7 +143,7 @@ int cmd_gen(int argc, char **argv)
 			header[n - 1] = 'h';
 		o.header = header;
 	}
-	snprintf(ust, sizeof(ust), "%s-ust.h", o.group);
+	snprintf(ust, sizeof(ust), "%s-ust.h", o.provider ? o.provider : o.group);
 	snprintf(dt, sizeof(dt), "%s-dtrace.h", o.group);
 	if (!o.ust_header)
 		o.ust_header = o.format == HGT_GEN_UST ? base(out) : ust;
