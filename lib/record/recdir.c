@@ -155,14 +155,13 @@ int hgt__recdir_create(struct hgt__recdir *d, const char *output, const char *in
 		}
 		if (!read_state(d->dir, &pid, &start, inst, sizeof(inst)) &&
 		    hgt__owner_alive(pid, start))
-			hgt__errorf(EBUSY, "%s: process %d is recording to %s now", d->dir, pid,
-				    output);
+			ret = hgt__errorf(EBUSY, "%s: process %d is recording to %s now", d->dir,
+					  pid, output);
 		else
-			hgt__errorf(EEXIST,
-				    "%s: a cut recording is there: run 'hgtrace restore %s' "
-				    "first (or remove it)",
-				    d->dir, output);
-		ret = errno == EBUSY ? -EBUSY : -EEXIST;
+			ret = hgt__errorf(EEXIST,
+					  "%s: a cut recording is there: run 'hgtrace restore %s' "
+					  "first (or remove it)",
+					  d->dir, output);
 		goto fail;
 	}
 made:
