@@ -226,18 +226,31 @@ fn main() {
     trace_qc_ten(-1, -2, -3, -4, 250, 65000, 4000000000, 18000000000000000000, 7, -8);
 }
 EOF
+	# Under sanitizers the C parts need their runtimes, which rustc's link puts after the
+	# libraries that use them: named for the link, preloaded for the run.
+	rsl=()
+	pre=
+	if [[ $SAN == *address* ]]; then
+		rsl+=(-l dylib=asan)
+		pre=$(cc -print-file-name=libasan.so)
+	fi
+	if [[ $SAN == *undefined* ]]; then
+		rsl+=(-l dylib=ubsan)
+		pre="$pre $(cc -print-file-name=libubsan.so)"
+	fi
 	if cc -O2 -c $QFLAGS $SAN -fPIC -include qc-osdep.h -o rs/trace-qc.o rs/trace-qc.c \
 		$(pkg-config --cflags hgtrace-probes-uninstalled) 2> rs/cc.log &&
 		ar rcs rs/libqc.a rs/trace-qc.o &&
 		rustc --edition 2021 -O -o rs/qcr rs/main.rs -L native=rs -l static=qc \
-			-L native="$BUILD/lib" -l dylib=hgtrace-probes -C link-args="-Wl,-rpath,$BUILD/lib $SAN" \
-			2> rs/rustc.log; then
-		HGTRACE_EVENTS='qc_*' HGTRACE_FILE=$t/rs/qc.trace rs/qcr 2> /dev/null
+			-L native="$BUILD/lib" -l dylib=hgtrace-probes "${rsl[@]}" \
+			-C link-args="-Wl,-rpath,$BUILD/lib" 2> rs/rustc.log; then
+		LD_PRELOAD=$pre HGTRACE_EVENTS='qc_*' HGTRACE_FILE=$t/rs/qc.trace rs/qcr 2> rs/run.err
 		"$HGTRACE" simpletrace rs/qc.trace 2> /dev/null | awk '{ $2 = ""; $3 = ""; print }' |
 			sed -E 's/  +/ /g; s/ $//' > rs/got.txt
 		tap_cmp "rs: a Rust program's events recorded as main.c's ($(wc -l < want.txt) events)" rs/got.txt want.txt
+		[ -s rs/run.err ] && echo "# rs program's stderr: $(head -3 rs/run.err | tr '\n' ' ')"
 	else
-		tap_fail "rs: build: $(head -5 rs/cc.log rs/rustc.log)"
+		tap_fail "rs: build: $(cat rs/cc.log rs/rustc.log | grep -m3 -i error | tr '\n' ' ')"
 	fi
 else
 	tap_skip "rs: a Rust program's events" "no rustc here"
