@@ -51,14 +51,8 @@ int cmd_convert(int argc, char **argv)
 			}
 			break;
 		case 'c':
-			if (hgt_compression_parse(optarg, &co.compression)) {
-				fprintf(stderr,
-					"hgtrace: convert: --compression '%s': expected none, "
-					"zlib, "
-					"zstd or any\n",
-					optarg);
+			if (cmd_compression("convert", optarg, &co.compression))
 				return 2;
-			}
 			comp_given = true;
 			break;
 		case 'h':

@@ -303,13 +303,8 @@ int cmd_record(int argc, char **argv)
 			o.cpumask = optarg;
 			break;
 		case 'Z':
-			if (hgt_compression_parse(optarg, &o.compression)) {
-				fprintf(stderr,
-					"hgtrace: record: --compression '%s': none, zlib or "
-					"zstd\n",
-					optarg);
+			if (cmd_compression("record", optarg, &o.compression))
 				goto out;
-			}
 			break;
 		case 'h':
 			usage(stdout);

@@ -33,13 +33,8 @@ int cmd_restore(int argc, char **argv)
 			o.output = optarg;
 			break;
 		case 'c':
-			if (hgt_compression_parse(optarg, &o.compression)) {
-				fprintf(stderr,
-					"hgtrace: restore: --compression '%s': expected none, "
-					"zlib or zstd\n",
-					optarg);
+			if (cmd_compression("restore", optarg, &o.compression))
 				return 2;
-			}
 			break;
 		case 'h':
 			usage(stdout);

@@ -205,13 +205,8 @@ int cmd_simulate(int argc, char **argv)
 			o.version = (int)v;
 			break;
 		case O_COMP:
-			if (hgt_compression_parse(optarg, &o.compression)) {
-				fprintf(stderr,
-					"hgtrace: simulate: --compression '%s': none, zlib "
-					"or zstd\n",
-					optarg);
+			if (cmd_compression("simulate", optarg, &o.compression))
 				return 2;
-			}
 			break;
 		case 'h':
 			usage(stdout);

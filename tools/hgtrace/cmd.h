@@ -28,6 +28,10 @@ void cmd_child_end(void);
 /* Append @ev to the list *@evs of *@n (usage: -e). Returns 0 or -1 (out of memory). */
 int cmd_push_event(const char ***evs, int *n, const char *ev);
 
+/* --compression ARG of command @cmd into *@c; on a bad name, one error line and -1. */
+enum hgt_compression;
+int cmd_compression(const char *cmd, const char *arg, enum hgt_compression *c);
+
 /* Print "hgtrace: MESSAGE" for the library's last error, or @fallback. */
 void cmd_error(const char *fallback);
 

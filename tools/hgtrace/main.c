@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hgtrace/output.h>
 #include <hgtrace/tracedat.h>
 
 #include "cmd.h"
@@ -41,6 +42,15 @@ int cmd_push_event(const char ***evs, int *n, const char *ev)
 	*evs = e;
 	e[(*n)++] = ev;
 	return 0;
+}
+
+int cmd_compression(const char *cmd, const char *arg, enum hgt_compression *c)
+{
+	if (!hgt_compression_parse(arg, c))
+		return 0;
+	fprintf(stderr, "hgtrace: %s: --compression '%s': expected none, zlib, zstd or any\n", cmd,
+		arg);
+	return -1;
 }
 
 void cmd_error(const char *fallback)
