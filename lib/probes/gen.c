@@ -816,6 +816,21 @@ static const char *const rs_kw[] = {
 	"priv",	 "typeof", "unsized",  "virtual",  "yield",  "try",  NULL
 };
 
+/* "name: type, ..." of a Rust function: trace_X()'s (@api) or the C function's. */
+static void rs_params(struct em *e, const struct half *h, int api)
+{
+	char b[80];
+	int any = 0;
+
+	for (int a = 0; a < h->t->nargs; a++)
+		if (use_arg(h, a)) {
+			emit(e, "%s%s: %s", any ? ", " : "",
+			     safe_name(h->t->args[a].name, rs_kw, b, sizeof(b)),
+			     rs_type(&h->t->args[a], api));
+			any = 1;
+		}
+}
+
 /* rs: trace_X() and trace_X_enabled() for Rust code, calling the C file's functions (the
  * log, simple, ftrace and syslog backends; USDT and LTTng probes are C macros). */
 static void gen_rs(struct em *e, const struct hgt_gen_opts *o, const struct hgt_tev_list *l)
@@ -829,20 +844,11 @@ static void gen_rs(struct em *e, const struct hgt_gen_opts *o, const struct hgt_
 		int m = halves(&l->ev[i], h);
 
 		for (int j = 0; j < m; j++) {
-			char b[80];
-			int any = 0;
-
 			emit(e, "    static _hgt_%s__%s_dstate: AtomicU8;\n", o->group, h[j].name);
 			if (!calls || (h[j].flags & HGT_PROBE_F_DISABLE))
 				continue;
 			emit(e, "    fn _hgt_%s__trace_%s(", o->group, h[j].name);
-			for (int a = 0; a < h[j].t->nargs; a++)
-				if (use_arg(&h[j], a)) {
-					emit(e, "%s%s: %s", any ? ", " : "",
-					     safe_name(h[j].t->args[a].name, rs_kw, b, sizeof(b)),
-					     rs_type(&h[j].t->args[a], 0));
-					any = 1;
-				}
+			rs_params(e, &h[j], 0);
 			emit(e, ");\n");
 		}
 	}
@@ -871,13 +877,7 @@ static void gen_rs(struct em *e, const struct hgt_gen_opts *o, const struct hgt_
 			     "\n#[inline(always)]\n#[allow(dead_code, unused_variables)]\npub fn "
 			     "trace_%s(",
 			     h[j].name);
-			for (int a = 0; a < h[j].t->nargs; a++)
-				if (use_arg(&h[j], a)) {
-					emit(e, "%s%s: %s", any ? ", " : "",
-					     safe_name(h[j].t->args[a].name, rs_kw, b, sizeof(b)),
-					     rs_type(&h[j].t->args[a], 1));
-					any = 1;
-				}
+			rs_params(e, &h[j], 1);
 			emit(e, ") {\n");
 			if (!off && calls) {
 				any = 0;
