@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,9 +50,9 @@ int hgt__append_undo(const char *path, const struct hgt__append_undo *u)
 
 	if (fd < 0)
 		return -errno;
-	ret = hgt__pwrite_full(fd, &zero, 8, u->done_pos);
-	if (!ret && ftruncate(fd, (off_t)u->eof))
-		ret = -errno;
+	ret = ftruncate(fd, (off_t)u->eof) ? -errno : 0;
+	if (!ret)
+		ret = hgt__pwrite_full(fd, &zero, 8, u->done_pos);
 	close(fd);
 	return ret;
 }
@@ -66,6 +67,7 @@ int hgt__append_options(const char *path, const struct hgt_option_blob *opts, in
 	uint8_t *blob, *p;
 	char msg[HGT__ERRLEN];
 	size_t total;
+	bool patched;
 	int i, fd, ret;
 
 	for (i = 0; i < n; i++) {
@@ -140,13 +142,17 @@ int hgt__append_options(const char *path, const struct hgt_option_blob *opts, in
 		return fail(path, -ret, msg);
 	}
 	ret = hgt__pwrite_full(fd, blob, total, eof);
+	patched = !ret;
 	if (!ret)
 		ret = hgt__pwrite_full(fd, &eof, 8, done_pos);
 	if (ret) {
 		uint64_t zero = 0;
 
-		/* put the file back as it was */
-		if (hgt__pwrite_full(fd, &zero, 8, done_pos) || ftruncate(fd, (off_t)eof))
+		/* put the file back as it was: cut what was appended (shrinking is allowed
+		 * under a file size limit, a write past it is not) and, if the DONE pointer
+		 * may have been written, zero it again */
+		if (ftruncate(fd, (off_t)eof) ||
+		    (patched && hgt__pwrite_full(fd, &zero, 8, done_pos)))
 			snprintf(msg, sizeof(msg),
 				 "append failed (%s) and the file could not be restored",
 				 strerror(-ret));

@@ -93,4 +93,33 @@ tap_refuses "attach a guest that is a copy of the host (its trace id)" "s-host.d
 	"$HGTRACE" attach s-host.dat s-copy.dat
 grep -q "the host's trace id" tap-err.txt || tap_fail "attach h copy: $(cat tap-err.txt)"
 
+# attach cut by a file size limit (ulimit -f, in KiB) halfway through its writes: first the
+# guest's append fails (the guest file is over the limit), then the host's (the guest file
+# under it, an uncompressed host over it, so the guest's finished append is undone).
+"$HGTRACE" simulate -o u --vcpus 1 --host-cpus 4 > u.out || tap_fail "simulate"
+"$HGTRACE" convert -i u-host.dat -o u-hostbig.dat --compression none 2> /dev/null ||
+	tap_fail "convert u-host.dat"
+off=$(sed -n 's/.*attach with -s \(.*\))/\1/p' u.out)
+gk=$(($(stat -c %s u-guest.dat) / 1024)) hk=$(($(stat -c %s u-hostbig.dat) / 1024))
+limit_attach() { # KIB HOST
+	local k=$1 h=$2
+	bash -c 'ulimit -f "$1"; shift; exec "$@"' sh "$k" "$HGTRACE" attach -s "$off" "$h" u-guest.dat 5001
+}
+tap_refuses "attach with a file size limit below the guest file ($((gk / 2)) KiB)" \
+	"u-host.dat u-guest.dat" limit_attach $((gk / 2)) u-host.dat
+grep -q "u-guest.dat: append failed (File too large); file left unchanged" tap-err.txt ||
+	tap_fail "limit below the guest: $(cat tap-err.txt)"
+if [ $((gk + 2)) -lt "$hk" ]; then
+	tap_refuses "attach with a file size limit between the guest ($gk KiB) and the host ($hk KiB)" \
+		"u-hostbig.dat u-guest.dat" limit_attach $((gk + 2)) u-hostbig.dat
+	grep -q "u-hostbig.dat: append failed (File too large); file left unchanged" tap-err.txt ||
+		tap_fail "limit between: $(cat tap-err.txt)"
+else
+	tap_fail "the uncompressed host ($hk KiB) is not larger than the guest ($gk KiB)"
+fi
+"$HGTRACE" attach -s "$off" u-hostbig.dat u-guest.dat 5001 > /dev/null 2> err.txt &&
+	"$HGTRACE" report u-hostbig.dat u-guest.dat > /dev/null 2> sync.txt &&
+	grep -q " 0 outside" sync.txt && tap_ok "after both refusals the same attach succeeds: $(cat sync.txt)" ||
+	tap_fail "attach after the refusals: $(cat err.txt sync.txt)"
+
 tap_done

@@ -2,8 +2,10 @@
 # Host + guest on one timeline, against Debian's trace-cmd: simulated sessions (1, 4 and 16
 # vCPUs; attach -s, kvm_write_tsc_offset, embedded interpolated sync; v6 input with sparse
 # vCPU ids; an offset nobody recorded, inferred) attached by hgtrace, then merged by both
-# tools: identical lines (latency column removed). trace-cmd dump must read every attached file. The sync check must say 0 events
-# outside their windows, and many with a wrong offset. Bad attach input leaves both files
+# tools: identical lines (latency column removed). trace-cmd dump must read every attached file. The sync check must
+# place every simulated guest event inside its vCPU's windows, none unchecked, and a recount of
+# trace-cmd's merged lines (lib/windows.awk) must agree; with a wrong offset both count the same
+# events outside. Bad attach input leaves both files
 # byte-identical.
 # Usage: hostguest.sh HGTRACE
 HGTRACE=$(realpath "$1")
@@ -59,10 +61,21 @@ for args in "--vcpus 1 --host-cpus 2" "--vcpus 4" "--vcpus 16 --host-cpus 4" \
 	else
 		tap_fail "$args: only $lines lines"
 	fi
-	if grep -q ' 0 outside their vCPU.s guest windows' $p.sync; then
-		tap_ok "$args: sync check finds every guest event inside its vCPU's windows"
+	# hgtrace's sync check must place every guest event (the simulator's count) inside its
+	# vCPU's windows, none unchecked; the recount from trace-cmd's own merged lines must agree.
+	guest_events=$(sed -n 's/^guest: .*(\([0-9]*\) events.*/\1/p' $p.out)
+	said=$(sed -n 's/.* \([0-9]*\) events: \([0-9]*\) outside.*, \([0-9]*\) inside, \([0-9]*\) unchecked.*/\1 \2 \3 \4/p' $p.sync)
+	if [ "${guest_events:-0}" -gt 1000 ] && [ "$said" = "$guest_events 0 $guest_events 0" ]; then
+		tap_ok "$args: sync check: all $guest_events guest events inside their vCPU's windows, 0 unchecked"
 	else
-		tap_fail "$args: sync check: $(cat $p.sync)"
+		tap_fail "$args: sync check (simulated $guest_events guest events): $(cat $p.sync)"
+	fi
+	recount=$(trace-cmd report -t -i $p-host.dat -i $p-guest.dat 2> /dev/null |
+		awk -v host=$p-host.dat -v pids="$pids" -f "$here/lib/windows.awk")
+	if [ "$recount" = "$guest_events inside, 0 outside" ]; then
+		tap_ok "$args: trace-cmd's merged lines, recounted: $recount"
+	else
+		tap_fail "$args: trace-cmd's merged lines, recounted: $recount (of $guest_events)"
 	fi
 	for f in $p-host.dat $p-guest.dat; do
 		if trace-cmd dump --all -i $f > /dev/null 2>&1; then
@@ -80,10 +93,12 @@ w=$((off + 312000))
 "$HGTRACE" attach -s $w w-host.dat w-guest.dat $pids > /dev/null
 "$HGTRACE" report w-host.dat w-guest.dat 2> w.sync > /dev/null
 outside=$(sed -n 's/.*events: \([0-9]*\) outside.*/\1/p' w.sync)
-if [ "${outside:-0}" -gt 1000 ]; then
-	tap_ok "a wrong offset puts $outside guest events outside their windows"
+recount=$(trace-cmd report -t -i w-host.dat -i w-guest.dat 2> /dev/null |
+	awk -v host=w-host.dat -v pids="$pids" -f "$here/lib/windows.awk")
+if [ "${outside:-0}" -gt 1000 ] && [ "${recount#*, }" = "$outside outside" ]; then
+	tap_ok "a wrong offset puts $outside guest events outside their windows (trace-cmd's lines: $recount)"
 else
-	tap_fail "a wrong offset is noticed: $(cat w.sync)"
+	tap_fail "a wrong offset is noticed: $(cat w.sync); trace-cmd's lines: $recount"
 fi
 
 # Bad input: one line, non-zero, both files unchanged.

@@ -66,9 +66,15 @@ else
 fi
 
 # 3. -M 1: only CPU 0.
-"$HGTRACE" record -e sched -e irq -M 1 -o mask.dat -- sh -c 'ls -R /usr/share/doc > /dev/null' 2> log
+# The workload is pinned to CPU 0, so that CPU has events to record.
+"$HGTRACE" record -e sched -e irq -M 1 -o mask.dat -- taskset -c 0 sh -c 'ls -R /usr/share/doc > /dev/null' 2> log
+on=$("$HGTRACE" report mask.dat | grep -v '^cpus=' | grep -c ' \[000\] ')
 off=$("$HGTRACE" report mask.dat | grep -v '^cpus=' | grep -vc ' \[000\] ')
-[ "$off" = 0 ] && tap_ok "-M 1: every event on CPU 0" || tap_fail "-M 1: $off events on other CPUs"
+if [ "$on" -gt 0 ] && [ "$off" = 0 ]; then
+	tap_ok "-M 1: all $on events on CPU 0"
+else
+	tap_fail "-M 1: $on events on CPU 0, $off on other CPUs"
+fi
 
 # 4. -C x86-tsc: the file says so, trace-cmd prints raw counters as we do.
 "$HGTRACE" record -e sched -C x86-tsc -o tsc.dat -- sleep 0.1 2> log
@@ -88,17 +94,25 @@ echo 77 > $TRACEFS/instances/$name/buffer_size_kb
 echo mono > $TRACEFS/instances/$name/trace_clock
 kb=$(cat $TRACEFS/instances/$name/buffer_size_kb)
 "$HGTRACE" record -e sched -B $name -b 512 -C local -o inst.dat -- sleep 0.1 2> log
-if [ "$(cat $TRACEFS/instances/$name/buffer_size_kb)" = "$kb" ] &&
+n=$("$HGTRACE" report inst.dat | grep -c 'sched_')
+if [ "$n" -gt 0 ] && [ "$(cat $TRACEFS/instances/$name/buffer_size_kb)" = "$kb" ] &&
 	grep -q '\[mono\]' $TRACEFS/instances/$name/trace_clock &&
 	[ "$(cat $TRACEFS/instances/$name/events/sched/enable)" = 0 ]; then
-	tap_ok "-B existing instance: buffer size, clock and events put back"
+	tap_ok "-B existing instance: $n sched events recorded; buffer size, clock and events put back"
 else
-	tap_fail "-B existing instance: $(cat $TRACEFS/instances/$name/buffer_size_kb) KB, $(cat $TRACEFS/instances/$name/trace_clock)"
+	tap_fail "-B existing instance: $n sched events; $(cat $TRACEFS/instances/$name/buffer_size_kb) KB, $(cat $TRACEFS/instances/$name/trace_clock)"
 fi
 rmdir $TRACEFS/instances/$name
 "$HGTRACE" record -e sched -B hgt_new_$$ -o inst2.dat -- sleep 0.1 2> log
-[ -d $TRACEFS/instances/hgt_new_$$ ] && { tap_fail "-B new instance removed"; rmdir $TRACEFS/instances/hgt_new_$$; } ||
-	tap_ok "-B new instance removed at the end"
+n=$("$HGTRACE" report inst2.dat | grep -c 'sched_')
+if [ -d $TRACEFS/instances/hgt_new_$$ ]; then
+	tap_fail "-B new instance removed"
+	rmdir $TRACEFS/instances/hgt_new_$$
+elif [ "$n" -gt 0 ]; then
+	tap_ok "-B new instance: $n sched events recorded, instance removed at the end"
+else
+	tap_fail "-B new instance: nothing recorded: $(cat log)"
+fi
 
 # 6. A tiny buffer and a burst: losses are reported, never silent.
 "$HGTRACE" record -e raw_syscalls -e sched -b 4 -o small.dat -- sh -c '

@@ -139,9 +139,31 @@ static uint64_t rng(uint64_t *x)
 	return *x;
 }
 
+/* The test's own KVM relation, in 128 bits: guest = ((host * ratio) >> frac) + offset. */
+static uint64_t ref_host_to_guest(uint64_t host, uint64_t ratio, unsigned int frac, int64_t off)
+{
+	return (uint64_t)(((unsigned __int128)host * ratio) >> frac) + (uint64_t)off;
+}
+
+/* Hand-computed: ratio 1.25 (5 << 46 at 48 bits; 5 << 30 at 32), host 5e12 cycles: scaled
+ * 6.25e12 exactly; minus 1234567890123 = 5015432109877. Host 7 at 1.25: 8.75 -> 8. */
+static void test_tsc_forward_by_hand(void **state)
+{
+	assert_int_equal(hgt_tsc_host_to_guest(5000000000000ULL, 5ULL << 46, 48, -1234567890123LL),
+			 5015432109877ULL);
+	assert_int_equal(hgt_tsc_host_to_guest(5000000000000ULL, 5ULL << 30, 32, -1234567890123LL),
+			 5015432109877ULL);
+	assert_int_equal(hgt_tsc_host_to_guest(7, 5ULL << 46, 48, 0), 8);
+	/* 8 is first reached at host 7 (6 gives 7.5 -> 7); 9 is never reached by 7 or 8 */
+	assert_int_equal(hgt_tsc_guest_to_host(8, 5ULL << 46, 48, 0), 7);
+	assert_int_equal(hgt_tsc_guest_to_host(5015432109877ULL, 5ULL << 46, 48, -1234567890123LL),
+			 5000000000000ULL);
+	assert_int_equal(hgt_tsc_host_to_guest(1000, 0, 48, 5), 1005); /* ratio 0 is 1.0 */
+}
+
 /* The native inverse: for real TSC magnitudes and Intel (48) and AMD (32) fraction bits,
  * converting the guest value of any host TSC gives the smallest host TSC with that guest
- * value, found here by walking down one cycle at a time. */
+ * value, found here by walking down one cycle at a time with the test's own relation. */
 static void test_tsc_inverse_is_exact(void **state)
 {
 	static const struct {
@@ -156,23 +178,25 @@ static void test_tsc_inverse_is_exact(void **state)
 		for (int i = 0; i < 2000; i++) {
 			uint64_t host = 1000000000000ULL + rng(&x) % 100000000000000ULL;
 			int64_t off = -(int64_t)(rng(&x) % 50000000000000ULL);
-			uint64_t g = hgt_tsc_host_to_guest(host, ratio, cases[k].frac, off);
+			uint64_t g = ref_host_to_guest(host, ratio, cases[k].frac, off);
 			uint64_t want = host;
 
-			while (hgt_tsc_host_to_guest(want - 1, ratio, cases[k].frac, off) == g)
+			assert_int_equal(hgt_tsc_host_to_guest(host, ratio, cases[k].frac, off), g);
+			while (ref_host_to_guest(want - 1, ratio, cases[k].frac, off) == g)
 				want--;
 			assert_int_equal(hgt_tsc_guest_to_host(g, ratio, cases[k].frac, off), want);
 		}
 	}
 }
 
-/* trace-cmd's 64-bit product wraps for an Intel ratio at real TSC values; ours does not. */
+/* trace-cmd's 64-bit product wraps for an Intel ratio at real TSC values; ours does not.
+ * The guest value is test_tsc_forward_by_hand's. */
 static void test_tsync_native_no_wrap(void **state)
 {
-	uint64_t ratio = (uint64_t)(1.25 * (double)(1ULL << 48));
+	uint64_t ratio = 5ULL << 46; /* 1.25 */
 	uint64_t host = 5000000000000ULL;
 	int64_t tsc_off = -1234567890123LL;
-	uint64_t guest = hgt_tsc_host_to_guest(host, ratio, 48, tsc_off);
+	uint64_t guest = 5015432109877ULL;
 	struct ts_fixture f = { .time = { 0, 1 },
 				.offset = { -tsc_off, -tsc_off },
 				.scaling = { (int64_t)ratio, (int64_t)ratio },
@@ -363,6 +387,7 @@ int main(void)
 		cmocka_unit_test(test_tsync_interpolate_like_trace_cmd),
 		cmocka_unit_test(test_tsync_compat_scaling_as_trace_cmd),
 		cmocka_unit_test(test_tsync_step_after_last_sample),
+		cmocka_unit_test(test_tsc_forward_by_hand),
 		cmocka_unit_test(test_tsc_inverse_is_exact),
 		cmocka_unit_test(test_tsync_native_no_wrap),
 		cmocka_unit_test(test_ts2secs_after_correction),

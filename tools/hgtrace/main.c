@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* hgtrace: trace KVM guests together with their host. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,9 @@ int main(int argc, char **argv)
 		printf("hgtrace %s\n", HGTRACE_VERSION);
 		return 0;
 	}
+	/* A file size limit (ulimit -f) makes a write fail with EFBIG, said in one line like
+	 * any other write error, instead of killing the command mid-file. */
+	signal(SIGXFSZ, SIG_IGN);
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(argc - 1, argv + 1);
