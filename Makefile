@@ -3,7 +3,7 @@ BUILDDIR ?= build
 MESON_EXTRA ?=
 NINJA ?= ninja
 
-.PHONY: all build deps demo check bench bench-big fuzz clean install
+.PHONY: all build deps demo check bench bench-big bench-fuzz fuzz clean install
 
 all: build
 
@@ -35,8 +35,11 @@ bench: deps build
 bench-big: deps build
 	@bench/bigfile.sh $(BUILDDIR)
 
-fuzz: deps
+fuzz: deps build
 	@fuzz/run.sh
+
+bench-fuzz: deps build
+	@bench/fuzz.sh
 
 install: build
 	meson install -C $(BUILDDIR)

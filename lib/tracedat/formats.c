@@ -4,12 +4,13 @@
  *
  * libtraceevent 1.7's tep_parse_event() dereferences NULL on some damaged format texts
  * (found by our fuzzer). A file must never crash us, so every format of a file is first
- * parsed in a forked child with a throw-away tep handle; a format the child dies on (or
- * hangs on) is reported and skipped, and only the others are parsed for real. One fork per
- * file, whatever the number of formats (a child that dies restarts after the culprit). The
- * child starts as soon as the formats are read and works while the parent reads kallsyms;
- * formats identical byte for byte to ones probed before in the process are not probed
- * again.
+ * parsed in a helper process with a throw-away tep handle; a format the helper dies on (or
+ * hangs on) is reported and skipped, and only the others are parsed for real (a helper that
+ * dies is replaced and goes on after the culprit). The helper is sent a file's formats as
+ * soon as they are read and works while the parent reads kallsyms.
+ * Each format's verdict is kept for the life of the process, by its bytes: a format
+ * identical to one probed before is not probed again, and a file whose formats all were
+ * (the report's worker handles, a fuzzer's mutations of the pages) needs no probe.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,7 +36,9 @@ struct hgt__format {
 	char *text;
 	uint64_t size;
 	uint64_t where; /* file offset of the format (or of its section) */
+	uint64_t hash;
 	bool bad;
+	bool known; /* its verdict came from the cache: not probed */
 };
 
 /**
@@ -60,98 +65,246 @@ int hgt__format_add(struct hgt_input *in, const char *system, char *text, uint64
 	n->text = text;
 	n->size = size;
 	n->where = where;
+	n->hash = 0;
 	n->bad = false;
+	n->known = false;
 	in->nr_formats++;
 	return 0;
 }
 
-static void write_all(int fd, const void *p, size_t n)
+/*
+ * The probe: one helper process per process, forked at the first file and kept, parses
+ * the formats it is sent with a throw-away tep handle per request, announcing each index
+ * before parsing it. A fault (or an alarm: a hang) kills it; its last announcement names
+ * the culprit, and the next request forks a new one. One fork per process instead of one
+ * per file: a fork copies the page tables of a big process (a sanitizer's shadow memory)
+ * and cost more than the parse. The helper keeps only its socket (nothing of the program's:
+ * a pipe or a connection the helper held would never see its end).
+ */
+struct probe_req {
+	uint32_t nr;
+	int32_t long_size;
+	int32_t big_endian;
+};
+
+struct probe_item {
+	int32_t index;
+	uint32_t sys_len; /* with its NUL */
+	uint64_t text_len;
+};
+
+static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t helper_pid, helper_owner;
+static int helper_fd = -1;
+
+static int send_all(int fd, const void *p, size_t n)
 {
 	while (n) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			_exit(3);
+			return -1;
 		p = (const char *)p + w;
 		n -= (size_t)w;
 	}
+	return 0;
 }
 
-/* Child: parse formats from @start, announcing each index before parsing it. */
-static void probe_child(struct hgt_input *in, int start, int fd)
+static int recv_all(int fd, void *p, size_t n)
 {
-	struct tep_handle *tep = tep_alloc();
+	while (n) {
+		ssize_t r = read(fd, p, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p = (char *)p + r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* The helper's loop: one request after another until the socket closes. */
+static void helper_main(int fd)
+{
+	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGALRM };
 	int devnull = open("/dev/null", O_WRONLY);
-	int i, done = -1;
+	struct probe_req rq;
 
 	if (devnull >= 0)
 		dup2(devnull, STDERR_FILENO); /* the parent prints what matters */
-	alarm(PROBE_SECONDS);
-	if (!tep)
-		_exit(2);
-	tep_set_file_bigendian(tep, in->big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
-	tep_set_long_size(tep, in->kernel_long_size ? in->kernel_long_size : in->long_size);
-	for (i = start; i < in->nr_formats; i++) {
-		write_all(fd, &i, sizeof(i));
-		tep_parse_event(tep, in->formats[i].text, in->formats[i].size,
-				in->formats[i].system);
+	if (fd != 3) {
+		dup2(fd, 3);
+		fd = 3;
 	}
-	write_all(fd, &done, sizeof(done));
+	close_range(4, ~0U, 0);
+	/* die of a fault, whatever handler the program we run in installed (a test
+	 * framework's would report it and carry on) */
+	for (size_t k = 0; k < sizeof(fatal) / sizeof(fatal[0]); k++)
+		signal(fatal[k], SIG_DFL);
+	signal(SIGINT, SIG_IGN); /* the parent's ^C is the parent's to handle */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	while (!recv_all(fd, &rq, sizeof(rq))) {
+		struct tep_handle *tep = tep_alloc();
+		struct probe_item *it = calloc(rq.nr ? rq.nr : 1, sizeof(*it));
+		char **sys = calloc(rq.nr ? rq.nr : 1, sizeof(*sys));
+		char **text = calloc(rq.nr ? rq.nr : 1, sizeof(*text));
+		int32_t done = -1;
+
+		if (!tep || !it || !sys || !text)
+			_exit(2);
+		for (uint32_t i = 0; i < rq.nr; i++) {
+			if (recv_all(fd, &it[i], sizeof(it[i])))
+				_exit(0);
+			sys[i] = malloc(it[i].sys_len ? it[i].sys_len : 1);
+			text[i] = malloc(it[i].text_len ? (size_t)it[i].text_len : 1);
+			if (!sys[i] || !text[i])
+				_exit(2);
+			if (recv_all(fd, sys[i], it[i].sys_len) ||
+			    recv_all(fd, text[i], (size_t)it[i].text_len))
+				_exit(0);
+			if (it[i].sys_len)
+				sys[i][it[i].sys_len - 1] = '\0';
+		}
+		tep_set_file_bigendian(tep, rq.big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+		tep_set_long_size(tep, rq.long_size);
+		alarm(PROBE_SECONDS);
+		for (uint32_t i = 0; i < rq.nr; i++) {
+			if (send_all(fd, &it[i].index, sizeof(it[i].index)))
+				_exit(3);
+			tep_parse_event(tep, text[i], (unsigned long)it[i].text_len, sys[i]);
+		}
+		alarm(0);
+		if (send_all(fd, &done, sizeof(done)))
+			_exit(3);
+		for (uint32_t i = 0; i < rq.nr; i++) {
+			free(sys[i]);
+			free(text[i]);
+		}
+		free(sys);
+		free(text);
+		free(it);
+		tep_free(tep);
+	}
 	_exit(0);
 }
 
-/* Start parsing formats from @start in a child; its pid and the read end of its pipe go
- * to @in. Returns 0 or -errno (no child: the caller parses unguarded). */
-static int probe_begin(struct hgt_input *in, int start)
+/* Forget a helper that died (or belongs to the process we were forked from). */
+static void helper_gone(void)
 {
-	int p[2];
+	int status;
+
+	if (helper_fd >= 0)
+		close(helper_fd);
+	if (helper_pid > 0 && helper_owner == getpid())
+		while (waitpid(helper_pid, &status, 0) < 0 && errno == EINTR)
+			;
+	helper_fd = -1;
+	helper_pid = 0;
+}
+
+static int helper_start(void)
+{
+	int sv[2];
 	pid_t pid;
 
-	if (pipe2(p, O_CLOEXEC))
+	if (helper_pid > 0 && helper_owner == getpid())
+		return 0;
+	if (helper_pid > 0) { /* inherited across fork(): the parent's, not ours */
+		close(helper_fd);
+		helper_fd = -1;
+		helper_pid = 0;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return -errno;
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		int e = errno;
 
-		close(p[0]);
-		close(p[1]);
+		close(sv[0]);
+		close(sv[1]);
 		return -e;
 	}
 	if (pid == 0) {
-		close(p[0]);
-		probe_child(in, start, p[1]);
+		close(sv[0]);
+		helper_main(sv[1]);
 	}
-	close(p[1]);
-	in->probe_pid = pid;
-	in->probe_fd = p[0];
+	close(sv[1]);
+	helper_pid = pid;
+	helper_owner = getpid();
+	helper_fd = sv[0];
+	return 0;
+}
+
+/* Send the formats from @start whose verdict is unknown to the helper; the lock is held
+ * until probe_end(). Returns 0 or -errno (no probe: the caller parses unguarded). */
+static int probe_begin(struct hgt_input *in, int start)
+{
+	struct probe_req rq = { 0, in->kernel_long_size ? in->kernel_long_size : in->long_size,
+				in->big_endian };
+	int i, ret, attempt;
+
+	for (i = start; i < in->nr_formats; i++)
+		rq.nr += !in->formats[i].known;
+	pthread_mutex_lock(&helper_lock);
+	/* a helper found dead (it died on a request's last format, was killed, or the
+	 * thread that made it ended) is replaced once */
+	for (attempt = 0; attempt < 2; attempt++) {
+		ret = helper_start();
+		if (ret)
+			break;
+		ret = send_all(helper_fd, &rq, sizeof(rq));
+		for (i = start; !ret && i < in->nr_formats; i++) {
+			const struct hgt__format *f = &in->formats[i];
+			struct probe_item it = { i, (uint32_t)strlen(f->system) + 1, f->size };
+
+			if (f->known)
+				continue;
+			ret = send_all(helper_fd, &it, sizeof(it));
+			if (!ret)
+				ret = send_all(helper_fd, f->system, it.sys_len);
+			if (!ret)
+				ret = send_all(helper_fd, f->text, (size_t)f->size);
+		}
+		if (!ret)
+			break;
+		helper_gone();
+		ret = -EPIPE;
+	}
+	if (ret) {
+		pthread_mutex_unlock(&helper_lock);
+		return ret;
+	}
+	in->probe_pid = helper_pid;
+	in->probe_fd = helper_fd;
 	in->probe_start = start;
 	return 0;
 }
 
-/* Wait for the child of probe_begin(). Returns -1 when all went through, the index of the
- * format the child died on, or -2 when the probe itself failed. */
+/* Read the helper's answer to probe_begin() and release it. Returns -1 when all went
+ * through, the index of the format it died on, or -2 when the probe itself failed. */
 static int probe_end(struct hgt_input *in)
 {
-	int last = -2, v, status = 0;
-	ssize_t r;
+	int32_t last = -2, v;
+	bool died = true;
 
-	for (;;) {
-		r = read(in->probe_fd, &v, sizeof(v));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r != sizeof(v))
+	while (!recv_all(in->probe_fd, &v, sizeof(v))) {
+		if (v == -1) {
+			died = false;
 			break;
+		}
 		last = v;
 	}
-	close(in->probe_fd);
-	while (waitpid(in->probe_pid, &status, 0) < 0 && errno == EINTR)
-		;
+	if (died)
+		helper_gone();
 	in->probe_pid = 0;
 	in->probe_fd = -1;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && last == -1)
+	pthread_mutex_unlock(&helper_lock);
+	if (!died)
 		return -1;
 	if (last >= in->probe_start)
 		return last;
@@ -159,105 +312,114 @@ static int probe_end(struct hgt_input *in)
 }
 
 /*
- * Formats already probed in this process, kept byte for byte with their verdict: a file
- * opened again (the report's worker handles) is not probed again. Only identical bytes
- * count, so a different file cannot borrow another's verdict.
+ * Verdicts on formats probed in this process, one per format text: an open-addressing
+ * table keyed by a hash of the system and the text, each entry holding its own copy of
+ * both, so a different text never borrows another's verdict. Bounded: once full (slots or
+ * bytes), new verdicts are not kept and those formats are probed each time.
  */
-#define MAX_VERDICTS 4
+#define VERDICT_SLOTS 8192 /* a power of two */
+#define VERDICT_MAX_USED (VERDICT_SLOTS / 2)
+#define VERDICT_MAX_BYTES (64u << 20)
+
 struct verdict {
-	int nr;
-	uint64_t total;
-	struct hgt__format *f; /* texts and systems copied; bad flags as found */
+	uint64_t hash;
+	char *system;
+	char *text;
+	uint64_t size;
+	bool bad;
 };
-static struct verdict verdicts[MAX_VERDICTS];
-static int next_verdict;
+static struct verdict *verdicts;
+static unsigned int verdicts_used;
+static uint64_t verdict_bytes;
 static pthread_mutex_t verdict_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t formats_total(const struct hgt_input *in)
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 {
-	uint64_t t = 0;
-	int i;
+	const uint8_t *b = p;
 
-	for (i = 0; i < in->nr_formats; i++)
-		t += in->formats[i].size;
-	return t;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	return h;
 }
 
-static bool same_formats(const struct verdict *v, const struct hgt_input *in, uint64_t total)
+static uint64_t format_hash(const struct hgt__format *f)
 {
-	int i;
+	uint64_t h = fnv1a(0xcbf29ce484222325ULL, f->system, strlen(f->system) + 1);
 
-	if (!v->f || v->nr != in->nr_formats || v->total != total)
-		return false;
-	for (i = 0; i < v->nr; i++) {
-		const struct hgt__format *a = &v->f[i], *b = &in->formats[i];
+	h = fnv1a(h, f->text, (size_t)f->size);
+	return h ? h : 1; /* 0 marks an empty slot */
+}
 
-		if (a->size != b->size || strcmp(a->system, b->system) ||
-		    memcmp(a->text, b->text, (size_t)a->size))
-			return false;
+/* The slot of @f's verdict, or of the empty slot where it would go. Lock held. */
+static struct verdict *verdict_slot(const struct hgt__format *f)
+{
+	unsigned int k = (unsigned int)f->hash & (VERDICT_SLOTS - 1);
+
+	for (;; k = (k + 1) & (VERDICT_SLOTS - 1)) {
+		struct verdict *v = &verdicts[k];
+
+		if (!v->hash ||
+		    (v->hash == f->hash && v->size == f->size && !strcmp(v->system, f->system) &&
+		     !memcmp(v->text, f->text, (size_t)f->size)))
+			return v;
 	}
-	return true;
 }
 
-/* Take the verdict on formats identical to @in's, if there is one. */
-static bool verdict_take(struct hgt_input *in)
+/* Mark the formats of @in whose verdicts are known. Returns true when all are. */
+static bool verdicts_take(struct hgt_input *in)
 {
-	uint64_t total = formats_total(in);
-	bool found = false;
-	int k, i;
+	int i, known = 0;
 
 	pthread_mutex_lock(&verdict_lock);
-	for (k = 0; k < MAX_VERDICTS && !found; k++) {
-		if (!same_formats(&verdicts[k], in, total))
+	for (i = 0; i < in->nr_formats; i++) {
+		struct hgt__format *f = &in->formats[i];
+		struct verdict *v;
+
+		f->hash = format_hash(f);
+		if (!verdicts)
 			continue;
-		for (i = 0; i < in->nr_formats; i++)
-			in->formats[i].bad = verdicts[k].f[i].bad;
-		found = true;
+		v = verdict_slot(f);
+		if (v->hash) {
+			f->known = true;
+			f->bad = v->bad;
+			known++;
+		}
 	}
 	pthread_mutex_unlock(&verdict_lock);
-	return found;
+	return known == in->nr_formats;
 }
 
-static void verdict_drop(struct verdict *v)
+/* Keep the verdicts on @in's probed formats (best effort: none without memory or room). */
+static void verdicts_keep(const struct hgt_input *in)
 {
 	int i;
 
-	for (i = 0; v->f && i < v->nr; i++) {
-		free(v->f[i].text);
-		free(v->f[i].system);
-	}
-	free(v->f);
-	memset(v, 0, sizeof(*v));
-}
-
-/* Keep the verdict on @in's formats (best effort: nothing is kept without memory). */
-static void verdict_keep(const struct hgt_input *in)
-{
-	struct verdict n = { .nr = in->nr_formats, .total = formats_total(in) };
-	int i;
-
-	if (n.nr <= 0)
-		return;
-	n.f = calloc((size_t)n.nr, sizeof(*n.f));
-	for (i = 0; n.f && i < n.nr; i++) {
-		const struct hgt__format *src = &in->formats[i];
-
-		n.f[i] = *src;
-		n.f[i].system = strdup(src->system);
-		n.f[i].text = malloc(src->size ? (size_t)src->size : 1);
-		if (!n.f[i].system || !n.f[i].text) {
-			n.nr = i + 1;
-			verdict_drop(&n);
-			return;
-		}
-		memcpy(n.f[i].text, src->text, (size_t)src->size);
-	}
-	if (!n.f)
-		return;
 	pthread_mutex_lock(&verdict_lock);
-	verdict_drop(&verdicts[next_verdict]);
-	verdicts[next_verdict] = n;
-	next_verdict = (next_verdict + 1) % MAX_VERDICTS;
+	if (!verdicts)
+		verdicts = calloc(VERDICT_SLOTS, sizeof(*verdicts));
+	for (i = 0; verdicts && i < in->nr_formats; i++) {
+		const struct hgt__format *f = &in->formats[i];
+		struct verdict *v;
+		char *sys, *text;
+
+		if (f->known || verdicts_used >= VERDICT_MAX_USED ||
+		    verdict_bytes + f->size > VERDICT_MAX_BYTES)
+			continue;
+		v = verdict_slot(f);
+		if (v->hash)
+			continue; /* the same text twice in one file */
+		sys = strdup(f->system);
+		text = malloc(f->size ? (size_t)f->size : 1);
+		if (!sys || !text) {
+			free(sys);
+			free(text);
+			break;
+		}
+		memcpy(text, f->text, (size_t)f->size);
+		*v = (struct verdict){ f->hash, sys, text, f->size, f->bad };
+		verdicts_used++;
+		verdict_bytes += f->size;
+	}
 	pthread_mutex_unlock(&verdict_lock);
 }
 
@@ -276,7 +438,7 @@ void hgt__formats_check_start(struct hgt_input *in, bool early)
 		return;
 	if (early && in->nr_formats > EARLY_PROBE_MAX_FORMATS)
 		return; /* probed in hgt__formats_parse(), read as it goes */
-	if (verdict_take(in)) {
+	if (verdicts_take(in)) {
 		in->formats_checked = true;
 		return;
 	}
@@ -320,7 +482,7 @@ int hgt__formats_parse(struct hgt_input *in)
 			break;
 	}
 	if (!ret && verdict)
-		verdict_keep(in);
+		verdicts_keep(in);
 	in->formats_checked = true;
 	for (i = 0; i < in->nr_formats; i++) {
 		struct hgt__format *f = &in->formats[i];
@@ -341,10 +503,8 @@ void hgt__formats_free(struct hgt_input *in)
 {
 	int i;
 
-	if (in->probe_pid > 0) { /* the open failed while the probe ran */
-		kill(in->probe_pid, SIGKILL);
+	if (in->probe_pid > 0) /* the open failed while the probe ran: take its answer */
 		probe_end(in);
-	}
 	for (i = 0; i < in->nr_formats; i++) {
 		free(in->formats[i].text);
 		free(in->formats[i].system);

@@ -131,6 +131,8 @@ static int parse_time_shift(struct hgt_input *in, const struct hgt_option *op)
 				v[2 * n + j] = s[j].s;
 				v[3 * n + j] = s[j].f;
 				if (s[j].f < 0 || s[j].f > 63) {
+					long long bad = (long long)s[j].f;
+
 					free(s);
 					free(ts->cpus);
 					free(ts->vals);
@@ -139,7 +141,7 @@ static int parse_time_shift(struct hgt_input *in, const struct hgt_option *op)
 						in, op->file_offset, EBADMSG,
 						"TIME_SHIFT cpu %u sample %u: %lld fraction "
 						"bits (expected 0 to 63)",
-						i, j, (long long)v[3 * n + j]);
+						i, j, bad);
 				}
 			}
 			v += 4 * n;

@@ -1906,3 +1906,43 @@ int hgt_setup_guest(const char *dir, const char *name, int cpus, FILE *out)
 	}
 	return 0;
 }
+
+/**
+ * hgt__listen_fuzz - the listener's control-stream parser on any bytes: a fresh guest is
+ * fed @data (cut in two where its first byte says, as reads cut a stream), then its stream
+ * ends as a closed connection does and the guest is written out, to BASE-fz.dat, if what
+ * came describes a file; what it says goes to @log (NULL: nowhere). For the fuzz target;
+ * no socket, no agent is answered.
+ */
+int hgt__listen_fuzz(const uint8_t *data, size_t size, const char *base, FILE *log)
+{
+	struct listener *l = calloc(1, sizeof(*l));
+	struct guest *g;
+	size_t cut;
+
+	if (!l)
+		return -ENOMEM;
+	l->o.output_base = base;
+	l->o.log = log;
+	l->o.max_bytes = 32u << 20;
+	l->o.max_total_bytes = 64u << 20;
+	l->tcp_fd = l->vsock_fd = -1;
+	g = new_guest(l, "fz");
+	if (!g) {
+		free(l);
+		return -ENOMEM;
+	}
+	if (size) {
+		cut = data[0] % size;
+		ctl_bytes(l, g, data + 1, (ssize_t)cut);
+		if (!g->done)
+			ctl_bytes(l, g, data + 1 + cut, (ssize_t)(size - 1 - cut));
+	}
+	if (!g->ended)
+		fault(l, g, "control channel closed before the end (EOF)");
+	g->done = true;
+	finish_guest(l, g);
+	free_guest(l, g);
+	free(l);
+	return 0;
+}

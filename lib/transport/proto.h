@@ -29,6 +29,7 @@
 #define HGT_TRANSPORT_PROTO_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #define HGT__CTL_MAGIC 0x43544748u  /* "HGTC" */
 #define HGT__DATA_MAGIC 0x44544748u /* "HGTD" */
@@ -50,5 +51,7 @@ enum hgt__msg_type {
 };
 
 #define HGT__CONFIG_MAX 65536 /* a CONFIG larger than this is refused by the agent */
+
+int hgt__listen_fuzz(const uint8_t *data, size_t size, const char *base, FILE *log);
 
 #endif

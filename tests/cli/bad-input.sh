@@ -117,6 +117,16 @@ damaged_dir "$data/damaged" "crashes libtraceevent's parser: skipped" \
 damaged_dir "$data/damaged-printk" 'printk formats: [0-9]* lines\? without "ADDR : format": skipped' \
 	"the bad printk lines are skipped"
 
+# Inputs the fuzzer (fuzz/run.sh) found a memory error on, fixed since: one line naming the
+# offset, exit 1; the sanitizer run (CI) checks the memory.
+#   time-shift-frac-uaf.dat  a TIME_SHIFT fraction out of range: its message read the freed
+#                            samples (heap-use-after-free in peer.c)
+damaged_dir "$data/damaged-fuzz" 'offset 0x[0-9a-f]*: ' "reported in one line"
+for f in "$data"/damaged-fuzz/*.dat; do
+	n=$(grep -c "^$(basename "$f") " "$data/damaged-fuzz/README" 2> /dev/null)
+	[ "$n" = 1 ] || tap_fail "$(basename "$f") is not in damaged-fuzz/README"
+done
+
 # Random byte flips must never crash: exit 0 or 1 only.
 crashes=0
 for i in $(seq 1 40); do

@@ -149,6 +149,35 @@ static void test_bad_magic_version_truncation(void **state)
 	free(p);
 }
 
+/*
+ * A format that crashes libtraceevent is skipped on every open in one process, whether its
+ * verdict comes from a probe or from the kept verdicts (a wrong "good" from the cache
+ * would crash this test). The file's other formats are parsed each time.
+ */
+static void test_format_verdicts_kept(void **state)
+{
+	static const char *const files[] = { "damaged/v7-btrfs-format-crash.dat",
+					     "damaged/v6-timer-format-crash.dat", "tsc.dat" };
+	HGT_OPTS(hgt_open_opts, oo, .flags = HGT_OPEN_QUIET);
+
+	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+		int first = -1;
+
+		for (int i = 0; i < 3; i++) {
+			struct hgt_input *in = hgt_input_open(test_data(files[k]), &oo);
+			int n;
+
+			assert_non_null(in);
+			n = tep_get_events_count(hgt_input_tep(in));
+			assert_true(n > 100);
+			if (first < 0)
+				first = n;
+			assert_int_equal(n, first);
+			hgt_input_close(in);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -156,6 +185,7 @@ int main(void)
 		cmocka_unit_test(test_v6_and_v7_zstd_hold_the_same_events),
 		cmocka_unit_test(test_instance_buffer_and_losses),
 		cmocka_unit_test(test_bad_magic_version_truncation),
+		cmocka_unit_test(test_format_verdicts_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
