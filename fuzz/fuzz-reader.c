@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * libFuzzer target: open any bytes as a trace.dat and read every event of every buffer and
- * CPU, printing each through libtraceevent as the report does.
+ * CPU, printing each as the report does (hgt__info_text: libtraceevent behind our checks).
  */
 #include <stdio.h>
 #include <sys/mman.h>
@@ -11,6 +11,8 @@
 #include <traceevent/trace-seq.h>
 
 #include <hgtrace/tracedat.h>
+
+#include "sink/sink-local.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -42,9 +44,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				int n = 0;
 
 				while (cur && hgt_cursor_next(cur, &rec) > 0 && n++ < 100000) {
-					trace_seq_reset(&s);
-					tep_print_event(hgt_input_tep(in), &s, &rec, "%s",
-							TEP_PRINT_INFO);
+					struct tep_handle *tep = hgt_input_tep(in);
+					size_t len;
+
+					hgt__info_text(NULL, &s, tep,
+						       tep_find_event_by_record(tep, &rec), &rec,
+						       false, &len);
 				}
 				hgt_cursor_close(cur);
 			}

@@ -109,6 +109,10 @@ struct hgt_listen_peer {
 	const struct hgt_record_opts *record; /* its settings (CONFIG) */
 };
 
+/* An agent never goes longer than this without a control message (a heartbeat when it has
+ * nothing else to say), from its first message on. */
+#define HGT_AGENT_HEARTBEAT_MS 5000
+
 struct hgt_listen_opts {
 	size_t sz;			       /* sizeof(struct hgt_listen_opts); use HGT_OPTS() */
 	const char *output_dir;		       /* where trace-NAME.dat go (default ".") */
@@ -149,6 +153,9 @@ struct hgt_listen_opts {
 	/* all guests' control streams held in memory together (0: 4 x max_bytes): past it,
 	 * the guest holding the most is cut */
 	uint64_t max_total_bytes;
+	/* a network guest (TCP, vsock) that sends nothing for this long after its HELLO
+	 * (its agent's heartbeat: HGT_AGENT_HEARTBEAT_MS) is ended and written (0: 30000) */
+	unsigned int silent_ms;
 };
 
 /**

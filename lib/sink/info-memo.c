@@ -118,6 +118,36 @@ static uint64_t payload_hash(const struct tep_handle *tep, const uint8_t *p, siz
 	return h ^ (h >> 29);
 }
 
+/* The bytes @ev's fields need in @rec (fixed fields, and the data a __data_loc or __rel_loc
+ * word points at), when @rec is shorter; else 0. libtraceevent 1.7 trusts a record's
+ * length: a "char buf[]" past its end becomes a negative length and a wild memcpy. */
+static int record_short(struct tep_handle *tep, const struct tep_event *ev,
+			const struct tep_record *rec)
+{
+	struct tep_format_field *lists[2] = { ev->format.common_fields, ev->format.fields };
+	int size = rec->size;
+
+	for (int k = 0; k < 2; k++)
+		for (struct tep_format_field *f = lists[k]; f; f = f->next) {
+			unsigned long long loc, off, len;
+
+			if (f->offset < 0 || f->size < 0 || f->offset + f->size > size)
+				return f->offset + f->size;
+			if (!(f->flags & TEP_FIELD_IS_DYNAMIC))
+				continue;
+			if (f->size != 4)
+				return 0; /* an older 2-byte form: libtraceevent's own checks */
+			loc = tep_read_number(tep, (const char *)rec->data + f->offset, 4);
+			off = loc & 0xffff;
+			len = loc >> 16;
+			if (f->flags & TEP_FIELD_IS_RELATIVE)
+				off += (unsigned long long)f->offset + 4;
+			if (off + len > (unsigned long long)size)
+				return (int)(off + len);
+		}
+	return 0;
+}
+
 /**
  * hgt__info_text - the info text of @rec (event @ev of @tep), without its trailing newline:
  * from the memo @m when the same payload was printed before, else printed by libtraceevent
@@ -132,6 +162,7 @@ const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, stru
 	unsigned int k = 0;
 	uint64_t h = 0;
 	size_t n;
+	int need;
 
 	if (m)
 		m->records++;
@@ -148,7 +179,13 @@ const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, stru
 		}
 	}
 	trace_seq_reset(seq);
-	tep_print_event(tep, seq, rec, "%s", raw ? TEP_PRINT_INFO_RAW : TEP_PRINT_INFO);
+	if (ev && (need = record_short(tep, ev, rec)) > 0) {
+		trace_seq_printf(seq, "[SHORT RECORD: %d bytes, its format needs %d]", rec->size,
+				 need);
+		s = NULL; /* not kept */
+	} else {
+		tep_print_event(tep, seq, rec, "%s", raw ? TEP_PRINT_INFO_RAW : TEP_PRINT_INFO);
+	}
 	n = seq->len;
 	if (n && seq->buffer[n - 1] == '\n')
 		n--;

@@ -52,6 +52,7 @@ struct agent {
 	bool have_config;
 	const char *clock; /* the recording's trace clock, for probes */
 	uint64_t last_host_ms;
+	uint64_t last_sent_ms; /* the last control message (0: none yet) */
 	uint64_t probes;
 };
 
@@ -93,7 +94,8 @@ static int send_msg(struct agent *a, uint16_t type, const void *h, size_t hn, co
 		uint8_t b[HGT__MSG_HDR + 64];
 
 		memcpy(b, hdr, sizeof(hdr));
-		memcpy(b + sizeof(hdr), h, hn);
+		if (hn)
+			memcpy(b + sizeof(hdr), h, hn);
 		if (n)
 			memcpy(b + sizeof(hdr) + hn, p, n);
 		ret = hgt__write_full(a->ctl_w, b, sizeof(hdr) + hn + n);
@@ -106,7 +108,17 @@ static int send_msg(struct agent *a, uint16_t type, const void *h, size_t hn, co
 	}
 	if (ret)
 		return hgt__errorf(-ret, "agent: control channel: %s", strerror(-ret));
+	a->last_sent_ms = hgt__now_ms();
 	return 0;
+}
+
+/* Once the host knows the agent (READY sent), it never goes HGT__HEARTBEAT_MS without a
+ * control message: a network host ends a guest that is silent far longer. */
+static void heartbeat(struct agent *a)
+{
+	if (a->ctl_w >= 0 && a->last_sent_ms && !a->host_gone &&
+	    hgt__now_ms() - a->last_sent_ms >= HGT__HEARTBEAT_MS)
+		send_msg(a, HGT__MSG_HEARTBEAT, NULL, 0, NULL, 0);
 }
 
 static int sink_meta(void *ctx, unsigned int id, const void *p, size_t n)
@@ -445,6 +457,7 @@ static int wait_command(struct agent *a, int want, unsigned int silent_ms, bool 
 		}
 		if (a->o.stop && *a->o.stop)
 			return 1;
+		heartbeat(a);
 		if (silent_ms && hgt__now_ms() - a->last_host_ms > silent_ms) {
 			if (a->o.log && say)
 				fprintf(a->o.log,

@@ -719,9 +719,15 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		}
 		memcpy(v, p, 16);
 		memcpy(&g->session, p + 16, 8);
-		if (v[0] != HGT__PROTO_VERSION || !v[1] || v[1] > MAX_CPUS || v[2] < 4096 ||
-		    v[2] > 65536 || (v[2] & (v[2] - 1)) || (v[3] != 4 && v[3] != 8) ||
-		    !memchr(p + 24, 0, n - 24) ||
+		if (v[0] != HGT__PROTO_VERSION) {
+			fault(l, g,
+			      "HELLO rejected: protocol version %u, this listener speaks %u (run "
+			      "the same hgtrace version in the guest)",
+			      v[0], HGT__PROTO_VERSION);
+			return;
+		}
+		if (!v[1] || v[1] > MAX_CPUS || v[2] < 4096 || v[2] > 65536 ||
+		    (v[2] & (v[2] - 1)) || (v[3] != 4 && v[3] != 8) || !memchr(p + 24, 0, n - 24) ||
 		    strlen((const char *)p + 24) >= sizeof(g->clock) ||
 		    !hgt__valid_name((const char *)p + 24)) {
 			fault(l, g,
@@ -844,6 +850,10 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 	case HGT__MSG_PROBE_REPLY:
 		sync_reply(l, g, p, n);
 		return;
+	case HGT__MSG_HEARTBEAT:
+		if (n)
+			goto bad;
+		return; /* its arrival updated t_last */
 	case HGT__MSG_END:
 		if (n >= 40 + 8 * (size_t)g->nr_cpus && g->nr_cpus && !g->end_bytes) {
 			g->end_bytes = malloc(8 * (size_t)g->nr_cpus);
@@ -1011,8 +1021,10 @@ static void read_data(struct listener *l, struct guest *g, struct chan *c)
 		memcpy(h, c->hdr, 16);
 		if (h[0] != HGT__DATA_MAGIC || h[1] != HGT__PROTO_VERSION || h[2] >= MAX_CPUS ||
 		    h[3] < 4096 || h[3] > 65536 || (h[3] & (h[3] - 1))) {
-			fault(l, g, "data channel header rejected (magic 0x%08x, cpu %u, page %u)",
-			      h[0], h[2], h[3]);
+			fault(l, g,
+			      "data channel header rejected (magic 0x%08x, protocol version %u, "
+			      "cpu %u, page %u)",
+			      h[0], h[1], h[2], h[3]);
 			return;
 		}
 		if (c->cpu >= 0 && (uint32_t)c->cpu != h[2]) {
@@ -1500,7 +1512,9 @@ static bool classify(struct listener *l, struct pending *p)
 		if (h[1] != HGT__PROTO_VERSION || h[2] >= MAX_CPUS ||
 		    (g->nr_cpus && h[2] >= g->nr_cpus) || h[3] < 4096 || h[3] > 65536 ||
 		    (h[3] & (h[3] - 1)) || (g->page_size && h[3] != g->page_size)) {
-			fault(l, g, "data channel header rejected (cpu %u, page %u)", h[2], h[3]);
+			fault(l, g,
+			      "data channel header rejected (protocol version %u, cpu %u, page %u)",
+			      h[1], h[2], h[3]);
 			close(p->fd);
 			return true;
 		}
@@ -1564,6 +1578,8 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 		l.o.max_total_bytes = 4 * l.o.max_bytes;
 	if (!l.o.idle_ms)
 		l.o.idle_ms = 500;
+	if (!l.o.silent_ms)
+		l.o.silent_ms = 30000;
 	l.t_begin = hgt__now_ms();
 	{
 		/* an output directory that cannot take the files is said at once, not after
@@ -1655,6 +1671,12 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			    t - g->t_start >= HELLO_TIMEOUT_MS)
 				fault(&l, g, "no HELLO within %d s of connecting: closed",
 				      HELLO_TIMEOUT_MS / 1000);
+			/* a network guest's agent says something at least every
+			 * HGT__HEARTBEAT_MS: one silent far longer is gone (or hostile) and
+			 * holds a slot; what it sent is written */
+			if (!g->fifo && g->hello && !g->done && t - g->t_last >= l.o.silent_ms)
+				fault(&l, g, "silent for %u s (no data, no heartbeat): closed",
+				      l.o.silent_ms / 1000);
 			if (g->hello && !g->stop_sent && l.o.stop_after_ms &&
 			    t - g->t_start >= l.o.stop_after_ms)
 				want_stop = true;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The agent -> listener protocol (version 1), all little endian.
+ * The agent -> listener protocol (version 2), all little endian.
  *
  * Control channel, agent -> host: messages {u32 magic "HGTC", u16 type, u16 flags (0),
  * u32 len} + len bytes:
@@ -17,6 +17,8 @@
  *          u64 recording ns[, u64 page bytes of CPU 0..nr_cpus-1]]}: everything was sent;
  *          the agent's own cost, all of the session and the steady part (after the
  *          metadata, until the stop); each CPU channel's bytes after its header
+ *   HEARTBEAT {}: sent when the agent has sent nothing on the control channel for
+ *          HGT__HEARTBEAT_MS, so a silent network guest is known to be gone (version 2)
  * Control channel, host -> agent: "1\n" start, "0\n" stop (as virtio-trace's agent), and
  * framed messages with the same header (their first byte, 'H', is never a command):
  *   CONFIG {u32 buffer_kb, u32 flags} clock\0 event\0...: what the next session records
@@ -31,9 +33,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <hgtrace/transport.h>
+
 #define HGT__CTL_MAGIC 0x43544748u  /* "HGTC" */
 #define HGT__DATA_MAGIC 0x44544748u /* "HGTD" */
-#define HGT__PROTO_VERSION 1
+#define HGT__PROTO_VERSION 2
+#define HGT__HEARTBEAT_MS HGT_AGENT_HEARTBEAT_MS
 #define HGT__MSG_HDR 12
 #define HGT__DATA_HDR 24
 #define HGT__MSG_MAX (128u << 20) /* kallsyms of a big kernel fit */
@@ -48,6 +53,7 @@ enum hgt__msg_type {
 	HGT__MSG_PROBE = 7,	  /* host -> agent */
 	HGT__MSG_PROBE_REPLY = 8, /* agent -> host */
 	HGT__MSG_REFUSED = 9,	  /* host -> agent: why the host will not take it (text) */
+	HGT__MSG_HEARTBEAT = 10,  /* agent -> host: still there (empty) */
 };
 
 #define HGT__CONFIG_MAX 65536 /* a CONFIG larger than this is refused by the agent */

@@ -121,7 +121,15 @@ damaged_dir "$data/damaged-printk" 'printk formats: [0-9]* lines\? without "ADDR
 # offset, exit 1; the sanitizer run (CI) checks the memory.
 #   time-shift-frac-uaf.dat  a TIME_SHIFT fraction out of range: its message read the freed
 #                            samples (heap-use-after-free in peer.c)
+#   print-short-record.dat   a record shorter than its format: libtraceevent copied a
+#                            negative length (SIGSEGV); printed as [SHORT RECORD ...] now
 damaged_dir "$data/damaged-fuzz" 'offset 0x[0-9a-f]*: ' "reported in one line"
+if "$HGTRACE" report "$data/damaged-fuzz/print-short-record.dat" 2> /dev/null |
+	grep -q 'print: *\[SHORT RECORD: 12 bytes, its format needs 16\]'; then
+	tap_ok "the 12-byte print record is printed as a short record"
+else
+	tap_fail "print-short-record.dat: no SHORT RECORD line"
+fi
 for f in "$data"/damaged-fuzz/*.dat; do
 	n=$(grep -c "^$(basename "$f") " "$data/damaged-fuzz/README" 2> /dev/null)
 	[ "$n" = 1 ] || tap_fail "$(basename "$f") is not in damaged-fuzz/README"

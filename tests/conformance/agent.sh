@@ -175,6 +175,29 @@ else
 	tap_fail "silent guests: agent exit $arc, file '$f', $timed_out timed out: $(tail -3 idle/listen.log | tr '\n' ' ') / $(tr '\n' ' ' < agent.log)"
 fi
 
+# 2c. An idle guest (its events never fire: kvm_exit with no VM here) sends no data for
+# 24 s, over twice the listener's --silent-timeout: its heartbeats (one at least every
+# 5 s, counted by the listener's own listen_message probe, type 10) keep it, and its file
+# is written at the stop.
+inst=hgt_agent_h$$
+HGTRACE_EVENTS='listen_message' HGTRACE_FILE=$t/hb.trace \
+	"$HGTRACE" listen -o idle --tcp $((port + 2)) --start --stop-after 24000 --silent-timeout 10 \
+	2> hb-listen.log &
+lpid=$!
+sleep 0.3
+"$HGTRACE" agent --tcp 127.0.0.1:$((port + 2)) -B $inst -e kvm:kvm_exit 2> hb-agent.log
+arc=$?
+sleep 1.5
+kill -INT $lpid
+wait $lpid
+hb=$("$HGTRACE" simpletrace "$t/hb.trace" 2> /dev/null | grep -c '^listen_message .* type=10 ')
+if [ $arc = 0 ] && [ "$hb" -ge 4 ] && ! grep -q 'silent for' hb-listen.log &&
+	grep -q 'wrote .*trace-net-[0-9.]*\.dat' hb-listen.log; then
+	tap_ok "an idle guest kept for 24 s by $hb heartbeats, its file written: $(grep -m1 wrote hb-listen.log)"
+else
+	tap_fail "idle guest: agent exit $arc, $hb heartbeats: $(tr '\n' ' ' < hb-listen.log)"
+fi
+
 # 3. A connection cut in the middle: what was sent is kept, the file says where it stopped.
 # The listener is restarted in the same directory: it keeps the TCP run's trace-net-1.dat
 # and writes trace-net-1.2.dat.
@@ -246,13 +269,13 @@ def msg(t, payload): return struct.pack("<IHHI", 0x43544748, t, 0, len(payload))
 # garbage magic
 s = conn(); s.sendall(b"GET / HTTP/1.0\r\n\r\n"); time.sleep(0.1); s.close()
 # absurd HELLO
-s = conn(); s.sendall(msg(5, struct.pack("<Q", 7)) + msg(1, struct.pack("<IIIIQ", 1, 10**9, 4096, 8, 7) + b"local\0")); time.sleep(0.2); s.close()
+s = conn(); s.sendall(msg(5, struct.pack("<Q", 7)) + msg(1, struct.pack("<IIIIQ", 2, 10**9, 4096, 8, 7) + b"local\0")); time.sleep(0.2); s.close()
 # a message claiming 100 MB, then a disconnect
 s = conn(); s.sendall(struct.pack("<IHHI", 0x43544748, 2, 0, 100 << 20) + b"x" * 1000); time.sleep(0.2); s.close()
 # a flood past the limit on a data channel
 c = conn(); c.sendall(msg(5, struct.pack("<Q", 9)))
 time.sleep(0.2)
-d = conn(); d.sendall(struct.pack("<IIIIQ", 0x44544748, 1, 0, 4096, 9))
+d = conn(); d.sendall(struct.pack("<IIIIQ", 0x44544748, 2, 0, 4096, 9))
 try:
     for i in range(10000): d.sendall(b"\0" * 4096)
 except OSError: pass

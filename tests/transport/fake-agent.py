@@ -61,11 +61,11 @@ while time.time() < deadline:
         if state == "config" and m[0] == "msg" and m[1] == 6:
             send(5, struct.pack("<Q", session))  # READY
             for i, fd in enumerate(data):
-                os.write(fd, struct.pack("<IIIIQ", 0x44544748, 1, i, 4096, session))
+                os.write(fd, struct.pack("<IIIIQ", 0x44544748, 2, i, 4096, session))
             state = "wait"
         elif state == "wait" and m == ("cmd", b"1"):
             clock = b"x86-tsc\0"
-            send(1, struct.pack("<IIIIQ", 1, 2, 4096, 8, session) + clock)  # HELLO
+            send(1, struct.pack("<IIIIQ", 2, 2, 4096, 8, session) + clock)  # HELLO (protocol 2)
             for item in range(16, 22):
                 send(2, struct.pack("<I", item) + b"\0" * 8)  # META, empty items
             send(3, struct.pack("<I", 11) + struct.pack("<Q", session))  # TRACEID

@@ -4,7 +4,9 @@
 # total. Past the total the guest holding the most is cut (one line each): of the 360 MB
 # sent at most 150 MB may be held, and a cut frees at most 60 MB, so at least 4 cuts. The
 # listener's peak memory stays near the budget (before, all 360 MB were held); measured
-# only without sanitizers, whose allocator keeps freed memory in quarantine.
+# only without sanitizers, whose allocator keeps freed memory in quarantine. Then a guest
+# silent after its HELLO (no heartbeat) is closed at --silent-timeout, and an older
+# protocol's HELLO is refused saying so.
 # Usage: hostile.sh HGTRACE
 HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,5 +45,39 @@ elif [ "${hwm:-999999}" -lt $((250 * 1024)) ]; then
 	tap_ok "... the listener's peak RSS $((hwm / 1024)) MB for 360 MB sent"
 else
 	tap_fail "peak RSS $((hwm / 1024)) MB for 360 MB sent, 150 MB allowed"
+fi
+# A network guest that says READY and a well-formed HELLO (protocol 2) and then nothing,
+# no heartbeat: past --silent-timeout (10 s) it is closed, in one line, and its slot is
+# free. One that speaks an older protocol is told so. Both with real sockets on 127.0.0.1.
+port=$((port + 1))
+"$HGTRACE" listen -o . --tcp $port --silent-timeout 10 2> silent.log &
+lpid=$!
+sleep 0.3
+python3 -c 'import socket, struct, sys, time
+def msg(t, p): return struct.pack("<IHHI", 0x43544748, t, 0, len(p)) + p
+port = int(sys.argv[1])
+old = socket.create_connection(("127.0.0.1", port))
+old.sendall(msg(5, struct.pack("<Q", 3)) + msg(1, struct.pack("<IIIIQ", 1, 2, 4096, 8, 3) + b"local\0"))
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(msg(5, struct.pack("<Q", 5)) + msg(1, struct.pack("<IIIIQ", 2, 2, 4096, 8, 5) + b"local\0"))
+t0 = time.time()
+s.settimeout(20)
+try:
+    while s.recv(4096): pass
+except OSError: pass
+print("closed after %.1f s" % (time.time() - t0))' $port > silent.out 2>&1
+kill -INT $lpid
+wait $lpid 2> /dev/null
+secs=$(sed -n 's/closed after \([0-9.]*\) s/\1/p' silent.out)
+if grep -q 'silent for 10 s (no data, no heartbeat): closed' silent.log &&
+	[ -n "$secs" ] && [ "${secs%.*}" -ge 10 ] && [ "${secs%.*}" -lt 15 ]; then
+	tap_ok "a guest silent after its HELLO is closed after $secs s: $(grep -m1 silent silent.log)"
+else
+	tap_fail "silent guest: $(cat silent.out) $(tr '\n' ' ' < silent.log)"
+fi
+if grep -q 'HELLO rejected: protocol version 1, this listener speaks 2' silent.log; then
+	tap_ok "an agent of an older protocol is told: $(grep -m1 'protocol version' silent.log)"
+else
+	tap_fail "old protocol: $(tr '\n' ' ' < silent.log)"
 fi
 tap_done

@@ -253,12 +253,14 @@ int cmd_listen(int argc, char **argv)
 		O_MAX,
 		O_RECORD_HOST,
 		O_BIND,
-		O_MAX_TOTAL
+		O_MAX_TOTAL,
+		O_SILENT
 	};
 	static const struct option lopts[] = {
 		{ "fifo", required_argument, NULL, O_FIFO },
 		{ "bind", required_argument, NULL, O_BIND },
 		{ "max-total-mb", required_argument, NULL, O_MAX_TOTAL },
+		{ "silent-timeout", required_argument, NULL, O_SILENT },
 		{ "tcp", required_argument, NULL, O_TCP },
 		{ "vsock", required_argument, NULL, O_VSOCK },
 		{ "start", no_argument, NULL, O_START },
@@ -318,6 +320,19 @@ int cmd_listen(int argc, char **argv)
 				goto out;
 			lo.max_total_bytes = (uint64_t)v << 20;
 			break;
+		case O_SILENT:
+			if (parse_uint("listen: --silent-timeout", optarg, 86400, &v))
+				goto out;
+			if (v < 10) {
+				fprintf(stderr,
+					"hgtrace: listen: --silent-timeout %lu: at least 10 s "
+					"(agents "
+					"send a heartbeat every %d s)\n",
+					v, HGT_AGENT_HEARTBEAT_MS / 1000);
+				goto out;
+			}
+			lo.silent_ms = (unsigned int)v * 1000;
+			break;
 		case O_START:
 			lo.start = true;
 			break;
@@ -335,7 +350,7 @@ int cmd_listen(int argc, char **argv)
 			printf("usage: hgtrace listen [-o DIR] [--fifo NAME:DIR]... [--tcp PORT "
 			       "[--bind ADDR]] [--vsock PORT]\n"
 			       "                      [--start] [--stop-after MS] [--max-mb N] "
-			       "[--max-total-mb N]\n"
+			       "[--max-total-mb N] [--silent-timeout S]\n"
 			       "                      [--record-host [-e SYSTEM[:EVENT]]... [-b "
 			       "KB]]\n"
 			       "  --record-host: when a guest starts recording (agent --now -- "
