@@ -169,7 +169,8 @@ struct hgt__probe_ring {
 	unsigned char *buf;
 	uint32_t tid;
 	uint32_t wake_sent;
-	char pad[64];
+	uint32_t busy; /* between reserve and commit: a probe in a signal handler is dropped */
+	char pad[60];
 	uint64_t tail;	  /* consumer: bytes written out */
 	uint64_t dropped; /* events lost to a full ring, taken by the consumer */
 };
@@ -198,7 +199,8 @@ static inline uint64_t hgt__probe_now(void)
 /*
  * hgt__probe_reserve - room for an event record of @size bytes (a multiple of 8, header
  * included) in this thread's ring; returns where the arguments go, or NULL when the ring
- * is full (the event is counted as dropped).
+ * is full or when this probe runs in a signal handler that interrupted the same thread's
+ * probe between its reserve and its commit (the event is counted as dropped either way).
  */
 static inline uint64_t *hgt__probe_reserve(uint32_t id, uint32_t size)
 {
@@ -207,6 +209,12 @@ static inline uint64_t *hgt__probe_reserve(uint32_t id, uint32_t size)
 
 	if (__builtin_expect(!r, 0) && !(r = hgt__probe_ring_new()))
 		return NULL;
+	if (__builtin_expect(r->busy, 0)) {
+		__atomic_fetch_add(&r->dropped, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	r->busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* set before the record is touched */
 	h = r->head;
 	off = h & (r->size - 1);
 	need = size;
@@ -216,6 +224,8 @@ static inline uint64_t *hgt__probe_reserve(uint32_t id, uint32_t size)
 		r->tail_seen = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 		if (h + need - r->tail_seen > r->size) {
 			__atomic_fetch_add(&r->dropped, 1, __ATOMIC_RELAXED);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			r->busy = 0;
 			return NULL;
 		}
 	}
@@ -238,6 +248,8 @@ static inline void hgt__probe_commit(void)
 	struct hgt__probe_ring *r = hgt__probe_tls;
 
 	__atomic_store_n(&r->head, r->next, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	r->busy = 0;
 	if (__builtin_expect(r->next - r->tail_seen > r->size / 2, 0))
 		hgt__probe_wake(r);
 }

@@ -4,15 +4,19 @@
  * trace-sample.h was generated with.
  *   sample fire          every event once, with known values
  *   sample threads N M   N threads fire ev_work M times each
+ *   sample signals M     fire ev_work(0, i) M times while a 20 us timer's handler fires
+ *                        ev_work(1, k), k = 0, 1, ... (prints the handler's count)
  *   sample ticks FILE    fire ev_tick every millisecond until FILE exists
  *   sample crash         fire, then abort()
  *   sample semaphore     print whether a USDT/LTTng listener is attached (args computed)
  *   sample init FILE     hgt_probes_init() with ev_ints and ev_void into FILE, then fire
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,6 +62,15 @@ static void fire(void)
 }
 
 static unsigned long per_thread;
+static volatile sig_atomic_t in_handler_fired;
+
+/* A probe fired in a signal handler, which may interrupt the same thread's probe. */
+static void on_alarm(int sig)
+{
+	(void)sig;
+	trace_ev_work(1, (uint64_t)in_handler_fired);
+	in_handler_fired++;
+}
 
 static void *worker(void *arg)
 {
@@ -83,6 +96,20 @@ int main(int argc, char **argv)
 			pthread_create(&th[i], NULL, worker, (void *)(long)i);
 		for (int i = 0; i < n && i < 64; i++)
 			pthread_join(th[i], NULL);
+	} else if (!strcmp(mode, "signals") && argc == 3) {
+		unsigned long m = strtoul(argv[2], NULL, 10);
+		struct itimerval it = { { 0, 20 }, { 0, 20 } };
+		struct sigaction sa = { .sa_handler = on_alarm };
+
+		trace_ev_work(2, 0); /* this thread's ring exists before any handler runs */
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGALRM, &sa, NULL);
+		setitimer(ITIMER_REAL, &it, NULL);
+		for (unsigned long i = 0; i < m; i++)
+			trace_ev_work(0, i);
+		it = (struct itimerval){ { 0, 0 }, { 0, 0 } };
+		setitimer(ITIMER_REAL, &it, NULL);
+		printf("handler %ld\n", (long)in_handler_fired);
 	} else if (!strcmp(mode, "ticks") && argc == 3) {
 		for (unsigned long n = 0; access(argv[2], F_OK) && n < 60000; n++) {
 			trace_ev_tick(n);
