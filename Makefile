@@ -31,6 +31,7 @@ bench: deps build
 	@bench/session.sh $(BUILDDIR)
 	@bench/infer.sh $(BUILDDIR)
 	@bench/crash.sh $(BUILDDIR)
+	@bench/soak.sh $(BUILDDIR)
 
 bench-big: deps build
 	@bench/bigfile.sh $(BUILDDIR)

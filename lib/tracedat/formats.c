@@ -446,6 +446,90 @@ void hgt__formats_check_start(struct hgt_input *in, bool early)
 		in->formats_checked = true; /* no probe possible (no fork): parse unguarded */
 }
 
+/* Whether a print argument divides by anything but a nonzero constant: libtraceevent 1.7
+ * evaluates "/" and "%" unchecked (a damaged "REC->ve%tor" is a modulo by an unknown
+ * field, read as 0: SIGFPE when printed). */
+static bool divides_unsafely(const struct tep_print_arg *a)
+{
+	for (; a; a = a->next) {
+		const struct tep_print_arg *sub[3] = { NULL, NULL, NULL };
+
+		switch (a->type) {
+		case TEP_PRINT_OP:
+			if (a->op.op && (!strcmp(a->op.op, "/") || !strcmp(a->op.op, "%"))) {
+				const struct tep_print_arg *r = a->op.right;
+
+				if (!r || r->type != TEP_PRINT_ATOM || !r->atom.atom ||
+				    !strtoull(r->atom.atom, NULL, 0))
+					return true;
+			}
+			sub[0] = a->op.left;
+			sub[1] = a->op.right;
+			break;
+		case TEP_PRINT_TYPE:
+			sub[0] = a->typecast.item;
+			break;
+		case TEP_PRINT_FLAGS:
+			sub[0] = a->flags.field;
+			break;
+		case TEP_PRINT_SYMBOL:
+			sub[0] = a->symbol.field;
+			break;
+		case TEP_PRINT_HEX:
+		case TEP_PRINT_HEX_STR:
+			sub[0] = a->hex.field;
+			sub[1] = a->hex.size;
+			break;
+		case TEP_PRINT_INT_ARRAY:
+			sub[0] = a->int_array.field;
+			sub[1] = a->int_array.count;
+			sub[2] = a->int_array.el_size;
+			break;
+		case TEP_PRINT_FUNC:
+			sub[0] = a->func.args;
+			break;
+		case TEP_PRINT_DYNAMIC_ARRAY:
+			sub[0] = a->dynarray.index;
+			break;
+		default:
+			break;
+		}
+		for (int k = 0; k < 3; k++)
+			if (divides_unsafely(sub[k]))
+				return true;
+	}
+	return false;
+}
+
+/* The event's fields, as `report -R` prints them, instead of its print format. */
+static int print_fields_only(struct trace_seq *s, struct tep_record *rec, struct tep_event *ev,
+			     void *ctx)
+{
+	(void)ctx;
+	tep_print_fields(s, rec->data, rec->size, ev);
+	return 0;
+}
+
+/* Events whose print format cannot be evaluated safely are printed by their fields. */
+static void guard_print_formats(struct hgt_input *in)
+{
+	int n = tep_get_events_count(in->tep);
+
+	for (int i = 0; i < n; i++) {
+		struct tep_event *ev = tep_get_event(in->tep, i);
+
+		if (!ev || !divides_unsafely(ev->print_fmt.args))
+			continue;
+		if (!(in->flags & HGT_OPEN_QUIET))
+			fprintf(stderr,
+				"hgtrace: %s: event %s:%s: its print format divides by something "
+				"other than a nonzero constant: its fields are printed instead\n",
+				in->path, ev->system, ev->name);
+		tep_register_event_handler(in->tep, ev->id, ev->system, ev->name, print_fields_only,
+					   NULL);
+	}
+}
+
 /**
  * hgt__formats_parse - hand every kept format to libtraceevent, except those that crash
  * (or hang) it in the probe child; then free the texts.
@@ -496,6 +580,8 @@ int hgt__formats_parse(struct hgt_input *in)
 	free(in->formats);
 	in->formats = NULL;
 	in->nr_formats = in->max_formats = 0;
+	if (!ret && in->tep)
+		guard_print_formats(in);
 	return ret;
 }
 

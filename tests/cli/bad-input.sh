@@ -123,7 +123,15 @@ damaged_dir "$data/damaged-printk" 'printk formats: [0-9]* lines\? without "ADDR
 #                            samples (heap-use-after-free in peer.c)
 #   print-short-record.dat   a record shorter than its format: libtraceevent copied a
 #                            negative length (SIGSEGV); printed as [SHORT RECORD ...] now
+#   print-fmt-modulo.dat     a print format "REC->ve%tor": a modulo by 0 (SIGFPE); the
+#                            event is printed by its fields now
 damaged_dir "$data/damaged-fuzz" 'offset 0x[0-9a-f]*: ' "reported in one line"
+n=$("$HGTRACE" report "$data/damaged-fuzz/print-fmt-modulo.dat" 2> "$t/err" | grep -c 'local_timer_exit: *vector=236$')
+if [ "$n" -gt 0 ] && grep -q 'local_timer_exit: its print format divides by something other than a nonzero constant' "$t/err"; then
+	tap_ok "a print format dividing by a field: said once, $n events printed by their fields"
+else
+	tap_fail "print-fmt-modulo.dat: $n lines; $(head -c 300 "$t/err")"
+fi
 if "$HGTRACE" report "$data/damaged-fuzz/print-short-record.dat" 2> /dev/null |
 	grep -q 'print: *\[SHORT RECORD: 12 bytes, its format needs 16\]'; then
 	tap_ok "the 12-byte print record is printed as a short record"
