@@ -5,7 +5,8 @@
                        after 2 s, keep its control stream and each CPU's pages in OUT.*
   good fifo DIR CAP MB a guest over the FIFOs of DIR: the captured description, then MB of
   good tcp PORT CAP MB the captured pages (repeated) over its CPUs, then END; prints the page
-                       bytes sent per CPU
+                       bytes sent per CPU; waits 3 s before it closes (LINGER=0: closes at
+                       once, its last pages still in the sockets)
   disconnect|slow|silent|garbage|flood PORT CAP   hostile TCP peers (see each function)
 """
 import os, random, select, socket, struct, sys, time
@@ -124,7 +125,7 @@ def good(kind, where, cap, mb):
     end = struct.pack("<QQQQQ", 0, 0, 0, 0, 0) + b"".join(struct.pack("<Q", x) for x in sent)
     put(ctl if kind == "fifo" else s, msg(END, end))
     print(" ".join(str(x) for x in sent), flush=True)
-    time.sleep(3)  # the host reads what is in flight before the channels close
+    time.sleep(float(os.environ.get("LINGER", "3")))
 
 
 def conn(port):

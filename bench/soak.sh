@@ -7,7 +7,7 @@
 # FIFOs), with the protocol's END byte counts. Prints the listener's peak RSS, CPU time,
 # wall time and throughput, the faults it reported per kind, and for each good guest the
 # page bytes it sent and the bytes its file holds: lost bytes must be 0.
-# Usage: soak.sh [BUILDDIR]
+# Usage: soak.sh [BUILDDIR]   (SOAK_KEEP=1 keeps the work directory, named at the end)
 set -uo pipefail
 builddir=$(realpath "${1:-build}")
 hg=$builddir/tools/hgtrace/hgtrace
@@ -17,7 +17,7 @@ mb=${SOAK_MB:-1280}
 T=/sys/kernel/tracing
 [ "$(id -u)" = 0 ] && [ -e $T/trace_marker ] || { echo "bench soak: needs root and tracefs"; exit 0; }
 w=$(mktemp -d /var/tmp/hgtrace-soak.XXXXXX)
-trap 'pkill -P $$ 2> /dev/null; rm -rf "$w"' EXIT
+trap 'pkill -P $$ 2> /dev/null; [ -n "${SOAK_KEEP:-}" ] || rm -rf "$w"' EXIT
 cd "$w" || exit 1
 port=$((30000 + $$ % 20000))
 
@@ -51,19 +51,26 @@ done
 for m in disconnect slow silent garbage flood; do
 	python3 "$peer" $m $port cap 3600 > /dev/null 2>&1 &
 done
-# every good guest written (4 FIFO, and 4 network files holding pages)
-while [ "$(grep -c 'wrote out/trace-g[0-9]\.dat' listen.log)" -lt 4 ] ||
-	[ "$(cat sent-t*.txt 2> /dev/null | wc -l)" -lt 4 ]; do
+# every good guest written: the 4 FIFO ones, and the 4 network guests that said END
+# (hostile peers never do) each with its file
+good_done() {
+	local n=0 g
+	for g in $(sed -n 's/.*guest \(net-[0-9]*\): stopped$/\1/p' listen.log); do
+		grep -q "guest $g: wrote " listen.log && n=$((n + 1))
+	done
+	[ "$(grep -c 'wrote out/trace-g[0-9]\.dat' listen.log)" = 4 ] && [ $n = 4 ]
+}
+until good_done; do
 	kill -0 $lpid 2> /dev/null || break
 	sleep 1
 done
-sleep 5 # the last network guests' files
 t1=$(date +%s.%N)
 read -r ut st < <(awk '{ print $14, $15 }' /proc/$lpid/stat)
 hwm=$(awk '/VmHWM/ { print $2 }' /proc/$lpid/status)
 pkill -f "soak-peer.py (disconnect|slow|silent|garbage|flood)"
 kill -INT $lpid
 wait $lpid
+cp listen.log "$here/out/soak-listen.log" 2> /dev/null
 secs=$(echo "$t1 - $t0" | bc)
 tck=$(getconf CLK_TCK)
 echo "soak: 8 good guests x $mb MB (+1..4 MB for the network ones) with hostile peers: $secs s wall, listener CPU $(echo "scale=1; ($ut + $st) / $tck" | bc) s, peak RSS $((hwm / 1024)) MB, $(echo "scale=0; (8 * $mb + 10) / $secs" | bc) MB/s"
@@ -76,12 +83,19 @@ done
 lost_all=0
 for s in sent-g1 sent-g2 sent-g3 sent-g4 sent-t1 sent-t2 sent-t3 sent-t4; do
 	read -r s0 s1 < "$s.txt"
+	if [ -z "${s0:-}" ]; then
+		echo "soak: ${s#sent-}: its sender failed (the listener cut it?): all lost"
+		lost_all=$((lost_all + 1))
+		continue
+	fi
 	if [ "${s%?}" = sent-g ]; then
 		f=out/trace-g${s#sent-g}.dat
 	else
 		# a network guest's file: the one whose CPU 0 holds exactly what it sent
 		f=$(for x in out/trace-net-*.dat; do
-			"$hg" dump "$x" 2> /dev/null | grep -q "cpu 0: .*($s0 uncompressed)" && echo "$x"
+			# (grep reads it all: with -q, an early exit would fail the pipe)
+			"$hg" dump "$x" 2> /dev/null | grep "cpu 0: .*($s0 uncompressed)" > /dev/null &&
+				echo "$x"
 		done | head -1)
 	fi
 	got=$("$hg" dump "$f" 2> /dev/null | sed -n 's/.*cpu [01]: .*(\([0-9]*\) uncompressed)/\1/p' |
@@ -91,3 +105,4 @@ for s in sent-g1 sent-g2 sent-g3 sent-g4 sent-t1 sent-t2 sent-t3 sent-t4; do
 	echo "soak: ${s#sent-}: sent $((s0 + s1)) page bytes, ${f:-no file} holds ${got:-0}: $lost lost"
 done
 echo "soak: lost bytes for good guests: $lost_all"
+[ -n "${SOAK_KEEP:-}" ] && echo "soak: kept $w"

@@ -373,7 +373,9 @@ int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_con
 		       int (*more)(void *ctx, struct hgt_output *out), void *ctx, bool sync,
 		       FILE *log)
 {
-	HGT_OPTS(hgt_open_opts, oo, .flags = HGT_OPEN_QUIET | HGT_OPEN_NO_PLUGINS);
+	/* the file is rewritten, never printed: kallsyms are copied, not parsed */
+	HGT_OPTS(hgt_open_opts, oo,
+		 .flags = HGT_OPEN_QUIET | HGT_OPEN_NO_PLUGINS | HGT_OPEN_NO_KALLSYMS);
 	struct hgt__convert_src src = { .more_options = more, .ctx = ctx, .sync = sync };
 	struct hgt__page_file *files = NULL;
 	char *head = path_in(dir, "head.dat");

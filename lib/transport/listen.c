@@ -86,7 +86,9 @@ struct guest {
 	bool over_limit;
 	char fault[256];
 	uint64_t t_start, t_last;
+	uint64_t quiet_since; /* since when polls find none of its channels readable (0: not) */
 	bool start_sent, stop_sent, done;
+	bool ctl_eof; /* the control channel ended (after END: the data may still come) */
 	/* sessions */
 	const struct hgt_record_opts *record; /* CONFIG to send before the start */
 	uint64_t t_read;		      /* host clock when the last control read returned */
@@ -884,17 +886,23 @@ bad:
 static void over_budget(struct listener *l)
 {
 	struct guest *big = NULL;
+	uint64_t live = 0;
 
 	if (l->mem <= l->o.max_total_bytes)
 		return;
+	/* a guest already cut (done) is freed at the loop's next turn: its memory does not
+	 * count, or the next guest to send would be cut for it */
 	for (int i = 0; i < l->nr_g; i++)
-		if (l->g[i] && !l->g[i]->done && (!big || l->g[i]->mem > big->mem))
-			big = l->g[i];
-	if (big)
+		if (l->g[i] && !l->g[i]->done) {
+			live += l->g[i]->mem;
+			if (!big || l->g[i]->mem > big->mem)
+				big = l->g[i];
+		}
+	if (big && live > l->o.max_total_bytes)
 		fault(l, big,
 		      "the listener holds %llu MB of control data for all guests, over its %llu "
 		      "MB: this guest holds the most (%llu MB)",
-		      (unsigned long long)(l->mem >> 20),
+		      (unsigned long long)(live >> 20),
 		      (unsigned long long)(l->o.max_total_bytes >> 20),
 		      (unsigned long long)(big->mem >> 20));
 }
@@ -984,10 +992,14 @@ static void read_ctl(struct listener *l, struct guest *g)
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0) {
-		if (!g->ended)
+		g->ctl_eof = true;
+		if (!g->ended) {
 			fault(l, g, "control channel closed before the end (%s)",
 			      r < 0 ? strerror(errno) : "EOF");
-		g->done = true;
+			g->done = true;
+		}
+		/* after its END an agent may go: what its data channels still hold is
+		 * read before the guest is finished */
 		return;
 	}
 	ctl_bytes(l, g, buf, r);
@@ -1637,6 +1649,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			int kind, g, c;
 		} who[sizeof(pf) / sizeof(pf[0])];
 		int n = 0, active = 0;
+		bool readable[MAX_GUESTS] = { false };
 		uint64_t t = hgt__now_ms();
 		bool stopping = l.o.stop && *l.o.stop;
 
@@ -1674,7 +1687,8 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			/* a network guest's agent says something at least every
 			 * HGT__HEARTBEAT_MS: one silent far longer is gone (or hostile) and
 			 * holds a slot; what it sent is written */
-			if (!g->fifo && g->hello && !g->done && t - g->t_last >= l.o.silent_ms)
+			if (!g->fifo && g->hello && !g->done && g->quiet_since &&
+			    t - g->quiet_since >= l.o.silent_ms)
 				fault(&l, g, "silent for %u s (no data, no heartbeat): closed",
 				      l.o.silent_ms / 1000);
 			if (g->hello && !g->stop_sent && l.o.stop_after_ms &&
@@ -1721,8 +1735,11 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 					all_bytes = got >= g->end_bytes[cpu];
 				}
 				/* every byte the agent sent is here (or, from an agent that does
-				 * not say, the channels closed or went quiet) */
-				if (all_eof || all_bytes || t - g->t_last >= l.o.idle_ms)
+				 * not say, the channels closed or went quiet: quiet as polls see
+				 * it, not as the clock does, since the loop may just have spent
+				 * seconds writing another guest's file) */
+				if (all_eof || all_bytes ||
+				    (g->quiet_since && t - g->quiet_since >= l.o.idle_ms))
 					g->done = true;
 			}
 			if (g->done) {
@@ -1781,9 +1798,11 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 
 			if (!g)
 				continue;
-			pf[n] = (struct pollfd){ .fd = g->ctl_r, .events = POLLIN };
-			who[n].kind = 2;
-			who[n++].g = i;
+			if (!g->ctl_eof) {
+				pf[n] = (struct pollfd){ .fd = g->ctl_r, .events = POLLIN };
+				who[n].kind = 2;
+				who[n++].g = i;
+			}
 			for (int k = 0; k < g->nr_data && n < (int)(sizeof(pf) / sizeof(pf[0]));
 			     k++) {
 				if (g->data[k].eof)
@@ -1825,11 +1844,20 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 				if (p->got >= 4 && classify(&l, p))
 					p->fd = -1;
 			} else if (who[i].kind == 2 && l.g[who[i].g]) {
+				readable[who[i].g] = true;
 				read_ctl(&l, l.g[who[i].g]);
 			} else if (who[i].kind == 3 && l.g[who[i].g]) {
+				readable[who[i].g] = true;
 				read_data(&l, l.g[who[i].g], &l.g[who[i].g]->data[who[i].c]);
 			}
 		}
+		/* a guest none of whose channels this poll found readable is quiet from now
+		 * (or still) */
+		for (i = 0; i < l.nr_g; i++)
+			if (l.g[i] && readable[i])
+				l.g[i]->quiet_since = 0;
+			else if (l.g[i] && !l.g[i]->quiet_since)
+				l.g[i]->quiet_since = hgt__now_ms();
 		/* data channels waiting for their HELLO; give up on silent ones */
 		for (i = 0; i < l.nr_pend; i++) {
 			struct pending *p = &l.pend[i];

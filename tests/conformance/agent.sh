@@ -198,6 +198,33 @@ else
 	tap_fail "idle guest: agent exit $arc, $hb heartbeats: $(tr '\n' ' ' < hb-listen.log)"
 fi
 
+# 2d. An agent that sends END and closes at once, while its last megabytes are still in the
+# data connections' buffers: the listener reads them all before it writes the file (it
+# used to finish the guest at the control channel's EOF). The guest replays what a real
+# agent sent (bench/soak-peer.py captures it through FIFOs); its page bytes are compared
+# with the file's.
+"$HGTRACE" setup-guest cap --cpus 2 --dir . > /dev/null
+python3 "$here/../bench/soak-peer.py" capture cap cap &
+cpid=$!
+sleep 0.3
+timeout 30 "$HGTRACE" agent --fifos cap -e sched -e irq -B hgt_agent_cap$$ 2> cap-agent.log
+wait $cpid
+mkdir -p linger
+"$HGTRACE" listen -o linger --tcp $((port + 3)) --start 2> linger.log &
+lpid=$!
+sleep 0.3
+read -r s0 s1 < <(LINGER=0 python3 "$here/../bench/soak-peer.py" good tcp $((port + 3)) cap 64)
+for i in $(seq 100); do grep -q wrote linger.log && break; sleep 0.1; done
+kill -INT $lpid
+wait $lpid
+got=$("$HGTRACE" dump linger/trace-net-1.dat 2> /dev/null |
+	sed -n 's/.*cpu [01]: .*(\([0-9]*\) uncompressed)/\1/p' | paste -sd+ | bc)
+if [ -n "${s0:-}" ] && [ "$((s0 + s1))" = "${got:-0}" ] && [ "$got" -gt 0 ]; then
+	tap_ok "END then an immediate close: all $got page bytes sent are in the file"
+else
+	tap_fail "END then close: sent ${s0:-?}+${s1:-?}, file holds ${got:-nothing}: $(tr '\n' ' ' < linger.log)"
+fi
+
 # 3. A connection cut in the middle: what was sent is kept, the file says where it stopped.
 # The listener is restarted in the same directory: it keeps the TCP run's trace-net-1.dat
 # and writes trace-net-1.2.dat.
