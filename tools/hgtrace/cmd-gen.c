@@ -155,38 +155,16 @@ int cmd_gen(int argc, char **argv)
 			fprintf(stderr, "hgtrace gen: %s\n", err);
 			goto out;
 		}
-	/* Written beside the target, which it replaces only when complete. */
-	if (strcmp(out, "-")) {
-		nf = hgt_newfile_open(out, HGT_NEWFILE_IN_PLACE);
-		c = nf ? dup(hgt_newfile_fd(nf)) : -1;
-		if (c < 0 || !(f = fdopen(c, "w"))) {
-			fprintf(stderr, "hgtrace gen: %s\n",
-				nf ? strerror(errno) : hgt_last_error());
-			if (c >= 0)
-				close(c);
-			goto out;
-		}
-	} else {
-		f = stdout;
-	}
-	if (hgt_gen(&o, &l, f, err, sizeof(err)) < 0) {
-		fprintf(stderr, "hgtrace gen: %s\n", err);
-		if (f != stdout)
-			fclose(f);
+	f = cmd_out_open("gen", out, &nf);
+	if (!f)
 		goto out;
-	}
-	if (f != stdout) {
-		if (fclose(f)) {
-			fprintf(stderr, "hgtrace gen: %s: %s\n", out, strerror(errno));
-			goto out;
-		}
-		c = hgt_newfile_commit(nf);
-		nf = NULL;
-		if (c < 0) {
-			fprintf(stderr, "hgtrace gen: %s\n", hgt_last_error());
-			goto out;
-		}
-	}
+	c = hgt_gen(&o, &l, f, err, sizeof(err));
+	if (c < 0)
+		fprintf(stderr, "hgtrace gen: %s\n", err);
+	c = cmd_out_close("gen", out, f, nf, c >= 0);
+	nf = NULL;
+	if (c < 0)
+		goto out;
 	ret = 0;
 out:
 	hgt_newfile_abort(nf);

@@ -17,6 +17,7 @@ int cmd_simpletrace(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* A recording's workload (child.c): cmd_child_watch() makes its end set *@stop;
  * cmd_child_spawn() runs it (a failure to start sets *@stop too); cmd_child_end() ends
@@ -31,6 +32,15 @@ int cmd_push_event(const char ***evs, int *n, const char *ev);
 /* --compression ARG of command @cmd into *@c; on a bad name, one error line and -1. */
 enum hgt_compression;
 int cmd_compression(const char *cmd, const char *arg, enum hgt_compression *c);
+
+/* -o PATH of command @cmd ("-" or NULL: stdout): a stream to write, backed by a new file
+ * that replaces PATH only at cmd_out_close() with @ok (hgt_newfile_open()). NULL after one
+ * error line. cmd_out_close() returns 0, or -1 after one error line (PATH unchanged). */
+#include <stdbool.h>
+#include <stdio.h>
+struct hgt_newfile;
+FILE *cmd_out_open(const char *cmd, const char *path, struct hgt_newfile **nf);
+int cmd_out_close(const char *cmd, const char *path, FILE *f, struct hgt_newfile *nf, bool ok);
 
 /* Print "hgtrace: MESSAGE" for the library's last error, or @fallback. */
 void cmd_error(const char *fallback);

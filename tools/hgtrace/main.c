@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* hgtrace: trace KVM guests together with their host. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <hgtrace/output.h>
 #include <hgtrace/tracedat.h>
@@ -32,6 +34,7 @@ static const struct {
 	{ "gen", cmd_gen, "userspace probes: trace-events files -> header, C, dtrace, stp, ust" },
 	{ "simpletrace", cmd_simpletrace, "print a simple-backend trace (ours, or QEMU's v4)" },
 	{ "ctl", cmd_ctl, "enable/disable a running program's probes over its control socket" },
+	{ "export", cmd_export, "write a session for Perfetto / chrome://tracing (JSON)" },
 };
 
 int cmd_push_event(const char ***evs, int *n, const char *ev)

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * hgtrace/export.h - a session (one or more trace.dat files: a host and its guests) in the
+ * Trace Event Format that chrome://tracing and ui.perfetto.dev open.
+ */
+#ifndef HGTRACE_EXPORT_H
+#define HGTRACE_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hgt_export_opts {
+	size_t sz; /* sizeof(struct hgt_export_opts); use HGT_OPTS() */
+	const char *const *inputs;
+	int nr_inputs;
+	FILE *out;
+	bool quiet; /* no warnings on stderr */
+};
+
+/**
+ * hgt_export_chrome - write the merged session of @opts->inputs to @opts->out as one JSON
+ * object {"traceEvents": [...]}: each input a process (its file name), each CPU a thread;
+ * every event an instant ("ph":"i") with its fields and its report text as args; the task
+ * running on each CPU (from sched_switch) and each vCPU's guest mode (kvm_entry to
+ * kvm_exit, with the exit) as complete events ("ph":"X") on threads of their own. Times
+ * are the report's (a guest's mapped to its host's), in microseconds with nanosecond
+ * digits. Returns 0 or a negative errno (hgt_last_error() says why).
+ */
+int hgt_export_chrome(const struct hgt_export_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

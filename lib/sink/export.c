@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A session in the Trace Event Format (chrome://tracing, ui.perfetto.dev): the inputs are
+ * merged as the report merges them, in its time base (a guest's events mapped to its
+ * host's time), and written as one JSON object. Per input (a process) and CPU there are
+ * three threads: the events as instants, the task running on the CPU as complete events
+ * (from sched_switch), and guest mode as complete events (kvm_entry to kvm_exit on the
+ * vCPU thread's host CPU). Each instant carries the event's fields and its report text.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <traceevent/event-parse.h>
+#include <traceevent/trace-seq.h>
+
+#include <hgtrace/clock.h>
+#include <hgtrace/export.h>
+#include <hgtrace/merge.h>
+#include <hgtrace/output.h>
+#include <hgtrace/tracedat.h>
+
+#include "sink-local.h"
+#include "../tracedat/tracedat-local.h"
+
+enum { TID_EVENTS = 1, TID_TASKS = 2, TID_GUEST = 3, TIDS = 3 };
+
+struct track {
+	unsigned long long first, last; /* the CPU's first and last event */
+	unsigned long long run_start;	/* the running task's start (0: not known) */
+	char comm[64];
+	int pid;
+	unsigned long long guest_start; /* guest mode since (0: not in guest mode) */
+	int vcpu;
+	unsigned int named; /* TID_* bits whose thread_name was written */
+};
+
+struct src {
+	struct hgt_input *in;
+	struct hgt_clock clock;
+	struct hgt_cursor **cur;
+	struct track *tr;
+	int nr_cpus;
+	const char *name;
+	bool owner; /* closes @in */
+	struct tep_event *sw, *entry, *exit_;
+};
+
+struct exporter {
+	FILE *out;
+	struct src *s;
+	int nr;
+	struct trace_seq seq;
+	bool first; /* no event written yet: no comma before the next */
+};
+
+static void put_str(FILE *f, const char *p, size_t n)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < n && p[i]; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(f, "\\u%04x", c); /* bytes, not UTF-8: each one kept */
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* "ts": microseconds with the nanosecond digits. */
+static void put_ts(FILE *f, const char *key, unsigned long long ns)
+{
+	fprintf(f, ",\"%s\":%llu.%03llu", key, ns / 1000, ns % 1000);
+}
+
+static void begin(struct exporter *x, const char *ph, int pid, int tid)
+{
+	fprintf(x->out, "%s\n{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d", x->first ? "" : ",", ph, pid,
+		tid);
+	x->first = false;
+}
+
+static void thread_name(struct exporter *x, int si, int cpu, int kind)
+{
+	static const char *const what[] = { "", "events", "tasks", "guest mode" };
+	struct track *t = &x->s[si].tr[cpu];
+
+	if (t->named & (1u << kind))
+		return;
+	t->named |= 1u << kind;
+	begin(x, "M", si + 1, cpu * TIDS + kind);
+	fprintf(x->out, ",\"name\":\"thread_name\",\"args\":{\"name\":\"CPU %d %s\"}}", cpu,
+		what[kind]);
+	begin(x, "M", si + 1, cpu * TIDS + kind);
+	fprintf(x->out, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
+		cpu * TIDS + kind);
+}
+
+/* A complete event on thread @kind of CPU @cpu of source @si, with args "pid" (when @pid
+ * >= 0) and @key: @val (when @key). */
+static void complete(struct exporter *x, int si, int cpu, int kind, const char *name,
+		     unsigned long long from, unsigned long long to, int pid, const char *key,
+		     const char *val, size_t n)
+{
+	if (!from || to < from)
+		return;
+	thread_name(x, si, cpu, kind);
+	begin(x, "X", si + 1, cpu * TIDS + kind);
+	fputs(",\"name\":", x->out);
+	put_str(x->out, name, strlen(name));
+	put_ts(x->out, "ts", from);
+	put_ts(x->out, "dur", to - from);
+	fputs(",\"args\":{", x->out);
+	if (pid >= 0)
+		fprintf(x->out, "\"pid\":%d%s", pid, key ? "," : "");
+	if (key) {
+		put_str(x->out, key, strlen(key));
+		fputc(':', x->out);
+		put_str(x->out, val, n);
+	}
+	fputs("}}", x->out);
+}
+
+static bool field_str(struct tep_record *rec, struct tep_format_field *f, const char **p, size_t *n)
+{
+	unsigned int off = (unsigned int)f->offset, len = (unsigned int)f->size;
+
+	if (f->flags & TEP_FIELD_IS_DYNAMIC) {
+		unsigned int loc;
+
+		if (f->size != 4 || f->offset + 4 > rec->size)
+			return false;
+		memcpy(&loc, (const char *)rec->data + f->offset, 4);
+		off = loc & 0xffff;
+		len = loc >> 16;
+		if (f->flags & TEP_FIELD_IS_RELATIVE)
+			off += (unsigned int)f->offset + 4;
+	}
+	if ((unsigned long long)off + len > (unsigned long long)rec->size)
+		return false;
+	*p = (const char *)rec->data + off;
+	*n = len;
+	return true;
+}
+
+/* The event's own fields as JSON members: numbers, and strings (char arrays). */
+static void put_fields(FILE *f, struct tep_handle *tep, struct tep_event *ev,
+		       struct tep_record *rec)
+{
+	for (struct tep_format_field *fl = ev->format.fields; fl; fl = fl->next) {
+		const char *p;
+		size_t n;
+
+		if (fl->flags & TEP_FIELD_IS_STRING) {
+			if (!field_str(rec, fl, &p, &n))
+				continue;
+			fputc(',', f);
+			put_str(f, fl->name, strlen(fl->name));
+			fputc(':', f);
+			put_str(f, p, n);
+		} else if (!(fl->flags & (TEP_FIELD_IS_ARRAY | TEP_FIELD_IS_DYNAMIC)) &&
+			   fl->size > 0 && fl->size <= 8 && fl->offset >= 0 &&
+			   fl->offset + fl->size <= rec->size) {
+			unsigned long long v = tep_read_number(
+				tep, (const char *)rec->data + fl->offset, fl->size);
+
+			fputc(',', f);
+			put_str(f, fl->name, strlen(fl->name));
+			if ((fl->flags & TEP_FIELD_IS_SIGNED) && fl->size < 8 &&
+			    (v >> (8 * fl->size - 1)) & 1)
+				v |= ~0ULL << (8 * fl->size);
+			if (fl->flags & TEP_FIELD_IS_SIGNED)
+				fprintf(f, ":%lld", (long long)v);
+			else
+				fprintf(f, ":%llu", v);
+		}
+	}
+}
+
+static unsigned long long field_num(struct tep_event *ev, const char *name, struct tep_record *rec)
+{
+	struct tep_format_field *f = tep_find_field(ev, name);
+	unsigned long long v = 0;
+
+	if (f && f->offset + f->size <= rec->size)
+		tep_read_number_field(f, rec->data, &v);
+	return v;
+}
+
+static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
+{
+	struct src *s = &x->s[si];
+	struct tep_handle *tep = hgt_input_tep(s->in);
+	struct tep_event *ev = tep_find_event_by_record(tep, rec);
+	struct track *t = &s->tr[cpu];
+	int pid = tep_data_pid(tep, rec);
+	const char *text;
+	size_t len;
+
+	if (!t->first)
+		t->first = rec->ts;
+	t->last = rec->ts;
+	thread_name(x, si, cpu, TID_EVENTS);
+	begin(x, "i", si + 1, cpu * TIDS + TID_EVENTS);
+	fputs(",\"s\":\"t\",\"name\":", x->out);
+	put_str(x->out, ev ? ev->name : "unknown", strlen(ev ? ev->name : "unknown"));
+	fputs(",\"cat\":", x->out);
+	put_str(x->out, ev ? ev->system : "unknown", strlen(ev ? ev->system : "unknown"));
+	put_ts(x->out, "ts", rec->ts);
+	fprintf(x->out, ",\"args\":{\"common_pid\":%d,\"comm\":", pid);
+	text = tep_data_comm_from_pid(tep, pid);
+	put_str(x->out, text, strlen(text));
+	if (ev)
+		put_fields(x->out, tep, ev, rec);
+	text = hgt__info_text(NULL, &x->seq, tep, ev, rec, false, &len);
+	fputs(",\"info\":", x->out);
+	put_str(x->out, text, len);
+	fputs("}}", x->out);
+
+	if (ev && ev == s->sw) {
+		const char *p;
+		size_t n;
+		struct tep_format_field *nc = tep_find_field(ev, "next_comm");
+
+		/* the task switched out ran since the CPU's last switch (or its first event) */
+		if (!t->run_start) {
+			struct tep_format_field *pc = tep_find_field(ev, "prev_comm");
+
+			t->run_start = t->first;
+			t->pid = (int)field_num(ev, "prev_pid", rec);
+			t->comm[0] = 0;
+			if (pc && field_str(rec, pc, &p, &n))
+				snprintf(t->comm, sizeof(t->comm), "%.*s", (int)n, p);
+		}
+		complete(x, si, cpu, TID_TASKS, t->comm[0] ? t->comm : "?", t->run_start, rec->ts,
+			 t->pid, NULL, NULL, 0);
+		t->run_start = rec->ts;
+		t->pid = (int)field_num(ev, "next_pid", rec);
+		t->comm[0] = 0;
+		if (nc && field_str(rec, nc, &p, &n))
+			snprintf(t->comm, sizeof(t->comm), "%.*s", (int)n, p);
+	} else if (ev && ev == s->entry) {
+		t->guest_start = rec->ts;
+		t->vcpu = (int)field_num(ev, "vcpu_id", rec);
+	} else if (ev && ev == s->exit_ && t->guest_start) {
+		char name[32];
+
+		text = hgt__info_text(NULL, &x->seq, tep, ev, rec, false, &len);
+		snprintf(name, sizeof(name), "vCPU %d", t->vcpu);
+		complete(x, si, cpu, TID_GUEST, name, t->guest_start, rec->ts, -1, "exit", text,
+			 len);
+		t->guest_start = 0;
+	}
+}
+
+static void finish_tracks(struct exporter *x)
+{
+	for (int si = 0; si < x->nr; si++)
+		for (int c = 0; c < x->s[si].nr_cpus; c++) {
+			struct track *t = &x->s[si].tr[c];
+
+			if (t->run_start && t->last > t->run_start)
+				complete(x, si, c, TID_TASKS, t->comm[0] ? t->comm : "?",
+					 t->run_start, t->last, t->pid, NULL, NULL, 0);
+			if (t->guest_start && t->last > t->guest_start)
+				complete(x, si, c, TID_GUEST, "guest mode (no exit seen)",
+					 t->guest_start, t->last, -1, NULL, NULL, 0);
+		}
+}
+
+static void free_sources(struct exporter *x)
+{
+	for (int i = 0; i < x->nr; i++) {
+		struct src *s = &x->s[i];
+
+		for (int c = 0; s->cur && c < s->nr_cpus; c++)
+			hgt_cursor_close(s->cur[c]);
+		free(s->cur);
+		free(s->tr);
+		if (s->owner)
+			hgt_input_close(s->in);
+	}
+	free(x->s);
+}
+
+/* Source @x->nr: buffer @b of @in (the top one in the input's time base, an instance in
+ * its own, as the report prints them), its CPUs added to @m. */
+static int add_source(struct exporter *x, struct hgt_merge *m, struct hgt_input *in, int b,
+		      const char *name, const struct hgt_clock *clock)
+{
+	struct src *s = &x->s[x->nr];
+	struct tep_handle *tep = hgt_input_tep(in);
+	int idx = x->nr++;
+
+	s->in = in;
+	s->name = name;
+	s->clock = *clock;
+	s->sw = tep_find_event_by_name(tep, "sched", "sched_switch");
+	s->entry = tep_find_event_by_name(tep, "kvm", "kvm_entry");
+	s->exit_ = tep_find_event_by_name(tep, "kvm", "kvm_exit");
+	s->nr_cpus = hgt_input_buffer(in, b)->nr_cpus;
+	s->cur = calloc((size_t)s->nr_cpus + 1, sizeof(*s->cur));
+	s->tr = calloc((size_t)s->nr_cpus + 1, sizeof(*s->tr));
+	if (!s->cur || !s->tr)
+		return -ENOMEM;
+	for (int c = 0; c < s->nr_cpus; c++) {
+		int r;
+
+		s->cur[c] = hgt_cursor_open(in, b, c);
+		if (!s->cur[c])
+			return -errno;
+		r = hgt_merge_add(m, s->cur[c], &s->clock, (void *)(intptr_t)(idx * 65536 + c));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int open_sources(struct exporter *x, const struct hgt_export_opts *o, struct hgt_merge *m)
+{
+	HGT_OPTS(hgt_open_opts, oo, .flags = o->quiet ? HGT_OPEN_QUIET : 0);
+	HGT_OPTS(hgt_clock_opts, co);
+	int nsrc = 0, ret = 0;
+	struct hgt_input **in = calloc((size_t)o->nr_inputs, sizeof(*in));
+
+	if (!in)
+		return -ENOMEM;
+	for (int i = 0; i < o->nr_inputs; i++) {
+		in[i] = hgt_input_open(o->inputs[i], &oo);
+		if (!in[i]) {
+			ret = -errno;
+			goto out;
+		}
+		if (hgt_input_top_buffer(in[i]) < 0) {
+			ret = hgt__errorf(ENOTSUP, "%s: a latency trace: nothing to export",
+					  o->inputs[i]);
+			goto out;
+		}
+		nsrc += hgt_input_nr_buffers(in[i]);
+	}
+	x->s = calloc((size_t)nsrc, sizeof(*x->s));
+	if (!x->s) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* the top buffers first, in input order, then the instances, as the report */
+	for (int pass = 0; pass < 2 && !ret; pass++)
+		for (int i = 0; i < o->nr_inputs && !ret; i++) {
+			int top = hgt_input_top_buffer(in[i]);
+			struct hgt_clock clk;
+
+			hgt_clock_init(&clk, in[i], &co);
+			if (pass == 0) {
+				const char *base = strrchr(o->inputs[i], '/');
+
+				ret = add_source(x, m, in[i], top, base ? base + 1 : o->inputs[i],
+						 &clk);
+				if (!ret)
+					x->s[x->nr - 1].owner = true;
+				continue;
+			}
+			clk.tsync = NULL; /* instances stay in their own time */
+			for (int b = 0; b < hgt_input_nr_buffers(in[i]) && !ret; b++)
+				if (b != top)
+					ret = add_source(x, m, in[i], b,
+							 hgt_input_buffer(in[i], b)->name, &clk);
+		}
+out:
+	/* inputs not yet owned by a source are closed here */
+	for (int i = 0; i < o->nr_inputs; i++) {
+		bool owned = false;
+
+		for (int k = 0; k < x->nr; k++)
+			owned |= x->s[k].owner && x->s[k].in == in[i];
+		if (!owned)
+			hgt_input_close(in[i]);
+	}
+	free(in);
+	return ret;
+}
+
+/**
+ * hgt_export_chrome - the session of @opts->inputs in the Trace Event Format.
+ */
+int hgt_export_chrome(const struct hgt_export_opts *opts)
+{
+	struct hgt_export_opts o = { 0 };
+	struct exporter x = { .first = true };
+	struct hgt_merge *m;
+	struct tep_record *rec;
+	void *user;
+	int src, ret;
+
+	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o))
+		return -EINVAL;
+	memcpy(&o, opts, opts->sz);
+	if (!o.out || o.nr_inputs < 1)
+		return -EINVAL;
+	x.out = o.out;
+	m = hgt_merge_new();
+	if (!m)
+		return -ENOMEM;
+	trace_seq_init(&x.seq);
+	ret = open_sources(&x, &o, m);
+	if (!ret) {
+		fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", x.out);
+		for (int i = 0; i < x.nr; i++) {
+			begin(&x, "M", i + 1, 0);
+			fputs(",\"name\":\"process_name\",\"args\":{\"name\":", x.out);
+			put_str(x.out, x.s[i].name, strlen(x.s[i].name));
+			fputs("}}", x.out);
+			begin(&x, "M", i + 1, 0);
+			fprintf(x.out,
+				",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}",
+				i);
+		}
+		while ((ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
+			intptr_t u = (intptr_t)user;
+
+			event(&x, (int)(u / 65536), (int)(u % 65536), rec);
+		}
+		finish_tracks(&x);
+		fputs("\n]}\n", x.out);
+		if (!ret && (fflush(x.out) || ferror(x.out)))
+			ret = hgt__errorf(EIO, "export: write failed: %s", strerror(errno));
+	}
+	trace_seq_destroy(&x.seq);
+	hgt_merge_free(m);
+	free_sources(&x);
+	return ret < 0 ? ret : 0;
+}

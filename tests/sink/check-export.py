@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Check `hgtrace export` JSON against trace-cmd's report of the same files.
+
+Usage: check-export.py OUT.json TRACE_CMD_REPORT.txt [--guest-mode]
+TRACE_CMD_REPORT.txt is `trace-cmd report -t -i F1 [-i F2 ...]` (file column when several).
+Prints one line per check; exits 1 on the first failed one.
+"""
+import json, re, sys
+from collections import Counter
+
+
+def ns(text):
+    """A timestamp as text ("sec.nnnnnnnnn", "usec.nnn" or raw) to an integer, exactly."""
+    a, _, b = text.partition(".")
+    return int(a + b) if b else int(a)
+
+
+def fail(msg):
+    print("FAIL " + msg)
+    sys.exit(1)
+
+
+data = json.load(open(sys.argv[1]), parse_float=str)
+evs = data["traceEvents"]
+procs = {e["pid"]: e["args"]["name"] for e in evs if e["ph"] == "M" and e["name"] == "process_name"}
+got = Counter()
+for e in evs:
+    if e["ph"] == "i":
+        got[(procs[e["pid"]], (e["tid"] - 1) // 3, ns(e["ts"]) , e["name"])] += 1
+# trace-cmd: "[FILE: ]comm-pid [cpu] ts: event: ..."
+line = re.compile(r"^\s*(?:(\S+): )?\s*.*?-\d+\s+\[(\d+)\]\s*(\d+(?:\.\d+)?): ([^:\s]+):")
+want = Counter()
+# no file column (one input), or a blank one (the top buffer of an input with instances)
+single = procs[min(procs)]
+dropped = re.compile(r"^(\S+): CPU:\d+ \[(?:\d+ )?EVENTS DROPPED\]")
+after_drop = None  # trace-cmd prints the event after a tagged DROPPED line without its tag
+for l in open(sys.argv[2], errors="replace"):
+    d = dropped.match(l)
+    if d:
+        after_drop = d.group(1)
+        continue
+    m = line.match(l)
+    if m:
+        f = m.group(1) or after_drop or single
+        after_drop = None
+        want[(f, int(m.group(2)), ns(m.group(3)), m.group(4))] += 1
+if sum(want.values()) < 100:
+    fail("trace-cmd's report has only %d events" % sum(want.values()))
+if got != want:
+    extra, missing = got - want, want - got
+    fail("instants differ from trace-cmd's events: %d extra (e.g. %s), %d missing (e.g. %s)" % (
+        sum(extra.values()), list(extra)[:2], sum(missing.values()), list(missing)[:2]))
+print("ok every one of %d events is an instant once, at trace-cmd's time, on its file and CPU"
+      % sum(want.values()))
+# complete events: none overlaps another of its thread
+threads = {}
+for e in evs:
+    if e["ph"] == "X":
+        threads.setdefault((e["pid"], e["tid"]), []).append((ns(e["ts"]), ns(e["dur"])))
+n = 0
+for k, v in threads.items():
+    v.sort()
+    for (a, d), (b, _) in zip(v, v[1:]):
+        if a + d > b:
+            fail("thread %s: [%d, +%d] overlaps the next at %d" % (k, a, d, b))
+    n += len(v)
+if n == 0:
+    fail("no complete events")
+print("ok %d complete events on %d threads, none overlapping" % (n, len(threads)))
+if "--guest-mode" in sys.argv:
+    gm = [e for e in evs if e["ph"] == "X" and e["name"].startswith("vCPU ")]
+    exits = sum(c for k, c in want.items() if k[3] == "kvm_exit")
+    if not gm or len(gm) > exits:
+        fail("%d guest-mode intervals for %d kvm_exit events" % (len(gm), exits))
+    print("ok %d guest-mode intervals (kvm_entry to kvm_exit) for %d kvm_exit events" % (len(gm), exits))

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# hgtrace export (Trace Event Format JSON) against Debian's trace-cmd: for a simulated
+# host + guest pair attached by hgtrace, and for the committed real recordings (x86-tsc raw
+# cycles, mono, local, v6, a buffer instance with dropped events), the JSON parses, every
+# event trace-cmd's report prints is an instant exactly once, at trace-cmd's time (to the
+# nanosecond), on its file or instance and CPU, and nothing else is; complete events
+# (running tasks, guest mode) never overlap on their thread; on the host there is one
+# guest-mode interval per kvm_exit at most, and some. Checks in check-export.py.
+# Usage: export.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/sim.sh"
+command -v trace-cmd > /dev/null || tap_skip_all "trace-cmd is not installed"
+command -v python3 > /dev/null || tap_skip_all "python3 is not installed"
+tap_workdir
+
+check() { # WHAT JSON TRACE-CMD-REPORT [--guest-mode]
+	local what=$1
+	shift
+	if python3 "$here/sink/check-export.py" "$@" > check.out 2>&1; then
+		while read -r l; do tap_ok "$what: ${l#ok }"; done < check.out
+	else
+		tap_fail "$what: $(tr '\n' ' ' < check.out)"
+	fi
+}
+
+simulate s --vcpus 4 --seed 3 || tap_fail "simulate"
+# shellcheck disable=SC2086
+"$HGTRACE" attach -s "$off" s-host.dat s-guest.dat $pids > /dev/null || tap_fail "attach"
+if "$HGTRACE" export -o s.json s-host.dat s-guest.dat 2> err.txt; then
+	trace-cmd report -t -i s-host.dat -i s-guest.dat > s.tc 2> /dev/null
+	check "host + guest" s.json s.tc --guest-mode
+else
+	tap_fail "export host + guest: $(cat err.txt)"
+fi
+for f in tsc mono local-v7none tsc-v6 inst; do
+	if "$HGTRACE" export "$here/data/$f.dat" > "$f.json" 2> err.txt; then
+		trace-cmd report -t "$here/data/$f.dat" > "$f.tc" 2> /dev/null
+		check "$f.dat" "$f.json" "$f.tc"
+	else
+		tap_fail "export $f.dat: $(cat err.txt)"
+	fi
+done
+# Bad input: one line, non-zero, no output file.
+tap_refuses "export of a file that is not a trace" "" "$HGTRACE" export -o bad.json /etc/passwd
+[ -e bad.json ] && tap_fail "a failed export left bad.json"
+check_rc=$("$HGTRACE" export --format perfetto s-host.dat > /dev/null 2>&1; echo $?)
+[ "$check_rc" = 2 ] && tap_ok "--format perfetto: not supported, exit 2" || tap_fail "--format perfetto: exit $check_rc"
+tap_done

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * hgtrace export: a session (host and guest files) for a timeline viewer: the Trace Event
+ * Format (JSON) that ui.perfetto.dev and chrome://tracing open.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <hgtrace/export.h>
+#include <hgtrace/output.h>
+
+#include "cmd.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hgtrace export [--format chrome-json] [-o OUT.json] FILE...\n"
+		"  the merged session of FILEs (a host and its attached guests) as JSON for\n"
+		"  ui.perfetto.dev and chrome://tracing: each file a process, each CPU a thread;\n"
+		"  events as instants, running tasks and guest mode as complete events\n");
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *out = NULL;
+	struct hgt_newfile *nf;
+	FILE *f;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (strcmp(optarg, "chrome-json")) {
+				fprintf(stderr,
+					"hgtrace export: --format '%s': only chrome-json is "
+					"supported\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "hgtrace export: give at least one trace.dat file\n");
+		usage(stderr);
+		return 2;
+	}
+	f = cmd_out_open("export", out, &nf);
+	if (!f)
+		return 1;
+	{
+		HGT_OPTS(hgt_export_opts, eo, .inputs = (const char *const *)(argv + optind),
+			 .nr_inputs = argc - optind, .out = f);
+
+		ret = hgt_export_chrome(&eo);
+	}
+	if (ret)
+		cmd_error("export failed");
+	return cmd_out_close("export", out, f, nf, !ret) ? 1 : 0;
+}
