@@ -105,6 +105,18 @@ lines=$(wc -l < h.txt)
 	tap_ok "hgtrace report host.dat host-g.dat = trace-cmd report -i ... -i ... ($lines lines)" ||
 	{ tap_fail "merged report differs from trace-cmd's ($lines lines)"; diff h.txt tc.txt | head -5 | sed 's/^/# /'; }
 
+# The same session exported (hgtrace export): every event trace-cmd prints, once, at its time.
+if "$HGTRACE" export -o session.json host.dat host-g.dat 2> export.err; then
+	trace-cmd report -t -i host.dat -i host-g.dat > tct.txt 2> /dev/null
+	if python3 "$here/sink/check-export.py" session.json tct.txt > export.out 2>&1; then
+		tap_ok "export of the real session: $(head -1 export.out | sed 's/^ok //')"
+	else
+		tap_fail "export of the real session: $(tr '\n' ' ' < export.out)"
+	fi
+else
+	tap_fail "export of the real session: $(cat export.err)"
+fi
+
 # Containment: every guest event within its vCPU thread's running intervals +- bound.
 line=$(grep 'sync check' sync.txt)
 outside=$(echo "$line" | sed -n 's/.* events: \([0-9]*\) outside.*/\1/p')
