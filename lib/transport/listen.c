@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,8 @@
 #define SYNC_TIMEOUT_MS 1000   /* a probe not answered in time is lost */
 #define SYNC_MAX_SAMPLES 4096
 #define END_TIMEOUT_MS 10000 /* a guest told to stop sends its end within this */
+
+enum { FIN_NONE, FIN_RUNNING, FIN_DONE };
 
 struct chan {
 	int fd;
@@ -89,6 +92,11 @@ struct guest {
 	uint64_t quiet_since; /* since when polls find none of its channels readable (0: not) */
 	bool start_sent, stop_sent, done;
 	bool ctl_eof; /* the control channel ended (after END: the data may still come) */
+	/* its file is written in a thread of its own, so the others go on meanwhile */
+	pthread_t fin_thread;
+	int fin_state; /* FIN_NONE, FIN_RUNNING, FIN_DONE (set by the thread) */
+	int fin_ret;
+	char fin_err[HGT__ERRLEN];
 	/* sessions */
 	const struct hgt_record_opts *record; /* CONFIG to send before the start */
 	uint64_t t_read;		      /* host clock when the last control read returned */
@@ -1332,10 +1340,55 @@ static int end_options(void *ctx, struct hgt_output *out)
 
 /* Write trace-NAME.dat from what the guest sent: head.dat and the CPU files of its
  * recording directory (what hgtrace restore would do after a kill), then remove it. */
-static int finish_guest(struct listener *l, struct guest *g)
+/* The slow part of writing a guest's file (its pages read back, compressed, written), run
+ * in a thread of its own: the listener goes on reading the other guests meanwhile. @g is
+ * left alone by the loop until fin_state is FIN_DONE. */
+static void *finish_thread(void *arg)
 {
+	struct end_ctx *e = arg;
+	struct guest *g = e->g;
 	HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = HGT_COMPRESS_ZSTD);
-	struct end_ctx e = { l, g };
+
+	g->fin_ret = hgt__recdir_finish(g->rd.dir, g->path, &co, end_options, e, false, NULL);
+	if (g->fin_ret)
+		snprintf(g->fin_err, sizeof(g->fin_err), "%s", hgt_last_error());
+	free(e);
+	__atomic_store_n(&g->fin_state, FIN_DONE, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* What follows the file's writing: said, mapped, reported. Returns its result. */
+static int finish_end(struct listener *l, struct guest *g)
+{
+	int ret = g->fin_ret;
+
+	trace_listen_done(g->name, g->bytes, ret);
+	if (ret) {
+		logf_(l,
+		      "guest %s: cannot write %s: %s; what arrived is kept in %s ('hgtrace "
+		      "restore %s' writes it)",
+		      g->name, g->path, g->fin_err, g->rd.dir, g->path);
+		hgt__recdir_done(&g->rd, false);
+		report_result(l, g, NULL);
+		return ret;
+	}
+	hgt__recdir_done(&g->rd, false); /* removed by hgt__recdir_finish() */
+	logf_(l, "guest %s: wrote %s%s", g->name, g->path,
+	      g->fault[0] ? " (stream ended early: see report --stat)" : "");
+	if (g->host_path[0])
+		map_host(l, g);
+	report_result(l, g, g->path);
+	return 0;
+}
+
+/*
+ * Start writing a finished guest's file. Returns 1 when a thread writes it (finish_end()
+ * once fin_state is FIN_DONE), else the result, the file written (or not) here. @wait:
+ * write it here (the listener is ending).
+ */
+static int finish_guest(struct listener *l, struct guest *g, bool wait)
+{
+	struct end_ctx *e;
 	int i, ret = 0, ncpu = 0;
 
 	if (g->host_rec) {
@@ -1363,25 +1416,21 @@ static int finish_guest(struct listener *l, struct guest *g)
 		if (g->data[i].cpu + 1 > ncpu)
 			ncpu = g->data[i].cpu + 1;
 	ret = guest_head(l, g, ncpu);
-	if (!ret)
-		ret = hgt__recdir_finish(g->rd.dir, g->path, &co, end_options, &e, false, NULL);
-	trace_listen_done(g->name, g->bytes, ret);
+	e = ret ? NULL : malloc(sizeof(*e));
+	if (!ret && !e)
+		ret = -ENOMEM;
 	if (ret) {
-		logf_(l,
-		      "guest %s: cannot write %s: %s; what arrived is kept in %s ('hgtrace "
-		      "restore %s' writes it)",
-		      g->name, g->path, hgt_last_error(), g->rd.dir, g->path);
-		hgt__recdir_done(&g->rd, false);
-		report_result(l, g, NULL);
-		return ret;
+		g->fin_ret = ret;
+		snprintf(g->fin_err, sizeof(g->fin_err), "%s", hgt_last_error());
+		return finish_end(l, g);
 	}
-	hgt__recdir_done(&g->rd, false); /* removed by hgt__recdir_finish() */
-	logf_(l, "guest %s: wrote %s%s", g->name, g->path,
-	      g->fault[0] ? " (stream ended early: see report --stat)" : "");
-	if (g->host_path[0])
-		map_host(l, g);
-	report_result(l, g, g->path);
-	return 0;
+	*e = (struct end_ctx){ l, g };
+	g->fin_state = FIN_RUNNING;
+	if (!wait && !pthread_create(&g->fin_thread, NULL, finish_thread, e))
+		return 1;
+	finish_thread(e);
+	g->fin_state = FIN_NONE;
+	return finish_end(l, g);
 }
 
 static void free_guest(struct listener *l, struct guest *g)
@@ -1743,10 +1792,25 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 					g->done = true;
 			}
 			if (g->done) {
-				int src = g->src, seq = g->seq;
+				int src = g->src, seq = g->seq, r;
 				bool again = l.o.record_host && g->fifo && g->hello && !stopping;
 
-				if (finish_guest(&l, g))
+				if (g->fin_state == FIN_NONE) {
+					r = finish_guest(&l, g, false);
+					if (r == 1) {
+						active++; /* being written */
+						continue;
+					}
+				} else if (__atomic_load_n(&g->fin_state, __ATOMIC_ACQUIRE) !=
+					   FIN_DONE) {
+					active++;
+					continue;
+				} else {
+					pthread_join(g->fin_thread, NULL);
+					g->fin_state = FIN_NONE;
+					r = finish_end(&l, g);
+				}
+				if (r)
 					l.failures++;
 				free_guest(&l, g);
 				l.g[i] = NULL;
@@ -1796,7 +1860,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 		for (i = 0; i < l.nr_g && n < (int)(sizeof(pf) / sizeof(pf[0])) - 1; i++) {
 			struct guest *g = l.g[i];
 
-			if (!g)
+			if (!g || g->done) /* a done guest's file may be being written */
 				continue;
 			if (!g->ctl_eof) {
 				pf[n] = (struct pollfd){ .fd = g->ctl_r, .events = POLLIN };
@@ -1876,9 +1940,17 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 out:
 	for (i = 0; i < l.nr_g; i++)
 		if (l.g[i]) {
-			if (!ret && finish_guest(&l, l.g[i]))
+			struct guest *g = l.g[i];
+
+			if (g->fin_state != FIN_NONE) { /* its file is being written: wait */
+				pthread_join(g->fin_thread, NULL);
+				g->fin_state = FIN_NONE;
+				if (finish_end(&l, g))
+					l.failures++;
+			} else if (!ret && finish_guest(&l, g, true)) {
 				l.failures++;
-			free_guest(&l, l.g[i]);
+			}
+			free_guest(&l, g);
 		}
 	for (i = 0; i < l.nr_pend; i++)
 		if (l.pend[i].fd >= 0)
@@ -1991,7 +2063,7 @@ int hgt__listen_fuzz(const uint8_t *data, size_t size, const char *base, FILE *l
 	if (!g->ended)
 		fault(l, g, "control channel closed before the end (EOF)");
 	g->done = true;
-	finish_guest(l, g);
+	finish_guest(l, g, true);
 	free_guest(l, g);
 	free(l);
 	return 0;
