@@ -433,7 +433,8 @@ int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_con
 			goto out;
 		}
 	}
-	qsort(files, (size_t)nf, sizeof(*files), cmp_file);
+	if (nf) /* an idle guest sent no page at all */
+		qsort(files, (size_t)nf, sizeof(*files), cmp_file);
 	src.files = files;
 	src.nr_files = nf;
 	cmd = cmdlines_item(dir, &src.cmdlines_len);

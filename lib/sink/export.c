@@ -274,6 +274,7 @@ static void finish_tracks(struct exporter *x)
 
 static void free_sources(struct exporter *x)
 {
+	/* every cursor first: an instance's cursors use its input, closed with the top's */
 	for (int i = 0; i < x->nr; i++) {
 		struct src *s = &x->s[i];
 
@@ -281,9 +282,10 @@ static void free_sources(struct exporter *x)
 			hgt_cursor_close(s->cur[c]);
 		free(s->cur);
 		free(s->tr);
-		if (s->owner)
-			hgt_input_close(s->in);
 	}
+	for (int i = 0; i < x->nr; i++)
+		if (x->s[i].owner)
+			hgt_input_close(x->s[i].in);
 	free(x->s);
 }
 
