@@ -24,6 +24,33 @@ extern "C" {
 #endif
 
 #define HGT_SIM_MAX_VCPUS 256
+#define HGT_SIM_MAX_INJECT 64
+
+/* A cause of guest latency the simulator injects (hgtrace why must find it). */
+enum hgt_sim_cause {
+	HGT_SIM_PREEMPT = 1, /* the vCPU thread preempted by a host task for @us */
+	HGT_SIM_EXITS,	     /* @count exits of @exit_reason, each handled @us by the host */
+	HGT_SIM_IRQS,	     /* a storm of @count host IRQs of @us each, the vCPU out */
+	HGT_SIM_GUEST,	     /* the guest itself runs another task for @us: no host cause */
+};
+
+struct hgt_sim_inject {
+	enum hgt_sim_cause cause;
+	uint64_t us;		  /* PREEMPT, GUEST: the delay; EXITS, IRQS: each one */
+	unsigned int count;	  /* EXITS, IRQS */
+	unsigned int exit_reason; /* EXITS: a VMX exit reason code */
+};
+
+/* One injected cause as placed: the guest delay it makes and the cause's own time. */
+struct hgt_sim_injected {
+	enum hgt_sim_cause cause;
+	int guest_cpu;
+	int guest_pid;		 /* the task woken late; a timer: the task it interrupted */
+	bool timer;		 /* a timer fired late (EXITS), else a wakeup (the others) */
+	uint64_t from_ns, to_ns; /* the delay, in report time (the host's ns) */
+	uint64_t cause_ns;	 /* the injected cause's total within it */
+	int host_pid;		 /* PREEMPT: the host task that ran; IRQS: the irq number */
+};
 
 struct hgt_sim_opts {
 	size_t sz;	       /* sizeof(struct hgt_sim_opts); use HGT_OPTS() */
@@ -46,6 +73,10 @@ struct hgt_sim_opts {
 	const char *host_path;	/* required */
 	const char *guest_path; /* required */
 	const char *truth_path; /* NULL: no ground truth file */
+	/* causes to inject, spread over the run: cause k at (k + 1) / (n + 1) of it, on
+	 * guest CPU k % nr_vcpus */
+	const struct hgt_sim_inject *inject;
+	int nr_inject; /* at most HGT_SIM_MAX_INJECT */
 };
 
 struct hgt_sim_result {
@@ -57,6 +88,8 @@ struct hgt_sim_result {
 	int vcpu_id[HGT_SIM_MAX_VCPUS];	 /* per guest CPU */
 	int vcpu_pid[HGT_SIM_MAX_VCPUS]; /* host thread running it */
 	int64_t tsc_offset;		 /* at the start */
+	int nr_injected;		 /* of opts->nr_inject: those the run reached */
+	struct hgt_sim_injected injected[HGT_SIM_MAX_INJECT];
 };
 
 /**
@@ -64,6 +97,12 @@ struct hgt_sim_result {
  * Returns 0 or -errno (reason in hgt_last_error()).
  */
 int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res);
+
+/**
+ * hgt_sim_exit_code - the VMX exit reason code named @name ("IO_INSTRUCTION", "HLT", ...,
+ * the reasons the simulator uses) or given as a number. Returns it or -EINVAL.
+ */
+int hgt_sim_exit_code(const char *name);
 
 #ifdef __cplusplus
 }

@@ -26,4 +26,8 @@ static inline int hgt__top_cpus(const struct hgt_input *in)
 int hgt__merge_add_top(struct hgt_merge *m, struct hgt_input *in, const struct hgt_clock *clk,
 		       struct hgt_cursor **cur, void *user);
 
+/* The host thread of each CPU of guest @guest as @host's GUEST option names them; see
+ * synccheck.c. Returns their number (pids in *@pids, caller frees) or -ENOENT / -ENOMEM. */
+int hgt__guest_cpu_threads(const struct hgt_input *host, const struct hgt_input *guest, int **pids);
+
 #endif

@@ -76,13 +76,6 @@ static int thread_index(struct hgt_sync_check *sc, int pid)
 	return -1;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static const char *base(const char *p)
 {
 	const char *s = strrchr(p, '/');
@@ -114,14 +107,38 @@ static bool stored_bound(const struct hgt_input *in, uint64_t *bound, bool *infe
 	return true;
 }
 
+/**
+ * hgt__guest_cpu_threads - the host thread of each CPU of guest @guest, from @host's GUEST
+ * option naming @guest's trace id: guest CPU i runs in the i-th vCPU id (ascending) that
+ * has a thread. *@pids (caller frees) gets one pid per guest CPU. Returns their number,
+ * -ENOENT when @host does not name @guest, or -ENOMEM.
+ */
+int hgt__guest_cpu_threads(const struct hgt_input *host, const struct hgt_input *guest, int **pids)
+{
+	struct hgt_guest gu;
+	uint64_t id = 0;
+	int i, k;
+
+	*pids = NULL;
+	if (!hgt_input_trace_id(guest, &id) || !id || hgt_input_guest_by_id(host, id, &gu))
+		return -ENOENT;
+	/* cpu_pid is indexed by vCPU id: ascending ids are ascending indexes */
+	*pids = calloc((size_t)gu.nr_vcpus + 1, sizeof(int));
+	if (!*pids)
+		return -ENOMEM;
+	for (i = 0, k = 0; i < gu.nr_vcpus; i++)
+		if (gu.cpu_pid[i] > 0)
+			(*pids)[k++] = gu.cpu_pid[i];
+	return k;
+}
+
 static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct hgt_input *in,
 		       int idx, bool ts_offset, bool lookalike)
 {
 	const struct hgt_time_shift *t = hgt_input_time_shift(in);
 	struct gin *g = &sc->g[idx];
-	struct hgt_guest gu;
 	uint64_t id = 0, hid = 0;
-	int i, k, *ids;
+	int i, k, *pids;
 
 	hgt_input_trace_id(in, &id);
 	hgt_input_trace_id(host, &hid);
@@ -163,32 +180,27 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 	}
 	g->st.mapping = g->mapping;
 	g->st.is_guest = true;
-	if (!id || hgt_input_guest_by_id(host, id, &gu))
+	k = hgt__guest_cpu_threads(host, in, &pids);
+	if (k == -ENOENT)
 		return 0; /* the host does not know its vCPU threads */
-	/* guest CPU i <-> i-th vCPU id (ascending) that has a thread */
-	ids = calloc((size_t)gu.nr_vcpus + 1, sizeof(int));
-	if (!ids)
-		return -ENOMEM;
-	for (i = 0, k = 0; i < gu.nr_vcpus; i++)
-		if (gu.cpu_pid[i] > 0)
-			ids[k++] = i;
-	qsort(ids, (size_t)k, sizeof(int), cmp_int);
+	if (k < 0)
+		return k;
 	g->nr_cpus = k;
 	g->thread = malloc(sizeof(int) * (size_t)(k ? k : 1));
 	g->cpu_out = calloc((size_t)(k ? k : 1), sizeof(*g->cpu_out));
 	if (!g->thread || !g->cpu_out) {
-		free(ids);
+		free(pids);
 		return -ENOMEM;
 	}
 	for (i = 0; i < k; i++) {
-		int pid = gu.cpu_pid[ids[i]], ti = thread_index(sc, pid);
+		int pid = pids[i], ti = thread_index(sc, pid);
 
 		if (ti < 0) {
 			struct thread *n =
 				realloc(sc->threads, sizeof(*n) * (size_t)(sc->nr_threads + 1));
 
 			if (!n) {
-				free(ids);
+				free(pids);
 				return -ENOMEM;
 			}
 			sc->threads = n;
@@ -202,7 +214,7 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 		g->thread[i] = ti;
 	}
 	g->st.mapped = true;
-	free(ids);
+	free(pids);
 	return 0;
 }
 
@@ -539,21 +551,25 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 {
 	const struct hgt_time_shift *t = hgt_input_time_shift(guest);
 	struct hgt_infer_cpu *c = NULL;
-	struct hgt_guest gu;
-	uint64_t id = 0, ratio = 0, b = 0;
+	uint64_t ratio = 0, b = 0;
 	unsigned int frac = 0;
-	int ncpu = 0, ret;
+	int ncpu, ret, *pids;
 	bool inferred;
 
-	if (!hgt_input_trace_id(guest, &id) || hgt_input_guest_by_id(host, id, &gu))
+	ncpu = hgt__guest_cpu_threads(host, guest, &pids);
+	if (ncpu == -ENOENT)
 		return 0;
-	c = calloc((size_t)gu.nr_vcpus + 1, sizeof(*c));
-	if (!c)
+	if (ncpu < 0)
+		return ncpu;
+	c = calloc((size_t)ncpu + 1, sizeof(*c));
+	if (!c) {
+		free(pids);
 		return -ENOMEM;
-	stored_bound(guest, &b, &inferred);   /* TSC cycles, as the offsets */
-	for (int v = 0; v < gu.nr_vcpus; v++) /* guest CPU i: the i-th vCPU with a thread */
-		if (gu.cpu_pid[v] > 0)
-			c[ncpu++].pid = gu.cpu_pid[v];
+	}
+	stored_bound(guest, &b, &inferred); /* TSC cycles, as the offsets */
+	for (int i = 0; i < ncpu; i++)
+		c[i].pid = pids[i];
+	free(pids);
 	if (t && t->nr_cpus > 0 && t->cpus[0].count &&
 	    !(t->cpus[0].scaling[0] == 1 && t->cpus[0].frac[0] == 0)) {
 		ratio = (uint64_t)t->cpus[0].scaling[0];

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <traceevent/event-parse.h>
@@ -73,10 +74,13 @@ struct sim {
 		uint64_t step_at;    /* host TSC of the step */
 		int64_t tsc_off;     /* current tsc_offset */
 		int task;	     /* guest task now running (index), -1 idle */
+		unsigned int woken;  /* tasks woken that have not run since (bit per index) */
 		bool timer_armed;    /* guest armed its TSC deadline: the next run starts with it */
 		uint64_t last_guest; /* last guest timestamp emitted (strictly increasing) */
 	} * vc;
 	uint64_t host_events, guest_events;
+	struct hgt_sim_injected inj[HGT_SIM_MAX_INJECT];
+	bool inj_done[HGT_SIM_MAX_INJECT];
 };
 
 static uint64_t rnd(struct sim *s)
@@ -99,6 +103,13 @@ static uint64_t range(struct sim *s, uint64_t lo, uint64_t hi)
 static uint64_t us(const struct sim *s, uint64_t v)
 {
 	return v * s->o.tsc_khz / 1000;
+}
+
+/* Host TSC -> ns, as the report converts it (the host file's TSC2NSEC). The guest's
+ * hrtimer times (now, expires) use it too: only their differences matter. */
+static uint64_t ns(const struct sim *s, uint64_t tsc)
+{
+	return hgt_mul_u64_u32_shr(tsc, s->mult, s->shift);
 }
 
 static int sim_error(struct sim *s, int err, const char *fmt, ...)
@@ -329,6 +340,23 @@ static const struct {
 	{ 49, "EPT_MISCONFIG", 2 },
 };
 
+/**
+ * hgt_sim_exit_code - the VMX exit reason code of @name (one the simulator uses, e.g.
+ * "IO_INSTRUCTION", or a number). Returns it, or -EINVAL.
+ */
+int hgt_sim_exit_code(const char *name)
+{
+	char *end;
+	unsigned long v;
+
+	for (size_t i = 0; i < sizeof(exits) / sizeof(exits[0]); i++)
+		if (!strcasecmp(name, exits[i].name))
+			return (int)exits[i].code;
+	errno = 0;
+	v = strtoul(name, &end, 0);
+	return errno || end == name || *end || v > 0xffff ? -EINVAL : (int)v;
+}
+
 static int pick_exit(struct sim *s)
 {
 	int total = 0, i, x;
@@ -341,13 +369,59 @@ static int pick_exit(struct sim *s)
 	return i;
 }
 
+/* Guest CPU @cpu's current task wakes task @next. */
+static void rec_waking(struct sim *s, struct rec *r, int cpu, int next)
+{
+	char comm[32];
+
+	rec_start(s, r, EV_SCHED_WAKING, guest_pid(cpu, s->vc[cpu].task));
+	guest_comm(comm, sizeof(comm), cpu, next);
+	set_str(r, "comm", comm);
+	set_num(r, "pid", (uint64_t)guest_pid(cpu, next));
+	set_num(r, "prio", 120);
+	set_num(r, "target_cpu", (uint64_t)cpu);
+}
+
+/* Guest CPU @cpu switches from its current task (which sleeps) to task @next. */
+static void rec_switch(struct sim *s, struct rec *r, int cpu, int next)
+{
+	int prev = s->vc[cpu].task;
+	char comm[32];
+
+	rec_start(s, r, EV_SCHED_SWITCH, guest_pid(cpu, prev));
+	guest_comm(comm, sizeof(comm), cpu, prev);
+	set_str(r, "prev_comm", comm);
+	set_num(r, "prev_pid", (uint64_t)guest_pid(cpu, prev));
+	set_num(r, "prev_prio", 120);
+	set_num(r, "prev_state", 1);
+	guest_comm(comm, sizeof(comm), cpu, next);
+	set_str(r, "next_comm", comm);
+	set_num(r, "next_pid", (uint64_t)guest_pid(cpu, next));
+	set_num(r, "next_prio", 120);
+}
+
+/* A timer event of guest CPU @cpu (its one hrtimer): @v is the time of an expiry
+ * ("now") or the deadline of a start, in ns. */
+static void rec_timer(struct sim *s, struct rec *r, int cpu, enum ev_id id, uint64_t v)
+{
+	rec_start(s, r, id, guest_pid(cpu, s->vc[cpu].task));
+	set_num(r, "vector", 236);
+	set_num(r, "hrtimer", 0xffff888007a1c000ULL + (uint64_t)cpu * 0x100);
+	set_num(r, "function", 0xffffffff81100000ULL);
+	set_num(r, "now", v);
+	set_num(r, "expires", v);
+	set_num(r, "softexpires", v);
+}
+
+static const enum ev_id timer_fire[4] = { EV_LOCAL_TIMER_ENTRY, EV_HRTIMER_EXPIRE_ENTRY,
+					  EV_HRTIMER_EXPIRE_EXIT, EV_LOCAL_TIMER_EXIT };
+
 /* Guest events of one run [en, ex] on guest CPU @cpu ending with exit @xi. */
 static int guest_run(struct sim *s, int cpu, uint64_t en, uint64_t ex, int xi)
 {
 	struct vcpu *v = &s->vc[cpu];
 	uint64_t margin = 300, t = en + margin, end = ex - margin;
 	struct rec r;
-	char comm[32], ncomm[32];
 	int ret = 0, n, i;
 
 	if (ex - en < 4 * margin)
@@ -363,24 +437,11 @@ static int guest_run(struct sim *s, int cpu, uint64_t en, uint64_t ex, int xi)
 	} while (0)
 	if (v->timer_armed) {
 		v->timer_armed = false;
-		rec_start(s, &r, EV_LOCAL_TIMER_ENTRY, guest_pid(cpu, v->task));
-		set_num(&r, "vector", 236);
-		PUT(&r);
-		STEP();
-		rec_start(s, &r, EV_HRTIMER_EXPIRE_ENTRY, guest_pid(cpu, v->task));
-		set_num(&r, "hrtimer", 0xffff888007a1c000ULL + (uint64_t)cpu * 0x100);
-		set_num(&r, "now", t);
-		set_num(&r, "function", 0xffffffff81100000ULL);
-		PUT(&r);
-		STEP();
-		rec_start(s, &r, EV_HRTIMER_EXPIRE_EXIT, guest_pid(cpu, v->task));
-		set_num(&r, "hrtimer", 0xffff888007a1c000ULL + (uint64_t)cpu * 0x100);
-		PUT(&r);
-		STEP();
-		rec_start(s, &r, EV_LOCAL_TIMER_EXIT, guest_pid(cpu, v->task));
-		set_num(&r, "vector", 236);
-		PUT(&r);
-		STEP();
+		for (i = 0; i < 4; i++) {
+			rec_timer(s, &r, cpu, timer_fire[i], ns(s, t));
+			PUT(&r);
+			STEP();
+		}
 	}
 	n = (int)range(s, 0, 3);
 	for (i = 0; i < n; i++) {
@@ -388,29 +449,18 @@ static int guest_run(struct sim *s, int cpu, uint64_t en, uint64_t ex, int xi)
 
 		switch (rnd(s) % 3) {
 		case 0:
-			rec_start(s, &r, EV_SCHED_WAKING, guest_pid(cpu, v->task));
-			guest_comm(comm, sizeof(comm), cpu, next);
-			set_str(&r, "comm", comm);
-			set_num(&r, "pid", (uint64_t)guest_pid(cpu, next));
-			set_num(&r, "prio", 120);
-			set_num(&r, "target_cpu", (uint64_t)cpu);
+			rec_waking(s, &r, cpu, next);
 			PUT(&r);
+			if (next != v->task)
+				v->woken |= 1u << next;
 			break;
 		case 1:
 			if (next == v->task)
 				break;
-			rec_start(s, &r, EV_SCHED_SWITCH, guest_pid(cpu, v->task));
-			guest_comm(comm, sizeof(comm), cpu, v->task);
-			guest_comm(ncomm, sizeof(ncomm), cpu, next);
-			set_str(&r, "prev_comm", comm);
-			set_num(&r, "prev_pid", (uint64_t)guest_pid(cpu, v->task));
-			set_num(&r, "prev_prio", 120);
-			set_num(&r, "prev_state", 1);
-			set_str(&r, "next_comm", ncomm);
-			set_num(&r, "next_pid", (uint64_t)guest_pid(cpu, next));
-			set_num(&r, "next_prio", 120);
+			rec_switch(s, &r, cpu, next);
 			PUT(&r);
 			v->task = next;
+			v->woken &= ~(1u << next);
 			break;
 		default:
 			rec_start(s, &r, EV_IRQ_ENTRY, guest_pid(cpu, v->task));
@@ -428,26 +478,13 @@ static int guest_run(struct sim *s, int cpu, uint64_t en, uint64_t ex, int xi)
 	}
 	if (exits[xi].code == 32) { /* MSR_WRITE: the TSC deadline of a new hrtimer */
 		t = end - 100;
-		rec_start(s, &r, EV_HRTIMER_START, guest_pid(cpu, v->task));
-		set_num(&r, "hrtimer", 0xffff888007a1c000ULL + (uint64_t)cpu * 0x100);
-		set_num(&r, "function", 0xffffffff81100000ULL);
-		set_num(&r, "expires", t + us(s, 1000));
-		set_num(&r, "softexpires", t + us(s, 1000));
-		set_num(&r, "mode", 0);
+		/* the deadline is 1 us away: it passes before the next guest run */
+		rec_timer(s, &r, cpu, EV_HRTIMER_START, ns(s, t) + 1000);
 		PUT(&r);
 		v->timer_armed = true;
 	} else if (exits[xi].code == 12 && v->task >= 0) { /* HLT: the CPU went idle */
 		t = end - 100;
-		rec_start(s, &r, EV_SCHED_SWITCH, guest_pid(cpu, v->task));
-		guest_comm(comm, sizeof(comm), cpu, v->task);
-		guest_comm(ncomm, sizeof(ncomm), cpu, -1);
-		set_str(&r, "prev_comm", comm);
-		set_num(&r, "prev_pid", (uint64_t)guest_pid(cpu, v->task));
-		set_num(&r, "prev_prio", 120);
-		set_num(&r, "prev_state", 1);
-		set_str(&r, "next_comm", ncomm);
-		set_num(&r, "next_pid", 0);
-		set_num(&r, "next_prio", 120);
+		rec_switch(s, &r, cpu, -1);
 		PUT(&r);
 		v->task = -1;
 	} else if (exits[xi].code == 1 || exits[xi].code == 52) {
@@ -466,19 +503,21 @@ static int host_emit(struct sim *s, int hcpu, uint64_t ts, struct rec *r)
 
 static void host_comm(const struct sim *s, char *buf, size_t n, int task, int hcpu)
 {
-	/* task: >= 0 vCPU index, -1 idle, -2 kworker of that CPU */
+	/* task: >= 0 vCPU index, -1 idle, -2 kworker of that CPU, -3 an injected hog */
 	if (task >= 0)
 		snprintf(buf, n, "CPU %d/KVM", task);
 	else if (task == -1)
 		snprintf(buf, n, "swapper/%d", hcpu);
-	else
+	else if (task == -2)
 		snprintf(buf, n, "kworker/%d:1", hcpu);
+	else
+		snprintf(buf, n, "stress-ng");
 	(void)s;
 }
 
 static int host_pid(const struct sim *s, int task, int hcpu)
 {
-	return task >= 0 ? s->vc[task].pid : task == -1 ? 0 : 200 + hcpu;
+	return task >= 0 ? s->vc[task].pid : task == -1 ? 0 : task == -2 ? 200 + hcpu : 4000 + hcpu;
 }
 
 static int sched_switch(struct sim *s, int hcpu, uint64_t ts, int prev, int next, bool sleeping)
@@ -511,13 +550,177 @@ static int write_tsc_offset(struct sim *s, int hcpu, uint64_t ts, int vi, int64_
 	return host_emit(s, hcpu, ts, &r);
 }
 
+static int kvm_entry(struct sim *s, int hcpu, int vi, uint64_t t)
+{
+	struct rec r;
+
+	rec_start(s, &r, EV_KVM_ENTRY, s->vc[vi].pid);
+	set_num(&r, "vcpu_id", (uint64_t)s->vc[vi].id);
+	set_num(&r, "rip", 0xffffffff81000000ULL + (rnd(s) & 0xfffff));
+	return host_emit(s, hcpu, t, &r);
+}
+
+static int kvm_exit(struct sim *s, int hcpu, int vi, uint64_t t, unsigned int code)
+{
+	struct rec r;
+
+	rec_start(s, &r, EV_KVM_EXIT, s->vc[vi].pid);
+	set_num(&r, "exit_reason", code);
+	set_num(&r, "guest_rip", 0xffffffff81000000ULL + (rnd(s) & 0xfffff));
+	set_num(&r, "isa", 1);
+	set_num(&r, "info1", code == 48 ? 0x181 : 0);
+	set_num(&r, "info2", code == 48 ? 0xfee00000ULL : 0);
+	set_num(&r, "intr_info", code == 1 ? 0x800000ec : 0);
+	set_num(&r, "vcpu_id", (uint64_t)s->vc[vi].id);
+	return host_emit(s, hcpu, t, &r);
+}
+
+/* A host interrupt on @hcpu from @t lasting @dur, vCPU thread @vi interrupted; *@end is
+ * set to its end. */
+static int host_irq(struct sim *s, int hcpu, int vi, uint64_t t, int irq, const char *name,
+		    uint64_t *end, uint64_t dur)
+{
+	struct rec r;
+	int ret;
+
+	rec_start(s, &r, EV_IRQ_ENTRY, s->vc[vi].pid);
+	set_num(&r, "irq", (uint64_t)irq);
+	set_str(&r, "name", name);
+	ret = host_emit(s, hcpu, t, &r);
+	rec_start(s, &r, EV_IRQ_EXIT, s->vc[vi].pid);
+	set_num(&r, "irq", (uint64_t)irq);
+	set_num(&r, "ret", 1);
+	*end = t + dur;
+	return ret ?: host_emit(s, hcpu, *end, &r);
+}
+
+/* A guest event at host time @h that must be placed (inside a guest run, after the
+ * last one); its host time in ns (the report's) in *@at. */
+static int guest_at(struct sim *s, int cpu, uint64_t h, struct rec *r, uint64_t *at)
+{
+	int ret;
+	uint64_t truth = guest_event(s, cpu, h, r, &ret);
+
+	if (!ret && !truth)
+		return sim_error(s, EINVAL, "internal error: an injected guest event not placed");
+	if (at)
+		*at = ns(s, truth);
+	return ret;
+}
+
+/*
+ * Inject cause @k of the options on vCPU thread @vi, running in host mode on @hcpu at
+ * *@tp (moved to the end). Each cause delays a guest task woken in the first guest run
+ * (or, for exits, a timer due at the first exit); the guest events sit inside the runs.
+ */
+static int inject(struct sim *s, int k, int hcpu, int vi, uint64_t *tp)
+{
+	const struct hgt_sim_inject *in = &s->o.inject[k];
+	struct hgt_sim_injected *d = &s->inj[k];
+	struct vcpu *v = &s->vc[vi];
+	uint64_t u = us(s, 1), t = *tp + u, x, e, dur = us(s, in->us);
+	struct rec r;
+	int ret, victim;
+
+	d->cause = in->cause;
+	d->guest_cpu = vi;
+	ret = kvm_entry(s, hcpu, vi, t);
+	if (!ret && in->cause == HGT_SIM_GUEST && v->task < 0) {
+		rec_switch(s, &r, vi, 0); /* something to run instead of the woken task */
+		ret = guest_at(s, vi, t + u / 8, &r, NULL);
+		v->task = 0;
+		v->woken &= ~1u;
+	}
+	/* the task to wake must not be waiting already: its delay would start earlier */
+	for (victim = 0; victim < 4 && (victim == v->task || (v->woken >> victim & 1)); victim++)
+		;
+	/* all are: run them until one has run and sleeps, and wake that one */
+	for (int i = 2; victim == 4 && !ret; i++) {
+		int next = __builtin_ctz(v->woken);
+
+		victim = v->task; /* -1 (idle) goes round once more */
+		rec_switch(s, &r, vi, next);
+		ret = guest_at(s, vi, t + (uint64_t)i * u / 8, &r, NULL);
+		v->task = next;
+		v->woken &= ~(1u << next);
+		if (victim < 0)
+			victim = 4;
+	}
+	if (in->cause == HGT_SIM_EXITS) {
+		/* a timer due at the first exit; the guest does I/O with interrupts off */
+		x = t + 3 * u;
+		d->timer = true;
+		d->guest_pid = guest_pid(vi, v->task);
+		d->from_ns = ns(s, x);
+		rec_timer(s, &r, vi, EV_HRTIMER_START, ns(s, x));
+		ret = ret ?: guest_at(s, vi, t + u, &r, NULL);
+		for (unsigned int i = 0; !ret && i < in->count; i++) {
+			ret = kvm_exit(s, hcpu, vi, x, in->exit_reason);
+			d->cause_ns += ns(s, x + dur) - ns(s, x);
+			x += dur;
+			ret = ret ?: kvm_entry(s, hcpu, vi, x);
+			if (i + 1 < in->count)
+				x += u; /* a microsecond of guest run to the next exit */
+		}
+		for (int i = 0; !ret && i < 4; i++) {
+			rec_timer(s, &r, vi, timer_fire[i], ns(s, x + u / 2));
+			ret = guest_at(s, vi, x + (uint64_t)(i + 1) * u / 4, &r,
+				       i == 1 ? &d->to_ns : NULL);
+		}
+		v->timer_armed = false;
+		e = x + 2 * u;
+	} else {
+		d->guest_pid = guest_pid(vi, victim);
+		rec_waking(s, &r, vi, victim);
+		ret = ret ?: guest_at(s, vi, t + u, &r, &d->from_ns);
+		v->woken |= 1u << victim;
+		if (in->cause == HGT_SIM_GUEST) {
+			x = t + u + dur; /* the guest's own task runs on: no exit */
+			d->cause_ns = ns(s, x) - ns(s, t + u);
+		} else {
+			x = t + 3 * u;
+			ret = ret ?: kvm_exit(s, hcpu, vi, x, 1);
+			x += u;
+		}
+		if (in->cause == HGT_SIM_PREEMPT) {
+			d->host_pid = host_pid(s, -3, hcpu);
+			ret = ret ?: sched_switch(s, hcpu, x, vi, -3, false);
+			ret = ret ?: sched_switch(s, hcpu, x + dur, -3, vi, false);
+			d->cause_ns = ns(s, x + dur) - ns(s, x);
+			x += dur + u;
+		} else if (in->cause == HGT_SIM_IRQS) {
+			d->host_pid = 40;
+			for (unsigned int i = 0; !ret && i < in->count; i++) {
+				ret = host_irq(s, hcpu, vi, x, 40, "eth0-rx", &e, dur);
+				d->cause_ns += ns(s, e) - ns(s, x);
+				x = e + u / 10;
+			}
+			x += u / 2;
+		}
+		if (in->cause != HGT_SIM_GUEST)
+			ret = ret ?: kvm_entry(s, hcpu, vi, x);
+		rec_switch(s, &r, vi, victim);
+		ret = ret ?: guest_at(s, vi, x + u / 2, &r, &d->to_ns);
+		v->task = victim;
+		v->woken &= ~(1u << victim);
+		e = x + 2 * u;
+	}
+	ret = ret ?: kvm_exit(s, hcpu, vi, e, 48);
+	*tp = e + u;
+	return ret;
+}
+
+static uint64_t inject_at(const struct sim *s, int k)
+{
+	return s->t0 + (s->t_end - s->t0) / (uint64_t)(s->o.nr_inject + 1) * (uint64_t)(k + 1);
+}
+
 /* One slice of vCPU thread @vi on host CPU @hcpu from @t: entries, runs, exits. Returns
  * the end time in *@end and whether the thread went to sleep (halted). */
 static int vcpu_slice(struct sim *s, int hcpu, int vi, uint64_t t, uint64_t *end, bool *slept)
 {
 	struct vcpu *v = &s->vc[vi];
 	uint64_t stop = t + range(s, us(s, 100), us(s, 2000));
-	struct rec r;
 	int ret;
 
 	*slept = false;
@@ -532,6 +735,13 @@ static int vcpu_slice(struct sim *s, int hcpu, int vi, uint64_t t, uint64_t *end
 		v->stepped = true;
 		v->step_at = t;
 	}
+	for (int k = 0; k < s->o.nr_inject; k++)
+		if (!s->inj_done[k] && k % s->o.nr_vcpus == vi && t >= inject_at(s, k)) {
+			s->inj_done[k] = true;
+			ret = inject(s, k, hcpu, vi, &t);
+			if (ret)
+				return ret;
+		}
 	t += range(s, us(s, 1), us(s, 5));
 	while (t < stop) {
 		int xi = pick_exit(s);
@@ -539,38 +749,18 @@ static int vcpu_slice(struct sim *s, int hcpu, int vi, uint64_t t, uint64_t *end
 						    : range(s, us(s, 2), us(s, 150));
 		uint64_t ex = t + run;
 
-		rec_start(s, &r, EV_KVM_ENTRY, v->pid);
-		set_num(&r, "vcpu_id", (uint64_t)v->id);
-		set_num(&r, "rip", 0xffffffff81000000ULL + (rnd(s) & 0xfffff));
-		ret = host_emit(s, hcpu, t, &r);
+		ret = kvm_entry(s, hcpu, vi, t);
 		if (!ret)
 			ret = guest_run(s, vi, t, ex, xi);
-		if (ret)
-			return ret;
-		rec_start(s, &r, EV_KVM_EXIT, v->pid);
-		set_num(&r, "exit_reason", exits[xi].code);
-		set_num(&r, "guest_rip", 0xffffffff81000000ULL + (rnd(s) & 0xfffff));
-		set_num(&r, "isa", 1);
-		set_num(&r, "info1", exits[xi].code == 48 ? 0x181 : 0);
-		set_num(&r, "info2", exits[xi].code == 48 ? 0xfee00000ULL : 0);
-		set_num(&r, "intr_info", exits[xi].code == 1 ? 0x800000ec : 0);
-		set_num(&r, "vcpu_id", (uint64_t)v->id);
-		ret = host_emit(s, hcpu, ex, &r);
+		if (!ret)
+			ret = kvm_exit(s, hcpu, vi, ex, exits[xi].code);
 		if (ret)
 			return ret;
 		t = ex;
 		if (exits[xi].code == 1) { /* the host handles the interrupt */
 			t += range(s, 200, us(s, 2));
-			rec_start(s, &r, EV_IRQ_ENTRY, v->pid);
-			set_num(&r, "irq", 30 + (uint64_t)hcpu);
-			set_str(&r, "name", "nvme0q1");
-			ret = host_emit(s, hcpu, t, &r);
-			t += range(s, us(s, 1), us(s, 5));
-			rec_start(s, &r, EV_IRQ_EXIT, v->pid);
-			set_num(&r, "irq", 30 + (uint64_t)hcpu);
-			set_num(&r, "ret", 1);
-			if (!ret)
-				ret = host_emit(s, hcpu, t, &r);
+			ret = host_irq(s, hcpu, vi, t, 30 + hcpu, "nvme0q1", &t,
+				       range(s, us(s, 1), us(s, 5)));
 			if (ret)
 				return ret;
 		}
@@ -759,8 +949,8 @@ static int write_meta(struct sim *s, struct hgt_output *out, bool host)
 			len += snprintf(cmd + len, sizeof(cmd) - (size_t)len, "%d CPU %d/KVM\n",
 					s->vc[i].pid, i);
 		for (i = 0; i < s->o.nr_host_cpus && len < (int)sizeof(cmd) - 64; i++)
-			len += snprintf(cmd + len, sizeof(cmd) - (size_t)len, "%d kworker/%d:1\n",
-					200 + i, i);
+			len += snprintf(cmd + len, sizeof(cmd) - (size_t)len,
+					"%d kworker/%d:1\n%d stress-ng\n", 200 + i, i, 4000 + i);
 	} else {
 		for (i = 0; i < s->o.nr_vcpus && len < (int)sizeof(cmd) - 256; i++)
 			for (k = 0; k < 4; k++)
@@ -1002,6 +1192,23 @@ int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res)
 		free(s);
 		return ret;
 	}
+	for (i = 0; i < s->o.nr_inject || s->o.nr_inject < 0; i++) {
+		const struct hgt_sim_inject *in = s->o.inject + i;
+
+		if (s->o.nr_inject < 0 || s->o.nr_inject > HGT_SIM_MAX_INJECT || !s->o.inject ||
+		    in->cause < HGT_SIM_PREEMPT || in->cause > HGT_SIM_GUEST || !in->us ||
+		    in->us > 10000000 ||
+		    ((in->cause == HGT_SIM_EXITS || in->cause == HGT_SIM_IRQS) &&
+		     (!in->count || in->count > 100000))) {
+			ret = sim_error(
+				s, EINVAL,
+				"bad injection %d: at most %d, each 1 us to 10 s, exits and "
+				"irqs 1 to 100000 of them",
+				i + 1, HGT_SIM_MAX_INJECT);
+			free(s);
+			return ret;
+		}
+	}
 	if (s->o.ratio == (1ULL << s->o.frac))
 		s->o.ratio = 0;
 	s->rng = s->o.seed * 0x9e3779b97f4a7c15ULL + 0x1234567;
@@ -1086,6 +1293,9 @@ int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res)
 			res->vcpu_id[i] = s->vc[i].id;
 			res->vcpu_pid[i] = s->vc[i].pid;
 		}
+		for (i = 0; i < s->o.nr_inject; i++)
+			if (s->inj_done[i])
+				res->injected[res->nr_injected++] = s->inj[i];
 	}
 	hgt_output_abort(hout);
 	hgt_output_abort(gout);

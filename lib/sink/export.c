@@ -125,7 +125,12 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 	fputs("}}", x->out);
 }
 
-static bool field_str(struct tep_record *rec, struct tep_format_field *f, const char **p, size_t *n)
+/**
+ * hgt__field_str - the bytes of string field @f (a char array or a __data_loc string) of
+ * @rec in *@p and *@n (the field's room, NULs included). False when they lie outside it.
+ */
+bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field *f, const char **p,
+		    size_t *n)
 {
 	unsigned int off = (unsigned int)f->offset, len = (unsigned int)f->size;
 
@@ -156,7 +161,7 @@ static void put_fields(FILE *f, struct tep_handle *tep, struct tep_event *ev,
 		size_t n;
 
 		if (fl->flags & TEP_FIELD_IS_STRING) {
-			if (!field_str(rec, fl, &p, &n))
+			if (!hgt__field_str(rec, fl, &p, &n))
 				continue;
 			fputc(',', f);
 			put_str(f, fl->name, strlen(fl->name));
@@ -233,7 +238,7 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 			t->run_start = t->first;
 			t->pid = (int)field_num(ev, "prev_pid", rec);
 			t->comm[0] = 0;
-			if (pc && field_str(rec, pc, &p, &n))
+			if (pc && hgt__field_str(rec, pc, &p, &n))
 				snprintf(t->comm, sizeof(t->comm), "%.*s", (int)n, p);
 		}
 		complete(x, si, cpu, TID_TASKS, t->comm[0] ? t->comm : "?", t->run_start, rec->ts,
@@ -241,7 +246,7 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 		t->run_start = rec->ts;
 		t->pid = (int)field_num(ev, "next_pid", rec);
 		t->comm[0] = 0;
-		if (nc && field_str(rec, nc, &p, &n))
+		if (nc && hgt__field_str(rec, nc, &p, &n))
 			snprintf(t->comm, sizeof(t->comm), "%.*s", (int)n, p);
 	} else if (ev && ev == s->entry) {
 		t->guest_start = rec->ts;

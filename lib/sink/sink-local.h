@@ -80,6 +80,10 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 /* The time as the time column prints it, without the leading space and colon. */
 void hgt__format_time_col(char *buf, uint64_t ts, bool in_usecs, bool nsec);
 
+/* export.c: the bytes of a char-array or __data_loc string field (false: out of @rec) */
+bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field *f, const char **p,
+		    size_t *n);
+
 /* From libhgtrace's reader. */
 void hgt__set_last_error(const char *msg);
 #define hgt__set_error_line hgt__set_last_error

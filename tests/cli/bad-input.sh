@@ -180,7 +180,8 @@ rm -f "$t/pad.dat"
 
 # A FIFO with no writer: refused at once, one line, for every command that reads files.
 mkfifo "$t/fifo"
-for c in report dump simpletrace "convert -o $t/x.dat -i" "attach $data/tsc.dat" "sync-check $data/tsc.dat"; do
+for c in report dump simpletrace "convert -o $t/x.dat -i" "attach $data/tsc.dat" "sync-check $data/tsc.dat" \
+	export why; do
 	# shellcheck disable=SC2086
 	timeout 10 "$HGTRACE" $c "$t/fifo" > /dev/null 2> "$t/err"
 	rc=$?

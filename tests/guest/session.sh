@@ -6,7 +6,8 @@
 # the merged report orders them as trace-cmd does; the sync bound is printed; every guest
 # event lies in a running interval of its vCPU thread ("CPU N/TCG") widened by that bound,
 # and a guest shifted by 10 ms is caught; the offset inferred from the trace alone agrees
-# with the agent channel's within both bounds, and sync-check agrees; the agent's share of guest CPU time, from the
+# with the agent channel's within both bounds, and sync-check agrees; hgtrace why's delays
+# and splits equal those derived from trace-cmd's report; the agent's share of guest CPU time, from the
 # guest's own sched_switch events, stays under 5 %.
 # Usage: session.sh HGTRACE BUILDDIR
 HGTRACE=$(realpath "$1")
@@ -197,6 +198,28 @@ rc=$?
 [ $rc = 0 ] && [ "$(grep -c 'events fit offsets' sc.txt)" = 2 ] &&
 	tap_ok "sync-check host3.dat host3-g.dat: consistent, the feasible offsets of 2 vCPUs hold the agent's samples" ||
 	tap_fail "sync-check (exit $rc): $(tr '\n' '|' < sc.txt)"
+# why on the real session: every guest delay (wakeups, timer expiries) and its split by
+# what the vCPU threads (CPU N/TCG: running them runs the guest) did, as check-why.py
+# derives them on its own from trace-cmd's report of the same files.
+vpids=$("$HGTRACE" dump host3.dat | sed -n 's/.*vcpu [0-9]* -> host pid \([0-9]*\).*/\1/p' | tr '\n' ' ')
+if "$HGTRACE" why --json --threshold 0.001 host3.dat host3-g.dat > why3.json 2> why3.err; then
+	# x86-tsc: why made the cycles ns at the rate the guest's timers show; so does trace-cmd
+	hz=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["tsc_hz"])' why3.json)
+	# against the kernel's own figure (/proc/cpuinfo: a VM's TSC rate), within 0.5 %
+	mhz=$(sed -n 's/^cpu MHz[[:space:]]*: //p' /proc/cpuinfo | head -1)
+	awk -v h="$hz" -v m="$mhz" 'BEGIN { d = h / (m * 1e6) - 1; exit !(d < 0.005 && d > -0.005) }' &&
+		tap_ok "why: the TSC rate from the guest's timers: $hz Hz (cpuinfo: $mhz MHz)" ||
+		tap_fail "why: TSC rate $hz Hz, cpuinfo $mhz MHz"
+	trace-cmd report -t --ts2secs "$hz" -i host3.dat -i host3-g.dat > tc3.txt 2> /dev/null
+	if python3 "$here/sink/check-why.py" why3.json tc3.txt host3.dat host3-g.dat "$vpids" \
+		> why3.out 2>&1; then
+		while read -r l; do tap_ok "why on the real session: ${l#ok }"; done < why3.out
+	else
+		tap_fail "why on the real session: $(tr '\n' ' ' < why3.out)"
+	fi
+else
+	tap_fail "why on the real session: $(cat why3.err)"
+fi
 
 kill $qpid 2> /dev/null
 wait $qpid 2> /dev/null

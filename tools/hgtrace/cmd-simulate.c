@@ -32,6 +32,12 @@ static void usage(FILE *f)
 		"  --sparse-vcpu-ids    vCPU ids 0,2,4,... (APIC ids) instead of 0,1,2,...\n"
 		"  --truth              also write PREFIX-truth.txt (host TSC of every guest "
 		"event)\n"
+		"  --inject CAUSE       a known cause of guest latency (repeatable, spread over "
+		"the run):\n"
+		"                         preempt:US  the vCPU thread preempted by a host task\n"
+		"                         exits:REASON:N:US  N exits of REASON, each handled US\n"
+		"                         irqs:N:US   N host interrupts of US each\n"
+		"                         guest:US    the guest runs another task (no host cause)\n"
 		"  --file-version 6|7, --compression none|zlib|zstd   output format (7, zstd)\n");
 }
 
@@ -91,6 +97,65 @@ bad:
 	return -1;
 }
 
+/* "preempt:US", "exits:REASON:N:US", "irqs:N:US", "guest:US" */
+static int parse_inject(const char *spec, struct hgt_sim_inject *in)
+{
+	char buf[128], *f[4], *save = NULL, *p;
+	int n = 0, code;
+	uint64_t v[2];
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (p = strtok_r(buf, ":", &save); p && n < 4; p = strtok_r(NULL, ":", &save))
+		f[n++] = p;
+	if (p || !n)
+		goto bad;
+	memset(in, 0, sizeof(*in));
+	if (!strcmp(f[0], "preempt") || !strcmp(f[0], "guest")) {
+		in->cause = f[0][0] == 'p' ? HGT_SIM_PREEMPT : HGT_SIM_GUEST;
+		if (n != 2 || parse_u64("--inject", f[1], &in->us))
+			goto bad;
+	} else if (!strcmp(f[0], "irqs")) {
+		in->cause = HGT_SIM_IRQS;
+		if (n != 3 || parse_u64("--inject", f[1], &v[0]) ||
+		    parse_u64("--inject", f[2], &in->us) || v[0] > 100000)
+			goto bad;
+		in->count = (unsigned int)v[0];
+	} else if (!strcmp(f[0], "exits")) {
+		in->cause = HGT_SIM_EXITS;
+		if (n != 4 || (code = hgt_sim_exit_code(f[1])) < 0 ||
+		    parse_u64("--inject", f[2], &v[0]) || parse_u64("--inject", f[3], &in->us) ||
+		    v[0] > 100000)
+			goto bad;
+		in->exit_reason = (unsigned int)code;
+		in->count = (unsigned int)v[0];
+	} else {
+		goto bad;
+	}
+	if (in->us && (in->cause == HGT_SIM_PREEMPT || in->cause == HGT_SIM_GUEST || in->count))
+		return 0;
+bad:
+	fprintf(stderr,
+		"hgtrace: simulate: --inject '%s': expected preempt:US, exits:REASON:N:US, "
+		"irqs:N:US or guest:US (N, US >= 1)\n",
+		spec);
+	return -1;
+}
+
+static void print_injected(const struct hgt_sim_injected *d)
+{
+	static const char *const what[] = { "", "preempt", "exits", "irqs", "guest" };
+
+	printf("injected: %s guest_cpu=%d guest_pid=%d delay=%s from_ns=%" PRIu64 " to_ns=%" PRIu64
+	       " cause_ns=%" PRIu64,
+	       what[d->cause], d->guest_cpu, d->guest_pid, d->timer ? "timer" : "wakeup",
+	       d->from_ns, d->to_ns, d->cause_ns);
+	if (d->cause == HGT_SIM_PREEMPT)
+		printf(" host_pid=%d", d->host_pid);
+	else if (d->cause == HGT_SIM_IRQS)
+		printf(" irq=%d", d->host_pid);
+	putchar('\n');
+}
+
 int cmd_simulate(int argc, char **argv)
 {
 	enum {
@@ -108,7 +173,8 @@ int cmd_simulate(int argc, char **argv)
 		O_SPARSE,
 		O_TRUTH,
 		O_VER,
-		O_COMP
+		O_COMP,
+		O_INJECT
 	};
 	static const struct option lopts[] = {
 		{ "vcpus", required_argument, NULL, O_VCPUS },
@@ -126,12 +192,14 @@ int cmd_simulate(int argc, char **argv)
 		{ "truth", no_argument, NULL, O_TRUTH },
 		{ "file-version", required_argument, NULL, O_VER },
 		{ "compression", required_argument, NULL, O_COMP },
+		{ "inject", required_argument, NULL, O_INJECT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	HGT_OPTS(hgt_sim_opts, o, .seed = 1, .compression = HGT_COMPRESS_ZSTD);
 	const char *prefix = "sim";
 	char host[4096], guest[4096], truth[4096];
+	struct hgt_sim_inject inject[HGT_SIM_MAX_INJECT];
 	struct hgt_sim_result r;
 	bool want_truth = false;
 	uint64_t v;
@@ -208,6 +276,17 @@ int cmd_simulate(int argc, char **argv)
 			if (cmd_compression("simulate", optarg, &o.compression))
 				return 2;
 			break;
+		case O_INJECT:
+			if (o.nr_inject == HGT_SIM_MAX_INJECT) {
+				fprintf(stderr, "hgtrace: simulate: at most %d --inject\n",
+					HGT_SIM_MAX_INJECT);
+				return 2;
+			}
+			if (parse_inject(optarg, &inject[o.nr_inject]))
+				return 2;
+			o.inject = inject;
+			o.nr_inject++;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -244,6 +323,12 @@ int cmd_simulate(int argc, char **argv)
 		printf(" %d=pid%d", r.vcpu_id[i], r.vcpu_pid[i]);
 	printf("\ntsc_offset: %lld (attach with -s %lld)\n", (long long)r.tsc_offset,
 	       -(long long)r.tsc_offset);
+	for (i = 0; i < r.nr_injected; i++)
+		print_injected(&r.injected[i]);
+	if (r.nr_injected < o.nr_inject)
+		printf("injected: %d of %d causes (the run ended before the others' vCPUs ran "
+		       "again)\n",
+		       r.nr_injected, o.nr_inject);
 	if (o.ratio)
 		printf("scaling %llu,%u (attach -s OFFSET,%llu,%u)\n", (unsigned long long)o.ratio,
 		       o.frac, (unsigned long long)o.ratio, o.frac);

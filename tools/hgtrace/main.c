@@ -35,6 +35,7 @@ static const struct {
 	{ "simpletrace", cmd_simpletrace, "print a simple-backend trace (ours, or QEMU's v4)" },
 	{ "ctl", cmd_ctl, "enable/disable a running program's probes over its control socket" },
 	{ "export", cmd_export, "write a session for Perfetto / chrome://tracing (JSON)" },
+	{ "why", cmd_why, "guest latency explained by the host: the worst delays, split" },
 };
 
 int cmd_push_event(const char ***evs, int *n, const char *ev)

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# hgtrace why on known causes: simulated sessions with injected causes of guest latency
+# (a vCPU thread preempted by a host task, a burst of exits of one reason, a host IRQ storm,
+# and a delay of the guest's own). Each must be found with its cause as the top part and
+# the duration given on simulate's command line within 1 us; the guest's own delay must
+# be called the guest's. Every delay why reports, and its split, must equal what
+# check-why.py derives on its own from trace-cmd's report of the same files, to the ns,
+# and why's worst N must be the N longest. Through --embed-sync, through attach, and with
+# a scaled TSC (the causes alone there); a --from/--to pair; bad options refused.
+# Usage: why.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/sim.sh"
+command -v trace-cmd > /dev/null || tap_skip_all "trace-cmd is not installed"
+command -v python3 > /dev/null || tap_skip_all "python3 is not installed"
+tap_workdir
+
+# check WHAT ARGS...: check-why.py, one TAP line per line it prints
+check() {
+	local what=$1
+	shift
+	if python3 "$here/sink/check-why.py" "$@" > check.out 2>&1; then
+		while read -r l; do tap_ok "$what: ${l#ok }"; done < check.out
+	else
+		tap_fail "$what: $(tr '\n' ' ' < check.out)"
+	fi
+}
+
+# the causes, and their durations in ns as this command line gives them
+inject="--inject preempt:500 --inject exits:IO_INSTRUCTION:20:25 --inject irqs:10:30
+	--inject guest:400 --inject preempt:77 --inject exits:EPT_VIOLATION:8:40
+	--inject irqs:50:3 --inject guest:1500"
+expect="500000 500000 300000 400000 77000 320000 150000 1500000"
+
+# 1. Synced as a recording would be (TIME_SHIFT and GUEST in the files).
+# shellcheck disable=SC2086
+simulate a --seed 5 --duration-ms 400 --embed-sync $inject || tap_fail "simulate"
+grep '^injected:' a.out > a.inj
+[ "$(wc -l < a.inj)" = 8 ] && tap_ok "simulate placed the 8 causes" ||
+	tap_fail "simulate placed $(wc -l < a.inj) of 8 causes: $(tail -2 a.out)"
+trace-cmd report -t -i a-host.dat -i a-guest.dat > a.tc 2> /dev/null
+if "$HGTRACE" why --json --threshold 1 a-host.dat a-guest.dat > a-all.json 2> err.txt; then
+	check "embedded sync, every delay" a-all.json a.tc a-host.dat a-guest.dat "$pids" \
+		--injected a.inj "$expect"
+else
+	tap_fail "why --threshold 1: $(cat err.txt)"
+fi
+"$HGTRACE" why --json --top 25 a-host.dat a-guest.dat > a-top.json 2> err.txt &&
+	check "embedded sync, --top 25" a-top.json a.tc a-host.dat a-guest.dat "$pids" --worst ||
+	tap_fail "why --top 25: $(cat err.txt)"
+# --host-only: only host verdicts; the 6 host causes are among them, the guest's 2 are not.
+"$HGTRACE" why --json --host-only --threshold 1 a-host.dat a-guest.dat > a-host.json 2> err.txt
+r=$(python3 - a-host.json a-all.json a.inj << 'EOF'
+import json, sys
+h, a = (json.load(open(f))["delays"] for f in sys.argv[1:3])
+key = lambda d: (d["kind"], d["cpu"], d["from_ns"], d["to_ns"])
+want = {key(d) for d in a if d["verdict"] == "host"}
+inj = [(l.split()[1], dict(x.split("=") for x in l.split()[2:])) for l in open(sys.argv[3])]
+found = [(c, any(abs(d["to_ns"] - int(f["to_ns"])) <= 1000 and d["cpu"] == int(f["guest_cpu"])
+                 for d in h)) for c, f in inj]
+hosts = sum(x for c, x in found if c != "guest")
+guests = sum(x for c, x in found if c == "guest")
+ok = ({key(d) for d in h} == want and all(d["verdict"] == "host" for d in h) and h
+      and hosts == 6 and guests == 0)
+print("%s %d delays, those of --threshold 1 with the host's verdict (of %d); host causes in: "
+      "%d of 6, the guest's: %d of 2" % ("ok" if ok else "FAIL", len(h), len(a), hosts, guests))
+EOF
+)
+case $r in ok*) tap_ok "--host-only: ${r#ok }" ;; *) tap_fail "--host-only: $r $(cat err.txt)" ;; esac
+# The table: 10 delays by default, each with its cause.
+"$HGTRACE" why a-host.dat a-guest.dat > a.txt 2> err.txt
+n=$(grep -c '^#[0-9]* ' a.txt)
+c=$(grep -c '^   cause: ' a.txt)
+[ "$n" = 10 ] && [ "$c" = 10 ] && tap_ok "the table: 10 delays, 10 causes named" ||
+	tap_fail "the table: $n delays, $c causes: $(head -3 a.txt) $(cat err.txt)"
+# The preemption as the table says it (cause 1 is on guest CPU 0, thread 5001).
+"$HGTRACE" why --threshold 400 a-host.dat a-guest.dat > a400.txt
+hp=$(sed -n '1s/.* host_pid=\([0-9]*\).*/\1/p' a.inj)
+grep -q "cause: the host, vCPU thread 5001: preempted by stress-ng (pid $hp)" a400.txt &&
+	tap_ok "the table names the preemption: vCPU thread 5001 preempted by stress-ng (pid $hp)" ||
+	tap_fail "the table does not name the preemption by stress-ng (pid $hp)"
+
+# 2. Through attach (its GUEST option maps the vCPUs).
+# shellcheck disable=SC2086
+simulate b --seed 8 --duration-ms 300 $inject || tap_fail "simulate"
+grep '^injected:' b.out > b.inj
+# shellcheck disable=SC2086
+"$HGTRACE" attach -s "$off" b-host.dat b-guest.dat $pids > /dev/null 2> err.txt ||
+	tap_fail "attach: $(cat err.txt)"
+trace-cmd report -t -i b-host.dat -i b-guest.dat > b.tc 2> /dev/null
+"$HGTRACE" why --json --threshold 1 b-host.dat b-guest.dat > b-all.json 2> err.txt &&
+	check "attached" b-all.json b.tc b-host.dat b-guest.dat "$pids" --injected b.inj "$expect" ||
+	tap_fail "why on the attached pair: $(cat err.txt)"
+# A scaled TSC (ratio 1.25): trace-cmd maps such a guest otherwise, so the causes alone.
+# shellcheck disable=SC2086
+simulate c --seed 9 --duration-ms 300 --scale 1.25,48 --embed-sync $inject ||
+	tap_fail "simulate scaled"
+grep '^injected:' c.out > c.inj
+trace-cmd report -t -i c-host.dat -i c-guest.dat > c.tc 2> /dev/null
+"$HGTRACE" why --json --threshold 1 c-host.dat c-guest.dat > c-all.json 2> err.txt &&
+	check "scaled TSC" c-all.json c.tc c-host.dat c-guest.dat "$pids" --injected-only \
+		--injected c.inj "$expect" ||
+	tap_fail "why on the scaled pair: $(cat err.txt)"
+
+# 3. A pair: from the timer's start to its expiry, per CPU. The burst of cause 2 lies in
+# the pair ending where its timer fired: 20 IO_INSTRUCTION exits of 25 us on top.
+to=$(sed -n '2s/.* to_ns=\([0-9]*\).*/\1/p' a.inj)
+if "$HGTRACE" why --json --from hrtimer_start --to 'hrtimer_expire_entry:now>0' --per-cpu \
+	--threshold 100 a-host.dat a-guest.dat > pair.json 2> err.txt; then
+	r=$(python3 - pair.json "$to" a.tc << 'EOF'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+to = int(sys.argv[2])
+m = [x for x in d["delays"] if x["kind"] == "pair" and abs(x["to_ns"] - to) <= 1000]
+if len(m) != 1:
+    print("FAIL %d pairs end at %d" % (len(m), to)); sys.exit()
+x = m[0]
+# trace-cmd's report: the hrtimer_start on that CPU closest before the end
+starts = [int(a + b) for a, b, c in re.findall(
+    r"a-guest.dat: .*\[0*%d\]\s+(\d+)\.(\d+): hrtimer_start:()" % x["cpu"], open(sys.argv[3]).read())]
+start = max(s for s in starts if s < x["to_ns"])
+top = x["parts"][0]
+ok = (x["from_ns"] == start and top["what"] == "exit IO_INSTRUCTION"
+      and abs(top["ns"] - 500000) <= 1000 and x["verdict"] == "host")
+print("%s pair %d -> %d (trace-cmd's hrtimer_start at %d), top %s %d ns of %d pairs found" % (
+    "ok" if ok else "FAIL", x["from_ns"], x["to_ns"], start, top["what"], top["ns"],
+    d["found"]["pair"]))
+EOF
+	)
+	case $r in ok*) tap_ok "--from/--to --per-cpu: ${r#ok }" ;; *) tap_fail "--from/--to: $r" ;; esac
+else
+	tap_fail "why --from/--to: $(cat err.txt)"
+fi
+
+# 4. Bad options and input: one line, no output.
+tap_refuses "an event no input has" "" "$HGTRACE" why --from no_such_event --to sched_switch \
+	a-host.dat a-guest.dat
+tap_refuses "not a trace file" "" "$HGTRACE" why /etc/passwd
+for bad in "--from sched_switch" "--top 0" "--threshold -3" "--per-cpu"; do
+	# shellcheck disable=SC2086
+	rc=$("$HGTRACE" why $bad a-host.dat > /dev/null 2> err.txt; echo $?)
+	[ "$rc" = 2 ] && [ "$(wc -l < err.txt)" = 1 ] &&
+		tap_ok "why $bad: exit 2, one line ($(cat err.txt))" ||
+		tap_fail "why $bad: exit $rc, $(cat err.txt)"
+done
+# Damaged files never crash it: 40 pairs with 6 random bytes flipped in each file (an
+# uncompressed session, so the flips reach the events): exit 0 or 1, one error line.
+simulate f --seed 3 --duration-ms 40 --embed-sync --compression none --inject preempt:100 ||
+	tap_fail "simulate"
+crashes=0 ones=0
+for i in $(seq 1 40); do
+	for w in host guest; do
+		cp "f-$w.dat" "x-$w.dat"
+		size=$(stat -c %s "x-$w.dat")
+		for j in 1 2 3 4 5 6; do
+			printf "\\x$(printf %02x $((RANDOM % 256)))" |
+				dd of="x-$w.dat" bs=1 seek=$(((RANDOM * 32768 + RANDOM) % size)) conv=notrunc 2> /dev/null
+		done
+	done
+	"$HGTRACE" why --threshold 1 x-host.dat x-guest.dat > /dev/null 2> err.txt
+	rc=$?
+	if [ $rc -gt 1 ] || { [ $rc = 1 ] && [ "$(wc -l < err.txt)" != 1 ]; }; then
+		crashes=$((crashes + 1))
+		cp x-host.dat "/tmp/why-crash-$i-host.dat"
+		cp x-guest.dat "/tmp/why-crash-$i-guest.dat"
+	fi
+	[ $rc = 1 ] && ones=$((ones + 1))
+done
+[ $crashes = 0 ] && tap_ok "40 damaged pairs: no crash ($ones refused in one line, the others read)" ||
+	tap_fail "$crashes of 40 damaged pairs crashed or said more than one line (kept in /tmp/why-crash-*)"
+tap_done
