@@ -30,7 +30,7 @@ bench: deps build
 	@bench/probes.sh $(BUILDDIR)
 	@bench/session.sh $(BUILDDIR)
 	@bench/infer.sh $(BUILDDIR)
-	@bench/why.sh $(BUILDDIR)
+	@bench/view-why.sh $(BUILDDIR)
 	@bench/crash.sh $(BUILDDIR)
 	@bench/soak.sh $(BUILDDIR)
 

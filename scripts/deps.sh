@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(gcc make meson ninja-build pkg-config libtraceevent-dev libtracefs-dev libzstd-dev zlib1g-dev
       libcmocka-dev trace-cmd clang clang-format python3 time bc
       qemu-system-x86 busybox-static cpio
-      liblttng-ust-dev lttng-tools babeltrace2 systemtap-sdt-dev)
+      liblttng-ust-dev lttng-tools babeltrace2 systemtap-sdt-dev
+      chromium fonts-dejavu-core)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -55,7 +55,11 @@ struct exporter {
 	bool first; /* no event written yet: no comma before the next */
 };
 
-static void put_str(FILE *f, const char *p, size_t n)
+/**
+ * hgt__json_str - @n bytes of @p (up to a NUL) as a JSON string: bytes outside printable
+ * ASCII as \u00XX each (kept, not decoded), '<' too, so it can sit in an HTML script.
+ */
+void hgt__json_str(FILE *f, const char *p, size_t n)
 {
 	fputc('"', f);
 	for (size_t i = 0; i < n && p[i]; i++) {
@@ -63,8 +67,8 @@ static void put_str(FILE *f, const char *p, size_t n)
 
 		if (c == '"' || c == '\\')
 			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c); /* bytes, not UTF-8: each one kept */
+		else if (c < 0x20 || c >= 0x7f || c == '<')
+			fprintf(f, "\\u%04x", c);
 		else
 			fputc(c, f);
 	}
@@ -111,16 +115,16 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 	thread_name(x, si, cpu, kind);
 	begin(x, "X", si + 1, cpu * TIDS + kind);
 	fputs(",\"name\":", x->out);
-	put_str(x->out, name, strlen(name));
+	hgt__json_str(x->out, name, strlen(name));
 	put_ts(x->out, "ts", from);
 	put_ts(x->out, "dur", to - from);
 	fputs(",\"args\":{", x->out);
 	if (pid >= 0)
 		fprintf(x->out, "\"pid\":%d%s", pid, key ? "," : "");
 	if (key) {
-		put_str(x->out, key, strlen(key));
+		hgt__json_str(x->out, key, strlen(key));
 		fputc(':', x->out);
-		put_str(x->out, val, n);
+		hgt__json_str(x->out, val, n);
 	}
 	fputs("}}", x->out);
 }
@@ -164,9 +168,9 @@ static void put_fields(FILE *f, struct tep_handle *tep, struct tep_event *ev,
 			if (!hgt__field_str(rec, fl, &p, &n))
 				continue;
 			fputc(',', f);
-			put_str(f, fl->name, strlen(fl->name));
+			hgt__json_str(f, fl->name, strlen(fl->name));
 			fputc(':', f);
-			put_str(f, p, n);
+			hgt__json_str(f, p, n);
 		} else if (!(fl->flags & (TEP_FIELD_IS_ARRAY | TEP_FIELD_IS_DYNAMIC)) &&
 			   fl->size > 0 && fl->size <= 8 && fl->offset >= 0 &&
 			   fl->offset + fl->size <= rec->size) {
@@ -174,7 +178,7 @@ static void put_fields(FILE *f, struct tep_handle *tep, struct tep_event *ev,
 				tep, (const char *)rec->data + fl->offset, fl->size);
 
 			fputc(',', f);
-			put_str(f, fl->name, strlen(fl->name));
+			hgt__json_str(f, fl->name, strlen(fl->name));
 			if ((fl->flags & TEP_FIELD_IS_SIGNED) && fl->size < 8 &&
 			    (v >> (8 * fl->size - 1)) & 1)
 				v |= ~0ULL << (8 * fl->size);
@@ -212,18 +216,18 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 	thread_name(x, si, cpu, TID_EVENTS);
 	begin(x, "i", si + 1, cpu * TIDS + TID_EVENTS);
 	fputs(",\"s\":\"t\",\"name\":", x->out);
-	put_str(x->out, ev ? ev->name : "unknown", strlen(ev ? ev->name : "unknown"));
+	hgt__json_str(x->out, ev ? ev->name : "unknown", strlen(ev ? ev->name : "unknown"));
 	fputs(",\"cat\":", x->out);
-	put_str(x->out, ev ? ev->system : "unknown", strlen(ev ? ev->system : "unknown"));
+	hgt__json_str(x->out, ev ? ev->system : "unknown", strlen(ev ? ev->system : "unknown"));
 	put_ts(x->out, "ts", rec->ts);
 	fprintf(x->out, ",\"args\":{\"common_pid\":%d,\"comm\":", pid);
 	text = tep_data_comm_from_pid(tep, pid);
-	put_str(x->out, text, strlen(text));
+	hgt__json_str(x->out, text, strlen(text));
 	if (ev)
 		put_fields(x->out, tep, ev, rec);
 	text = hgt__info_text(NULL, &x->seq, tep, ev, rec, false, &len);
 	fputs(",\"info\":", x->out);
-	put_str(x->out, text, len);
+	hgt__json_str(x->out, text, len);
 	fputs("}}", x->out);
 
 	if (ev && ev == s->sw) {
@@ -418,7 +422,7 @@ int hgt_export_chrome(const struct hgt_export_opts *opts)
 		for (int i = 0; i < x.nr; i++) {
 			begin(&x, "M", i + 1, 0);
 			fputs(",\"name\":\"process_name\",\"args\":{\"name\":", x.out);
-			put_str(x.out, x.s[i].name, strlen(x.s[i].name));
+			hgt__json_str(x.out, x.s[i].name, strlen(x.s[i].name));
 			fputs("}}", x.out);
 			begin(&x, "M", i + 1, 0);
 			fprintf(x.out,

@@ -190,13 +190,24 @@ struct why {
 	uint64_t hz; /* TSC cycles made ns at this rate (0: the times were ns) */
 };
 
+/* The category (@st, @id, @what): one per distinct triple (a pid's comm changes at exec). */
 static uint32_t intern(struct why *w, enum hgt_why_state st, int id, const char *what, size_t n)
 {
-	uint64_t key = (uint64_t)st << 32 | (uint32_t)id, *p = map_find(&w->cat_by_key, key);
+	uint64_t h = 1469598103934665603ULL, key, *p;
 	struct cat *c;
 
-	if (p)
-		return (uint32_t)*p;
+	if (n > sizeof(c->what) - 1)
+		n = sizeof(c->what) - 1;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)what[i]) * 1099511628211ULL;
+	for (key = h ^ ((uint64_t)st << 56) ^ (uint32_t)id;; key++) {
+		p = map_find(&w->cat_by_key, key);
+		if (!p)
+			break;
+		c = &w->cats[*p];
+		if (c->st == st && c->id == id && !strncmp(c->what, what, n) && !c->what[n])
+			return (uint32_t)*p;
+	}
 	if (w->nr_cats == w->cap_cats) {
 		int cap = w->cap_cats ? w->cap_cats * 2 : 64;
 		struct cat *nc = realloc(w->cats, sizeof(*nc) * (size_t)cap);
@@ -209,7 +220,8 @@ static uint32_t intern(struct why *w, enum hgt_why_state st, int id, const char 
 	c = &w->cats[w->nr_cats];
 	c->st = st;
 	c->id = id;
-	snprintf(c->what, sizeof(c->what), "%.*s", (int)(n < sizeof(c->what) ? n : 47), what);
+	memcpy(c->what, what, n);
+	c->what[n] = 0;
 	if (map_put(&w->cat_by_key, key, (uint64_t)w->nr_cats))
 		return w->c_unknown;
 	return (uint32_t)w->nr_cats++;
@@ -1004,6 +1016,40 @@ static void why_free(struct why *w, struct hgt_merge *m)
  */
 struct hgt_why_result *hgt_why(const struct hgt_why_opts *opts)
 {
+	return hgt__why_segments(opts, NULL, NULL);
+}
+
+/* Each vCPU thread's segments to @fn, per guest input and CPU, in time order. */
+static void emit_segments(const struct why *w, hgt__why_seg_fn fn, void *arg)
+{
+	for (int i = 0; i < w->n; i++) {
+		const struct input *g = &w->in[i];
+
+		for (int c = 0; c < g->nr_cpu_thread; c++) {
+			const struct thread *t = &w->th[g->cpu_thread[c]];
+
+			for (size_t j = 0; j < t->n; j++) {
+				const struct cat *k = &w->cats[t->cat[j]];
+				uint64_t end = j + 1 < t->n ? t->ts[j + 1] : w->host_end;
+				struct hgt_why_part p = { .state = k->st,
+							  .what = k->what,
+							  .id = k->id,
+							  .ns = end - t->ts[j] };
+
+				if (end > t->ts[j])
+					fn(arg, i, c, t->pid, t->ts[j], end, &p);
+			}
+		}
+	}
+}
+
+/**
+ * hgt__why_segments - hgt_why(), and before its result is built, each vCPU thread's
+ * segments (what the host did with it, from when to when) to @fn when not NULL.
+ */
+struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
+					 void *arg)
+{
 	struct why w = { 0 };
 	struct hgt_merge *m;
 	struct hgt_why_result *r = NULL;
@@ -1039,7 +1085,7 @@ struct hgt_why_result *hgt_why(const struct hgt_why_opts *opts)
 	w.c_unknown = 0; /* intern() falls back to it: the first category */
 	w.c_unknown = intern_str(&w, HGT_WHY_UNKNOWN, -1, "not in the host trace");
 	w.c_guest = intern_str(&w, HGT_WHY_GUEST, -1, "guest running");
-	w.c_blocked = intern_str(&w, HGT_WHY_BLOCKED, -1, "blocked in the host (halted, sleeping)");
+	w.c_blocked = intern_str(&w, HGT_WHY_BLOCKED, -1, "blocked in the host (sleeping)");
 	w.c_host = intern_str(&w, HGT_WHY_HOST, -1, "in the host");
 	w.c_halted = intern_str(&w, HGT_WHY_HALTED, -1, "halted (the guest's HLT: idle)");
 	ret = open_inputs(&w, m);
@@ -1061,6 +1107,8 @@ struct hgt_why_result *hgt_why(const struct hgt_why_opts *opts)
 			host_record(&w, rec);
 		ret = guest_record(&w, idx, rec);
 	}
+	if (!ret && fn)
+		emit_segments(&w, fn, arg);
 	if (!ret) {
 		r = build(&w);
 		ret = r ? 0 : -errno;
@@ -1107,33 +1155,19 @@ static const char *state_name(enum hgt_why_state s)
 /* A part as a person reads it: "preempted by stress-ng (pid 4002)". */
 static void part_text(char *buf, size_t n, const struct hgt_why_part *p)
 {
-	if (p->state == HGT_WHY_PREEMPTED)
+	if (p->state == HGT_WHY_PREEMPTED && !p->id)
+		snprintf(buf, n, "runnable, its CPU idle");
+	else if (p->state == HGT_WHY_PREEMPTED)
 		snprintf(buf, n, "preempted by %s (pid %d)", p->what, p->id);
 	else
 		snprintf(buf, n, "%s", p->what);
-}
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
 }
 
 static void print_json(const struct hgt_why_result *r, FILE *f)
 {
 	fprintf(f, "{\"host\":");
 	if (r->host)
-		json_str(f, r->host);
+		hgt__json_str(f, r->host, strlen(r->host));
 	else
 		fputs("null", f);
 	fprintf(f, ",\"tsc_hz\":%llu,\"found\":{", (unsigned long long)r->tsc_hz);
@@ -1144,9 +1178,9 @@ static void print_json(const struct hgt_why_result *r, FILE *f)
 		const struct hgt_why_delay *d = &r->d[i];
 
 		fprintf(f, "%s\n{\"kind\":\"%s\",\"input\":", i ? "," : "", kind_name(d->kind));
-		json_str(f, d->input);
+		hgt__json_str(f, d->input, strlen(d->input));
 		fprintf(f, ",\"cpu\":%d,\"pid\":%d,\"comm\":", d->cpu, d->pid);
-		json_str(f, d->comm);
+		hgt__json_str(f, d->comm, strlen(d->comm));
 		fprintf(f,
 			",\"from_ns\":%llu,\"to_ns\":%llu,\"delay_ns\":%llu,\"vcpu_thread\":%d,"
 			"\"host_ns\":%llu,\"verdict\":\"%s\",\"parts\":[",
@@ -1159,7 +1193,7 @@ static void print_json(const struct hgt_why_result *r, FILE *f)
 		for (int k = 0; k < d->nr_parts; k++) {
 			fprintf(f, "%s{\"state\":\"%s\",\"what\":", k ? "," : "",
 				state_name(d->parts[k].state));
-			json_str(f, d->parts[k].what);
+			hgt__json_str(f, d->parts[k].what, strlen(d->parts[k].what));
 			fprintf(f, ",\"id\":%d,\"ns\":%llu}", d->parts[k].id,
 				(unsigned long long)d->parts[k].ns);
 		}

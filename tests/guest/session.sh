@@ -220,6 +220,34 @@ if "$HGTRACE" why --json --threshold 0.001 host3.dat host3-g.dat > why3.json 2> 
 else
 	tap_fail "why on the real session: $(cat why3.err)"
 fi
+# hgtrace view of the same session in Debian's chromium: the page's own state holds every
+# event trace-cmd prints (per file and CPU) and, zoomed to the middle of the session, shows
+# exactly trace-cmd's events there; the vCPU tracks are those of CPU N/TCG. Screenshot kept
+# in BUILDDIR/artifacts.
+if command -v chromium > /dev/null; then
+	if "$HGTRACE" view -o s3.html host3.dat host3-g.dat 2> view3.err; then
+		read -r a b < <(sed -nE 's/^.*\] *([0-9]+)\.?([0-9]*): .*/\1\2/p' tc3.txt | sort -n |
+			awk '{ v[NR] = $1 } END { print v[int(NR * 0.5)], v[int(NR * 0.52)] }')
+		timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+			--user-data-dir="$t/chrome" --dump-dom "file://$t/s3.html#zoom=$a,$b" > s3.dom 2> /dev/null
+		vt=$(grep -o 'vCPU [0-9] (thread [0-9]*)' s3.dom | sort -u | wc -l)
+		if python3 "$here/sink/check-view.py" s3.dom tc3.txt host3.dat host3-g.dat --zoom "$a,$b" \
+			> view3.out 2>&1 && [ "$vt" = 2 ]; then
+			while read -r l; do tap_ok "view of the real session: ${l#ok }"; done < view3.out
+			tap_ok "view of the real session: 2 vCPU tracks (CPU N/TCG threads $vpids)"
+		else
+			tap_fail "view of the real session ($vt vCPU tracks): $(tr '\n' ' ' < view3.out)"
+		fi
+		mkdir -p "$build/artifacts"
+		timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
+			--user-data-dir="$t/chrome" --window-size=1600,1000 \
+			--screenshot="$build/artifacts/view-guest-session.png" "file://$t/s3.html" > /dev/null 2>&1
+	else
+		tap_fail "view of the real session: $(cat view3.err)"
+	fi
+else
+	tap_skip "view of the real session" "chromium is not installed"
+fi
 
 kill $qpid 2> /dev/null
 wait $qpid 2> /dev/null

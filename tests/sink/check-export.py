@@ -6,19 +6,10 @@ TRACE_CMD_REPORT.txt is `trace-cmd report -t -i F1 [-i F2 ...]` (file column whe
 Prints one line per check; exits 1 on the first failed one.
 """
 import json, re, sys
+import os
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tcreport import fail, ns  # noqa: E402
 from collections import Counter
-
-
-def ns(text):
-    """A timestamp as text ("sec.nnnnnnnnn", "usec.nnn" or raw) to an integer, exactly."""
-    a, _, b = text.partition(".")
-    return int(a + b) if b else int(a)
-
-
-def fail(msg):
-    print("FAIL " + msg)
-    sys.exit(1)
-
 
 data = json.load(open(sys.argv[1]), parse_float=str)
 evs = data["traceEvents"]

@@ -22,18 +22,10 @@ Every delay why reports must be one of them, with the same parts to the nanoseco
 why's worst N must be the N longest. Prints one line per check; exits 1 on the first failure.
 """
 import bisect, json, re, sys
+import os
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tcreport import fail, ns  # noqa: E402
 from collections import defaultdict
-
-
-def fail(msg):
-    print("FAIL " + msg)
-    sys.exit(1)
-
-
-def ns(text):
-    a, _, b = text.partition(".")
-    return int(a + b) if b else int(a)
-
 
 why = json.load(open(sys.argv[1]))
 host_file, guest_file = sys.argv[3], sys.argv[4]
@@ -49,7 +41,7 @@ st = {p: {"waiting": False, "wcpu": -1, "irq": 0, "saved": None, "exit": None} f
 cpu_by = {}  # host cpu -> preempted-by key of its current task
 host_end = 0
 GUEST = ("guest", "guest running", -1)
-BLOCKED = ("blocked", "blocked in the host (halted, sleeping)", -1)
+BLOCKED = ("blocked", "blocked in the host (sleeping)", -1)
 HOST = ("host", "in the host", -1)
 UNKNOWN = ("unknown", "not in the host trace", -1)
 HALTED = ("halted", "halted (the guest's HLT: idle)", -1)

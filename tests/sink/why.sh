@@ -144,7 +144,7 @@ for bad in "--from sched_switch" "--top 0" "--threshold -3" "--per-cpu"; do
 		tap_ok "why $bad: exit 2, one line ($(cat err.txt))" ||
 		tap_fail "why $bad: exit $rc, $(cat err.txt)"
 done
-# Damaged files never crash it: 40 pairs with 6 random bytes flipped in each file (an
+# Damaged files never crash it (nor view): 40 pairs with 6 random bytes flipped in each file (an
 # uncompressed session, so the flips reach the events): exit 0 or 1, one error line.
 simulate f --seed 3 --duration-ms 40 --embed-sync --compression none --inject preempt:100 ||
 	tap_fail "simulate"
@@ -158,15 +158,18 @@ for i in $(seq 1 40); do
 				dd of="x-$w.dat" bs=1 seek=$(((RANDOM * 32768 + RANDOM) % size)) conv=notrunc 2> /dev/null
 		done
 	done
-	"$HGTRACE" why --threshold 1 x-host.dat x-guest.dat > /dev/null 2> err.txt
-	rc=$?
-	if [ $rc -gt 1 ] || { [ $rc = 1 ] && [ "$(wc -l < err.txt)" != 1 ]; }; then
-		crashes=$((crashes + 1))
-		cp x-host.dat "/tmp/why-crash-$i-host.dat"
-		cp x-guest.dat "/tmp/why-crash-$i-guest.dat"
-	fi
-	[ $rc = 1 ] && ones=$((ones + 1))
+	for cmd in "why --threshold 1" "view -o x.html"; do
+		# shellcheck disable=SC2086
+		"$HGTRACE" $cmd x-host.dat x-guest.dat > /dev/null 2> err.txt
+		rc=$?
+		if [ $rc -gt 1 ] || { [ $rc = 1 ] && [ "$(wc -l < err.txt)" != 1 ]; }; then
+			crashes=$((crashes + 1))
+			cp x-host.dat "/tmp/why-crash-$i-host.dat"
+			cp x-guest.dat "/tmp/why-crash-$i-guest.dat"
+		fi
+		[ $rc = 1 ] && ones=$((ones + 1))
+	done
 done
-[ $crashes = 0 ] && tap_ok "40 damaged pairs: no crash ($ones refused in one line, the others read)" ||
+[ $crashes = 0 ] && tap_ok "40 damaged pairs, why and view: no crash ($ones of 80 runs refused in one line, the others read)" ||
 	tap_fail "$crashes of 40 damaged pairs crashed or said more than one line (kept in /tmp/why-crash-*)"
 tap_done

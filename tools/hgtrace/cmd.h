@@ -19,6 +19,7 @@ int cmd_restore(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_why(int argc, char **argv);
+int cmd_view(int argc, char **argv);
 
 /* A recording's workload (child.c): cmd_child_watch() makes its end set *@stop;
  * cmd_child_spawn() runs it (a failure to start sets *@stop too); cmd_child_end() ends

@@ -36,6 +36,7 @@ static const struct {
 	{ "ctl", cmd_ctl, "enable/disable a running program's probes over its control socket" },
 	{ "export", cmd_export, "write a session for Perfetto / chrome://tracing (JSON)" },
 	{ "why", cmd_why, "guest latency explained by the host: the worst delays, split" },
+	{ "view", cmd_view, "write a session as one HTML timeline (host, vCPUs, guests)" },
 };
 
 int cmd_push_event(const char ***evs, int *n, const char *ev)

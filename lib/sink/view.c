@@ -1,0 +1,990 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A session as one self-contained HTML timeline. The C side does the heavy part once:
+ * tracks (per file and CPU: events as markers, the running task; per vCPU: what the host
+ * did with its thread, from why's pass; per probe file and thread: its events), each a
+ * time-sorted list of items cut in chunks of varint-coded deltas, zlib-compressed and
+ * base64-coded; per track and zoom level a summary (sparse buckets: how many events, or
+ * how much of the bucket an interval covers and by what); every event's report line in
+ * compressed chunks of its own. The page (view.js, embedded at build time, no library)
+ * draws summaries when zoomed out and inflates the chunks it needs (the browser's own
+ * DecompressionStream) when zoomed in.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include <traceevent/event-parse.h>
+#include <traceevent/trace-seq.h>
+
+#include <hgtrace/clock.h>
+#include <hgtrace/merge.h>
+#include <hgtrace/output.h>
+#include <hgtrace/probefile.h>
+#include <hgtrace/sync.h>
+#include <hgtrace/tracedat.h>
+#include <hgtrace/view.h>
+#include <hgtrace/why.h>
+
+#include "../merge/merge-local.h"
+#include "../tracedat/tracedat-local.h"
+#include "sink-local.h"
+
+#define CHUNK_ITEMS 16384
+#define TEXT_CHUNK 1024
+#define MAX_BUCKETS 65536 /* a summary level is kept up to this many buckets */
+
+extern const char hgt__view_js[];
+extern const char hgt__view_css[];
+
+enum { K_EVENTS, K_TASKS, K_VCPU };
+
+struct item {
+	uint64_t t, d;
+	uint32_t label, ev;
+};
+
+struct track {
+	char name[96];
+	char group[160];
+	int kind;
+	int order; /* host CPUs, then vCPUs, then the other files, then probe files */
+	long tid;  /* a probe file's thread */
+	struct item *it;
+	size_t n, cap;
+};
+
+/* ---- growing byte buffers ---- */
+
+struct buf {
+	uint8_t *p;
+	size_t n, cap;
+};
+
+static int put(struct buf *b, const void *p, size_t n)
+{
+	if (b->n + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		uint8_t *np;
+
+		while (cap < b->n + n)
+			cap *= 2;
+		np = realloc(b->p, cap);
+		if (!np)
+			return -ENOMEM;
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, p, n);
+	b->n += n;
+	return 0;
+}
+
+static int varint(struct buf *b, uint64_t x)
+{
+	uint8_t t[10];
+	int n = 0;
+
+	do {
+		t[n++] = (uint8_t)((x & 0x7f) | (x > 0x7f ? 0x80 : 0));
+		x >>= 7;
+	} while (x);
+	return put(b, t, (size_t)n);
+}
+
+struct strtab {
+	char **s;
+	uint32_t *flags;
+	size_t n, cap;
+	uint32_t *slot; /* hash -> index + 1 */
+	size_t nslot;
+};
+
+struct viewer {
+	struct hgt_view_opts o;
+	struct track *tr;
+	int nr_tr;
+	struct strtab lab;
+	uint64_t t0, t1; /* the session's first and last time */
+	uint32_t nev;	 /* events numbered in report order */
+	/* report lines, compressed per TEXT_CHUNK events */
+	struct buf txt;
+	char **ztxt;
+	size_t nz;
+	struct trace_seq seq;
+	/* per top input: tracks per CPU */
+	int **ev_track, **task_track, *nr_cpus;
+	int *vcpu_pid, nr_vcpu_pid; /* host threads of vCPUs */
+	int host;		    /* the host input (-1) */
+	struct hgt_why_result *why;
+	char *sync_text;
+	size_t sync_len;
+	char **loss;
+	int nr_loss;
+	const char **paths; /* trace.dat inputs */
+	int nr_paths;
+	const char **probes;
+	int nr_probes;
+	int seg_input, seg_cpu, seg_track, err;
+	struct hgt_clock probe_clock; /* the first trace.dat's: probe files join in it */
+	bool ns;		      /* times are ns (else raw counter ticks) */
+};
+
+/* ---- strings ---- */
+
+static uint32_t hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static int label(struct viewer *v, const char *s, uint32_t flags, uint32_t *out)
+{
+	struct strtab *t = &v->lab;
+	size_t i;
+
+	if ((t->n + 1) * 2 > t->nslot) {
+		size_t ns = t->nslot ? t->nslot * 2 : 1024;
+		uint32_t *sl = calloc(ns, sizeof(*sl));
+
+		if (!sl)
+			return -ENOMEM;
+		for (size_t k = 0; k < t->n; k++) {
+			for (i = hash(t->s[k]) & (ns - 1); sl[i]; i = (i + 1) & (ns - 1))
+				;
+			sl[i] = (uint32_t)k + 1;
+		}
+		free(t->slot);
+		t->slot = sl;
+		t->nslot = ns;
+	}
+	for (i = hash(s) & (t->nslot - 1); t->slot[i]; i = (i + 1) & (t->nslot - 1))
+		if (!strcmp(t->s[t->slot[i] - 1], s)) {
+			*out = t->slot[i] - 1;
+			t->flags[*out] |= flags;
+			return 0;
+		}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		char **ns = realloc(t->s, sizeof(*ns) * cap);
+		uint32_t *nf;
+
+		if (!ns)
+			return -ENOMEM;
+		t->s = ns;
+		nf = realloc(t->flags, sizeof(*nf) * cap);
+		if (!nf)
+			return -ENOMEM;
+		t->flags = nf;
+		t->cap = cap;
+	}
+	t->s[t->n] = strdup(s);
+	if (!t->s[t->n])
+		return -ENOMEM;
+	t->flags[t->n] = flags;
+	t->slot[i] = (uint32_t)t->n + 1;
+	*out = (uint32_t)t->n++;
+	return 0;
+}
+
+/* ---- tracks ---- */
+
+static int new_track(struct viewer *v, int kind, const char *group, const char *fmt, int a, int b)
+{
+	struct track *n = realloc(v->tr, sizeof(*n) * (size_t)(v->nr_tr + 1));
+
+	if (!n)
+		return -ENOMEM;
+	v->tr = n;
+	n = &v->tr[v->nr_tr];
+	memset(n, 0, sizeof(*n));
+	n->kind = kind;
+	n->tid = -1;
+	snprintf(n->group, sizeof(n->group), "%s", group);
+	snprintf(n->name, sizeof(n->name), fmt, a, b);
+	return v->nr_tr++;
+}
+
+static int add(struct viewer *v, int tr, uint64_t t, uint64_t d, uint32_t lab, uint32_t ev)
+{
+	struct track *k = &v->tr[tr];
+
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 1024;
+		struct item *ni = realloc(k->it, sizeof(*ni) * cap);
+
+		if (!ni)
+			return -ENOMEM;
+		k->it = ni;
+		k->cap = cap;
+	}
+	k->it[k->n++] = (struct item){ .t = t, .d = d, .label = lab, .ev = ev };
+	if (t < v->t0)
+		v->t0 = t;
+	if (t + d > v->t1)
+		v->t1 = t + d;
+	return 0;
+}
+
+/* @n bytes zlib-compressed, then base64, as a JSON string on @f. */
+static int blob(FILE *f, const void *p, size_t n)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	uLongf zn = compressBound((uLong)n);
+	uint8_t *z = malloc(zn ? zn : 1);
+	char *enc;
+	size_t o = 0;
+
+	if (!z)
+		return -ENOMEM;
+	if (compress2(z, &zn, p, (uLong)n, 6) != Z_OK) {
+		free(z);
+		return -EIO;
+	}
+	enc = malloc((zn + 2) / 3 * 4 + 3);
+	if (!enc) {
+		free(z);
+		return -ENOMEM;
+	}
+	enc[o++] = '"';
+	for (uLongf i = 0; i < zn; i += 3) {
+		uint32_t v = (uint32_t)z[i] << 16 | (i + 1 < zn ? (uint32_t)z[i + 1] << 8 : 0) |
+			     (i + 2 < zn ? z[i + 2] : 0);
+
+		enc[o++] = b64[v >> 18];
+		enc[o++] = b64[(v >> 12) & 63];
+		enc[o++] = i + 1 < zn ? b64[(v >> 6) & 63] : '=';
+		enc[o++] = i + 2 < zn ? b64[v & 63] : '=';
+	}
+	fwrite(enc, 1, o, f);
+	free(enc);
+	fputc('"', f);
+	free(z);
+	return 0;
+}
+
+/* ---- the session's records ---- */
+
+static int text_line(struct viewer *v, const char *line, size_t n)
+{
+	int ret = put(&v->txt, line, n) ?: put(&v->txt, "\n", 1);
+
+	if (!ret && ++v->nev % TEXT_CHUNK == 0) {
+		/* the chunk is kept compressed until the page is written */
+		char **nz = realloc(v->ztxt, sizeof(*nz) * (v->nz + 1));
+		FILE *m;
+		size_t len;
+
+		if (!nz)
+			return -ENOMEM;
+		v->ztxt = nz;
+		m = open_memstream(&v->ztxt[v->nz], &len);
+		if (!m)
+			return -ENOMEM;
+		ret = blob(m, v->txt.p, v->txt.n);
+		if (fclose(m) || ret) {
+			free(v->ztxt[v->nz]);
+			return ret ?: -ENOMEM;
+		}
+		v->nz++;
+		v->txt.n = 0;
+	}
+	return ret;
+}
+
+struct task {
+	uint64_t since;
+	uint32_t label;
+	bool known;
+};
+
+struct src {
+	struct hgt_input *in;
+	struct hgt_clock clk;
+	struct hgt_cursor **cur;
+	const char *name;
+	struct tep_event *sw;
+	struct tep_format_field *prev_pid, *next_pid, *next_comm, *prev_comm;
+	struct task *run;
+	uint64_t *last;
+};
+
+static int record(struct viewer *v, struct src *s, int si, struct tep_record *rec)
+{
+	struct tep_handle *tep = hgt_input_tep(s->in);
+	struct tep_event *ev = tep_find_event_by_record(tep, rec);
+	int cpu = rec->cpu, pid = tep_data_pid(tep, rec), ret;
+	const char *info, *comm = tep_data_comm_from_pid(tep, pid);
+	char line[1024], tb[40];
+	size_t len;
+	uint32_t lab;
+
+	if (cpu < 0 || cpu >= v->nr_cpus[si])
+		return 0;
+	info = hgt__info_text(NULL, &v->seq, tep, ev, rec, false, &len);
+	hgt__format_time_col(tb, rec->ts, true, true);
+	len = (size_t)snprintf(line, sizeof(line), "%s: %s-%d [%03d] %s: %s: %.*s", s->name, comm,
+			       pid, cpu, tb, ev ? ev->name : "unknown", (int)len, info);
+	ret = label(v, ev ? ev->name : "unknown", 0, &lab);
+	ret = ret ?: add(v, v->ev_track[si][cpu], rec->ts, 0, lab, v->nev);
+	ret = ret ?: text_line(v, line, len < sizeof(line) ? len : sizeof(line) - 1);
+	if (ret)
+		return ret;
+	s->last[cpu] = rec->ts;
+	if (ev && ev == s->sw) {
+		struct task *t = &s->run[cpu];
+		unsigned long long prev = 0, next = 0;
+		const char *p;
+		size_t n;
+		char name[64];
+
+		tep_read_number_field(s->prev_pid, rec->data, &prev);
+		tep_read_number_field(s->next_pid, rec->data, &next);
+		if (!t->known && s->prev_comm && hgt__field_str(rec, s->prev_comm, &p, &n)) {
+			snprintf(name, sizeof(name), "%.*s-%llu", (int)strnlen(p, n), p, prev);
+			ret = label(v, name, 0, &t->label);
+			t->since = v->tr[v->ev_track[si][cpu]].it[0].t;
+			t->known = true;
+		}
+		if (!ret && t->known && rec->ts > t->since)
+			ret = add(v, v->task_track[si][cpu], t->since, rec->ts - t->since, t->label,
+				  0);
+		if (!ret && s->next_comm && hgt__field_str(rec, s->next_comm, &p, &n)) {
+			uint32_t fl = 0;
+
+			for (int i = 0; si == v->host && i < v->nr_vcpu_pid; i++)
+				fl |= v->vcpu_pid[i] == (int)next; /* bit 0: a vCPU thread */
+			snprintf(name, sizeof(name), "%.*s-%llu", (int)strnlen(p, n), p, next);
+			ret = label(v, name, fl, &t->label);
+		}
+		t->since = rec->ts;
+		t->known = true;
+	}
+	return ret;
+}
+
+/* The vCPU tracks: what the host did with each vCPU thread (why's segments, which come
+ * per guest input and CPU in turn). */
+static void segment(void *arg, int input, int cpu, int pid, uint64_t from, uint64_t to,
+		    const struct hgt_why_part *part)
+{
+	struct viewer *v = arg;
+	char name[80];
+	uint32_t lab;
+
+	if (v->err)
+		return;
+	if (input != v->seg_input || cpu != v->seg_cpu) {
+		const char *b = strrchr(v->paths[input], '/');
+		char g[160];
+
+		snprintf(g, sizeof(g), "%s: its vCPUs on the host", b ? b + 1 : v->paths[input]);
+		v->seg_track = new_track(v, K_VCPU, g, "vCPU %d (thread %d)", cpu, pid);
+		if (v->seg_track >= 0) {
+			int *np = realloc(v->vcpu_pid, sizeof(*np) * (size_t)(v->nr_vcpu_pid + 1));
+
+			v->tr[v->seg_track].order = 1;
+			if (np) {
+				np[v->nr_vcpu_pid++] = pid;
+				v->vcpu_pid = np;
+			}
+		}
+		v->seg_input = input;
+		v->seg_cpu = cpu;
+		if (v->seg_track < 0) {
+			v->err = v->seg_track;
+			return;
+		}
+	}
+	if (part->state == HGT_WHY_PREEMPTED && !part->id)
+		snprintf(name, sizeof(name), "runnable, its CPU idle");
+	else if (part->state == HGT_WHY_PREEMPTED)
+		snprintf(name, sizeof(name), "preempted by %s-%d", part->what, part->id);
+	else
+		snprintf(name, sizeof(name), "%s", part->what);
+	v->err = label(v, name, 1u << (1 + part->state), &lab);
+	if (!v->err)
+		v->err = add(v, v->seg_track, from, to - from, lab, 0);
+}
+
+/* The task still running at the end of each CPU runs until its last event. */
+static int finish_tasks(struct viewer *v, struct src *s, int si)
+{
+	for (int c = 0; c < v->nr_cpus[si]; c++) {
+		struct task *t = &s->run[c];
+
+		if (t->known && s->last[c] > t->since) {
+			int ret = add(v, v->task_track[si][c], t->since, s->last[c] - t->since,
+				      t->label, 0);
+
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static int loss_line(struct viewer *v, const char *name, int cpu, const struct hgt_loss *l)
+{
+	char **n = realloc(v->loss, sizeof(*n) * (size_t)(v->nr_loss + 1));
+
+	if (!n)
+		return -ENOMEM;
+	v->loss = n;
+	if (asprintf(&n[v->nr_loss], "%s CPU %d: %llu events lost on %llu pages%s", name, cpu,
+		     (unsigned long long)l->events_lost, (unsigned long long)l->pages_with_loss,
+		     l->pages_unknown_count ? " (and pages with an unknown count)" : "") < 0)
+		return -ENOMEM;
+	v->nr_loss++;
+	return 0;
+}
+
+/* The trace.dat inputs merged as the report merges them. */
+static int pass(struct viewer *v)
+{
+	HGT_OPTS(hgt_open_opts, oo, .flags = v->o.quiet ? HGT_OPEN_QUIET : 0);
+	/* why made raw TSC cycles ns: the same rate here, or its vCPU tracks would not fit */
+	HGT_OPTS(hgt_clock_opts, co, .ts2secs = v->why ? v->why->tsc_hz : 0);
+	int n = v->nr_paths, ret = 0;
+	struct src *s = calloc((size_t)n + 1, sizeof(*s));
+	struct hgt_input **ins = calloc((size_t)n + 1, sizeof(*ins));
+	struct hgt_sync_check *sc = NULL;
+	struct hgt_merge *m = hgt_merge_new();
+	struct tep_record *rec;
+	void *user;
+	int src;
+
+	v->ev_track = calloc((size_t)n + 1, sizeof(int *));
+	v->task_track = calloc((size_t)n + 1, sizeof(int *));
+	v->nr_cpus = calloc((size_t)n + 1, sizeof(int));
+	if (!s || !ins || !m || !v->ev_track || !v->task_track || !v->nr_cpus) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < n && !ret; i++) {
+		const char *b = strrchr(v->paths[i], '/');
+
+		ins[i] = s[i].in = hgt_input_open(v->paths[i], &oo);
+		if (!s[i].in) {
+			ret = -errno;
+			break;
+		}
+		s[i].name = b ? b + 1 : v->paths[i];
+		if (hgt_input_top_buffer(s[i].in) < 0) {
+			ret = hgt__errorf(ENOTSUP, "%s: a latency trace: nothing to view",
+					  v->paths[i]);
+			break;
+		}
+		hgt_clock_init(&s[i].clk, s[i].in, &co);
+	}
+	if (!ret) {
+		sc = hgt_sync_check_new(ins, n, NULL);
+		v->host = sc ? hgt_sync_check_host(sc) : -1;
+	}
+	for (int i = 0; i < n && !ret; i++) {
+		struct tep_handle *tep = hgt_input_tep(s[i].in);
+		int nc = hgt__top_cpus(s[i].in);
+
+		v->nr_cpus[i] = nc;
+		s[i].cur = calloc((size_t)nc + 1, sizeof(*s[i].cur));
+		s[i].run = calloc((size_t)nc + 1, sizeof(*s[i].run));
+		s[i].last = calloc((size_t)nc + 1, sizeof(*s[i].last));
+		v->ev_track[i] = calloc((size_t)nc + 1, sizeof(int));
+		v->task_track[i] = calloc((size_t)nc + 1, sizeof(int));
+		if (!s[i].cur || !s[i].run || !s[i].last || !v->ev_track[i] || !v->task_track[i]) {
+			ret = -ENOMEM;
+			break;
+		}
+		s[i].sw = tep_find_event_by_name(tep, "sched", "sched_switch");
+		if (s[i].sw) {
+			s[i].prev_pid = tep_find_field(s[i].sw, "prev_pid");
+			s[i].next_pid = tep_find_field(s[i].sw, "next_pid");
+			s[i].prev_comm = tep_find_field(s[i].sw, "prev_comm");
+			s[i].next_comm = tep_find_field(s[i].sw, "next_comm");
+			if (!s[i].prev_pid || !s[i].next_pid)
+				s[i].sw = NULL;
+		}
+		for (int c = 0; c < nc && ret >= 0; c++) {
+			int order = i == v->host ? 0 : 2 + i;
+
+			ret = v->ev_track[i][c] = new_track(v, K_EVENTS, s[i].name, "CPU %d", c, 0);
+			if (ret >= 0)
+				v->tr[ret].order = order;
+			ret = ret < 0 ? ret
+				      : (v->task_track[i][c] = new_track(v, K_TASKS, s[i].name,
+									 "CPU %d tasks", c, 0));
+			if (ret >= 0)
+				v->tr[ret].order = order;
+		}
+		if (ret >= 0)
+			ret = hgt__merge_add_top(m, s[i].in, &s[i].clk, s[i].cur,
+						 (void *)(intptr_t)i);
+	}
+	while (!ret && (ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
+		int i = (int)(intptr_t)user;
+
+		ret = record(v, &s[i], i, rec);
+		if (sc)
+			hgt_sync_check_record(sc, i, rec);
+	}
+	for (int i = 0; i < n && !ret; i++) {
+		ret = finish_tasks(v, &s[i], i);
+		for (int c = 0; !ret && c < v->nr_cpus[i]; c++) {
+			struct hgt_loss l = { 0 };
+
+			if (s[i].cur[c])
+				hgt_cursor_loss(s[i].cur[c], &l);
+			if (l.pages_with_loss)
+				ret = loss_line(v, s[i].name, c, &l);
+		}
+	}
+	if (!ret && sc) {
+		FILE *f = open_memstream(&v->sync_text, &v->sync_len);
+
+		if (f) {
+			hgt_sync_check_print(sc, f);
+			fclose(f);
+		}
+	}
+	if (!ret && n) {
+		v->probe_clock = s[0].clk;
+		v->ns = hgt_input_in_usecs(s[0].in) || s[0].clk.ts2secs != 0;
+	}
+out:
+	hgt_merge_free(m);
+	for (int i = 0; i < n && s; i++) {
+		for (int c = 0; s[i].cur && c < v->nr_cpus[i]; c++)
+			hgt_cursor_close(s[i].cur[c]);
+		free(s[i].cur);
+		free(s[i].run);
+		free(s[i].last);
+	}
+	for (int i = 0; i < n && s; i++)
+		hgt_input_close(s[i].in);
+	if (sc)
+		hgt_sync_check_free(sc);
+	free(s);
+	free(ins);
+	return ret < 0 ? ret : 0;
+}
+
+/* Simple-backend files: per thread a track of their events, in the first file's time. */
+static int probes(struct viewer *v)
+{
+	for (int i = 0; i < v->nr_probes; i++) {
+		char err[256], text[8192], line[9000], tb[40];
+		struct hgt_probefile *f = hgt_probefile_open(v->probes[i], NULL, err, sizeof(err));
+		struct hgt_probefile_event ev;
+		const char *b = strrchr(v->probes[i], '/');
+		int first = v->nr_tr, ret;
+
+		if (!f)
+			return hgt__errorf(EINVAL, "%s", err);
+		b = b ? b + 1 : v->probes[i];
+		while ((ret = hgt_probefile_next(f, &ev)) > 0) {
+			uint64_t ts =
+				v->nr_paths ? hgt_clock_convert(&v->probe_clock, ev.ts, 0) : ev.ts;
+			int tr = -1, len;
+			uint32_t lab;
+
+			for (int k = first; k < v->nr_tr && tr < 0; k++)
+				if (v->tr[k].tid == (long)ev.tid)
+					tr = k;
+			if (tr < 0) {
+				tr = new_track(v, K_EVENTS, b, "thread %d", (int)ev.tid, 0);
+				if (tr < 0) {
+					ret = tr;
+					break;
+				}
+				v->tr[tr].order = 100;
+				v->tr[tr].tid = (long)ev.tid;
+			}
+			hgt_probefile_format(&ev, text, sizeof(text));
+			hgt__format_time_col(tb, ts, true, true);
+			len = snprintf(line, sizeof(line), "%s: %s-%u %s: %s: %s", b,
+				       ev.comm ? ev.comm : "", ev.tid, tb, ev.name, text);
+			ret = label(v, ev.name, 0, &lab);
+			ret = ret ?: add(v, tr, ts, 0, lab, v->nev);
+			ret = ret
+				      ?: text_line(v, line,
+						   (size_t)(len < (int)sizeof(line)
+								    ? len
+								    : (int)sizeof(line) - 1));
+			if (ret)
+				break;
+		}
+		if (ret < 0) {
+			ret = hgt__errorf(EINVAL, "%s", hgt_probefile_error(f));
+			hgt_probefile_close(f);
+			return ret;
+		}
+		hgt_probefile_close(f);
+	}
+	return 0;
+}
+
+/* ---- the page ---- */
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->ev < y->ev ? -1 : x->ev > y->ev;
+}
+
+static uint64_t zigzag(int64_t x)
+{
+	return ((uint64_t)x << 1) ^ (uint64_t)(x >> 63);
+}
+
+/* Per zoom level (bucket width 2^(14 + 4L) ns: 16 us, 262 us, 4.2 ms...), the sparse
+ * buckets of a track: an event track's counts; an interval track's coverage (0-255) and
+ * the label of the longest piece in it. Levels with more than MAX_BUCKETS are left out. */
+static int write_levels(FILE *f, const struct track *k, uint64_t t0, uint64_t span)
+{
+	bool first = true;
+	int ret = 0;
+
+	fputs(",\"levels\":[", f);
+	for (int L = 0; L < 12 && !ret; L++) {
+		uint64_t W = 1ULL << (14 + 4 * L), cb = UINT64_MAX, prev = 0, cnt = 0, best = 0;
+		uint32_t bl = 0;
+		struct buf b = { 0 };
+
+		if (span / W + 1 > MAX_BUCKETS)
+			continue;
+#define FLUSH()                                                                         \
+	do {                                                                            \
+		if (cb != UINT64_MAX && cnt) {                                          \
+			ret = ret ?: varint(&b, cb - prev);                             \
+			ret = ret                                                       \
+				      ?: varint(&b, k->kind == K_EVENTS                 \
+							    ? cnt                       \
+							    : (cnt * 255 + W - 1) / W); \
+			if (k->kind != K_EVENTS)                                        \
+				ret = ret ?: varint(&b, bl);                            \
+			prev = cb;                                                      \
+		}                                                                       \
+	} while (0)
+		for (size_t i = 0; i < k->n && !ret; i++) {
+			uint64_t a = k->it[i].t - t0, e = a + k->it[i].d;
+
+			if (k->kind == K_EVENTS) {
+				if (a / W != cb) {
+					FLUSH();
+					cb = a / W;
+					cnt = 0;
+				}
+				cnt++;
+				continue;
+			}
+			while (a < e) {
+				uint64_t bk = a / W, be = (bk + 1) * W < e ? (bk + 1) * W : e;
+
+				if (bk != cb) {
+					FLUSH();
+					cb = bk;
+					cnt = best = 0;
+				}
+				cnt += be - a;
+				if (be - a > best) {
+					best = be - a;
+					bl = k->it[i].label;
+				}
+				a = be;
+			}
+		}
+		FLUSH();
+#undef FLUSH
+		if (!ret) {
+			fprintf(f, "%s{\"w\":%llu,\"b\":", first ? "" : ",", (unsigned long long)W);
+			ret = blob(f, b.p ? b.p : (uint8_t *)"", b.n);
+			fputc('}', f);
+			first = false;
+		}
+		free(b.p);
+		if (span / W == 0)
+			break; /* one bucket holds it all: the coarsest level */
+	}
+	fputc(']', f);
+	return ret;
+}
+
+static int write_track(FILE *f, struct track *k, uint64_t t0, uint64_t span, bool comma)
+{
+	int ret = 0;
+
+	qsort(k->it, k->n, sizeof(*k->it), cmp_item);
+	fprintf(f, "%s\n{\"name\":", comma ? "," : "");
+	hgt__json_str(f, k->name, strlen(k->name));
+	fputs(",\"group\":", f);
+	hgt__json_str(f, k->group, strlen(k->group));
+	fprintf(f, ",\"kind\":%d,\"n\":%zu,\"chunks\":[", k->kind, k->n);
+	for (size_t c0 = 0; c0 < k->n && !ret; c0 += CHUNK_ITEMS) {
+		size_t c1 = c0 + CHUNK_ITEMS < k->n ? c0 + CHUNK_ITEMS : k->n;
+		uint64_t pt = t0, tmax = 0;
+		int64_t pev = 0;
+		struct buf b = { 0 };
+
+		for (size_t i = c0; i < c1 && !ret; i++) {
+			const struct item *it = &k->it[i];
+
+			ret = varint(&b, it->t - pt) ?: varint(&b, it->d) ?: varint(&b, it->label);
+			if (!ret && k->kind == K_EVENTS)
+				ret = varint(&b, zigzag((int64_t)it->ev - pev));
+			pt = it->t;
+			pev = it->ev;
+			if (it->t + it->d - t0 > tmax)
+				tmax = it->t + it->d - t0;
+		}
+		if (!ret) {
+			fprintf(f, "%s{\"t0\":%llu,\"t1\":%llu,\"n\":%zu,\"b\":", c0 ? "," : "",
+				(unsigned long long)(k->it[c0].t - t0), (unsigned long long)tmax,
+				c1 - c0);
+			ret = blob(f, b.p, b.n);
+			fputc('}', f);
+		}
+		free(b.p);
+	}
+	fputc(']', f);
+	ret = ret ?: write_levels(f, k, t0, span);
+	fputc('}', f);
+	return ret;
+}
+
+static int cmp_order(const void *a, const void *b, void *arg)
+{
+	const struct viewer *v = arg;
+	int x = *(const int *)a, y = *(const int *)b;
+
+	if (v->tr[x].order != v->tr[y].order)
+		return v->tr[x].order - v->tr[y].order;
+	return x - y;
+}
+
+/* The track of @name (a file name) and guest CPU @cpu: its events, or its vCPU's. */
+static int find_track(const struct viewer *v, const int *pos, const char *file, int cpu, bool vcpu)
+{
+	char g[160], nm[32];
+
+	snprintf(g, sizeof(g), vcpu ? "%s: its vCPUs on the host" : "%s", file);
+	snprintf(nm, sizeof(nm), vcpu ? "vCPU %d (" : "CPU %d", cpu);
+	for (int i = 0; i < v->nr_tr; i++)
+		if (!strcmp(v->tr[i].group, g) && !strncmp(v->tr[i].name, nm, strlen(nm)) &&
+		    (vcpu || !v->tr[i].name[strlen(nm)]))
+			return pos[i];
+	return -1;
+}
+
+static void write_why(FILE *f, const struct viewer *v, const int *pos)
+{
+	const struct hgt_why_result *r = v->why;
+
+	fputs(",\"why\":[", f);
+	for (int i = 0; r && i < r->nr; i++) {
+		const struct hgt_why_delay *d = &r->d[i];
+		char title[256], cause[160];
+		bool host = d->nr_parts && d->parts[0].state != HGT_WHY_GUEST &&
+			    d->parts[0].state != HGT_WHY_HALTED &&
+			    d->parts[0].state != HGT_WHY_UNKNOWN;
+
+		snprintf(title, sizeof(title), "%s of %s-%d on %s CPU %d: %llu.%03llu us",
+			 d->kind == HGT_WHY_WAKEUP  ? "wakeup"
+			 : d->kind == HGT_WHY_TIMER ? "timer"
+						    : "pair",
+			 d->comm, d->pid, d->input, d->cpu,
+			 (unsigned long long)((d->to_ns - d->from_ns) / 1000),
+			 (unsigned long long)((d->to_ns - d->from_ns) % 1000));
+		if (!d->nr_parts)
+			snprintf(cause, sizeof(cause), "no host thread known");
+		else if (d->parts[0].state == HGT_WHY_PREEMPTED && !d->parts[0].id)
+			snprintf(cause, sizeof(cause),
+				 "the host: runnable, its CPU idle (%llu.%03llu us)",
+				 (unsigned long long)(d->parts[0].ns / 1000),
+				 (unsigned long long)(d->parts[0].ns % 1000));
+		else if (d->parts[0].state == HGT_WHY_PREEMPTED)
+			snprintf(cause, sizeof(cause), "%s: preempted by %s-%d (%llu.%03llu us)",
+				 host ? "the host" : "the guest", d->parts[0].what, d->parts[0].id,
+				 (unsigned long long)(d->parts[0].ns / 1000),
+				 (unsigned long long)(d->parts[0].ns % 1000));
+		else
+			snprintf(cause, sizeof(cause), "%s: %s (%llu.%03llu us)",
+				 host ? "the host" : "inside the guest", d->parts[0].what,
+				 (unsigned long long)(d->parts[0].ns / 1000),
+				 (unsigned long long)(d->parts[0].ns % 1000));
+		fprintf(f,
+			"%s\n{\"ev\":%d,\"vcpu\":%d,\"from\":%llu,\"to\":%llu,\"host\":%s,"
+			"\"title\":",
+			i ? "," : "", find_track(v, pos, d->input, d->cpu, false),
+			find_track(v, pos, d->input, d->cpu, true),
+			(unsigned long long)(d->from_ns - v->t0),
+			(unsigned long long)(d->to_ns - v->t0), host ? "true" : "false");
+		hgt__json_str(f, title, strlen(title));
+		fputs(",\"cause\":", f);
+		hgt__json_str(f, cause, strlen(cause));
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
+static int write_page(struct viewer *v)
+{
+	FILE *f = v->o.out;
+	int *order = malloc(sizeof(int) * (size_t)(v->nr_tr + 1));
+	int *pos = malloc(sizeof(int) * (size_t)(v->nr_tr + 1));
+	uint64_t span;
+	int ret = 0;
+
+	if (!order || !pos) {
+		free(order);
+		free(pos);
+		return -ENOMEM;
+	}
+	if (v->t0 > v->t1)
+		v->t0 = v->t1 = 0;
+	span = v->t1 - v->t0;
+	for (int i = 0; i < v->nr_tr; i++)
+		order[i] = i;
+	qsort_r(order, (size_t)v->nr_tr, sizeof(int), cmp_order, v);
+	for (int i = 0; i < v->nr_tr; i++)
+		pos[order[i]] = i;
+	fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>hgtrace view</title>\n"
+	      "<style>",
+	      f);
+	fputs(hgt__view_css, f);
+	fputs("</style></head><body>\n<div id=\"hdr\"></div><div id=\"bar\"></div>"
+	      "<div id=\"why\"></div><div id=\"wrap\"><canvas id=\"cv\"></canvas></div>"
+	      "<div id=\"detail\"></div><pre id=\"state\"></pre>\n"
+	      "<script id=\"hgt-data\" type=\"application/json\">{\"version\":1",
+	      f);
+	fprintf(f,
+		",\"t0\":\"%llu\",\"span\":%llu,\"events\":%u,\"ns\":%s,\"tscHz\":%llu,"
+		"\"files\":[",
+		(unsigned long long)v->t0, (unsigned long long)span, v->nev,
+		v->ns ? "true" : "false", (unsigned long long)(v->why ? v->why->tsc_hz : 0));
+	for (int i = 0; i < v->nr_paths + v->nr_probes; i++) {
+		const char *p = i < v->nr_paths ? v->paths[i] : v->probes[i - v->nr_paths];
+
+		fputs(i ? "," : "", f);
+		hgt__json_str(f, p, strlen(p));
+	}
+	fputs("],\"sync\":", f);
+	hgt__json_str(f, v->sync_text ? v->sync_text : "", v->sync_len);
+	fputs(",\"losses\":[", f);
+	for (int i = 0; i < v->nr_loss; i++) {
+		fputs(i ? "," : "", f);
+		hgt__json_str(f, v->loss[i], strlen(v->loss[i]));
+	}
+	fputs("],\"labels\":[", f);
+	for (size_t i = 0; i < v->lab.n; i++) {
+		fputs(i ? "," : "", f);
+		hgt__json_str(f, v->lab.s[i], strlen(v->lab.s[i]));
+	}
+	fputs("],\"labelFlags\":[", f);
+	for (size_t i = 0; i < v->lab.n; i++)
+		fprintf(f, "%s%u", i ? "," : "", v->lab.flags[i]);
+	fprintf(f, "],\"textChunk\":%d,\"texts\":[", TEXT_CHUNK);
+	for (size_t i = 0; i < v->nz; i++)
+		fprintf(f, "%s\n%s", i ? "," : "", v->ztxt[i]);
+	if (v->txt.n) {
+		fputs(v->nz ? ",\n" : "\n", f);
+		ret = blob(f, v->txt.p, v->txt.n);
+	}
+	fputs("],\"tracks\":[", f);
+	for (int i = 0; i < v->nr_tr && !ret; i++)
+		ret = write_track(f, &v->tr[order[i]], v->t0, span, i > 0);
+	fputc(']', f);
+	write_why(f, v, pos);
+	fputs("}</script>\n<script>\n", f);
+	fputs(hgt__view_js, f);
+	fputs("</script></body></html>\n", f);
+	free(order);
+	free(pos);
+	if (!ret && (fflush(f) || ferror(f)))
+		ret = hgt__errorf(EIO, "view: write failed: %s", strerror(errno));
+	return ret;
+}
+
+static void viewer_free(struct viewer *v)
+{
+	for (int i = 0; i < v->nr_tr; i++)
+		free(v->tr[i].it);
+	free(v->tr);
+	for (size_t i = 0; i < v->lab.n; i++)
+		free(v->lab.s[i]);
+	free(v->lab.s);
+	free(v->lab.flags);
+	free(v->lab.slot);
+	free(v->txt.p);
+	for (size_t i = 0; i < v->nz; i++)
+		free(v->ztxt[i]);
+	free(v->ztxt);
+	for (int i = 0; i < v->nr_paths; i++) {
+		free(v->ev_track ? v->ev_track[i] : NULL);
+		free(v->task_track ? v->task_track[i] : NULL);
+	}
+	free(v->ev_track);
+	free(v->task_track);
+	free(v->nr_cpus);
+	free(v->vcpu_pid);
+	hgt_why_free(v->why);
+	free(v->sync_text);
+	for (int i = 0; i < v->nr_loss; i++)
+		free(v->loss[i]);
+	free(v->loss);
+	free(v->paths);
+	free(v->probes);
+	trace_seq_destroy(&v->seq);
+}
+
+/**
+ * hgt_view_html - the session of @opts->inputs as one self-contained HTML page.
+ */
+int hgt_view_html(const struct hgt_view_opts *opts)
+{
+	struct viewer v = { .t0 = UINT64_MAX, .seg_input = -1, .host = -1 };
+	int ret = 0;
+
+	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(v.o))
+		return -EINVAL;
+	memcpy(&v.o, opts, opts->sz);
+	if (!v.o.out || v.o.nr_inputs < 1 || !v.o.inputs)
+		return -EINVAL;
+	trace_seq_init(&v.seq);
+	v.paths = calloc((size_t)v.o.nr_inputs, sizeof(*v.paths));
+	v.probes = calloc((size_t)v.o.nr_inputs, sizeof(*v.probes));
+	if (!v.paths || !v.probes)
+		ret = -ENOMEM;
+	for (int i = 0; !ret && i < v.o.nr_inputs; i++) {
+		if (hgt_probefile_is(v.o.inputs[i]) > 0)
+			v.probes[v.nr_probes++] = v.o.inputs[i];
+		else
+			v.paths[v.nr_paths++] = v.o.inputs[i];
+	}
+	if (!ret && v.nr_paths && v.o.why_top >= 0) {
+		/* the vCPU tracks and the worst delays: why's pass */
+		HGT_OPTS(hgt_why_opts, wo, .inputs = v.paths, .nr_inputs = v.nr_paths,
+			 .top = v.o.why_top ? v.o.why_top : 20, .quiet = true, .host_only = true);
+
+		v.why = hgt__why_segments(&wo, segment, &v);
+		if (!v.why && errno != EINVAL)
+			ret = -errno;
+		else if (!v.why) /* raw cycles at no known rate: the page without vCPU tracks */
+			hgt__set_last_error("");
+		ret = ret ?: v.err;
+	}
+	ret = ret ?: v.nr_paths ? pass(&v) : 0;
+	ret = ret ?: probes(&v);
+	ret = ret ?: write_page(&v);
+	viewer_free(&v);
+	return ret;
+}

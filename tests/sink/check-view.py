@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Check the state an `hgtrace view` page reports in a real browser against trace-cmd.
+
+Usage: check-view.py DOM.html TRACE_CMD_REPORT.txt FILE... [--zoom A,B] [--expect-label TRACK=LABEL]...
+                     [--search EVENT]
+DOM.html: `chromium --headless --dump-dom PAGE#zoom=A,B&search=EVENT` (the page writes its own
+state, JSON, into <pre id="state">). TRACE_CMD_REPORT.txt: `trace-cmd report -t -i F1 [-i F2]`
+(a file column when several files; -t: ns). FILE...: the trace.dat files, in order.
+
+Checked: per file and CPU an events track holding exactly as many events as trace-cmd
+prints for it, and a tasks track with one interval per sched_switch-delimited stretch
+(derived here from the same lines); after zooming to [A, B] (absolute ns), each events
+track shows exactly the events trace-cmd prints in [A, B] for its file and CPU, and the
+labels asked for are among those visible on their track ("GROUP/TRACK=LABEL"); a search for
+an event name counts every one of its events. Prints one line per check; exits 1 on the
+first failed one.
+"""
+import html, json, re, sys
+import os
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tcreport import fail, ns  # noqa: E402
+from collections import Counter, defaultdict
+
+dom = open(sys.argv[1]).read()
+m = re.search(r'<pre id="state">(.*?)</pre>', dom, re.S)
+if not m or not m.group(1).strip():
+    fail("the page wrote no state (did its script run?)")
+st = json.loads(html.unescape(m.group(1)))
+args = sys.argv[3:]
+files = [a for a in args[: next((i for i, a in enumerate(args) if a.startswith("--")), len(args))]]
+opt = lambda k: [args[i + 1] for i, a in enumerate(args) if a == k]
+names = [f.rsplit("/", 1)[-1] for f in files]
+line = re.compile(r"^\s*(?:(\S+): )?\s*.*?-\d+\s+\[(\d+)\]\s*(\d+(?:\.\d+)?): ([^:\s]+):")
+events = defaultdict(list)  # (file, cpu) -> [(ts, name)]
+for l in open(sys.argv[2], errors="replace"):
+    mm = line.match(l)
+    if mm:
+        f = mm.group(1) or names[0]
+        events[(f, int(mm.group(2)))].append((ns(mm.group(3)), mm.group(4)))
+total = sum(len(v) for v in events.values())
+if total < 100:
+    fail("trace-cmd's report has only %d events" % total)
+tracks = {(t["group"], t["name"]): (i, t) for i, t in enumerate(st["tracks"])}
+# events and tasks tracks per file and CPU
+n_ev = n_iv = 0
+for (f, cpu), evs in sorted(events.items()):
+    i, t = tracks.get((f, "CPU %d" % cpu), (None, None))
+    if t is None or t["n"] != len(evs):
+        fail("%s CPU %d: the page has %s events, trace-cmd prints %d" % (f, cpu, t and t["n"], len(evs)))
+    n_ev += len(evs)
+    sw = [ts for ts, e in evs if e == "sched_switch"]
+    want, since = 0, evs[0][0]
+    for ts in sw:
+        want += ts > since
+        since = ts
+    want += bool(sw) and evs[-1][0] > since
+    _, tt = tracks.get((f, "CPU %d tasks" % cpu), (None, {"n": 0}))
+    if tt["n"] != want:
+        fail("%s CPU %d: %d task intervals on the page, %d sched_switch stretches" % (f, cpu, tt["n"], want))
+    n_iv += want
+if st["events"] != total:
+    fail("the page counts %d events, trace-cmd prints %d" % (st["events"], total))
+print("ok the page's tracks hold every one of %d events (per file and CPU as trace-cmd prints them) "
+      "and %d task intervals" % (n_ev, n_iv))
+if opt("--zoom"):
+    a, b = (int(x) for x in opt("--zoom")[0].split(","))
+    t0 = st["zoom"][0]
+    shown = 0
+    for (f, cpu), evs in sorted(events.items()):
+        i, t = tracks[(f, "CPU %d" % cpu)]
+        want = sum(1 for ts, _ in evs if a <= ts <= b)
+        if st["visible"][i] != want:
+            fail("zoomed to [%d, %d]: %s CPU %d shows %d events, trace-cmd has %d there" % (
+                a, b, f, cpu, st["visible"][i], want))
+        if st["drawn"][i] != "raw":
+            fail("zoomed in, %s CPU %d is drawn from a summary, not its events" % (f, cpu))
+        shown += want
+    if shown == 0:
+        fail("nothing in [%d, %d]" % (a, b))
+    print("ok zoomed to [%d, %d]: every events track shows exactly trace-cmd's %d events there, drawn one by one"
+          % (a, b, shown))
+    for spec in opt("--expect-label"):
+        key, label = spec.split("=", 1)
+        g, name = key.rsplit("/", 1)
+        if (g, name) not in tracks:
+            fail("no track %s" % key)
+        i, _ = tracks[(g, name)]
+        if label not in st["visibleLabels"][i]:
+            fail("zoomed: %s shows %s, not %s" % (key, st["visibleLabels"][i], label))
+        print("ok zoomed: %s shows %s" % (key, label))
+for ev in opt("--search"):
+    want = sum(1 for v in events.values() for _, e in v if e == ev)
+    if st.get("search") != want or want == 0:
+        fail("search %s: %s matches on the page, trace-cmd has %d" % (ev, st.get("search"), want))
+    print("ok search %s: %d matches, every one of trace-cmd's" % (ev, want))
+print("ok first paint after %d ms, loaded in %d ms (%d tracks, %d delays listed)" % (
+    st["firstPaintMs"], st["loadMs"], len(st["tracks"]), st["why"]))

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# hgtrace view in a real browser: Debian's chromium (headless) opens the page of a
+# simulated host + guest session with injected causes, and of real recordings; the page's
+# own state (it writes it into the DOM) must hold every event trace-cmd prints, per file and
+# CPU, and the task intervals; zoomed to a known interval (an injected preemption), each
+# events track must show exactly trace-cmd's events there, the vCPU track the preemption
+# and the host CPU the task that preempted it; a search for kvm_exit must count them all.
+# Screenshots go to BUILDDIR/artifacts (CI keeps them; never committed).
+# Usage: view.sh HGTRACE BUILDDIR
+HGTRACE=$(realpath "$1")
+build=$(realpath "${2:-.}")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/sim.sh"
+command -v trace-cmd > /dev/null || tap_skip_all "trace-cmd is not installed"
+command -v python3 > /dev/null || tap_skip_all "python3 is not installed"
+command -v chromium > /dev/null || tap_skip_all "chromium is not installed (scripts/deps.sh installs it)"
+tap_workdir
+art=$build/artifacts
+mkdir -p "$art"
+
+# browse PAGE HASH OUT: the page's DOM after its scripts ran (up to 20 s of virtual time)
+browse() {
+	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+		--user-data-dir="$t/chrome" --virtual-time-budget=20000 --dump-dom "file://$t/$1#$2" \
+		> "$3" 2> chrome.err
+}
+# shot PAGE PNG: a screenshot, 1600x1000
+shot() {
+	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+		--hide-scrollbars --user-data-dir="$t/chrome" --virtual-time-budget=20000 \
+		--window-size=1600,1000 --screenshot="$2" "file://$t/$1" > /dev/null 2>&1
+	[ -s "$2" ] && tap_ok "screenshot $(basename "$2") ($(stat -c %s "$2") bytes)" ||
+		tap_fail "no screenshot of $1"
+}
+check() { # WHAT ARGS...
+	local what=$1
+	shift
+	if python3 "$here/sink/check-view.py" "$@" > check.out 2>&1; then
+		while read -r l; do tap_ok "$what: ${l#ok }"; done < check.out
+	else
+		tap_fail "$what: $(tr '\n' ' ' < check.out) $(grep -i 'console' chrome.err | head -3)"
+	fi
+}
+
+# 1. A simulated session with a preemption (guest CPU 0) and a burst of exits (CPU 1).
+simulate s --seed 5 --duration-ms 300 --embed-sync --inject preempt:500 \
+	--inject exits:IO_INSTRUCTION:20:25 || tap_fail "simulate"
+if "$HGTRACE" view -o s.html s-host.dat s-guest.dat 2> err.txt; then
+	tap_ok "view wrote s.html ($(stat -c %s s.html) bytes for $(grep -o '([0-9]* events' s.out | tr -dc '0-9\n' | paste -sd+ | bc) events)"
+else
+	tap_fail "view: $(cat err.txt)"
+fi
+trace-cmd report -t -i s-host.dat -i s-guest.dat > s.tc 2> /dev/null
+from=$(sed -n '/^injected: preempt/s/.* from_ns=\([0-9]*\).*/\1/p' s.out)
+to=$(sed -n '/^injected: preempt/s/.* to_ns=\([0-9]*\).*/\1/p' s.out)
+hp=$(sed -n '/^injected: preempt/s/.* host_pid=\([0-9]*\).*/\1/p' s.out)
+browse s.html "zoom=$from,$to&search=kvm_exit" s.dom
+check "simulated session" s.dom s.tc s-host.dat s-guest.dat --zoom "$from,$to" \
+	--expect-label "s-guest.dat: its vCPUs on the host/vCPU 0 (thread 5001)=preempted by stress-ng-$hp" \
+	--expect-label "s-host.dat/CPU $(( (hp - 4000) )) tasks=stress-ng-$hp" --search kvm_exit
+shot s.html "$art/view-simulated.png"
+# The worst delay the host caused is listed and points at the right tracks.
+gp=$(sed -n '/^injected: preempt/s/.* guest_pid=\([0-9]*\).*/\1/p' s.out)
+grep -q "wakeup of [^ ]*-$gp on s-guest.dat CPU 0: 504.500 us: the host: preempted by stress-ng-$hp (500.000 us)" s.dom &&
+	tap_ok "the page lists the injected preemption among the worst delays the host caused" ||
+	tap_fail "the injected preemption is not listed"
+
+# 2. Real recordings of this machine (x86-tsc cycles, CLOCK_MONOTONIC).
+for f in tsc mono; do
+	cp "$here/data/$f.dat" .
+	if "$HGTRACE" view -o "$f.html" "$f.dat" 2> err.txt; then
+		# x86-tsc cycles are made ns at the rate the file's timers show: trace-cmd too
+		hz=$(grep -o '"tscHz":[0-9]*' "$f.html" | head -1 | cut -d: -f2)
+		if [ "${hz:-0}" != 0 ]; then
+			trace-cmd report -t --ts2secs "$hz" "$f.dat" > "$f.tc" 2> /dev/null
+		else
+			trace-cmd report -t "$f.dat" > "$f.tc" 2> /dev/null
+		fi
+		# a window in the middle of the recording, from trace-cmd's own times
+		read -r a b < <(sed -nE 's/^.*\] *([0-9]+)\.?([0-9]*): .*/\1\2/p' "$f.tc" |
+			sort -n | awk '{ v[NR] = $1 } END { print v[int(NR * 0.4)], v[int(NR * 0.45)] }')
+		browse "$f.html" "zoom=$a,$b" "$f.dom"
+		check "$f.dat" "$f.dom" "$f.tc" "$f.dat" --zoom "$a,$b"
+	else
+		tap_fail "view $f.dat: $(cat err.txt)"
+	fi
+done
+shot tsc.html "$art/view-tsc.png"
+
+# 3. Bad input: one line, no page.
+tap_refuses "view of a file that is not a trace" "" "$HGTRACE" view -o bad.html /etc/passwd
+[ -e bad.html ] && tap_fail "a failed view left bad.html"
+tap_done

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * hgtrace view: a session (host and guest files, probe files) as one self-contained HTML
+ * timeline to open in a browser.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <hgtrace/output.h>
+#include <hgtrace/view.h>
+
+#include "cmd.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hgtrace view [-o OUT.html] [--why N | --no-why] FILE...\n"
+		"  the merged session of FILEs (a host, its guests, probe files) as one HTML\n"
+		"  timeline (default OUT: view.html; - for stdout): per CPU its events and tasks,\n"
+		"  per vCPU what the host did with it, the worst N guest delays (20) marked\n");
+}
+
+int cmd_view(int argc, char **argv)
+{
+	enum { O_WHY = 256, O_NOWHY };
+	static const struct option lopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "why", required_argument, NULL, O_WHY },
+		{ "no-why", no_argument, NULL, O_NOWHY },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	HGT_OPTS(hgt_view_opts, vo);
+	const char *out = "view.html";
+	struct hgt_newfile *nf;
+	struct stat st;
+	char *end;
+	long n;
+	FILE *f;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case O_WHY:
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || n < 1 || n > 10000) {
+				fprintf(stderr, "hgtrace view: --why '%s': expected 1 to 10000\n",
+					optarg);
+				return 2;
+			}
+			vo.why_top = (int)n;
+			break;
+		case O_NOWHY:
+			vo.why_top = -1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "hgtrace view: give at least one trace.dat file\n");
+		usage(stderr);
+		return 2;
+	}
+	f = cmd_out_open("view", out, &nf);
+	if (!f)
+		return 1;
+	vo.inputs = (const char *const *)(argv + optind);
+	vo.nr_inputs = argc - optind;
+	vo.out = f;
+	ret = hgt_view_html(&vo);
+	if (ret)
+		cmd_error("view failed");
+	if (cmd_out_close("view", out, f, nf, !ret))
+		return 1;
+	if (!ret && strcmp(out, "-") && !stat(out, &st))
+		fprintf(stderr, "hgtrace view: wrote %s (%lld bytes): open it in a browser\n", out,
+			(long long)st.st_size);
+	return ret ? 1 : 0;
+}
