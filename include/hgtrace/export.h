@@ -33,6 +33,16 @@ struct hgt_export_opts {
  */
 int hgt_export_chrome(const struct hgt_export_opts *opts);
 
+/**
+ * hgt_export_perfetto - the same session in Perfetto's protobuf trace format (a Trace of
+ * TracePackets, as ui.perfetto.dev and trace_processor read it): each input a process
+ * track, each CPU thread tracks (events, tasks, guest mode); events as TrackEvent
+ * instants with their fields, comm, common_pid and report text as debug annotations,
+ * running tasks and guest mode as slices (begin and end). Times in ns, the report's.
+ * Returns 0 or a negative errno.
+ */
+int hgt_export_perfetto(const struct hgt_export_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,8 +47,14 @@ struct src {
 	struct tep_event *sw, *entry, *exit_;
 };
 
+/* Protobuf messages are built in hgt__bufs (Perfetto's trace format, written by hand from
+ * its documented field numbers: protos/perfetto/trace/...). */
 struct exporter {
 	FILE *out;
+	bool pb; /* Perfetto protobuf, else JSON */
+	struct hgt__blob pkt, ev, sub,
+		ann;  /* a packet, its track event or descriptor, their parts */
+	bool cleared; /* the sequence's first packet was written */
 	struct src *s;
 	int nr;
 	struct trace_seq seq;
@@ -75,6 +81,125 @@ void hgt__json_str(FILE *f, const char *p, size_t n)
 	fputc('"', f);
 }
 
+/* ---- protobuf encoding ---- */
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
+
+static void pb_uint(struct hgt__blob *b, unsigned int field, uint64_t v)
+{
+	hgt__blob_varint(b, (uint64_t)field << 3 | WT_VARINT);
+	hgt__blob_varint(b, v);
+}
+
+static void pb_str(struct hgt__blob *b, unsigned int field, const char *p, size_t n)
+{
+	n = strnlen(p, n);
+	hgt__blob_varint(b, (uint64_t)field << 3 | WT_LEN);
+	hgt__blob_varint(b, n);
+	hgt__blob_put(b, p, n);
+}
+
+/* @m as field @field of @b; @m is emptied */
+static void pb_msg(struct hgt__blob *b, unsigned int field, struct hgt__blob *m)
+{
+	hgt__blob_varint(b, (uint64_t)field << 3 | WT_LEN);
+	hgt__blob_varint(b, m->len);
+	hgt__blob_put(b, m->p, m->len);
+	b->oom |= m->oom;
+	m->len = 0;
+	m->oom = false;
+}
+
+/* TracePacket fields, TrackDescriptor, ProcessDescriptor, ThreadDescriptor, TrackEvent and
+ * DebugAnnotation fields used here */
+enum {
+	TRACE_PACKET = 1,
+	PKT_TIMESTAMP = 8,
+	PKT_SEQ_ID = 10,
+	PKT_TRACK_EVENT = 11,
+	PKT_SEQ_FLAGS = 13,
+	PKT_TRACK_DESCRIPTOR = 60,
+	TD_UUID = 1,
+	TD_NAME = 2,
+	TD_PROCESS = 3,
+	TD_THREAD = 4,
+	PD_PID = 1,
+	PD_NAME = 6,
+	THD_PID = 1,
+	THD_TID = 2,
+	THD_NAME = 5,
+	TE_DEBUG_ANNOTATIONS = 4,
+	TE_TYPE = 9,
+	TE_TRACK_UUID = 11,
+	TE_CATEGORIES = 22,
+	TE_NAME = 23,
+	DA_UINT = 3,
+	DA_INT = 4,
+	DA_STRING = 6,
+	DA_NAME = 10,
+	TYPE_SLICE_BEGIN = 1,
+	TYPE_SLICE_END = 2,
+	TYPE_INSTANT = 3,
+	SEQ_INCREMENTAL_STATE_CLEARED = 1,
+	SEQ_NEEDS_INCREMENTAL_STATE = 2,
+};
+
+static uint64_t track_uuid(int si, int cpu, int kind)
+{
+	return (uint64_t)(si + 1) << 32 | (uint32_t)(kind ? cpu * TIDS + kind : 0);
+}
+
+/* Write packet @x->pkt (with @x->ev as its field @field, a track event or descriptor, and
+ * when @has_ts the timestamp @ts) as one Trace.packet. */
+static void pb_packet(struct exporter *x, unsigned int field, bool has_ts, uint64_t ts)
+{
+	struct hgt__blob hdr = { 0 };
+
+	if (has_ts)
+		pb_uint(&x->pkt, PKT_TIMESTAMP, ts);
+	pb_uint(&x->pkt, PKT_SEQ_ID, 1);
+	pb_uint(&x->pkt, PKT_SEQ_FLAGS,
+		x->cleared ? SEQ_NEEDS_INCREMENTAL_STATE : SEQ_INCREMENTAL_STATE_CLEARED);
+	x->cleared = true;
+	pb_msg(&x->pkt, field, &x->ev);
+	hgt__blob_varint(&hdr, TRACE_PACKET << 3 | WT_LEN);
+	hgt__blob_varint(&hdr, x->pkt.len);
+	x->pkt.oom |= hdr.oom;
+	fwrite(hdr.p, 1, hdr.len, x->out);
+	fwrite(x->pkt.p, 1, x->pkt.len, x->out);
+	free(hdr.p);
+	x->pkt.len = 0;
+}
+
+/* A debug annotation: @name = a number (signed or not) or, with @str, a string. */
+static void pb_ann(struct exporter *x, const char *name, const char *str, size_t n, int64_t v,
+		   bool sign)
+{
+	pb_str(&x->ann, DA_NAME, name, strlen(name));
+	if (str)
+		pb_str(&x->ann, DA_STRING, str, n);
+	else
+		pb_uint(&x->ann, sign ? DA_INT : DA_UINT, (uint64_t)v);
+	pb_msg(&x->ev, TE_DEBUG_ANNOTATIONS, &x->ann);
+}
+
+/* The track descriptor of a process (@kind 0) or of one of its CPU threads. */
+static void pb_track(struct exporter *x, int si, int cpu, int kind, const char *name)
+{
+	pb_uint(&x->ev, TD_UUID, track_uuid(si, cpu, kind));
+	if (!kind) {
+		pb_uint(&x->sub, PD_PID, (uint64_t)(si + 1));
+		pb_str(&x->sub, PD_NAME, name, strlen(name));
+		pb_msg(&x->ev, TD_PROCESS, &x->sub);
+	} else {
+		pb_uint(&x->sub, THD_PID, (uint64_t)(si + 1));
+		pb_uint(&x->sub, THD_TID, (uint64_t)(cpu * TIDS + kind));
+		pb_str(&x->sub, THD_NAME, name, strlen(name));
+		pb_msg(&x->ev, TD_THREAD, &x->sub);
+	}
+	pb_packet(x, PKT_TRACK_DESCRIPTOR, false, 0);
+}
+
 /* "ts": microseconds with the nanosecond digits. */
 static void put_ts(FILE *f, const char *key, unsigned long long ns)
 {
@@ -96,6 +221,13 @@ static void thread_name(struct exporter *x, int si, int cpu, int kind)
 	if (t->named & (1u << kind))
 		return;
 	t->named |= 1u << kind;
+	if (x->pb) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "CPU %d %s", cpu, what[kind]);
+		pb_track(x, si, cpu, kind, name);
+		return;
+	}
 	begin(x, "M", si + 1, cpu * TIDS + kind);
 	fprintf(x->out, ",\"name\":\"thread_name\",\"args\":{\"name\":\"CPU %d %s\"}}", cpu,
 		what[kind]);
@@ -113,6 +245,20 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 	if (!from || to < from)
 		return;
 	thread_name(x, si, cpu, kind);
+	if (x->pb) { /* a slice: its begin and its end */
+		pb_uint(&x->ev, TE_TYPE, TYPE_SLICE_BEGIN);
+		pb_uint(&x->ev, TE_TRACK_UUID, track_uuid(si, cpu, kind));
+		pb_str(&x->ev, TE_NAME, name, strlen(name));
+		if (pid >= 0)
+			pb_ann(x, "pid", NULL, 0, pid, true);
+		if (key)
+			pb_ann(x, key, val, n, 0, false);
+		pb_packet(x, PKT_TRACK_EVENT, true, from);
+		pb_uint(&x->ev, TE_TYPE, TYPE_SLICE_END);
+		pb_uint(&x->ev, TE_TRACK_UUID, track_uuid(si, cpu, kind));
+		pb_packet(x, PKT_TRACK_EVENT, true, to);
+		return;
+	}
 	begin(x, "X", si + 1, cpu * TIDS + kind);
 	fputs(",\"name\":", x->out);
 	hgt__json_str(x->out, name, strlen(name));
@@ -156,10 +302,13 @@ bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field 
 	return true;
 }
 
-/* The event's own fields as JSON members: numbers, and strings (char arrays). */
-static void put_fields(FILE *f, struct tep_handle *tep, struct tep_event *ev,
+/* The event's own fields: numbers, and strings (char arrays); JSON members or, in
+ * protobuf, debug annotations. */
+static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_event *ev,
 		       struct tep_record *rec)
 {
+	FILE *f = x->out;
+
 	for (struct tep_format_field *fl = ev->format.fields; fl; fl = fl->next) {
 		const char *p;
 		size_t n;
@@ -167,6 +316,10 @@ static void put_fields(FILE *f, struct tep_handle *tep, struct tep_event *ev,
 		if (fl->flags & TEP_FIELD_IS_STRING) {
 			if (!hgt__field_str(rec, fl, &p, &n))
 				continue;
+			if (x->pb) {
+				pb_ann(x, fl->name, p, n, 0, false);
+				continue;
+			}
 			fputc(',', f);
 			hgt__json_str(f, fl->name, strlen(fl->name));
 			fputc(':', f);
@@ -176,13 +329,17 @@ static void put_fields(FILE *f, struct tep_handle *tep, struct tep_event *ev,
 			   fl->offset + fl->size <= rec->size) {
 			unsigned long long v = tep_read_number(
 				tep, (const char *)rec->data + fl->offset, fl->size);
+			bool sign = fl->flags & TEP_FIELD_IS_SIGNED;
 
+			if (sign && fl->size < 8 && (v >> (8 * fl->size - 1)) & 1)
+				v |= ~0ULL << (8 * fl->size);
+			if (x->pb) {
+				pb_ann(x, fl->name, NULL, 0, (int64_t)v, sign);
+				continue;
+			}
 			fputc(',', f);
 			hgt__json_str(f, fl->name, strlen(fl->name));
-			if ((fl->flags & TEP_FIELD_IS_SIGNED) && fl->size < 8 &&
-			    (v >> (8 * fl->size - 1)) & 1)
-				v |= ~0ULL << (8 * fl->size);
-			if (fl->flags & TEP_FIELD_IS_SIGNED)
+			if (sign)
 				fprintf(f, ":%lld", (long long)v);
 			else
 				fprintf(f, ":%llu", v);
@@ -207,28 +364,43 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 	struct tep_event *ev = tep_find_event_by_record(tep, rec);
 	struct track *t = &s->tr[cpu];
 	int pid = tep_data_pid(tep, rec);
-	const char *text;
+	const char *text, *name = ev ? ev->name : "unknown", *sys = ev ? ev->system : "unknown";
 	size_t len;
 
 	if (!t->first)
 		t->first = rec->ts;
 	t->last = rec->ts;
 	thread_name(x, si, cpu, TID_EVENTS);
-	begin(x, "i", si + 1, cpu * TIDS + TID_EVENTS);
-	fputs(",\"s\":\"t\",\"name\":", x->out);
-	hgt__json_str(x->out, ev ? ev->name : "unknown", strlen(ev ? ev->name : "unknown"));
-	fputs(",\"cat\":", x->out);
-	hgt__json_str(x->out, ev ? ev->system : "unknown", strlen(ev ? ev->system : "unknown"));
-	put_ts(x->out, "ts", rec->ts);
-	fprintf(x->out, ",\"args\":{\"common_pid\":%d,\"comm\":", pid);
-	text = tep_data_comm_from_pid(tep, pid);
-	hgt__json_str(x->out, text, strlen(text));
-	if (ev)
-		put_fields(x->out, tep, ev, rec);
-	text = hgt__info_text(NULL, &x->seq, tep, ev, rec, false, &len);
-	fputs(",\"info\":", x->out);
-	hgt__json_str(x->out, text, len);
-	fputs("}}", x->out);
+	if (x->pb) {
+		pb_uint(&x->ev, TE_TYPE, TYPE_INSTANT);
+		pb_uint(&x->ev, TE_TRACK_UUID, track_uuid(si, cpu, TID_EVENTS));
+		pb_str(&x->ev, TE_NAME, name, strlen(name));
+		pb_str(&x->ev, TE_CATEGORIES, sys, strlen(sys));
+		pb_ann(x, "common_pid", NULL, 0, pid, true);
+		text = tep_data_comm_from_pid(tep, pid);
+		pb_ann(x, "comm", text, strlen(text), 0, false);
+		if (ev)
+			put_fields(x, tep, ev, rec);
+		text = hgt__info_text(NULL, &x->seq, tep, ev, rec, false, &len);
+		pb_ann(x, "info", text, len, 0, false);
+		pb_packet(x, PKT_TRACK_EVENT, true, rec->ts);
+	} else {
+		begin(x, "i", si + 1, cpu * TIDS + TID_EVENTS);
+		fputs(",\"s\":\"t\",\"name\":", x->out);
+		hgt__json_str(x->out, name, strlen(name));
+		fputs(",\"cat\":", x->out);
+		hgt__json_str(x->out, sys, strlen(sys));
+		put_ts(x->out, "ts", rec->ts);
+		fprintf(x->out, ",\"args\":{\"common_pid\":%d,\"comm\":", pid);
+		text = tep_data_comm_from_pid(tep, pid);
+		hgt__json_str(x->out, text, strlen(text));
+		if (ev)
+			put_fields(x, tep, ev, rec);
+		text = hgt__info_text(NULL, &x->seq, tep, ev, rec, false, &len);
+		fputs(",\"info\":", x->out);
+		hgt__json_str(x->out, text, len);
+		fputs("}}", x->out);
+	}
 
 	if (ev && ev == s->sw) {
 		const char *p;
@@ -394,13 +566,10 @@ out:
 	return ret;
 }
 
-/**
- * hgt_export_chrome - the session of @opts->inputs in the Trace Event Format.
- */
-int hgt_export_chrome(const struct hgt_export_opts *opts)
+static int export_session(const struct hgt_export_opts *opts, bool pb)
 {
 	struct hgt_export_opts o = { 0 };
-	struct exporter x = { .first = true };
+	struct exporter x = { .first = true, .pb = pb };
 	struct hgt_merge *m;
 	struct tep_record *rec;
 	void *user;
@@ -418,8 +587,13 @@ int hgt_export_chrome(const struct hgt_export_opts *opts)
 	trace_seq_init(&x.seq);
 	ret = open_sources(&x, &o, m);
 	if (!ret) {
-		fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", x.out);
+		if (!pb)
+			fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", x.out);
 		for (int i = 0; i < x.nr; i++) {
+			if (pb) {
+				pb_track(&x, i, 0, 0, x.s[i].name);
+				continue;
+			}
 			begin(&x, "M", i + 1, 0);
 			fputs(",\"name\":\"process_name\",\"args\":{\"name\":", x.out);
 			hgt__json_str(x.out, x.s[i].name, strlen(x.s[i].name));
@@ -435,12 +609,35 @@ int hgt_export_chrome(const struct hgt_export_opts *opts)
 			event(&x, (int)(u / 65536), (int)(u % 65536), rec);
 		}
 		finish_tracks(&x);
-		fputs("\n]}\n", x.out);
+		if (!pb)
+			fputs("\n]}\n", x.out);
+		if (!ret && (x.pkt.oom || x.ev.oom || x.sub.oom || x.ann.oom))
+			ret = -ENOMEM;
 		if (!ret && (fflush(x.out) || ferror(x.out)))
 			ret = hgt__errorf(EIO, "export: write failed: %s", strerror(errno));
 	}
+	free(x.pkt.p);
+	free(x.ev.p);
+	free(x.sub.p);
+	free(x.ann.p);
 	trace_seq_destroy(&x.seq);
 	hgt_merge_free(m);
 	free_sources(&x);
 	return ret < 0 ? ret : 0;
+}
+
+/**
+ * hgt_export_chrome - the session of @opts->inputs in the Trace Event Format.
+ */
+int hgt_export_chrome(const struct hgt_export_opts *opts)
+{
+	return export_session(opts, false);
+}
+
+/**
+ * hgt_export_perfetto - the session of @opts->inputs in Perfetto's protobuf trace format.
+ */
+int hgt_export_perfetto(const struct hgt_export_opts *opts)
+{
+	return export_session(opts, true);
 }

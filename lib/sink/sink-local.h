@@ -82,6 +82,7 @@ void hgt__format_time_col(char *buf, uint64_t ts, bool in_usecs, bool nsec);
 
 /* export.c: a JSON string of @n bytes of @p (HTML-safe: '<' escaped) */
 void hgt__json_str(FILE *f, const char *p, size_t n);
+struct tep_format_field;
 /* export.c: the bytes of a char-array or __data_loc string field (false: out of @rec) */
 bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field *f, const char **p,
 		    size_t *n);
@@ -91,8 +92,8 @@ bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field 
 struct hgt_why_part;
 struct hgt_why_opts;
 struct hgt_why_result;
-typedef void (*hgt__why_seg_fn)(void *arg, int input, int cpu, int pid, uint64_t from,
-				uint64_t to, const struct hgt_why_part *part);
+typedef void (*hgt__why_seg_fn)(void *arg, int input, int cpu, int pid, uint64_t from, uint64_t to,
+				const struct hgt_why_part *part);
 struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
 					 void *arg);
 

@@ -57,44 +57,6 @@ struct track {
 	size_t n, cap;
 };
 
-/* ---- growing byte buffers ---- */
-
-struct buf {
-	uint8_t *p;
-	size_t n, cap;
-};
-
-static int put(struct buf *b, const void *p, size_t n)
-{
-	if (b->n + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		uint8_t *np;
-
-		while (cap < b->n + n)
-			cap *= 2;
-		np = realloc(b->p, cap);
-		if (!np)
-			return -ENOMEM;
-		b->p = np;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->n, p, n);
-	b->n += n;
-	return 0;
-}
-
-static int varint(struct buf *b, uint64_t x)
-{
-	uint8_t t[10];
-	int n = 0;
-
-	do {
-		t[n++] = (uint8_t)((x & 0x7f) | (x > 0x7f ? 0x80 : 0));
-		x >>= 7;
-	} while (x);
-	return put(b, t, (size_t)n);
-}
-
 struct strtab {
 	char **s;
 	uint32_t *flags;
@@ -111,7 +73,7 @@ struct viewer {
 	uint64_t t0, t1; /* the session's first and last time */
 	uint32_t nev;	 /* events numbered in report order */
 	/* report lines, compressed per TEXT_CHUNK events */
-	struct buf txt;
+	struct hgt__blob txt;
 	char **ztxt;
 	size_t nz;
 	struct trace_seq seq;
@@ -274,7 +236,7 @@ static int blob(FILE *f, const void *p, size_t n)
 
 static int text_line(struct viewer *v, const char *line, size_t n)
 {
-	int ret = put(&v->txt, line, n) ?: put(&v->txt, "\n", 1);
+	int ret = hgt__blob_put(&v->txt, line, n) ?: hgt__blob_put(&v->txt, "\n", 1);
 
 	if (!ret && ++v->nev % TEXT_CHUNK == 0) {
 		/* the chunk is kept compressed until the page is written */
@@ -288,13 +250,13 @@ static int text_line(struct viewer *v, const char *line, size_t n)
 		m = open_memstream(&v->ztxt[v->nz], &len);
 		if (!m)
 			return -ENOMEM;
-		ret = blob(m, v->txt.p, v->txt.n);
+		ret = blob(m, v->txt.p, v->txt.len);
 		if (fclose(m) || ret) {
 			free(v->ztxt[v->nz]);
 			return ret ?: -ENOMEM;
 		}
 		v->nz++;
-		v->txt.n = 0;
+		v->txt.len = 0;
 	}
 	return ret;
 }
@@ -658,22 +620,22 @@ static int write_levels(FILE *f, const struct track *k, uint64_t t0, uint64_t sp
 	for (int L = 0; L < 12 && !ret; L++) {
 		uint64_t W = 1ULL << (14 + 4 * L), cb = UINT64_MAX, prev = 0, cnt = 0, best = 0;
 		uint32_t bl = 0;
-		struct buf b = { 0 };
+		struct hgt__blob b = { 0 };
 
 		if (span / W + 1 > MAX_BUCKETS)
 			continue;
-#define FLUSH()                                                                         \
-	do {                                                                            \
-		if (cb != UINT64_MAX && cnt) {                                          \
-			ret = ret ?: varint(&b, cb - prev);                             \
-			ret = ret                                                       \
-				      ?: varint(&b, k->kind == K_EVENTS                 \
-							    ? cnt                       \
-							    : (cnt * 255 + W - 1) / W); \
-			if (k->kind != K_EVENTS)                                        \
-				ret = ret ?: varint(&b, bl);                            \
-			prev = cb;                                                      \
-		}                                                                       \
+#define FLUSH()                                                                                   \
+	do {                                                                                      \
+		if (cb != UINT64_MAX && cnt) {                                                    \
+			ret = ret ?: hgt__blob_varint(&b, cb - prev);                             \
+			ret = ret                                                                 \
+				      ?: hgt__blob_varint(&b, k->kind == K_EVENTS                 \
+								      ? cnt                       \
+								      : (cnt * 255 + W - 1) / W); \
+			if (k->kind != K_EVENTS)                                                  \
+				ret = ret ?: hgt__blob_varint(&b, bl);                            \
+			prev = cb;                                                                \
+		}                                                                                 \
 	} while (0)
 		for (size_t i = 0; i < k->n && !ret; i++) {
 			uint64_t a = k->it[i].t - t0, e = a + k->it[i].d;
@@ -707,7 +669,7 @@ static int write_levels(FILE *f, const struct track *k, uint64_t t0, uint64_t sp
 #undef FLUSH
 		if (!ret) {
 			fprintf(f, "%s{\"w\":%llu,\"b\":", first ? "" : ",", (unsigned long long)W);
-			ret = blob(f, b.p ? b.p : (uint8_t *)"", b.n);
+			ret = blob(f, b.p ? b.p : (uint8_t *)"", b.len);
 			fputc('}', f);
 			first = false;
 		}
@@ -733,14 +695,14 @@ static int write_track(FILE *f, struct track *k, uint64_t t0, uint64_t span, boo
 		size_t c1 = c0 + CHUNK_ITEMS < k->n ? c0 + CHUNK_ITEMS : k->n;
 		uint64_t pt = t0, tmax = 0;
 		int64_t pev = 0;
-		struct buf b = { 0 };
+		struct hgt__blob b = { 0 };
 
 		for (size_t i = c0; i < c1 && !ret; i++) {
 			const struct item *it = &k->it[i];
 
-			ret = varint(&b, it->t - pt) ?: varint(&b, it->d) ?: varint(&b, it->label);
+			ret = hgt__blob_varint(&b, it->t - pt) ?: hgt__blob_varint(&b, it->d) ?: hgt__blob_varint(&b, it->label);
 			if (!ret && k->kind == K_EVENTS)
-				ret = varint(&b, zigzag((int64_t)it->ev - pev));
+				ret = hgt__blob_varint(&b, zigzag((int64_t)it->ev - pev));
 			pt = it->t;
 			pev = it->ev;
 			if (it->t + it->d - t0 > tmax)
@@ -750,7 +712,7 @@ static int write_track(FILE *f, struct track *k, uint64_t t0, uint64_t span, boo
 			fprintf(f, "%s{\"t0\":%llu,\"t1\":%llu,\"n\":%zu,\"b\":", c0 ? "," : "",
 				(unsigned long long)(k->it[c0].t - t0), (unsigned long long)tmax,
 				c1 - c0);
-			ret = blob(f, b.p, b.n);
+			ret = blob(f, b.p, b.len);
 			fputc('}', f);
 		}
 		free(b.p);
@@ -895,9 +857,9 @@ static int write_page(struct viewer *v)
 	fprintf(f, "],\"textChunk\":%d,\"texts\":[", TEXT_CHUNK);
 	for (size_t i = 0; i < v->nz; i++)
 		fprintf(f, "%s\n%s", i ? "," : "", v->ztxt[i]);
-	if (v->txt.n) {
+	if (v->txt.len) {
 		fputs(v->nz ? ",\n" : "\n", f);
-		ret = blob(f, v->txt.p, v->txt.n);
+		ret = blob(f, v->txt.p, v->txt.len);
 	}
 	fputs("],\"tracks\":[", f);
 	for (int i = 0; i < v->nr_tr && !ret; i++)

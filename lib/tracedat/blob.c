@@ -12,8 +12,10 @@ int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n)
 		size_t c = (b->len + n) * 2 + 256;
 		uint8_t *p = realloc(b->p, c);
 
-		if (!p)
+		if (!p) {
+			b->oom = true;
 			return -ENOMEM;
+		}
 		b->p = p;
 		b->cap = c;
 	}
@@ -21,6 +23,19 @@ int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n)
 		memcpy(b->p + b->len, v, n);
 	b->len += n;
 	return 0;
+}
+
+/* @v as an unsigned LEB128 varint (protobuf's, and view's page data). */
+int hgt__blob_varint(struct hgt__blob *b, uint64_t v)
+{
+	uint8_t t[10];
+	size_t n = 0;
+
+	do {
+		t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	return hgt__blob_put(b, t, n);
 }
 
 /* A size (u32 or u64, @size_bytes) followed by @n bytes of @text. */

@@ -219,12 +219,14 @@ int hgt__append_options(const char *path, const struct hgt_option_blob *opts, in
 			struct hgt__append_undo *undo);
 int hgt__append_undo(const char *path, const struct hgt__append_undo *u);
 
-/* blob.c: metadata items being built */
+/* blob.c: a growing byte buffer (metadata items being built, view's page data, protobuf) */
 struct hgt__blob {
 	uint8_t *p;
 	size_t len, cap;
+	bool oom; /* a put failed */
 };
 int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n);
+int hgt__blob_varint(struct hgt__blob *b, uint64_t v);
 int hgt__blob_item(struct hgt__blob *b, const void *text, size_t n, int size_bytes);
 
 /* formats.c */

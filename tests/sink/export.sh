@@ -5,7 +5,8 @@
 # event trace-cmd's report prints is an instant exactly once, at trace-cmd's time (to the
 # nanosecond), on its file or instance and CPU, and nothing else is; complete events
 # (running tasks, guest mode) never overlap on their thread; on the host there is one
-# guest-mode interval per kvm_exit at most, and some. Checks in check-export.py.
+# guest-mode interval per kvm_exit at most, and some. Checks in check-export.py. The same
+# for --format perfetto, decoded with Google's protobuf library.
 # Usage: export.sh HGTRACE
 HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +46,25 @@ done
 # Bad input: one line, non-zero, no output file.
 tap_refuses "export of a file that is not a trace" "" "$HGTRACE" export -o bad.json /etc/passwd
 [ -e bad.json ] && tap_fail "a failed export left bad.json"
-check_rc=$("$HGTRACE" export --format perfetto s-host.dat > /dev/null 2>&1; echo $?)
-[ "$check_rc" = 2 ] && tap_ok "--format perfetto: not supported, exit 2" || tap_fail "--format perfetto: exit $check_rc"
+check_rc=$("$HGTRACE" export --format protobuf s-host.dat > /dev/null 2> err.txt; echo $?)
+[ "$check_rc" = 2 ] && tap_ok "--format protobuf: exit 2 ($(cat err.txt))" || tap_fail "--format protobuf: exit $check_rc"
+
+# --format perfetto: decoded by Google's protobuf library (Debian's protoc and
+# python3-protobuf, with perfetto.proto: Perfetto's field numbers), turned into the same
+# JSON and checked the same way against trace-cmd.
+if command -v protoc > /dev/null && /usr/bin/python3 -c 'import google.protobuf' 2> /dev/null; then
+	protoc --python_out=. -I"$here/sink" "$here/sink/perfetto.proto"
+	for f in s tsc inst; do
+		if [ $f = s ]; then set -- s-host.dat s-guest.dat; else set -- "$here/data/$f.dat"; fi
+		if "$HGTRACE" export --format perfetto -o "$f.pftrace" "$@" 2> err.txt &&
+			PYTHONPATH=. /usr/bin/python3 "$here/sink/perfetto-to-json.py" "$f.pftrace" "$f.pf.json" > dec.txt 2>&1; then
+			tap_ok "perfetto $f: $(cat dec.txt)"
+			check "perfetto $f" "$f.pf.json" "$f.tc" $([ $f = s ] && echo --guest-mode)
+		else
+			tap_fail "perfetto $f: $(cat err.txt dec.txt)"
+		fi
+	done
+else
+	tap_skip "--format perfetto decoded by protobuf" "protoc or python3-protobuf is missing (scripts/deps.sh installs them)"
+fi
 tap_done

@@ -15,10 +15,11 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hgtrace export [--format chrome-json] [-o OUT.json] FILE...\n"
-		"  the merged session of FILEs (a host and its attached guests) as JSON for\n"
-		"  ui.perfetto.dev and chrome://tracing: each file a process, each CPU a thread;\n"
-		"  events as instants, running tasks and guest mode as complete events\n");
+		"usage: hgtrace export [--format chrome-json|perfetto] [-o OUT] FILE...\n"
+		"  the merged session of FILEs (a host and its attached guests) for\n"
+		"  ui.perfetto.dev and chrome://tracing (JSON), or Perfetto's protobuf trace:\n"
+		"  each file a process, each CPU threads; events as instants, running tasks and\n"
+		"  guest mode as slices\n");
 }
 
 int cmd_export(int argc, char **argv)
@@ -30,6 +31,7 @@ int cmd_export(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL;
+	bool perfetto = false;
 	struct hgt_newfile *nf;
 	FILE *f;
 	int c, ret;
@@ -38,10 +40,10 @@ int cmd_export(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			if (strcmp(optarg, "chrome-json")) {
+			perfetto = !strcmp(optarg, "perfetto");
+			if (!perfetto && strcmp(optarg, "chrome-json")) {
 				fprintf(stderr,
-					"hgtrace export: --format '%s': only chrome-json is "
-					"supported\n",
+					"hgtrace export: --format '%s': chrome-json or perfetto\n",
 					optarg);
 				return 2;
 			}
@@ -69,7 +71,7 @@ int cmd_export(int argc, char **argv)
 		HGT_OPTS(hgt_export_opts, eo, .inputs = (const char *const *)(argv + optind),
 			 .nr_inputs = argc - optind, .out = f);
 
-		ret = hgt_export_chrome(&eo);
+		ret = perfetto ? hgt_export_perfetto(&eo) : hgt_export_chrome(&eo);
 	}
 	if (ret)
 		cmd_error("export failed");
