@@ -207,27 +207,34 @@ static int add_probe_src(struct report *r, const char *path)
 	return 0;
 }
 
-/*
- * Probe files join in the time base of the first trace.dat: their clock must be the one
- * it was recorded with (raw TSC with x86-tsc, CLOCK_MONOTONIC with mono).
+/**
+ * hgt__probe_clock_check - a probe file @f (@path) joins in the time base of the first
+ * trace.dat, recorded with trace clock @tc: its clock must be that one (raw TSC with
+ * x86-tsc, CLOCK_MONOTONIC with mono). Returns 0, or -EINVAL with the reason as the last
+ * error.
  */
+int hgt__probe_clock_check(const char *tc, const struct hgt_probefile *f, const char *path)
+{
+	int c = hgt_probefile_clock(f);
+	const char *want = c == HGT_PROBE_CLOCK_TSC ? "x86-tsc" : "mono";
+
+	if (!tc || strcmp(tc, want))
+		return report_error("hgtrace: %s: its events are stamped with the %s, "
+				    "but the first trace.dat was not recorded with that clock: "
+				    "record with -C x86-tsc (HGTRACE_CLOCK=tsc) or -C mono "
+				    "(HGTRACE_CLOCK=mono)",
+				    path, c == HGT_PROBE_CLOCK_TSC ? "TSC" : "monotonic clock");
+	return 0;
+}
+
 static int probes_check_clock(struct report *r)
 {
-	const char *tc = r->nr_top ? hgt_input_trace_clock(r->h[0].in) : NULL;
-	int i;
+	for (int i = 0; i < r->nr_ps && r->nr_top; i++) {
+		int ret = hgt__probe_clock_check(hgt_input_trace_clock(r->h[0].in), r->ps[i].f,
+						 r->ps[i].path);
 
-	for (i = 0; i < r->nr_ps && r->nr_top; i++) {
-		int c = hgt_probefile_clock(r->ps[i].f);
-		const char *want = c == HGT_PROBE_CLOCK_TSC ? "x86-tsc" : "mono";
-
-		if (!tc || strcmp(tc, want))
-			return report_error(
-				"hgtrace: %s: its events are stamped with the %s, "
-				"but the first trace.dat was not recorded with that clock: "
-				"record with -C x86-tsc (HGTRACE_CLOCK=tsc) or -C mono "
-				"(HGTRACE_CLOCK=mono)",
-				r->ps[i].path,
-				c == HGT_PROBE_CLOCK_TSC ? "TSC" : "monotonic clock");
+		if (ret)
+			return ret;
 	}
 	return 0;
 }

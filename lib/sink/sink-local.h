@@ -97,6 +97,11 @@ typedef void (*hgt__why_seg_fn)(void *arg, int input, int cpu, int pid, uint64_t
 struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
 					 void *arg);
 
+/* report.c: may probe file @f join the time base of a trace.dat of trace clock @tc?
+ * (0 or -EINVAL) */
+struct hgt_probefile;
+int hgt__probe_clock_check(const char *tc, const struct hgt_probefile *f, const char *path);
+
 /* From libhgtrace's reader. */
 void hgt__set_last_error(const char *msg);
 #define hgt__set_error_line hgt__set_last_error

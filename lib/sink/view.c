@@ -93,6 +93,7 @@ struct viewer {
 	int seg_input, seg_cpu, seg_track, err;
 	struct hgt_clock probe_clock; /* the first trace.dat's: probe files join in it */
 	bool ns;		      /* times are ns (else raw counter ticks) */
+	char first_clock[32];	      /* the first trace.dat's trace clock */
 };
 
 /* ---- strings ---- */
@@ -517,6 +518,8 @@ static int pass(struct viewer *v)
 	}
 	if (!ret && n) {
 		v->probe_clock = s[0].clk;
+		snprintf(v->first_clock, sizeof(v->first_clock), "%s",
+			 hgt_input_trace_clock(s[0].in) ? hgt_input_trace_clock(s[0].in) : "");
 		v->ns = hgt_input_in_usecs(s[0].in) || s[0].clk.ts2secs != 0;
 	}
 out:
@@ -549,6 +552,11 @@ static int probes(struct viewer *v)
 
 		if (!f)
 			return hgt__errorf(EINVAL, "%s", err);
+		if (v->nr_paths &&
+		    (ret = hgt__probe_clock_check(v->first_clock, f, v->probes[i]))) {
+			hgt_probefile_close(f);
+			return ret;
+		}
 		b = b ? b + 1 : v->probes[i];
 		while ((ret = hgt_probefile_next(f, &ev)) > 0) {
 			uint64_t ts =

@@ -651,7 +651,39 @@ EOF
 		else
 			tap_fail "merge ($clk): $ticks ticks, $bad out of place ($(head -2 "$d/err"))"
 		fi
+		# hgtrace view of the same pair in chromium: the probe file's events on their
+		# thread's track, all of them, each where the report puts it (a 2 us window
+		# around the 5th ev_tick of the report -t shows that one event).
+		if command -v chromium > /dev/null; then
+			"$HGTRACE" view -o "$d/v.html" "$d/host.dat" "$d/app.trace" 2> "$d/verr"
+			"$HGTRACE" report --no-latency -t -i "$d/host.dat" -i "$d/app.trace" > "$d/merged-t.txt" 2> /dev/null
+			n=$(grep -c '^app.trace:' "$d/merged-t.txt")
+			t5=$(grep '^app.trace: .* ev_tick:' "$d/merged-t.txt" | sed -n '5s/.*\] *\([0-9]*\)\.\{0,1\}\([0-9]*\): ev_tick.*/\1\2/p')
+			timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+				--user-data-dir="$d/chrome" --dump-dom "file://$d/v.html#zoom=$((t5 - 1000)),$((t5 + 1000))" \
+				> "$d/v.dom" 2> /dev/null
+			got=$(python3 -c '
+import html, json, re, sys
+st = json.loads(html.unescape(re.search(r"<pre id=\"state\">(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
+p = [i for i, t in enumerate(st["tracks"]) if t["group"] == "app.trace"]
+print(len(p), sum(st["tracks"][i]["n"] for i in p), sum(st["visible"][i] for i in p),
+      ",".join(sorted({l for i in p for l in st["visibleLabels"][i]})))' "$d/v.dom" 2>&1)
+			if [ "$got" = "1 $n 1 ev_tick" ]; then
+				tap_ok "view ($clk): the probe file's $n events on its thread's track; at the 5th ev_tick's time, that one event"
+			else
+				tap_fail "view ($clk): tracks, events, in the window, labels: '$got' (want 1 $n 1 ev_tick) at $t5: $(grep "^app.trace: .* ev_tick:" "$d/merged-t.txt" | sed -n 5p) $(grep -o "\"zoom\":\[[0-9,]*\]" "$d/v.dom") $(grep -o "\"t0\":\"[0-9]*\"" "$d/v.html")"
+			fi
+		else
+			tap_skip "view ($clk)" "chromium is not installed"
+		fi
 	done
+	if ! "$HGTRACE" view -o "$t/mix.html" "$t/merge-mono/host.dat" "$t/merge-x86-tsc/app.trace" 2> "$t/err" &&
+		[ "$(wc -l < "$t/err")" = 1 ] && [ ! -e "$t/mix.html" ] &&
+		grep -q 'stamped with the TSC, but the first trace.dat was not recorded with that clock' "$t/err"; then
+		tap_ok "view: a clock mismatch is refused in one line, no page"
+	else
+		tap_fail "view: clock mismatch: $(cat "$t/err")"
+	fi
 	if ! "$HGTRACE" report -i "$t/merge-mono/host.dat" -i "$t/merge-x86-tsc/app.trace" > /dev/null 2> "$t/err" &&
 		grep -q 'stamped with the TSC, but the first trace.dat was not recorded with that clock' "$t/err"; then
 		tap_ok "merge: a clock mismatch is refused in one line"
