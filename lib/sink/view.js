@@ -335,10 +335,9 @@
     const u = inflate(D.texts[Math.floor(e / D.textChunk)]);
     return new TextDecoder("latin1").decode(u).split("\n")[e % D.textChunk];
   }
-  function click(x, y) {
-    const r = rows.find((r) => r.tr && y >= r.y && y < r.y + r.h + 2);
-    if (!r || x < GUTTER) return;
-    const tr = r.tr, t = Tx(x), tol = 4 * ((v1 - v0) / (W - GUTTER));
+  // What a click at time @t on track @tr shows (tolerance @tol ns): an event's report line,
+  // or an interval's label, start and length; "" when nothing is there.
+  function pick(tr, t, tol) {
     let best = null;
     for (const ci of chunksIn(tr, t - tol, t + tol)) {
       const c = chunk(tr, ci);
@@ -347,10 +346,15 @@
         if (dist <= tol && (!best || dist < best.dist)) best = { dist, c, i };
       }
     }
-    if (!best) { detail.textContent = ""; return; }
+    if (!best) return "";
     const { c, i } = best;
-    detail.textContent = tr.kind === 0 ? eventText(c.e[i])
+    return tr.kind === 0 ? eventText(c.e[i])
       : `${tr.group} ${tr.name}: ${LAB[c.l[i]]}  from ${absTime(c.t[i])} for ${dur(c.d[i])}`;
+  }
+  function click(x, y) {
+    const r = rows.find((r) => r.tr && y >= r.y && y < r.y + r.h + 2);
+    if (!r || x < GUTTER) return;
+    detail.textContent = pick(r.tr, Tx(x), 4 * ((v1 - v0) / (W - GUTTER)));
   }
 
   // ---- search: event name, task (comm-pid), pid ----
@@ -443,6 +447,11 @@
       if (steps) s.panMsPerFrame = +((performance.now() - t) / steps).toFixed(2);
     }
     if (h.get("search")) s.search = search(h.get("search"));
+    // #click=TRACK,ABS_NS: what a click on that track at that time shows
+    if (h.get("click")) {
+      const [k, x] = h.get("click").split(",");
+      s.click = pick(tracks[Number(k)], Number(BigInt(x) - T0), 0);
+    }
     state.textContent = JSON.stringify(s);
     window.hgtState = s;
   }

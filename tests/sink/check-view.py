@@ -2,7 +2,7 @@
 """Check the state an `hgtrace view` page reports in a real browser against trace-cmd.
 
 Usage: check-view.py DOM.html TRACE_CMD_REPORT.txt FILE... [--zoom A,B] [--expect-label TRACK=LABEL]...
-                     [--search EVENT]
+                     [--search EVENT] [--click TRACK,NS,LINE]
 DOM.html: `chromium --headless --dump-dom PAGE#zoom=A,B&search=EVENT` (the page writes its own
 state, JSON, into <pre id="state">). TRACE_CMD_REPORT.txt: `trace-cmd report -t -i F1 [-i F2]`
 (a file column when several files; -t: ns). FILE...: the trace.dat files, in order.
@@ -12,7 +12,8 @@ prints for it, and a tasks track with one interval per sched_switch-delimited st
 (derived here from the same lines); after zooming to [A, B] (absolute ns), each events
 track shows exactly the events trace-cmd prints in [A, B] for its file and CPU, and the
 labels asked for are among those visible on their track ("GROUP/TRACK=LABEL"); a search for
-an event name counts every one of its events. Prints one line per check; exits 1 on the
+an event name counts every one of its events; a click (#click=TRACK,NS) on an event shows
+the line trace-cmd prints for it (blanks aside). Prints one line per check; exits 1 on the
 first failed one.
 """
 import html, json, re, sys
@@ -93,5 +94,12 @@ for ev in opt("--search"):
     if st.get("search") != want or want == 0:
         fail("search %s: %s matches on the page, trace-cmd has %d" % (ev, st.get("search"), want))
     print("ok search %s: %d matches, every one of trace-cmd's" % (ev, want))
+for spec in opt("--click"):
+    # TRACK-INDEX,NS,WANT-LINE: the report line trace-cmd prints for that event
+    k, t, want = spec.split(",", 2)
+    norm = lambda x: " ".join(x.split())
+    if norm(st.get("click", "")) != norm(want) or not want:
+        fail("click on track %s at %s: the page shows %r, trace-cmd prints %r" % (k, t, st.get("click"), want))
+    print("ok a click on an event shows trace-cmd's line for it: %s" % norm(want)[:100])
 print("ok first paint after %d ms, loaded in %d ms (%d tracks, %d delays listed)" % (
     st["firstPaintMs"], st["loadMs"], len(st["tracks"]), st["why"]))

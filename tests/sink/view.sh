@@ -55,8 +55,14 @@ trace-cmd report -t -i s-host.dat -i s-guest.dat > s.tc 2> /dev/null
 from=$(sed -n '/^injected: preempt/s/.* from_ns=\([0-9]*\).*/\1/p' s.out)
 to=$(sed -n '/^injected: preempt/s/.* to_ns=\([0-9]*\).*/\1/p' s.out)
 hp=$(sed -n '/^injected: preempt/s/.* host_pid=\([0-9]*\).*/\1/p' s.out)
-browse s.html "zoom=$from,$to&search=kvm_exit" s.dom
-check "simulated session" s.dom s.tc s-host.dat s-guest.dat --zoom "$from,$to" \
+# a click on the guest's sched_waking that starts the injected delay (guest CPU 0)
+browse s.html "" s0.dom
+k=$(python3 -c 'import html, json, re, sys
+st = json.loads(html.unescape(re.search(r"<pre id=\"state\">(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
+print([i for i, t in enumerate(st["tracks"]) if (t["group"], t["name"]) == ("s-guest.dat", "CPU 0")][0])' s0.dom)
+line=$(grep "^s-guest.dat: .*\[000\] *$((from / 1000000000)).$(printf %09d $((from % 1000000000))): sched_waking:" s.tc)
+browse s.html "zoom=$from,$to&search=kvm_exit&click=$k,$from" s.dom
+check "simulated session" s.dom s.tc s-host.dat s-guest.dat --zoom "$from,$to" --click "$k,$from,$line" \
 	--expect-label "s-guest.dat: its vCPUs on the host/vCPU 0 (thread 5001)=preempted by stress-ng-$hp" \
 	--expect-label "s-host.dat/CPU $(( (hp - 4000) )) tasks=stress-ng-$hp" --search kvm_exit
 shot s.html "$art/view-simulated.png"
