@@ -32,6 +32,7 @@ enum hgt_sim_cause {
 	HGT_SIM_EXITS,	     /* @count exits of @exit_reason, each handled @us by the host */
 	HGT_SIM_IRQS,	     /* a storm of @count host IRQs of @us each, the vCPU out */
 	HGT_SIM_GUEST,	     /* the guest itself runs another task for @us: no host cause */
+	HGT_SIM_SOFTIRQS,    /* @count host NET_RX softirqs of @us each, the vCPU out */
 };
 
 struct hgt_sim_inject {

@@ -292,5 +292,31 @@ const struct hgt__sim_format hgt__sim_formats[] = {
 	  "\tfield:int vector;\toffset:8;\tsize:4;\tsigned:1;\n"
 	  "\n"
 	  "print fmt: \"vector=%d\", REC->vector\n" },
+	{ "irq", "softirq_entry",
+	  "name: softirq_entry\n"
+	  "ID: 223\n"
+	  "format:\n"
+	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  "\n"
+	  "\tfield:unsigned int vec;\toffset:8;\tsize:4;\tsigned:0;\n"
+	  "\n"
+	  "print fmt: \"vec=%u [action=%s]\", REC->vec, __print_symbolic(REC->vec, "
+	  "{ 0, \"HI\" }, { 1, \"TIMER\" }, { 2, \"NET_TX\" }, { 3, \"NET_RX\" }, { 4, \"BLOCK\" }, { 5, \"IRQ_POLL\" }, { 6, \"TASKLET\" }, { 7, \"SCHED\" }, { 8, \"HRTIMER\" }, { 9, \"RCU\" })\n" },
+	{ "irq", "softirq_exit",
+	  "name: softirq_exit\n"
+	  "ID: 222\n"
+	  "format:\n"
+	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  "\n"
+	  "\tfield:unsigned int vec;\toffset:8;\tsize:4;\tsigned:0;\n"
+	  "\n"
+	  "print fmt: \"vec=%u [action=%s]\", REC->vec, __print_symbolic(REC->vec, "
+	  "{ 0, \"HI\" }, { 1, \"TIMER\" }, { 2, \"NET_TX\" }, { 3, \"NET_RX\" }, { 4, \"BLOCK\" }, { 5, \"IRQ_POLL\" }, { 6, \"TASKLET\" }, { 7, \"SCHED\" }, { 8, \"HRTIMER\" }, { 9, \"RCU\" })\n" },
 	{ NULL, NULL, NULL },
 };

@@ -41,6 +41,8 @@ enum ev_id {
 	EV_HRTIMER_EXPIRE_EXIT,
 	EV_LOCAL_TIMER_ENTRY,
 	EV_LOCAL_TIMER_EXIT,
+	EV_SOFTIRQ_ENTRY,
+	EV_SOFTIRQ_EXIT,
 	EV_MAX
 };
 
@@ -594,6 +596,22 @@ static int host_irq(struct sim *s, int hcpu, int vi, uint64_t t, int irq, const 
 	return ret ?: host_emit(s, hcpu, *end, &r);
 }
 
+/* A host softirq of vector @vec on @hcpu from @t lasting @dur, vCPU thread @vi interrupted. */
+static int host_softirq(struct sim *s, int hcpu, int vi, uint64_t t, unsigned int vec,
+			uint64_t *end, uint64_t dur)
+{
+	struct rec r;
+	int ret;
+
+	rec_start(s, &r, EV_SOFTIRQ_ENTRY, s->vc[vi].pid);
+	set_num(&r, "vec", vec);
+	ret = host_emit(s, hcpu, t, &r);
+	rec_start(s, &r, EV_SOFTIRQ_EXIT, s->vc[vi].pid);
+	set_num(&r, "vec", vec);
+	*end = t + dur;
+	return ret ?: host_emit(s, hcpu, *end, &r);
+}
+
 /* A guest event at host time @h that must be placed (inside a guest run, after the
  * last one); its host time in ns (the report's) in *@at. */
 static int guest_at(struct sim *s, int cpu, uint64_t h, struct rec *r, uint64_t *at)
@@ -688,10 +706,13 @@ static int inject(struct sim *s, int k, int hcpu, int vi, uint64_t *tp)
 			ret = ret ?: sched_switch(s, hcpu, x + dur, -3, vi, false);
 			d->cause_ns = ns(s, x + dur) - ns(s, x);
 			x += dur + u;
-		} else if (in->cause == HGT_SIM_IRQS) {
-			d->host_pid = 40;
+		} else if (in->cause == HGT_SIM_IRQS || in->cause == HGT_SIM_SOFTIRQS) {
+			bool soft = in->cause == HGT_SIM_SOFTIRQS;
+
+			d->host_pid = soft ? 3 : 40; /* NET_RX, or irq 40 */
 			for (unsigned int i = 0; !ret && i < in->count; i++) {
-				ret = host_irq(s, hcpu, vi, x, 40, "eth0-rx", &e, dur);
+				ret = soft ? host_softirq(s, hcpu, vi, x, 3, &e, dur)
+					   : host_irq(s, hcpu, vi, x, 40, "eth0-rx", &e, dur);
 				d->cause_ns += ns(s, e) - ns(s, x);
 				x = e + u / 10;
 			}
@@ -1196,9 +1217,10 @@ int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res)
 		const struct hgt_sim_inject *in = s->o.inject + i;
 
 		if (s->o.nr_inject < 0 || s->o.nr_inject > HGT_SIM_MAX_INJECT || !s->o.inject ||
-		    in->cause < HGT_SIM_PREEMPT || in->cause > HGT_SIM_GUEST || !in->us ||
+		    in->cause < HGT_SIM_PREEMPT || in->cause > HGT_SIM_SOFTIRQS || !in->us ||
 		    in->us > 10000000 ||
-		    ((in->cause == HGT_SIM_EXITS || in->cause == HGT_SIM_IRQS) &&
+		    ((in->cause == HGT_SIM_EXITS || in->cause == HGT_SIM_IRQS ||
+		      in->cause == HGT_SIM_SOFTIRQS) &&
 		     (!in->count || in->count > 100000))) {
 			ret = sim_error(
 				s, EINVAL,

@@ -106,16 +106,21 @@ for l in open(sys.argv[2], errors="replace"):
                 t["waiting"] = False
                 t["irq"] = 0
                 put(nxt, (t["exit"] or HOST) if kvm else GUEST, ts)
-        elif ev in ("irq_handler_entry", "irq_handler_exit") and pid in seg:
+        elif ev in ("irq_handler_entry", "irq_handler_exit", "softirq_entry", "softirq_exit") and pid in seg:
             t = st[pid]
             if t["waiting"] or not seg[pid]:
                 continue
-            if ev == "irq_handler_entry":
-                r = re.match(r"irq=(\d+) name=(.*)$", rest)
+            if ev.endswith("_entry"):
+                if ev == "irq_handler_entry":
+                    r = re.match(r"irq=(\d+) name=(.*)$", rest)
+                    key = ("irq", "irq %s %s" % (r.group(1), r.group(2).strip()), int(r.group(1)))
+                else:  # "vec=3 [action=NET_RX]"
+                    r = re.match(r"vec=(\d+) \[action=(\w+)\]", rest)
+                    key = ("irq", "softirq " + r.group(2), 1000 + int(r.group(1)))
                 if t["irq"] == 0:
                     t["saved"] = seg[pid][-1][1]
                 t["irq"] += 1
-                put(pid, ("irq", "irq %s %s" % (r.group(1), r.group(2).strip()), int(r.group(1))), ts)
+                put(pid, key, ts)
             elif t["irq"]:
                 t["irq"] -= 1
                 if t["irq"] == 0:
@@ -233,6 +238,7 @@ if "--injected" in sys.argv:
         top = m[0]["parts"][0]
         want = {"preempt": ("preempted", "id", int(f.get("host_pid", -2))),
                 "irqs": ("irq", "id", int(f.get("irq", -2))),
+                "softirqs": ("irq", "id", 1000 + int(f.get("softirq", -2000))),
                 "exits": ("exit", None, None), "guest": ("guest", None, None)}[cause]
         if top["state"] != want[0] or (want[1] and top[want[1]] != want[2]):
             fail("injected %s: why's top part is %s" % (cause, top))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hgtrace why on known causes: simulated sessions with injected causes of guest latency
 # (a vCPU thread preempted by a host task, a burst of exits of one reason, a host IRQ storm,
-# and a delay of the guest's own). Each must be found with its cause as the top part and
+# a softirq storm, and a delay of the guest's own). Each must be found with its cause as the top part and
 # the duration given on simulate's command line within 1 us; the guest's own delay must
 # be called the guest's. Every delay why reports, and its split, must equal what
 # check-why.py derives on its own from trace-cmd's report of the same files, to the ns,
@@ -30,15 +30,15 @@ check() {
 # the causes, and their durations in ns as this command line gives them
 inject="--inject preempt:500 --inject exits:IO_INSTRUCTION:20:25 --inject irqs:10:30
 	--inject guest:400 --inject preempt:77 --inject exits:EPT_VIOLATION:8:40
-	--inject irqs:50:3 --inject guest:1500"
-expect="500000 500000 300000 400000 77000 320000 150000 1500000"
+	--inject irqs:50:3 --inject guest:1500 --inject softirqs:12:20"
+expect="500000 500000 300000 400000 77000 320000 150000 1500000 240000"
 
 # 1. Synced as a recording would be (TIME_SHIFT and GUEST in the files).
 # shellcheck disable=SC2086
 simulate a --seed 5 --duration-ms 400 --embed-sync $inject || tap_fail "simulate"
 grep '^injected:' a.out > a.inj
-[ "$(wc -l < a.inj)" = 8 ] && tap_ok "simulate placed the 8 causes" ||
-	tap_fail "simulate placed $(wc -l < a.inj) of 8 causes: $(tail -2 a.out)"
+[ "$(wc -l < a.inj)" = 9 ] && tap_ok "simulate placed the 9 causes" ||
+	tap_fail "simulate placed $(wc -l < a.inj) of 9 causes: $(tail -2 a.out)"
 trace-cmd report -t -i a-host.dat -i a-guest.dat > a.tc 2> /dev/null
 if "$HGTRACE" why --json --threshold 1 a-host.dat a-guest.dat > a-all.json 2> err.txt; then
 	check "embedded sync, every delay" a-all.json a.tc a-host.dat a-guest.dat "$pids" \
@@ -49,7 +49,7 @@ fi
 "$HGTRACE" why --json --top 25 a-host.dat a-guest.dat > a-top.json 2> err.txt &&
 	check "embedded sync, --top 25" a-top.json a.tc a-host.dat a-guest.dat "$pids" --worst ||
 	tap_fail "why --top 25: $(cat err.txt)"
-# --host-only: only host verdicts; the 6 host causes are among them, the guest's 2 are not.
+# --host-only: only host verdicts; the 7 host causes are among them, the guest's 2 are not.
 "$HGTRACE" why --json --host-only --threshold 1 a-host.dat a-guest.dat > a-host.json 2> err.txt
 r=$(python3 - a-host.json a-all.json a.inj << 'EOF'
 import json, sys
@@ -62,9 +62,9 @@ found = [(c, any(abs(d["to_ns"] - int(f["to_ns"])) <= 1000 and d["cpu"] == int(f
 hosts = sum(x for c, x in found if c != "guest")
 guests = sum(x for c, x in found if c == "guest")
 ok = ({key(d) for d in h} == want and all(d["verdict"] == "host" for d in h) and h
-      and hosts == 6 and guests == 0)
+      and hosts == 7 and guests == 0)
 print("%s %d delays, those of --threshold 1 with the host's verdict (of %d); host causes in: "
-      "%d of 6, the guest's: %d of 2" % ("ok" if ok else "FAIL", len(h), len(a), hosts, guests))
+      "%d of 7, the guest's: %d of 2" % ("ok" if ok else "FAIL", len(h), len(a), hosts, guests))
 EOF
 )
 case $r in ok*) tap_ok "--host-only: ${r#ok }" ;; *) tap_fail "--host-only: $r $(cat err.txt)" ;; esac

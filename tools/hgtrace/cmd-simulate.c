@@ -37,6 +37,7 @@ static void usage(FILE *f)
 		"                         preempt:US  the vCPU thread preempted by a host task\n"
 		"                         exits:REASON:N:US  N exits of REASON, each handled US\n"
 		"                         irqs:N:US   N host interrupts of US each\n"
+		"                         softirqs:N:US  N host NET_RX softirqs of US each\n"
 		"                         guest:US    the guest runs another task (no host cause)\n"
 		"  --file-version 6|7, --compression none|zlib|zstd   output format (7, zstd)\n");
 }
@@ -114,8 +115,8 @@ static int parse_inject(const char *spec, struct hgt_sim_inject *in)
 		in->cause = f[0][0] == 'p' ? HGT_SIM_PREEMPT : HGT_SIM_GUEST;
 		if (n != 2 || parse_u64("--inject", f[1], &in->us))
 			goto bad;
-	} else if (!strcmp(f[0], "irqs")) {
-		in->cause = HGT_SIM_IRQS;
+	} else if (!strcmp(f[0], "irqs") || !strcmp(f[0], "softirqs")) {
+		in->cause = f[0][0] == 'i' ? HGT_SIM_IRQS : HGT_SIM_SOFTIRQS;
 		if (n != 3 || parse_u64("--inject", f[1], &v[0]) ||
 		    parse_u64("--inject", f[2], &in->us) || v[0] > 100000)
 			goto bad;
@@ -136,14 +137,14 @@ static int parse_inject(const char *spec, struct hgt_sim_inject *in)
 bad:
 	fprintf(stderr,
 		"hgtrace: simulate: --inject '%s': expected preempt:US, exits:REASON:N:US, "
-		"irqs:N:US or guest:US (N, US >= 1)\n",
+		"irqs:N:US, softirqs:N:US or guest:US (N, US >= 1)\n",
 		spec);
 	return -1;
 }
 
 static void print_injected(const struct hgt_sim_injected *d)
 {
-	static const char *const what[] = { "", "preempt", "exits", "irqs", "guest" };
+	static const char *const what[] = { "", "preempt", "exits", "irqs", "guest", "softirqs" };
 
 	printf("injected: %s guest_cpu=%d guest_pid=%d delay=%s from_ns=%" PRIu64 " to_ns=%" PRIu64
 	       " cause_ns=%" PRIu64,
@@ -153,6 +154,8 @@ static void print_injected(const struct hgt_sim_injected *d)
 		printf(" host_pid=%d", d->host_pid);
 	else if (d->cause == HGT_SIM_IRQS)
 		printf(" irq=%d", d->host_pid);
+	else if (d->cause == HGT_SIM_SOFTIRQS)
+		printf(" softirq=%d", d->host_pid);
 	putchar('\n');
 }
 
