@@ -79,6 +79,7 @@ struct viewer {
 	struct trace_seq seq;
 	/* per top input: tracks per CPU */
 	int **ev_track, **task_track, *nr_cpus;
+	int nr_src;		    /* buffers merged: the files' top ones, then instances */
 	int *vcpu_pid, nr_vcpu_pid; /* host threads of vCPUs */
 	int host;		    /* the host input (-1) */
 	struct hgt_why_result *why;
@@ -269,10 +270,12 @@ struct task {
 };
 
 struct src {
-	struct hgt_input *in;
+	struct hgt_input *in; /* a top buffer's owns it */
+	int buffer;
 	struct hgt_clock clk;
 	struct hgt_cursor **cur;
 	const char *name;
+	char label[160]; /* a buffer instance's name: "FILE: instance NAME" */
 	struct tep_event *sw;
 	struct tep_format_field *prev_pid, *next_pid, *next_comm, *prev_comm;
 	struct task *run;
@@ -415,8 +418,8 @@ static int pass(struct viewer *v)
 	HGT_OPTS(hgt_open_opts, oo, .flags = v->o.quiet ? HGT_OPEN_QUIET : 0);
 	/* why made raw TSC cycles ns: the same rate here, or its vCPU tracks would not fit */
 	HGT_OPTS(hgt_clock_opts, co, .ts2secs = v->why ? v->why->tsc_hz : 0);
-	int n = v->nr_paths, ret = 0;
-	struct src *s = calloc((size_t)n + 1, sizeof(*s));
+	int n = v->nr_paths, ns = n, ret = 0;
+	struct src *s = NULL;
 	struct hgt_input **ins = calloc((size_t)n + 1, sizeof(*ins));
 	struct hgt_sync_check *sc = NULL;
 	struct hgt_merge *m = hgt_merge_new();
@@ -424,36 +427,57 @@ static int pass(struct viewer *v)
 	void *user;
 	int src;
 
-	v->ev_track = calloc((size_t)n + 1, sizeof(int *));
-	v->task_track = calloc((size_t)n + 1, sizeof(int *));
-	v->nr_cpus = calloc((size_t)n + 1, sizeof(int));
-	if (!s || !ins || !m || !v->ev_track || !v->task_track || !v->nr_cpus) {
+	if (!ins || !m) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (int i = 0; i < n && !ret; i++) {
-		const char *b = strrchr(v->paths[i], '/');
-
-		ins[i] = s[i].in = hgt_input_open(v->paths[i], &oo);
-		if (!s[i].in) {
+		ins[i] = hgt_input_open(v->paths[i], &oo);
+		if (!ins[i]) {
 			ret = -errno;
 			break;
 		}
-		s[i].name = b ? b + 1 : v->paths[i];
-		if (hgt_input_top_buffer(s[i].in) < 0) {
+		if (hgt_input_top_buffer(ins[i]) < 0)
 			ret = hgt__errorf(ENOTSUP, "%s: a latency trace: nothing to view",
 					  v->paths[i]);
-			break;
-		}
-		hgt_clock_init(&s[i].clk, s[i].in, &co);
+		ns += hgt_input_nr_buffers(ins[i]) - 1; /* its instances, sources of their own */
 	}
+	/* the top buffers first (source i = input i), then the instances, as the report */
+	s = ret ? NULL : calloc((size_t)ns + 1, sizeof(*s));
+	v->ev_track = calloc((size_t)ns + 1, sizeof(int *));
+	v->task_track = calloc((size_t)ns + 1, sizeof(int *));
+	v->nr_cpus = calloc((size_t)ns + 1, sizeof(int));
+	if (!ret && (!s || !v->ev_track || !v->task_track || !v->nr_cpus))
+		ret = -ENOMEM;
+	for (int i = 0, k = n; i < n && !ret; i++) {
+		const char *b = strrchr(v->paths[i], '/');
+
+		s[i].in = ins[i];
+		s[i].buffer = hgt_input_top_buffer(ins[i]);
+		s[i].name = b ? b + 1 : v->paths[i];
+		hgt_clock_init(&s[i].clk, ins[i], &co);
+		for (int bf = 0; bf < hgt_input_nr_buffers(ins[i]); bf++) {
+			if (bf == s[i].buffer)
+				continue;
+			s[k].in = ins[i];
+			s[k].buffer = bf;
+			snprintf(s[k].label, sizeof(s[k].label), "%s: instance %s", s[i].name,
+				 hgt_input_buffer(ins[i], bf)->name);
+			s[k].name = s[k].label;
+			s[k].clk = s[i].clk;
+			s[k].clk.tsync = NULL; /* instances stay in their own time */
+			k++;
+		}
+	}
+	v->nr_src = ns;
 	if (!ret) {
 		sc = hgt_sync_check_new(ins, n, NULL);
 		v->host = sc ? hgt_sync_check_host(sc) : -1;
 	}
-	for (int i = 0; i < n && !ret; i++) {
+	for (int i = 0; i < ns && !ret; i++) {
 		struct tep_handle *tep = hgt_input_tep(s[i].in);
-		int nc = hgt__top_cpus(s[i].in);
+		const struct hgt_buffer *buf = hgt_input_buffer(s[i].in, s[i].buffer);
+		int nc = buf->nr_cpus, order = i == v->host ? 0 : 2 + (i < n ? i : n);
 
 		v->nr_cpus[i] = nc;
 		s[i].cur = calloc((size_t)nc + 1, sizeof(*s[i].cur));
@@ -475,8 +499,6 @@ static int pass(struct viewer *v)
 				s[i].sw = NULL;
 		}
 		for (int c = 0; c < nc && ret >= 0; c++) {
-			int order = i == v->host ? 0 : 2 + i;
-
 			ret = v->ev_track[i][c] = new_track(v, K_EVENTS, s[i].name, "CPU %d", c, 0);
 			if (ret >= 0)
 				v->tr[ret].order = order;
@@ -485,19 +507,23 @@ static int pass(struct viewer *v)
 									 "CPU %d tasks", c, 0));
 			if (ret >= 0)
 				v->tr[ret].order = order;
+			if (ret >= 0 && buf->cpus[c].present) {
+				s[i].cur[c] = hgt_cursor_open(s[i].in, s[i].buffer, c);
+				ret = s[i].cur[c] ? hgt_merge_add(m, s[i].cur[c], &s[i].clk,
+								  (void *)(intptr_t)i)
+						  : -errno;
+			}
 		}
-		if (ret >= 0)
-			ret = hgt__merge_add_top(m, s[i].in, &s[i].clk, s[i].cur,
-						 (void *)(intptr_t)i);
+		ret = ret < 0 ? ret : 0;
 	}
 	while (!ret && (ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
 		int i = (int)(intptr_t)user;
 
 		ret = record(v, &s[i], i, rec);
-		if (sc)
+		if (sc && i < n)
 			hgt_sync_check_record(sc, i, rec);
 	}
-	for (int i = 0; i < n && !ret; i++) {
+	for (int i = 0; i < ns && !ret; i++) {
 		ret = finish_tasks(v, &s[i], i);
 		for (int c = 0; !ret && c < v->nr_cpus[i]; c++) {
 			struct hgt_loss l = { 0 };
@@ -524,15 +550,15 @@ static int pass(struct viewer *v)
 	}
 out:
 	hgt_merge_free(m);
-	for (int i = 0; i < n && s; i++) {
+	for (int i = 0; i < ns && s && v->nr_cpus; i++) {
 		for (int c = 0; s[i].cur && c < v->nr_cpus[i]; c++)
 			hgt_cursor_close(s[i].cur[c]);
 		free(s[i].cur);
 		free(s[i].run);
 		free(s[i].last);
 	}
-	for (int i = 0; i < n && s; i++)
-		hgt_input_close(s[i].in);
+	for (int i = 0; i < n && ins; i++)
+		hgt_input_close(ins[i]);
 	if (sc)
 		hgt_sync_check_free(sc);
 	free(s);
@@ -898,7 +924,7 @@ static void viewer_free(struct viewer *v)
 	for (size_t i = 0; i < v->nz; i++)
 		free(v->ztxt[i]);
 	free(v->ztxt);
-	for (int i = 0; i < v->nr_paths; i++) {
+	for (int i = 0; i < v->nr_src; i++) {
 		free(v->ev_track ? v->ev_track[i] : NULL);
 		free(v->task_track ? v->task_track[i] : NULL);
 	}

@@ -8,7 +8,7 @@ Prints one line per check; exits 1 on the first failed one.
 import json, re, sys
 import os
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from tcreport import fail, ns  # noqa: E402
+from tcreport import fail, ns, report_events  # noqa: E402
 from collections import Counter
 
 data = json.load(open(sys.argv[1]), parse_float=str)
@@ -19,22 +19,7 @@ for e in evs:
     if e["ph"] == "i":
         got[(procs[e["pid"]], (e["tid"] - 1) // 3, ns(e["ts"]) , e["name"])] += 1
 # trace-cmd: "[FILE: ]comm-pid [cpu] ts: event: ..."
-line = re.compile(r"^\s*(?:(\S+): )?\s*.*?-\d+\s+\[(\d+)\]\s*(\d+(?:\.\d+)?): ([^:\s]+):")
-want = Counter()
-# no file column (one input), or a blank one (the top buffer of an input with instances)
-single = procs[min(procs)]
-dropped = re.compile(r"^(\S+): CPU:\d+ \[(?:\d+ )?EVENTS DROPPED\]")
-after_drop = None  # trace-cmd prints the event after a tagged DROPPED line without its tag
-for l in open(sys.argv[2], errors="replace"):
-    d = dropped.match(l)
-    if d:
-        after_drop = d.group(1)
-        continue
-    m = line.match(l)
-    if m:
-        f = m.group(1) or after_drop or single
-        after_drop = None
-        want[(f, int(m.group(2)), ns(m.group(3)), m.group(4))] += 1
+want = Counter(report_events(sys.argv[2], procs[min(procs)]))
 if sum(want.values()) < 100:
     fail("trace-cmd's report has only %d events" % sum(want.values()))
 if got != want:

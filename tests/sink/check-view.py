@@ -19,7 +19,7 @@ first failed one.
 import html, json, re, sys
 import os
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from tcreport import fail, ns  # noqa: E402
+from tcreport import fail, ns, report_events  # noqa: E402
 from collections import Counter, defaultdict
 
 dom = open(sys.argv[1]).read()
@@ -31,13 +31,11 @@ args = sys.argv[3:]
 files = [a for a in args[: next((i for i, a in enumerate(args) if a.startswith("--")), len(args))]]
 opt = lambda k: [args[i + 1] for i, a in enumerate(args) if a == k]
 names = [f.rsplit("/", 1)[-1] for f in files]
-line = re.compile(r"^\s*(?:(\S+): )?\s*.*?-\d+\s+\[(\d+)\]\s*(\d+(?:\.\d+)?): ([^:\s]+):")
-events = defaultdict(list)  # (file, cpu) -> [(ts, name)]
-for l in open(sys.argv[2], errors="replace"):
-    mm = line.match(l)
-    if mm:
-        f = mm.group(1) or names[0]
-        events[(f, int(mm.group(2)))].append((ns(mm.group(3)), mm.group(4)))
+events = defaultdict(list)  # (group, cpu) -> [(ts, name)]
+for f, cpu, ts, name in report_events(sys.argv[2], names[0]):
+    # an instance's column is its name: the page's group is "FILE: instance NAME"
+    g = f if f in names else "%s: instance %s" % (names[0], f)
+    events[(g, cpu)].append((ts, name))
 total = sum(len(v) for v in events.values())
 if total < 100:
     fail("trace-cmd's report has only %d events" % total)

@@ -72,8 +72,9 @@ grep -q "wakeup of [^ ]*-$gp on s-guest.dat CPU 0: 504.500 us: the host: preempt
 	tap_ok "the page lists the injected preemption among the worst delays the host caused" ||
 	tap_fail "the injected preemption is not listed"
 
-# 2. Real recordings of this machine (x86-tsc cycles, CLOCK_MONOTONIC).
-for f in tsc mono; do
+# 2. Real recordings of this machine (x86-tsc cycles, CLOCK_MONOTONIC, a buffer instance
+# with dropped events).
+for f in tsc mono inst; do
 	cp "$here/data/$f.dat" .
 	if "$HGTRACE" view -o "$f.html" "$f.dat" 2> err.txt; then
 		# x86-tsc cycles are made ns at the rate the file's timers show: trace-cmd too
