@@ -262,7 +262,10 @@
     step *= target / step > 5 ? 10 : target / step > 2 ? 5 : target / step > 1 ? 2 : 1;
     ctx.fillStyle = "#eceff1"; ctx.fillRect(0, 0, W, RULER);
     ctx.fillStyle = "#37474f"; ctx.strokeStyle = "#b0bec5";
-    for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
+    // ticks at round absolute times (T0 is the session's first time, not a round one)
+    step = Math.max(1, Math.round(step));
+    const off = Number(T0 % BigInt(step));
+    for (let t = Math.ceil((v0 + off) / step) * step - off; t <= v1; t += step) {
       const x = X(t);
       ctx.beginPath(); ctx.moveTo(x, RULER - 6); ctx.lineTo(x, HEIGHT); ctx.stroke();
       ctx.fillText(absTime(t), x + 2, 11);
@@ -359,8 +362,12 @@
 
   // ---- search: event name, task (comm-pid), pid ----
   const bar = document.getElementById("bar");
+  const key = (c, t) => `<i style="display:inline-block;width:10px;height:10px;background:${c}"></i> ${t}`;
   bar.innerHTML = '<input id="q" placeholder="search: event, task or pid (Enter, then n)"> <span id="qn"></span>' +
-    "<span>wheel/W/S zoom, drag/A/D pan, 0 all, click an item</span>";
+    "<span>wheel/W/S zoom, drag/A/D pan, 0 all, click an item</span>" +
+    "<span>vCPU: " + [key("#43a047", "guest"), key("hsl(240,70%,45%)", "exit (by reason)"),
+      key("#e53935", "preempted"), key("#cfd8dc", "halted"), key("#616161", "blocked"),
+      key("#fb8c00", "host IRQ"), key("#8e24aa", "vCPU thread (tasks)")].join(" ") + "</span>";
   const q = document.getElementById("q"), qn = document.getElementById("qn");
   let hits = [], hit = -1;
   function search(s) {
