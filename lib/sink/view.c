@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -74,8 +76,7 @@ struct viewer {
 	uint32_t nev;	 /* events numbered in report order */
 	/* report lines, compressed per TEXT_CHUNK events */
 	struct hgt__blob txt;
-	char **ztxt;
-	size_t nz;
+	struct zpool *zp; /* compresses the full chunks meanwhile */
 	struct trace_seq seq;
 	/* per top input: tracks per CPU */
 	int **ev_track, **task_track, *nr_cpus;
@@ -236,30 +237,165 @@ static int blob(FILE *f, const void *p, size_t n)
 
 /* ---- the session's records ---- */
 
+/*
+ * The report lines are most of a page and zlib most of its making: full chunks of lines go
+ * to worker threads (one per CPU but this one, at least one) while the session is read.
+ * Chunk k's base64 JSON string lands in out[k]; at most ZQUEUE chunks wait.
+ */
+#define ZQUEUE 64
+
+struct zpool {
+	pthread_mutex_t mu;
+	pthread_cond_t more, room;
+	pthread_t *th;
+	int nth;
+	struct hgt__blob *raw; /* per chunk: its lines until a worker takes them */
+	char **out;
+	size_t n, cap, next; /* chunks queued, room, next to take */
+	size_t busy;	     /* taken, not done */
+	bool done;
+	int err;
+};
+
+static void *zworker(void *arg)
+{
+	struct zpool *z = arg;
+
+	pthread_mutex_lock(&z->mu);
+	for (;;) {
+		struct hgt__blob raw;
+		size_t k, len;
+		char *out = NULL;
+		FILE *m;
+		int ret;
+
+		while (z->next == z->n && !z->done)
+			pthread_cond_wait(&z->more, &z->mu);
+		if (z->next == z->n)
+			break;
+		k = z->next++;
+		raw = z->raw[k];
+		z->raw[k] = (struct hgt__blob){ 0 };
+		z->busy++;
+		pthread_mutex_unlock(&z->mu);
+		m = open_memstream(&out, &len);
+		ret = m ? blob(m, raw.p, raw.len) : -ENOMEM;
+		if (m && fclose(m) && !ret)
+			ret = -ENOMEM;
+		free(raw.p);
+		pthread_mutex_lock(&z->mu);
+		z->out[k] = out;
+		if (ret && !z->err)
+			z->err = ret;
+		z->busy--;
+		pthread_cond_broadcast(&z->room);
+	}
+	pthread_mutex_unlock(&z->mu);
+	return NULL;
+}
+
+static struct zpool *zpool_new(void)
+{
+	struct zpool *z = calloc(1, sizeof(*z));
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (!z)
+		return NULL;
+	z->nth = cpus > 1 ? (int)(cpus > 5 ? 4 : cpus - 1) : 1;
+	z->th = calloc((size_t)z->nth, sizeof(*z->th));
+	if (!z->th) {
+		free(z);
+		return NULL;
+	}
+	pthread_mutex_init(&z->mu, NULL);
+	pthread_cond_init(&z->more, NULL);
+	pthread_cond_init(&z->room, NULL);
+	for (int i = 0; i < z->nth; i++)
+		if (pthread_create(&z->th[i], NULL, zworker, z)) {
+			z->nth = i;
+			break;
+		}
+	return z;
+}
+
+/* Queue @b's bytes as the next chunk (@b is emptied); waits while ZQUEUE chunks wait. */
+static int zpool_push(struct zpool *z, struct hgt__blob *b)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&z->mu);
+	while (z->n - z->next >= ZQUEUE && !z->err)
+		pthread_cond_wait(&z->room, &z->mu);
+	if (z->n == z->cap) {
+		size_t cap = z->cap ? z->cap * 2 : 256;
+		struct hgt__blob *nr = realloc(z->raw, sizeof(*nr) * cap);
+		char **no = nr ? realloc(z->out, sizeof(*no) * cap) : NULL;
+
+		if (nr)
+			z->raw = nr;
+		if (no)
+			z->out = no;
+		if (!nr || !no)
+			ret = -ENOMEM;
+		else
+			z->cap = cap;
+	}
+	if (!ret && !z->nth) { /* no worker thread: compress here */
+		FILE *m = open_memstream(&z->out[z->n], &(size_t){ 0 });
+
+		ret = m ? blob(m, b->p, b->len) : -ENOMEM;
+		if (m && fclose(m) && !ret)
+			ret = -ENOMEM;
+		b->len = 0;
+		z->next = ++z->n;
+	} else if (!ret) {
+		z->raw[z->n] = *b;
+		z->out[z->n++] = NULL;
+		*b = (struct hgt__blob){ 0 };
+		pthread_cond_signal(&z->more);
+	}
+	ret = ret ?: z->err;
+	pthread_mutex_unlock(&z->mu);
+	return ret;
+}
+
+/* Wait for every chunk; the workers end. Returns their first error. */
+static int zpool_finish(struct zpool *z)
+{
+	pthread_mutex_lock(&z->mu);
+	z->done = true;
+	pthread_cond_broadcast(&z->more);
+	pthread_mutex_unlock(&z->mu);
+	for (int i = 0; i < z->nth; i++)
+		pthread_join(z->th[i], NULL);
+	z->nth = 0;
+	return z->err;
+}
+
+static void zpool_free(struct zpool *z)
+{
+	if (!z)
+		return;
+	zpool_finish(z);
+	for (size_t i = 0; i < z->n; i++) {
+		free(z->raw[i].p);
+		free(z->out[i]);
+	}
+	free(z->raw);
+	free(z->out);
+	free(z->th);
+	pthread_mutex_destroy(&z->mu);
+	pthread_cond_destroy(&z->more);
+	pthread_cond_destroy(&z->room);
+	free(z);
+}
+
 static int text_line(struct viewer *v, const char *line, size_t n)
 {
 	int ret = hgt__blob_put(&v->txt, line, n) ?: hgt__blob_put(&v->txt, "\n", 1);
 
-	if (!ret && ++v->nev % TEXT_CHUNK == 0) {
-		/* the chunk is kept compressed until the page is written */
-		char **nz = realloc(v->ztxt, sizeof(*nz) * (v->nz + 1));
-		FILE *m;
-		size_t len;
-
-		if (!nz)
-			return -ENOMEM;
-		v->ztxt = nz;
-		m = open_memstream(&v->ztxt[v->nz], &len);
-		if (!m)
-			return -ENOMEM;
-		ret = blob(m, v->txt.p, v->txt.len);
-		if (fclose(m) || ret) {
-			free(v->ztxt[v->nz]);
-			return ret ?: -ENOMEM;
-		}
-		v->nz++;
-		v->txt.len = 0;
-	}
+	if (!ret && ++v->nev % TEXT_CHUNK == 0)
+		ret = zpool_push(v->zp, &v->txt);
 	return ret;
 }
 
@@ -719,7 +855,8 @@ static int write_track(FILE *f, struct track *k, uint64_t t0, uint64_t span, boo
 {
 	int ret = 0;
 
-	qsort(k->it, k->n, sizeof(*k->it), cmp_item);
+	if (k->n) /* a CPU with no event has no items (and NULL for them) */
+		qsort(k->it, k->n, sizeof(*k->it), cmp_item);
 	fprintf(f, "%s\n{\"name\":", comma ? "," : "");
 	hgt__json_str(f, k->name, strlen(k->name));
 	fputs(",\"group\":", f);
@@ -889,10 +1026,11 @@ static int write_page(struct viewer *v)
 	for (size_t i = 0; i < v->lab.n; i++)
 		fprintf(f, "%s%u", i ? "," : "", v->lab.flags[i]);
 	fprintf(f, "],\"textChunk\":%d,\"texts\":[", TEXT_CHUNK);
-	for (size_t i = 0; i < v->nz; i++)
-		fprintf(f, "%s\n%s", i ? "," : "", v->ztxt[i]);
-	if (v->txt.len) {
-		fputs(v->nz ? ",\n" : "\n", f);
+	ret = zpool_finish(v->zp);
+	for (size_t i = 0; !ret && i < v->zp->n; i++)
+		fprintf(f, "%s\n%s", i ? "," : "", v->zp->out[i]);
+	if (!ret && v->txt.len) {
+		fputs(v->zp->n ? ",\n" : "\n", f);
 		ret = blob(f, v->txt.p, v->txt.len);
 	}
 	fputs("],\"tracks\":[", f);
@@ -921,9 +1059,7 @@ static void viewer_free(struct viewer *v)
 	free(v->lab.flags);
 	free(v->lab.slot);
 	free(v->txt.p);
-	for (size_t i = 0; i < v->nz; i++)
-		free(v->ztxt[i]);
-	free(v->ztxt);
+	zpool_free(v->zp);
 	for (int i = 0; i < v->nr_src; i++) {
 		free(v->ev_track ? v->ev_track[i] : NULL);
 		free(v->task_track ? v->task_track[i] : NULL);
@@ -956,9 +1092,10 @@ int hgt_view_html(const struct hgt_view_opts *opts)
 	if (!v.o.out || v.o.nr_inputs < 1 || !v.o.inputs)
 		return -EINVAL;
 	trace_seq_init(&v.seq);
+	v.zp = zpool_new();
 	v.paths = calloc((size_t)v.o.nr_inputs, sizeof(*v.paths));
 	v.probes = calloc((size_t)v.o.nr_inputs, sizeof(*v.probes));
-	if (!v.paths || !v.probes)
+	if (!v.paths || !v.probes || !v.zp)
 		ret = -ENOMEM;
 	for (int i = 0; !ret && i < v.o.nr_inputs; i++) {
 		if (hgt_probefile_is(v.o.inputs[i]) > 0)

@@ -927,7 +927,8 @@ static struct hgt_why_result *build(struct why *w)
 		goto nomem;
 	memcpy(res->r.found, w->found, sizeof(w->found));
 	res->r.tsc_hz = w->hz;
-	qsort(w->d, w->nr_d, sizeof(*w->d), cmp_delay);
+	if (w->nr_d)
+		qsort(w->d, w->nr_d, sizeof(*w->d), cmp_delay);
 	keep = w->o.threshold_ns || (size_t)w->o.top > w->nr_d ? w->nr_d : (size_t)w->o.top;
 	/* the parts' names are the categories: the result takes them over */
 	res->cats = w->cats;
