@@ -347,14 +347,22 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_ev
 	}
 }
 
-static unsigned long long field_num(struct tep_event *ev, const char *name, struct tep_record *rec)
+/**
+ * hgt__field_num - number field @f of @rec (0 when @f is NULL or lies outside the record:
+ * a damaged record never makes it read past its end).
+ */
+unsigned long long hgt__field_num(const struct tep_format_field *f, const struct tep_record *rec)
 {
-	struct tep_format_field *f = tep_find_field(ev, name);
 	unsigned long long v = 0;
 
 	if (f && f->offset + f->size <= rec->size)
-		tep_read_number_field(f, rec->data, &v);
+		tep_read_number_field((struct tep_format_field *)f, rec->data, &v);
 	return v;
+}
+
+static unsigned long long field_num(struct tep_event *ev, const char *name, struct tep_record *rec)
+{
+	return hgt__field_num(tep_find_field(ev, name), rec);
 }
 
 static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)

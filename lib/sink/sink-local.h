@@ -87,6 +87,9 @@ struct tep_format_field;
 bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field *f, const char **p,
 		    size_t *n);
 
+/* export.c: number field @f of @rec, 0 when NULL or outside the record */
+unsigned long long hgt__field_num(const struct tep_format_field *f, const struct tep_record *rec);
+
 /* why.c: hgt_why() that also gives each vCPU thread's segments (guest input @input, its
  * CPU @cpu, host thread @pid): what the host did with it from @from to @to */
 struct hgt_why_part;

@@ -442,13 +442,12 @@ static int record(struct viewer *v, struct src *s, int si, struct tep_record *re
 	s->last[cpu] = rec->ts;
 	if (ev && ev == s->sw) {
 		struct task *t = &s->run[cpu];
-		unsigned long long prev = 0, next = 0;
+		unsigned long long prev = hgt__field_num(s->prev_pid, rec),
+				   next = hgt__field_num(s->next_pid, rec);
 		const char *p;
 		size_t n;
 		char name[64];
 
-		tep_read_number_field(s->prev_pid, rec->data, &prev);
-		tep_read_number_field(s->next_pid, rec->data, &next);
 		if (!t->known && s->prev_comm && hgt__field_str(rec, s->prev_comm, &p, &n)) {
 			snprintf(name, sizeof(name), "%.*s-%llu", (int)strnlen(p, n), p, prev);
 			ret = label(v, name, 0, &t->label);

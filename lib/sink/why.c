@@ -268,15 +268,6 @@ static struct thread *thread_of(struct why *w, int pid)
 	return p ? &w->th[*p] : NULL;
 }
 
-static unsigned long long num(struct tep_format_field *f, struct tep_record *rec)
-{
-	unsigned long long v = 0;
-
-	if (f && f->offset + f->size <= rec->size)
-		tep_read_number_field(f, rec->data, &v);
-	return v;
-}
-
 /* String field @f of @rec (NULL: none): its text in *@p, its length returned (0: none). */
 static size_t str(struct tep_format_field *f, struct tep_record *rec, const char **p)
 {
@@ -290,7 +281,8 @@ static size_t str(struct tep_format_field *f, struct tep_record *rec, const char
 /* The category of an exit: its reason as kvm_exit prints it ("reason HLT ..."). */
 static uint32_t exit_cat(struct why *w, struct tep_record *rec)
 {
-	unsigned long long reason = num(w->x_reason, rec), isa = num(w->x_isa, rec);
+	unsigned long long reason = hgt__field_num(w->x_reason, rec),
+			   isa = hgt__field_num(w->x_isa, rec);
 	uint64_t key = isa << 32 | (reason & 0xffffffffULL), *p = map_find(&w->exit_cat, key);
 	struct tep_handle *tep = hgt_input_tep(w->in[w->host].in);
 	char what[48];
@@ -347,7 +339,8 @@ static void host_record(struct why *w, struct tep_record *rec)
 			seg(t, t->last_exit, rec->ts);
 		}
 	} else if (w->sw && type == w->sw->id) {
-		int prev = (int)num(w->sw_prev, rec), next = (int)num(w->sw_next, rec);
+		int prev = (int)hgt__field_num(w->sw_prev, rec),
+		    next = (int)hgt__field_num(w->sw_next, rec);
 		const char *comm = "";
 		size_t n = str(w->sw_ncomm, rec, &comm);
 		uint32_t by;
@@ -359,7 +352,7 @@ static void host_record(struct why *w, struct tep_record *rec)
 		t = thread_of(w, prev);
 		if (t) {
 			t->irq_depth = 0;
-			if (!t->waiting && (num(w->sw_state, rec) & 0x7f) == 0) {
+			if (!t->waiting && (hgt__field_num(w->sw_state, rec) & 0x7f) == 0) {
 				t->waiting = true; /* preempted: still runnable */
 				t->wait_cpu = cpu;
 				w->cpu_waiters[cpu]++;
@@ -388,9 +381,9 @@ static void host_record(struct why *w, struct tep_record *rec)
 	} else if ((w->wake1 && type == w->wake1->id) || (w->wake2 && type == w->wake2->id)) {
 		struct tep_event *ev = w->wake1 && type == w->wake1->id ? w->wake1 : w->wake2;
 		struct tep_format_field *tc = tep_find_field(ev, "target_cpu");
-		int target = tc ? (int)num(tc, rec) : cpu;
+		int target = tc ? (int)hgt__field_num(tc, rec) : cpu;
 
-		t = thread_of(w, (int)num(tep_find_field(ev, "pid"), rec));
+		t = thread_of(w, (int)hgt__field_num(tep_find_field(ev, "pid"), rec));
 		if (t && !t->waiting && target >= 0 && target < w->nr_cpus) {
 			/* woken: runnable, waiting for its CPU's current task */
 			t->waiting = true;
@@ -409,10 +402,10 @@ static void host_record(struct why *w, struct tep_record *rec)
 				const char *name = "";
 				size_t n = str(w->irq_name, rec, &name);
 
-				id = (int)num(w->irq_nr, rec);
+				id = (int)hgt__field_num(w->irq_nr, rec);
 				snprintf(what, sizeof(what), "irq %d %.*s", id, (int)n, name);
 			} else {
-				unsigned long long v = num(w->sirq_vec, rec);
+				unsigned long long v = hgt__field_num(w->sirq_vec, rec);
 
 				id = 1000 + (int)(v & 0xffff);
 				snprintf(what, sizeof(what), "softirq %s",
@@ -487,7 +480,7 @@ static int guest_record(struct why *w, int idx, struct tep_record *rec)
 	if (ret)
 		return ret;
 	if ((w->o.kinds & HGT_WHY_WAKEUP) && g->wakeup && type == g->wakeup->id) {
-		uint64_t pid = num(g->w_pid, rec);
+		uint64_t pid = hgt__field_num(g->w_pid, rec);
 
 		bool running = false;
 
@@ -498,12 +491,12 @@ static int guest_record(struct why *w, int idx, struct tep_record *rec)
 		if (pid && !running && !map_find(&g->pending, pid))
 			ret = map_put(&g->pending, pid, rec->ts);
 	} else if ((w->o.kinds & HGT_WHY_WAKEUP) && g->sw && type == g->sw->id) {
-		uint64_t pid = num(g->sw_next, rec);
+		uint64_t pid = hgt__field_num(g->sw_next, rec);
 
 		if (rec->cpu >= 0 && rec->cpu < g->nr_running)
 			g->running[rec->cpu] = (int)pid;
 		/* switched out: it ran, so a wakeup noted before is over */
-		map_del(&g->pending, num(g->sw_prev, rec));
+		map_del(&g->pending, hgt__field_num(g->sw_prev, rec));
 		if ((p = map_find(&g->pending, pid))) {
 			const char *comm = "";
 			size_t n = str(g->sw_ncomm, rec, &comm);
@@ -512,12 +505,13 @@ static int guest_record(struct why *w, int idx, struct tep_record *rec)
 			map_del(&g->pending, pid);
 		}
 	} else if ((w->o.kinds & HGT_WHY_TIMER) && g->tstart && type == g->tstart->id) {
-		ret = map_put(&g->timers, num(g->t_timer, rec), num(g->t_expires, rec));
+		ret = map_put(&g->timers, hgt__field_num(g->t_timer, rec),
+			      hgt__field_num(g->t_expires, rec));
 	} else if ((w->o.kinds & HGT_WHY_TIMER) && g->texpire && type == g->texpire->id) {
-		uint64_t timer = num(g->t_timer, rec);
+		uint64_t timer = hgt__field_num(g->t_timer, rec);
 
 		if ((p = map_find(&g->timers, timer))) {
-			int64_t late = (int64_t)(num(g->t_now, rec) - *p);
+			int64_t late = (int64_t)(hgt__field_num(g->t_now, rec) - *p);
 
 			/* in the guest's clock, ns: the delay ends at the handler */
 			if (late > 0 && (uint64_t)late < rec->ts) {
@@ -728,11 +722,11 @@ static int calibrate(struct why *w)
 				ts = hgt_clock_convert(&g->clk, rec.ts, c);
 				if (ts < t0) {
 					t0 = ts;
-					n0 = num(now, &rec);
+					n0 = hgt__field_num(now, &rec);
 				}
 				if (ts > t1) {
 					t1 = ts;
-					n1 = num(now, &rec);
+					n1 = hgt__field_num(now, &rec);
 				}
 			}
 			hgt_cursor_close(cur);
