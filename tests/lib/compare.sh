@@ -25,7 +25,9 @@ hgt_report_nolat() {
 
 # filter_lines EXPR [v]: of a report on stdin, the lines trace-cmd's `[-v] -F EXPR` keeps:
 # `EVENT` keeps that event's lines (`v` drops them instead), `.*:common_pid!=0` drops pid 0's.
-# The cpus= headers stay. Returns 2 for other filters.
+# The cpus= headers stay. An "[EVENTS DROPPED]" line is printed with the record after it
+# (the first after the loss): it stays only when that record does. Returns 2 for other
+# filters.
 filter_lines() {
 	local a
 	case $1 in
@@ -33,7 +35,9 @@ filter_lines() {
 	*[!a-z_]*) return 2 ;;
 	*) a="index(\$0, \": $1: \")"; [ "${2:-}" = v ] && a="!$a" ;;
 	esac
-	awk "/cpus=[0-9]+\$/ { print; next } $a"
+	awk "/cpus=[0-9]+\$/ { print; next }
+	     /CPU:[0-9]+ \\[([0-9]+ )?EVENTS DROPPED\\]/ { drop = \$0; next }
+	     { keep = $a; if (keep && drop != \"\") print drop; drop = \"\"; if (keep) print }"
 }
 
 # _unfiltered_want DIR ARGS...: when trace-cmd crashed on a -F filter, DIR/want becomes its
