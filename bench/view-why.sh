@@ -13,13 +13,13 @@ mkdir -p "$out"
 runs=${BENCH_RUNS:-3}
 p=$out/why-session
 inject="--inject preempt:500 --inject exits:IO_INSTRUCTION:20:25 --inject irqs:10:30 --inject guest:400"
-if [ ! -s "$p-guest.dat" ] || [ ! -s "$p.sim" ]; then
+if [ ! -s "$p-guest.dat" ] || [ ! -s "$p.sim" ] || grep -q '^injected: [0-9]* of' "$p.sim"; then
 	# shellcheck disable=SC2086
 	"$hg" simulate -o "$p" --vcpus 4 --host-cpus 4 --events 2200000 --seed 12 --embed-sync \
 		$inject > "$p.sim" || exit 1
 fi
 events=$(( $(grep -o '([0-9]* events' "$p.sim" | tr -dc '0-9\n' | paste -sd+ | bc) ))
-echo "bench: view and why on $p-host.dat + $p-guest.dat: $events events, $(grep -c '^injected' "$p.sim") causes injected"
+echo "bench: view and why on $p-host.dat + $p-guest.dat: $events events, $(grep -c '^injected: [a-z]* guest_cpu' "$p.sim") causes injected"
 measure() {
 	/usr/bin/time -f "%e %U %S %M" "$@" > /dev/null 2> "$out/time.txt"
 	tail -1 "$out/time.txt" | awk '{ print $1, $2 + $3, $4 }'

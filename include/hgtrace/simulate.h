@@ -74,8 +74,8 @@ struct hgt_sim_opts {
 	const char *host_path;	/* required */
 	const char *guest_path; /* required */
 	const char *truth_path; /* NULL: no ground truth file */
-	/* causes to inject, spread over the run: cause k at (k + 1) / (n + 1) of it, on
-	 * guest CPU k % nr_vcpus */
+	/* causes to inject, spread over the run: cause k at (k + 1) / (n + 1) of its time (of
+	 * its events with max_events), on guest CPU k % nr_vcpus */
 	const struct hgt_sim_inject *inject;
 	int nr_inject; /* at most HGT_SIM_MAX_INJECT */
 };

@@ -731,9 +731,15 @@ static int inject(struct sim *s, int k, int hcpu, int vi, uint64_t *tp)
 	return ret;
 }
 
-static uint64_t inject_at(const struct sim *s, int k)
+/* Is cause @k due at @t? At (k + 1) / (n + 1) of the run: of its time, or with an event
+ * budget (whose run length is not known in advance), of its events. */
+static bool inject_due(const struct sim *s, int k, uint64_t t)
 {
-	return s->t0 + (s->t_end - s->t0) / (uint64_t)(s->o.nr_inject + 1) * (uint64_t)(k + 1);
+	uint64_t n = (uint64_t)s->o.nr_inject + 1;
+
+	if (s->o.max_events)
+		return s->host_events + s->guest_events >= s->o.max_events / n * (uint64_t)(k + 1);
+	return t >= s->t0 + (s->t_end - s->t0) / n * (uint64_t)(k + 1);
 }
 
 /* One slice of vCPU thread @vi on host CPU @hcpu from @t: entries, runs, exits. Returns
@@ -757,7 +763,7 @@ static int vcpu_slice(struct sim *s, int hcpu, int vi, uint64_t t, uint64_t *end
 		v->step_at = t;
 	}
 	for (int k = 0; k < s->o.nr_inject; k++)
-		if (!s->inj_done[k] && k % s->o.nr_vcpus == vi && t >= inject_at(s, k)) {
+		if (!s->inj_done[k] && k % s->o.nr_vcpus == vi && inject_due(s, k, t)) {
 			s->inj_done[k] = true;
 			ret = inject(s, k, hcpu, vi, &t);
 			if (ret)

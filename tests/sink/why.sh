@@ -103,6 +103,16 @@ trace-cmd report -t -i c-host.dat -i c-guest.dat > c.tc 2> /dev/null
 		--injected c.inj "$expect" ||
 	tap_fail "why on the scaled pair: $(cat err.txt)"
 
+# With an event budget (--events: the run's length is not known in advance) the causes
+# are spread over its events; before, none was placed.
+simulate e --seed 4 --events 150000 --embed-sync --inject preempt:300 --inject irqs:5:20 ||
+	tap_fail "simulate --events"
+grep '^injected: [a-z]* guest_cpu' e.out > e.inj
+trace-cmd report -t -i e-host.dat -i e-guest.dat > e.tc 2> /dev/null
+"$HGTRACE" why --json --threshold 1 e-host.dat e-guest.dat > e-all.json 2> err.txt &&
+	check "--events 150000" e-all.json e.tc e-host.dat e-guest.dat "$pids" --injected e.inj "300000 100000" ||
+	tap_fail "why on the --events session: $(cat err.txt)"
+
 # 3. A pair: from the timer's start to its expiry, per CPU. The burst of cause 2 lies in
 # the pair ending where its timer fired: 20 IO_INSTRUCTION exits of 25 us on top.
 to=$(sed -n '2s/.* to_ns=\([0-9]*\).*/\1/p' a.inj)
