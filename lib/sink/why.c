@@ -479,6 +479,10 @@ static int guest_record(struct why *w, int idx, struct tep_record *rec)
 	}
 	if (ret)
 		return ret;
+	/* with a host and its guests, the guests' wakeups and timers are the delays to explain
+	 * (the host's own would have no vCPU to lay them over) */
+	if (idx == w->host && w->nr_th)
+		return 0;
 	if ((w->o.kinds & HGT_WHY_WAKEUP) && g->wakeup && type == g->wakeup->id) {
 		uint64_t pid = hgt__field_num(g->w_pid, rec);
 

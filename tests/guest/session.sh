@@ -68,7 +68,7 @@ session() {
 	local start end
 	start=$(date +%s.%N)
 	# shellcheck disable=SC2086
-	"$HGTRACE" record -e sched:sched_switch -A "g@fifo:$t/g" $gev -o "$out" \
+	"$HGTRACE" record -e sched:sched_switch -e sched:sched_wakeup -A "g@fifo:$t/g" $gev -o "$out" \
 		-- sleep "$secs" 2> "rec$n.log"
 	rc=$?
 	end=$(date +%s.%N)
@@ -200,7 +200,8 @@ rc=$?
 	tap_fail "sync-check (exit $rc): $(tr '\n' '|' < sc.txt)"
 # why on the real session: every guest delay (wakeups, timer expiries) and its split by
 # what the vCPU threads (CPU N/TCG: running them runs the guest) did, as check-why.py
-# derives them on its own from trace-cmd's report of the same files.
+# derives them on its own from trace-cmd's report of the same files. The host records its
+# own sched_wakeup too: those are not the guest's delays, and must not be counted.
 vpids=$("$HGTRACE" dump host3.dat | sed -n 's/.*vcpu [0-9]* -> host pid \([0-9]*\).*/\1/p' | tr '\n' ' ')
 if "$HGTRACE" why --json --threshold 0.001 host3.dat host3-g.dat > why3.json 2> why3.err; then
 	# x86-tsc: why made the cycles ns at the rate the guest's timers show; so does trace-cmd

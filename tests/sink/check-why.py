@@ -16,8 +16,8 @@ From trace-cmd's lines this script derives, on its own, every guest delay (wakeu
 sched_waking/sched_wakeup of a task not running -> its sched_switch in; timer:
 hrtimer_expire_entry now - the expires of its hrtimer_start) and what each vCPU thread did
 over time (guest mode from kvm_entry to kvm_exit, the exit's reason until the next entry,
-preempted (switched out in state R) by the tasks that ran on its CPU, halted (asleep after
-a HLT exit) or blocked, host IRQs).
+preempted (switched out in state R, or woken on the host) by the tasks that ran on its CPU,
+halted (asleep after a HLT exit) or blocked, host IRQs).
 Every delay why reports must be one of them, with the same parts to the nanosecond, and
 why's worst N must be the N longest. Prints one line per check; exits 1 on the first failure.
 """
@@ -106,6 +106,13 @@ for l in open(sys.argv[2], errors="replace"):
                 t["waiting"] = False
                 t["irq"] = 0
                 put(nxt, (t["exit"] or HOST) if kvm else GUEST, ts)
+        elif ev in ("sched_waking", "sched_wakeup"):
+            # a vCPU thread woken: runnable, waiting for its target CPU's current task
+            w = re.match(r"comm=.* pid=(\d+) prio=-?\d+ target_cpu=(\d+)|.*:(\d+) \[-?\d+\].* CPU:(\d+)", rest)
+            p, target = (int(w.group(1)), int(w.group(2))) if w.group(1) else (int(w.group(3)), int(w.group(4)))
+            if p in seg and not st[p]["waiting"]:
+                st[p]["waiting"], st[p]["wcpu"] = True, target
+                put(p, cpu_by.get(target, UNKNOWN), ts)
         elif ev in ("irq_handler_entry", "irq_handler_exit", "softirq_entry", "softirq_exit") and pid in seg:
             t = st[pid]
             if t["waiting"] or not seg[pid]:
