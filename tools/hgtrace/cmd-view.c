@@ -38,8 +38,6 @@ int cmd_view(int argc, char **argv)
 	const char *out = "view.html";
 	struct hgt_newfile *nf;
 	struct stat st;
-	char *end;
-	long n;
 	FILE *f;
 	int c, ret;
 
@@ -50,14 +48,8 @@ int cmd_view(int argc, char **argv)
 			out = optarg;
 			break;
 		case O_WHY:
-			errno = 0;
-			n = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || n < 1 || n > 10000) {
-				fprintf(stderr, "hgtrace view: --why '%s': expected 1 to 10000\n",
-					optarg);
+			if (cmd_int_arg("view", "--why", optarg, 1, 10000, &vo.why_top))
 				return 2;
-			}
-			vo.why_top = (int)n;
 			break;
 		case O_NOWHY:
 			vo.why_top = -1;

@@ -86,7 +86,6 @@ int cmd_why(int argc, char **argv)
 	bool json = false;
 	char *end;
 	FILE *f;
-	long v;
 	int c, ret;
 
 	optind = 1;
@@ -108,14 +107,8 @@ int cmd_why(int argc, char **argv)
 			wo.match_cpu = true;
 			break;
 		case O_TOP:
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || v < 1 || v > 1000000) {
-				fprintf(stderr, "hgtrace why: --top '%s': expected 1 to 1000000\n",
-					optarg);
+			if (cmd_int_arg("why", "--top", optarg, 1, 1000000, &wo.top))
 				return 2;
-			}
-			wo.top = (int)v;
 			break;
 		case O_THRESH:
 			if (parse_us(optarg, &wo.threshold_ns))

@@ -35,6 +35,10 @@ int cmd_push_event(const char ***evs, int *n, const char *ev);
 enum hgt_compression;
 int cmd_compression(const char *cmd, const char *arg, enum hgt_compression *c);
 
+/* Option @opt's ARG @arg of command @cmd as an integer in [@lo, @hi] into *@v; otherwise
+ * one error line and -1. */
+int cmd_int_arg(const char *cmd, const char *opt, const char *arg, long lo, long hi, int *v);
+
 /* -o PATH of command @cmd ("-" or NULL: stdout): a stream to write, backed by a new file
  * that replaces PATH only at cmd_out_close() with @ok (hgt_newfile_open()). NULL after one
  * error line. cmd_out_close() returns 0, or -1 after one error line (PATH unchanged). */

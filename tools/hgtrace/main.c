@@ -59,6 +59,22 @@ int cmd_compression(const char *cmd, const char *arg, enum hgt_compression *c)
 	return -1;
 }
 
+int cmd_int_arg(const char *cmd, const char *opt, const char *arg, long lo, long hi, int *v)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || n < lo || n > hi) {
+		fprintf(stderr, "hgtrace %s: %s '%s': expected %ld to %ld\n", cmd, opt, arg, lo,
+			hi);
+		return -1;
+	}
+	*v = (int)n;
+	return 0;
+}
+
 void cmd_error(const char *fallback)
 {
 	const char *e = hgt_last_error();
