@@ -258,21 +258,35 @@ wait $qpid 2> /dev/null
 mkdir gd
 "$HGTRACE" listen -o gd --fifo "g:$t/g" --record-host -e sched:sched_switch 2> gd/listen.log &
 lpid=$!
-# waitfor FILE: until the listener says it wrote FILE (120 s at most)
+# waitfor FILE: until the listener says it wrote FILE (50 s at most)
 waitfor() {
 	local i=0
-	while ! grep -q "wrote $1\$" gd/listen.log && [ $i -lt 1200 ]; do
+	while ! grep -q "wrote $1\$" gd/listen.log && [ $i -lt 500 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
 }
+# waitq WHAT: the guest powers off after its session (50 s at most): a guest or listener
+# that hangs is one failure line with what both said, within the test's time
+waitq() {
+	local i=0
+	while kill -0 $qpid 2> /dev/null && [ $i -lt 500 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 $qpid 2> /dev/null; then
+		kill $qpid
+		tap_fail "guest-driven $1: the guest did not power off in 50 s: listener: $(tail -3 gd/listen.log | tr '\n' '|') guest: $(tail -5 serial.log | tr -d '\r' | tr '\n' '|')"
+	fi
+	wait $qpid 2> /dev/null
+}
 boot hgt_mode=now
 waitfor gd/trace-g.dat
-wait $qpid 2> /dev/null
+waitq "session 1"
 # the listener serves the guest's next session too: a second boot, numbered files
 boot hgt_mode=now
 waitfor gd/trace-g-2.dat
-wait $qpid 2> /dev/null
+waitq "session 2"
 kill -INT $lpid
 wait $lpid
 lrc=$?
