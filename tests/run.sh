@@ -6,6 +6,8 @@ builddir=${1:-build}
 export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+# the library aborts where its format guard would fork while other threads run (formats.c)
+export HGTRACE_STRICT_FORK=1
 meson test -C "$builddir" --print-errorlogs --num-processes 2 "${@:2}"
 rc=$?
 python3 - "$builddir/meson-logs/testlog.json" <<'PY'

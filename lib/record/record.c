@@ -443,6 +443,10 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 		errno = EINVAL;
 		return NULL;
 	}
+	/* the recording is made a trace.dat here, after its reader threads started: the
+	 * format guard's helper is forked before them (formats.c) */
+	if (!cpu_fds)
+		hgt__formats_helper_start();
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
@@ -580,7 +584,7 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 					  strerror(errno ? errno : EIO));
 			goto fail;
 		}
-		if (pthread_create(&c->thread, NULL, reader_main, c)) {
+		if (hgt__thread_create(&c->thread, reader_main, c)) {
 			ret = hgt__errorf(EAGAIN, "record: cannot start the reader of cpu %d", i);
 			goto fail;
 		}
@@ -602,7 +606,7 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 		goto fail;
 	}
 	r->traced = true;
-	if (r->own_fds && !pthread_create(&r->keeper, NULL, keeper_main, r))
+	if (r->own_fds && !hgt__thread_create(&r->keeper, keeper_main, r))
 		r->keeper_started = true;
 	if (r->o.log)
 		fprintf(r->o.log,
@@ -845,7 +849,7 @@ int hgt__record_halt(struct hgt_recorder *r)
 	tracefs_trace_off(r->inst);
 	r->stop = 1;
 	if (r->keeper_started) {
-		pthread_join(r->keeper, NULL);
+		hgt__thread_join(r->keeper);
 		r->keeper_started = false;
 	}
 	for (i = 0; i < r->nr_cpus; i++)
@@ -853,7 +857,7 @@ int hgt__record_halt(struct hgt_recorder *r)
 			tracefs_cpu_stop(r->r[i].tcpu);
 	for (i = 0; i < r->nr_cpus; i++) {
 		if (r->r[i].started) {
-			pthread_join(r->r[i].thread, NULL);
+			hgt__thread_join(r->r[i].thread);
 			r->r[i].started = false;
 		}
 		if (r->r[i].err && !ret)
@@ -1059,7 +1063,7 @@ void hgt_record_free(struct hgt_recorder *r)
 		return;
 	for (i = 0; r->r && i < r->nr_cpus; i++) {
 		if (r->r[i].started)
-			pthread_join(r->r[i].thread, NULL);
+			hgt__thread_join(r->r[i].thread);
 		if (r->r[i].tcpu)
 			tracefs_cpu_close(r->r[i].tcpu);
 		r->r[i].tcpu = NULL;

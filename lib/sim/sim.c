@@ -1139,10 +1139,14 @@ static int setup(struct sim *s)
 		return -ENOMEM;
 	for (i = 0; hgt__sim_formats[i].system; i++) {
 		struct tep_event *e = NULL;
+		int bad;
 
-		if (tep_parse_format(s->tep, &e, hgt__sim_formats[i].format,
-				     strlen(hgt__sim_formats[i].format),
-				     hgt__sim_formats[i].system))
+		hgt__parse_lock();
+		bad = tep_parse_format(s->tep, &e, hgt__sim_formats[i].format,
+				       strlen(hgt__sim_formats[i].format),
+				       hgt__sim_formats[i].system);
+		hgt__parse_unlock();
+		if (bad)
 			return sim_error(s, EINVAL, "cannot parse the embedded format of %s",
 					 hgt__sim_formats[i].event);
 		s->ev[i] = e;

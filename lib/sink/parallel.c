@@ -27,6 +27,7 @@
 
 #include <hgtrace/tracedat.h>
 
+#include "../tracedat/tracedat-local.h"
 #include "sink-local.h"
 
 #define BATCH_RECORDS 4096
@@ -375,7 +376,7 @@ struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths,
 			goto fail;
 	}
 	for (k = 0; k < nr_workers; k++) {
-		if (pthread_create(&p->w[k].thread, NULL, worker_main, &p->w[k]))
+		if (hgt__thread_create(&p->w[k].thread, worker_main, &p->w[k]))
 			goto fail;
 		p->w[k].started = true;
 	}
@@ -514,7 +515,7 @@ int hgt__par_finish(struct hgt__par *p)
 	pthread_mutex_unlock(&p->lock);
 	for (k = 0; k < p->nr_w; k++)
 		if (p->w[k].started) {
-			pthread_join(p->w[k].thread, NULL);
+			hgt__thread_join(p->w[k].thread);
 			p->w[k].started = false;
 		}
 	return ret;
@@ -535,7 +536,7 @@ void hgt__par_free(struct hgt__par *p)
 			struct worker *w = &p->w[k];
 
 			if (w->started)
-				pthread_join(w->thread, NULL);
+				hgt__thread_join(w->thread);
 			for (i = 0; w->in && i < p->nr_top; i++)
 				hgt_input_close(w->in[i]);
 			free(w->in);

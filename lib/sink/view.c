@@ -240,7 +240,9 @@ static int blob(FILE *f, const void *p, size_t n)
 /*
  * The report lines are most of a page and zlib most of its making: full chunks of lines go
  * to worker threads (one per CPU but this one, at least one) while the session is read.
- * Chunk k's base64 JSON string lands in out[k]; at most ZQUEUE chunks wait.
+ * Chunk k's base64 JSON string lands in out[k]; at most ZQUEUE chunks wait. The threads
+ * start at the first full chunk, when every input is open: opening one may fork the format
+ * guard's helper, which must not happen while other threads run (hgt__formats_parse()).
  */
 #define ZQUEUE 64
 
@@ -248,7 +250,8 @@ struct zpool {
 	pthread_mutex_t mu;
 	pthread_cond_t more, room;
 	pthread_t *th;
-	int nth;
+	int nth, want; /* threads running, to start at the first chunk */
+	bool started;
 	struct hgt__blob *raw; /* per chunk: its lines until a worker takes them */
 	char **out;
 	size_t n, cap, next; /* chunks queued, room, next to take */
@@ -301,8 +304,8 @@ static struct zpool *zpool_new(void)
 
 	if (!z)
 		return NULL;
-	z->nth = cpus > 1 ? (int)(cpus > 5 ? 4 : cpus - 1) : 1;
-	z->th = calloc((size_t)z->nth, sizeof(*z->th));
+	z->want = cpus > 1 ? (int)(cpus > 5 ? 4 : cpus - 1) : 1;
+	z->th = calloc((size_t)z->want, sizeof(*z->th));
 	if (!z->th) {
 		free(z);
 		return NULL;
@@ -310,12 +313,15 @@ static struct zpool *zpool_new(void)
 	pthread_mutex_init(&z->mu, NULL);
 	pthread_cond_init(&z->more, NULL);
 	pthread_cond_init(&z->room, NULL);
-	for (int i = 0; i < z->nth; i++)
-		if (pthread_create(&z->th[i], NULL, zworker, z)) {
-			z->nth = i;
-			break;
-		}
 	return z;
+}
+
+/* The workers, at the first chunk (none started: the chunks are compressed by the caller). */
+static void zpool_start(struct zpool *z)
+{
+	z->started = true;
+	while (z->nth < z->want && !hgt__thread_create(&z->th[z->nth], zworker, z))
+		z->nth++;
 }
 
 /* Queue @b's bytes as the next chunk (@b is emptied); waits while ZQUEUE chunks wait. */
@@ -323,6 +329,8 @@ static int zpool_push(struct zpool *z, struct hgt__blob *b)
 {
 	int ret = 0;
 
+	if (!z->started)
+		zpool_start(z);
 	pthread_mutex_lock(&z->mu);
 	while (z->n - z->next >= ZQUEUE && !z->err)
 		pthread_cond_wait(&z->room, &z->mu);
@@ -367,7 +375,7 @@ static int zpool_finish(struct zpool *z)
 	pthread_cond_broadcast(&z->more);
 	pthread_mutex_unlock(&z->mu);
 	for (int i = 0; i < z->nth; i++)
-		pthread_join(z->th[i], NULL);
+		hgt__thread_join(z->th[i]);
 	z->nth = 0;
 	return z->err;
 }

@@ -206,6 +206,44 @@ static void helper_gone(void)
 	helper_pid = 0;
 }
 
+/*
+ * The library's own worker threads now running (view's compressors, the report's
+ * formatters, the recorder's readers, the listener's finishers): fork() copies only the
+ * calling thread, and a lock one of them holds at that moment (a sanitizer's allocator's;
+ * glibc makes its malloc safe across fork) stays held in the child forever.
+ */
+static int threads_running;
+
+static void threads_forked(void) /* a child of fork() has none */
+{
+	threads_running = 0;
+}
+
+static void threads_once(void)
+{
+	pthread_atfork(NULL, NULL, threads_forked);
+}
+
+/* pthread_create() of a library worker thread, counted (joined by hgt__thread_join()). */
+int hgt__thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	int ret;
+
+	pthread_once(&once, threads_once);
+	__atomic_add_fetch(&threads_running, 1, __ATOMIC_SEQ_CST);
+	ret = pthread_create(t, NULL, fn, arg);
+	if (ret)
+		__atomic_sub_fetch(&threads_running, 1, __ATOMIC_SEQ_CST);
+	return ret;
+}
+
+void hgt__thread_join(pthread_t t)
+{
+	pthread_join(t, NULL);
+	__atomic_sub_fetch(&threads_running, 1, __ATOMIC_SEQ_CST);
+}
+
 static int helper_start(void)
 {
 	int sv[2];
@@ -217,6 +255,23 @@ static int helper_start(void)
 		close(helper_fd);
 		helper_fd = -1;
 		helper_pid = 0;
+	}
+	/*
+	 * Never forked while the library's worker threads run: the helper could hang at its
+	 * first request on a lock one of them held. Callers start the helper before their
+	 * threads (hgt__formats_helper_start()); one that did not, or whose helper died (a
+	 * format crashed it), parses unguarded. The test suite sets HGTRACE_STRICT_FORK to
+	 * make that a crash it sees.
+	 */
+	if (__atomic_load_n(&threads_running, __ATOMIC_SEQ_CST) > 0) {
+		if (getenv("HGTRACE_STRICT_FORK")) {
+			fprintf(stderr,
+				"hgtrace: internal error: the format guard would fork "
+				"while %d worker threads run\n",
+				__atomic_load_n(&threads_running, __ATOMIC_SEQ_CST));
+			abort();
+		}
+		return -EDEADLK;
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return -errno;
@@ -238,6 +293,41 @@ static int helper_start(void)
 	helper_owner = getpid();
 	helper_fd = sv[0];
 	return 0;
+}
+
+/**
+ * hgt__formats_helper_start - fork the format guard's helper now, if this process has none.
+ *
+ * For callers about to start threads: the helper is then forked while this thread is the
+ * only one, and it outlives the threads (it dies with the thread that forked it). Returns
+ * 0 or -errno (no helper: formats are then parsed unguarded).
+ */
+int hgt__formats_helper_start(void)
+{
+	int ret;
+
+	pthread_mutex_lock(&helper_lock);
+	ret = helper_start();
+	pthread_mutex_unlock(&helper_lock);
+	return ret;
+}
+
+/*
+ * libtraceevent's format parser keeps parse state in static variables (the tokenizer's
+ * input in older releases; in 1.7 still the markers of flag and symbolic fields): every
+ * parse of a format or header page in this library takes this lock, so that inputs may be
+ * opened by several threads at once (the listener finishes each guest's file in a thread).
+ */
+static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void hgt__parse_lock(void)
+{
+	pthread_mutex_lock(&parse_lock);
+}
+
+void hgt__parse_unlock(void)
+{
+	pthread_mutex_unlock(&parse_lock);
 }
 
 /* Send the formats from @start whose verdict is unknown to the helper; the lock is held
@@ -568,6 +658,7 @@ int hgt__formats_parse(struct hgt_input *in)
 	if (!ret && verdict)
 		verdicts_keep(in);
 	in->formats_checked = true;
+	hgt__parse_lock();
 	for (i = 0; i < in->nr_formats; i++) {
 		struct hgt__format *f = &in->formats[i];
 
@@ -577,6 +668,7 @@ int hgt__formats_parse(struct hgt_input *in)
 		free(f->text);
 		free(f->system);
 	}
+	hgt__parse_unlock();
 	free(in->formats);
 	in->formats = NULL;
 	in->nr_formats = in->max_formats = 0;

@@ -43,7 +43,10 @@ int hgt__read_header_info(struct hgt_input *in, struct hgt__rd *rd)
 	if (ret)
 		return ret;
 	in->meta.header_page_size = size;
-	if (in->tep && tep_parse_header_page(in->tep, buf, size, in->long_size)) {
+	hgt__parse_lock();
+	ret = in->tep ? tep_parse_header_page(in->tep, buf, size, in->long_size) : 0;
+	hgt__parse_unlock();
+	if (ret) {
 		free(buf);
 		return hgt__rd_error(rd, EBADMSG, "libtraceevent cannot parse the header page");
 	}

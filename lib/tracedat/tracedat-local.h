@@ -3,6 +3,7 @@
 #ifndef HGT_TRACEDAT_LOCAL_H
 #define HGT_TRACEDAT_LOCAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -235,6 +236,11 @@ int hgt__format_add(struct hgt_input *in, const char *system, char *text, uint64
 int hgt__formats_parse(struct hgt_input *in);
 void hgt__formats_check_start(struct hgt_input *in, bool early);
 void hgt__formats_free(struct hgt_input *in);
+int hgt__formats_helper_start(void);
+int hgt__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+void hgt__thread_join(pthread_t t);
+void hgt__parse_lock(void);
+void hgt__parse_unlock(void);
 
 /* peer.c */
 int hgt__parse_peer_options(struct hgt_input *in);

@@ -1426,7 +1426,7 @@ static int finish_guest(struct listener *l, struct guest *g, bool wait)
 	}
 	*e = (struct end_ctx){ l, g };
 	g->fin_state = FIN_RUNNING;
-	if (!wait && !pthread_create(&g->fin_thread, NULL, finish_thread, e))
+	if (!wait && !hgt__thread_create(&g->fin_thread, finish_thread, e))
 		return 1;
 	finish_thread(e);
 	g->fin_state = FIN_NONE;
@@ -1642,6 +1642,9 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 	if (!l.o.silent_ms)
 		l.o.silent_ms = 30000;
 	l.t_begin = hgt__now_ms();
+	/* guests' files are finished in threads, while the host records in others: the format
+	 * guard's helper is forked now, while this thread is the only one */
+	hgt__formats_helper_start();
 	{
 		/* an output directory that cannot take the files is said at once, not after
 		 * the guests' data arrived */
@@ -1806,7 +1809,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 					active++;
 					continue;
 				} else {
-					pthread_join(g->fin_thread, NULL);
+					hgt__thread_join(g->fin_thread);
 					g->fin_state = FIN_NONE;
 					r = finish_end(&l, g);
 				}
@@ -1943,7 +1946,7 @@ out:
 			struct guest *g = l.g[i];
 
 			if (g->fin_state != FIN_NONE) { /* its file is being written: wait */
-				pthread_join(g->fin_thread, NULL);
+				hgt__thread_join(g->fin_thread);
 				g->fin_state = FIN_NONE;
 				if (finish_end(&l, g))
 					l.failures++;

@@ -3,6 +3,7 @@
 #include "test-helpers.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -178,6 +179,70 @@ static void test_format_verdicts_kept(void **state)
 	}
 }
 
+/* What an open parsed: per event its fields and the length of its print format. */
+static unsigned long formats_signature(const char *path)
+{
+	HGT_OPTS(hgt_open_opts, oo, .flags = HGT_OPEN_QUIET);
+	struct hgt_input *in = hgt_input_open(path, &oo);
+	unsigned long sig = 0;
+	int n;
+
+	if (!in)
+		return 0;
+	n = tep_get_events_count(hgt_input_tep(in));
+	for (int i = 0; i < n; i++) {
+		struct tep_event *ev = tep_get_event(hgt_input_tep(in), i);
+
+		sig = sig * 31 + (unsigned long)ev->format.nr_fields * 1000 + (unsigned long)ev->id;
+		sig = sig * 31 + (ev->print_fmt.format ? strlen(ev->print_fmt.format) : 0);
+	}
+	hgt_input_close(in);
+	return sig;
+}
+
+struct opener {
+	char path[4096];
+	unsigned long want;
+	int opens, wrong;
+};
+
+static void *open_many(void *arg)
+{
+	struct opener *o = arg;
+
+	for (int i = 0; i < 10; i++, o->opens++)
+		o->wrong += formats_signature(o->path) != o->want;
+	return NULL;
+}
+
+/*
+ * Opens in several threads at once (the listener finishes guests' files in threads): the
+ * format guard's helper (forked by a thread that then ends, so replaced), the kept verdicts
+ * and libtraceevent's static parse state are shared. Four threads open four files ten times
+ * each; every open must parse what one open alone parses (each file's signature taken
+ * first, alone).
+ */
+static void test_opens_in_threads(void **state)
+{
+	static const char *const files[] = { "tsc.dat", "mono.dat", "inst.dat", "tsc-v6.dat" };
+	struct opener o[4];
+	pthread_t t[4];
+
+	for (int k = 0; k < 4; k++) {
+		o[k] = (struct opener){ 0 };
+		snprintf(o[k].path, sizeof(o[k].path), "%s", test_data(files[k]));
+		o[k].want = formats_signature(o[k].path);
+		assert_true(o[k].want != 0);
+	}
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(pthread_create(&t[k], NULL, open_many, &o[k]), 0);
+	for (int k = 0; k < 4; k++) {
+		pthread_join(t[k], NULL);
+		assert_int_equal(o[k].opens, 10);
+		assert_int_equal(o[k].wrong, 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_instance_buffer_and_losses),
 		cmocka_unit_test(test_bad_magic_version_truncation),
 		cmocka_unit_test(test_format_verdicts_kept),
+		cmocka_unit_test(test_opens_in_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
