@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../thread.h"
 #include "probes-local.h"
 
 static int ctl_fd = -1;
@@ -108,10 +109,6 @@ static void *ctl_main(void *arg)
 {
 	struct client cl[CTL_CLIENTS];
 	struct pollfd pf[CTL_CLIENTS + 1];
-	sigset_t all;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_NAME, "hgt-probe-ctl", 0, 0, 0);
 	for (int i = 0; i < CTL_CLIENTS; i++)
 		cl[i].fd = -1;
@@ -212,7 +209,7 @@ int hgt__probe_ctl_start(const char *path)
 	snprintf(ctl_path, sizeof(ctl_path), "%s", path);
 	ctl_owner = getpid();
 	atexit(ctl_cleanup);
-	if (pthread_create(&t, NULL, ctl_main, NULL)) {
+	if (hgt__thread_spawn(&t, ctl_main, NULL)) {
 		close(ctl_fd);
 		ctl_fd = -1;
 		return -1;

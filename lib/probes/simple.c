@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../thread.h"
 #include "probes-local.h"
 
 __thread struct hgt__probe_ring *hgt__probe_tls __attribute__((tls_model("initial-exec")));
@@ -540,10 +541,6 @@ static void free_orphans(void)
 
 static void *writer_main(void *arg)
 {
-	sigset_t all;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_NAME, "hgt-probe-wr", 0, 0, 0);
 	for (unsigned int n = 1;; n++) {
 		uint32_t seen = __atomic_load_n(&wake_word, __ATOMIC_ACQUIRE);
@@ -813,7 +810,7 @@ int hgt__probe_file_on_locked(void)
 	__atomic_store_n(&fd, f, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&drain_lock);
 	if (!writer_running) {
-		if (pthread_create(&writer, NULL, writer_main, NULL) == 0)
+		if (hgt__thread_spawn(&writer, writer_main, NULL) == 0)
 			writer_running = 1;
 		else
 			fprintf(stderr, "hgtrace-probes: no writer thread; the file is written at "

@@ -26,6 +26,7 @@
 
 #include <traceevent/event-parse.h>
 
+#include "../thread.h"
 #include "tracedat-local.h"
 
 #define MAX_BAD_FORMATS 64
@@ -232,7 +233,7 @@ int hgt__thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
 
 	pthread_once(&once, threads_once);
 	__atomic_add_fetch(&threads_running, 1, __ATOMIC_SEQ_CST);
-	ret = pthread_create(t, NULL, fn, arg);
+	ret = hgt__thread_spawn(t, fn, arg);
 	if (ret)
 		__atomic_sub_fetch(&threads_running, 1, __ATOMIC_SEQ_CST);
 	return ret;
