@@ -368,6 +368,16 @@
     "<span>vCPU: " + [key("#43a047", "guest"), key("hsl(240,70%,45%)", "exit (by reason)"),
       key("#e53935", "preempted"), key("#cfd8dc", "halted"), key("#616161", "blocked"),
       key("#fb8c00", "host IRQ"), key("#8e24aa", "vCPU thread (tasks)")].join(" ") + "</span>";
+  // the exit reasons of this session's vCPU tracks, each with its colour (a click opens the list)
+  const exits = LAB.map((l, i) => i).filter((i) => FL[i] & 4)
+    .sort((a, b) => (LAB[a] < LAB[b] ? -1 : LAB[a] > LAB[b] ? 1 : 0));
+  if (exits.length) {
+    const d = document.createElement("details");
+    d.id = "exits";
+    d.innerHTML = `<summary>exit reasons (${exits.length})</summary><div>` +
+      exits.map((i) => key(color({ kind: 2 }, i), LAB[i].replace(/^exit /, ""))).join("<br>") + "</div>";
+    bar.appendChild(d);
+  }
   const q = document.getElementById("q"), qn = document.getElementById("qn");
   let hits = [], hit = -1;
   function search(s) {
@@ -433,7 +443,7 @@
   function publish() {
     const h = new URLSearchParams(location.hash.slice(1)), s = {
       tracks: tracks.map((t) => ({ name: t.name, group: t.group, kind: t.kind, n: t.n })),
-      events: D.events, why: D.why.length, firstPaintMs: Math.round(firstPaint - started),
+      events: D.events, why: D.why.length, exitKey: exits.map((i) => LAB[i]), firstPaintMs: Math.round(firstPaint - started),
       loadMs: Math.round(performance.now()),
     };
     if (h.get("zoom")) {

@@ -13,7 +13,8 @@ prints for it, and a tasks track with one interval per sched_switch-delimited st
 track shows exactly the events trace-cmd prints in [A, B] for its file and CPU, and the
 labels asked for are among those visible on their track ("GROUP/TRACK=LABEL"); a search for
 an event name counts every one of its events; a click (#click=TRACK,NS) on an event shows
-the line trace-cmd prints for it (blanks aside). Prints one line per check; exits 1 on the
+the line trace-cmd prints for it (blanks aside); the key of exit colours lists exactly the
+reasons trace-cmd prints for kvm_exit. Prints one line per check; exits 1 on the
 first failed one.
 """
 import html, json, re, sys
@@ -99,5 +100,13 @@ for spec in opt("--click"):
     if norm(st.get("click", "")) != norm(want) or not want:
         fail("click on track %s at %s: the page shows %r, trace-cmd prints %r" % (k, t, st.get("click"), want))
     print("ok a click on an event shows trace-cmd's line for it: %s" % norm(want)[:100])
+# the key of exit colours: one entry per exit reason trace-cmd prints for kvm_exit, no other
+reasons = {m.group(1) for m in re.finditer(r"kvm_exit:\s+reason (\S+)", open(sys.argv[2], errors="replace").read())}
+key = st.get("exitKey")
+if key is None or sorted(key) != sorted("exit " + r for r in reasons):
+    fail("the exit key lists %s, trace-cmd's kvm_exit reasons are %s" % (key, sorted(reasons)))
+if reasons:
+    print("ok the exit key lists each of the %d exit reasons trace-cmd prints (%s)" % (
+        len(reasons), ", ".join(sorted(reasons))))
 print("ok first paint after %d ms, loaded in %d ms (%d tracks, %d delays listed)" % (
     st["firstPaintMs"], st["loadMs"], len(st["tracks"]), st["why"]))
