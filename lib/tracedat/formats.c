@@ -315,9 +315,9 @@ int hgt__formats_helper_start(void)
 
 /*
  * libtraceevent's format parser keeps parse state in static variables (the tokenizer's
- * input in older releases; in 1.7 still the markers of flag and symbolic fields): every
- * parse of a format or header page in this library takes this lock, so that inputs may be
- * opened by several threads at once (the listener finishes each guest's file in a thread).
+ * input in older releases; 1.7.1's parser still writes static variables): every parse of a
+ * format or header page in this library takes this lock, so that inputs may be opened by
+ * several threads at once (the listener finishes each guest's file in a thread).
  */
 static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
 
