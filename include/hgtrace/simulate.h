@@ -78,6 +78,12 @@ struct hgt_sim_opts {
 	 * its events with max_events), on guest CPU k % nr_vcpus */
 	const struct hgt_sim_inject *inject;
 	int nr_inject; /* at most HGT_SIM_MAX_INJECT */
+	/* a TCG host: no kvm events (its vCPU threads, "CPU N/TCG", run the guest while they
+	 * run), as QEMU without KVM records */
+	bool tcg;
+	/* only the host's GUEST option (the vCPU threads known), no TIME_SHIFT: a session
+	 * that synced nothing (with embed_sync: both, as without this) */
+	bool embed_guest;
 };
 
 struct hgt_sim_result {

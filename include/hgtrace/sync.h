@@ -54,8 +54,27 @@ int hgt_sync_check_stats(const struct hgt_sync_check *sc, int idx, struct hgt_sy
  */
 uint64_t hgt_sync_check_cpu_outside(const struct hgt_sync_check *sc, int idx, int cpu);
 
-/** hgt_sync_check_print - one line per guest on @f, and one per guest CPU with events
- * outside. */
+/*
+ * What the check says of a guest, worst last. A guest is consistent only when it was
+ * synced (a TIME_SHIFT made for this host, or --ts-offset), the host knows its vCPU
+ * threads, none of its events lies outside their windows and some lie inside. report, view
+ * and sync-check print the same verdict for the same files.
+ */
+enum hgt_sync_verdict {
+	HGT_SYNC_CONSISTENT,
+	HGT_SYNC_UNCHECKED,    /* synced, but nothing could be checked */
+	HGT_SYNC_INCONSISTENT, /* events outside their windows: the mapping is wrong there */
+	HGT_SYNC_NOT_SYNCED,   /* nothing maps the guest's clock to this host's */
+};
+
+/** hgt_sync_check_verdict - the verdict on input @idx (HGT_SYNC_UNCHECKED: not a guest). */
+enum hgt_sync_verdict hgt_sync_check_verdict(const struct hgt_sync_check *sc, int idx);
+
+/** hgt_sync_verdict_name - "consistent", "UNCHECKED", "INCONSISTENT" or "NOT SYNCED". */
+const char *hgt_sync_verdict_name(enum hgt_sync_verdict v);
+
+/** hgt_sync_check_print - one line per guest on @f with its counts and verdict, and one
+ * per guest CPU with events outside. */
 void hgt_sync_check_print(const struct hgt_sync_check *sc, FILE *f);
 
 void hgt_sync_check_free(struct hgt_sync_check *sc);
@@ -64,16 +83,25 @@ void hgt_sync_check_free(struct hgt_sync_check *sc);
 int hgt_sync_check_host(const struct hgt_sync_check *sc);
 
 /**
+ * hgt_sync_check_inputs - the check of whole inputs @in[0..n-1]: their top buffers merged
+ * in host time, as report merges them, and fed to a new check. Returns it (free with
+ * hgt_sync_check_free()) or NULL with errno: ENOENT when there is no host + guest pair
+ * (reason in hgt_last_error()), or another.
+ */
+struct hgt_sync_check *hgt_sync_check_inputs(struct hgt_input *const *in, int n);
+
+/**
  * hgt_sync_check_files - the sync check of inputs @in[0..n-1] on its own (hgtrace
  * sync-check): merges their top buffers in host time, prints the check's lines on @out,
  * then per CPU of each guest the host knows the vCPU threads of: the offsets that fit
  * every one of its events (hgt_infer_pair(), in TIME_SHIFT units) and whether each stored
- * TIME_SHIFT offset lies inside them. *@consistent is false when an event lies outside its
- * windows, no offset fits, or a stored offset lies outside what fits.
+ * TIME_SHIFT offset lies inside them. *@verdict gets the worst of the guests' verdicts,
+ * made INCONSISTENT where no offset fits or a stored offset lies outside what fits.
  * Returns 0, -ENOENT when there is no host + guest pair, or another -errno (reason in
  * hgt_last_error()).
  */
-int hgt_sync_check_files(struct hgt_input *const *in, int n, FILE *out, bool *consistent);
+int hgt_sync_check_files(struct hgt_input *const *in, int n, FILE *out,
+			 enum hgt_sync_verdict *verdict);
 
 #ifdef __cplusplus
 }

@@ -30,7 +30,10 @@
 
 enum { ST_UNKNOWN, ST_IN, ST_OUT };
 
-#define PEND_MAX 4096 /* guest events waiting for their thread's next window */
+/* Guest events waiting for their thread's next window, per thread: the list grows to this
+ * many (32 MiB); one more cannot be decided and counts unchecked. */
+#define PEND_MAX (1 << 22)
+#define TS_UNSEEN (~0ULL)
 
 struct thread {
 	int pid;
@@ -40,7 +43,7 @@ struct thread {
 	int host_cpu; /* sched mode: where it runs */
 	unsigned long long last_exit;
 	unsigned long long *pend; /* times of events waiting for a window, in order */
-	int nr_pend;
+	int nr_pend, max_pend;
 };
 
 struct gin {
@@ -50,6 +53,8 @@ struct gin {
 	int *thread;	   /* guest CPU -> index in threads, -1 unknown */
 	uint64_t *cpu_out; /* events outside, per guest CPU */
 	uint64_t bound;
+	bool synced;	       /* a TIME_SHIFT made for this host, or --ts-offset */
+	char why_unsynced[96]; /* else why not */
 };
 
 struct hgt_sync_check {
@@ -58,7 +63,8 @@ struct hgt_sync_check {
 	bool sched; /* windows from sched_switch (no kvm events) */
 	int entry_id, exit_id, switch_id;
 	struct tep_format_field *pid_field, *prev_pid, *next_pid;
-	unsigned long long *last_switch; /* sched: per host CPU */
+	unsigned long long *last_switch; /* sched: per host CPU, TS_UNSEEN before its first */
+	unsigned long long *first_ts;	 /* sched: each host CPU's first record */
 	int nr_host_cpus;
 	struct thread *threads;
 	int nr_threads;
@@ -157,8 +163,8 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 		snprintf(g->mapping, sizeof(g->mapping), "--ts-offset");
 	} else if (lookalike) {
 		snprintf(g->mapping, sizeof(g->mapping),
-			 "none: it looks like a guest of %s (kvm events there) but nothing maps "
-			 "its clock: run hgtrace attach %s %s",
+			 "none: it looks like a guest of %s (kvm events there): run hgtrace attach "
+			 "%s %s",
 			 sc->host_name, hgt_input_path(host), hgt_input_path(in));
 	} else {
 		snprintf(g->mapping, sizeof(g->mapping), "none (guest clock shown as is)");
@@ -178,6 +184,16 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 				g->bound = hgt_mul_u64_u32_shr(g->bound, mult, shift) + 1;
 		}
 	}
+	if (t && t->nr_cpus > 0 && t->peer_id && hid && t->peer_id != hid)
+		snprintf(g->why_unsynced, sizeof(g->why_unsynced),
+			 "its TIME_SHIFT maps it to another host's clock");
+	else if (t && t->nr_cpus > 0)
+		g->synced = true;
+	else if (ts_offset)
+		g->synced = true;
+	else
+		snprintf(g->why_unsynced, sizeof(g->why_unsynced),
+			 "nothing maps its clock to the host's");
 	g->st.mapping = g->mapping;
 	g->st.is_guest = true;
 	k = hgt__guest_cpu_threads(host, in, &pids);
@@ -269,13 +285,17 @@ struct hgt_sync_check *hgt_sync_check_new(struct hgt_input *const *in, int n, co
 		sc->next_pid = tep_find_field(sw, "next_pid");
 		sc->pid_field = sc->prev_pid && sc->next_pid ? sc->prev_pid : NULL;
 		sc->nr_host_cpus = hgt_input_nr_cpus(in[host]);
-		sc->last_switch = calloc((size_t)(sc->nr_host_cpus > 0 ? sc->nr_host_cpus : 1),
-					 sizeof(*sc->last_switch));
-		if (!sc->last_switch) {
+		sc->last_switch = malloc(sizeof(*sc->last_switch) *
+					 (size_t)(sc->nr_host_cpus > 0 ? sc->nr_host_cpus : 1));
+		sc->first_ts = malloc(sizeof(*sc->first_ts) *
+				      (size_t)(sc->nr_host_cpus > 0 ? sc->nr_host_cpus : 1));
+		if (!sc->last_switch || !sc->first_ts) {
 			hgt_sync_check_free(sc);
 			errno = ENOMEM;
 			return NULL;
 		}
+		for (i = 0; i < sc->nr_host_cpus; i++)
+			sc->last_switch[i] = sc->first_ts[i] = TS_UNSEEN;
 	}
 	snprintf(sc->host_name, sizeof(sc->host_name), "%s", base(hgt_input_path(in[host])));
 	for (i = 0; i < n; i++) {
@@ -332,6 +352,21 @@ static void resolve(struct hgt_sync_check *sc, struct thread *t, unsigned long l
 	t->nr_pend = 0;
 }
 
+static int pend_grow(struct thread *t)
+{
+	int n = t->max_pend ? 2 * t->max_pend : 1024;
+	unsigned long long *p;
+
+	if (t->max_pend >= PEND_MAX)
+		return -ENOSPC;
+	p = realloc(t->pend, sizeof(*p) * (size_t)n);
+	if (!p)
+		return -ENOMEM;
+	t->pend = p;
+	t->max_pend = n;
+	return 0;
+}
+
 static unsigned long long minus(unsigned long long a, unsigned long long b)
 {
 	return a > b ? a - b : 0;
@@ -355,7 +390,9 @@ static void host_switch(struct hgt_sync_check *sc, const struct tep_record *rec)
 
 	if (c < 0 || c >= sc->nr_host_cpus)
 		return;
-	before = sc->last_switch[c];
+	/* before: since when the task switched out here had run on this CPU at least (its
+	 * previous switch, else the CPU's first record: no switch came between) */
+	before = sc->last_switch[c] != TS_UNSEEN ? sc->last_switch[c] : sc->first_ts[c];
 	for (int i = 0; i < sc->nr_threads; i++) {
 		struct thread *t = &sc->threads[i];
 		unsigned long long b = sc->g[t->gidx].bound;
@@ -388,6 +425,9 @@ void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_
 
 		if (rec->size < 8)
 			return;
+		if (sc->sched && rec->cpu >= 0 && rec->cpu < sc->nr_host_cpus &&
+		    sc->first_ts[rec->cpu] == TS_UNSEEN)
+			sc->first_ts[rec->cpu] = rec->ts;
 		type = tep_data_type(sc->htep, (struct tep_record *)rec);
 		if (sc->sched) {
 			if (type == sc->switch_id)
@@ -428,23 +468,10 @@ void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_
 			return;
 		}
 		/* wait for the thread's next window */
-		if (!t->pend) {
-			t->pend = malloc(sizeof(*t->pend) * PEND_MAX);
-			if (!t->pend) {
-				g->st.unchecked++;
-				return;
-			}
-		}
-		if (t->nr_pend == PEND_MAX) {
-			/* the oldest cannot be reached by a window any more than this one */
-			if (t->state == ST_UNKNOWN) {
-				g->st.unchecked++;
-			} else {
-				g->st.outside++;
-				g->cpu_out[t->gcpu]++;
-			}
-			memmove(t->pend, t->pend + 1, sizeof(*t->pend) * (PEND_MAX - 1));
-			t->nr_pend--;
+		if (t->nr_pend == t->max_pend && pend_grow(t)) {
+			/* the list is full (or memory is): this one cannot be decided */
+			g->st.unchecked++;
+			return;
 		}
 		t->pend[t->nr_pend++] = rec->ts;
 	}
@@ -482,44 +509,84 @@ uint64_t hgt_sync_check_cpu_outside(const struct hgt_sync_check *sc, int idx, in
 	return n;
 }
 
+/**
+ * hgt_sync_check_verdict - what the check of guest input @idx says (HGT_SYNC_UNCHECKED
+ * for an input that is not a guest).
+ */
+enum hgt_sync_verdict hgt_sync_check_verdict(const struct hgt_sync_check *sc, int idx)
+{
+	struct hgt_sync_stats st;
+
+	if (hgt_sync_check_stats(sc, idx, &st))
+		return HGT_SYNC_UNCHECKED;
+	if (!sc->g[idx].synced)
+		return HGT_SYNC_NOT_SYNCED;
+	if (!st.mapped)
+		return HGT_SYNC_UNCHECKED;
+	if (st.outside)
+		return HGT_SYNC_INCONSISTENT;
+	return st.inside ? HGT_SYNC_CONSISTENT : HGT_SYNC_UNCHECKED;
+}
+
+const char *hgt_sync_verdict_name(enum hgt_sync_verdict v)
+{
+	switch (v) {
+	case HGT_SYNC_CONSISTENT:
+		return "consistent";
+	case HGT_SYNC_INCONSISTENT:
+		return "INCONSISTENT";
+	case HGT_SYNC_NOT_SYNCED:
+		return "NOT SYNCED";
+	case HGT_SYNC_UNCHECKED:
+		break;
+	}
+	return "UNCHECKED";
+}
+
+static void print_one(const struct hgt_sync_check *sc, int i, FILE *f)
+{
+	const struct gin *g = &sc->g[i];
+	enum hgt_sync_verdict v = hgt_sync_check_verdict(sc, i);
+	struct hgt_sync_stats st;
+	uint64_t all;
+
+	if (hgt_sync_check_stats(sc, i, &st))
+		return;
+	all = st.inside + st.outside + st.unchecked;
+	if (v == HGT_SYNC_NOT_SYNCED) {
+		fprintf(f,
+			"hgtrace: sync check: input %d: time: %s: NOT SYNCED (%s): its %llu events "
+			"cannot be placed in %s's time\n",
+			i + 1, st.mapping, g->why_unsynced, (unsigned long long)all, sc->host_name);
+		return;
+	}
+	if (!st.mapped) {
+		fprintf(f,
+			"hgtrace: sync check: input %d: time: %s; vCPU threads unknown (no GUEST "
+			"entry for it in %s: run hgtrace attach): UNCHECKED: %llu events "
+			"unchecked\n",
+			i + 1, st.mapping, sc->host_name, (unsigned long long)all);
+		return;
+	}
+	fprintf(f,
+		"hgtrace: sync check: input %d: time: %s; %llu events: %llu outside their vCPU's "
+		"%s in %s (%s), %llu inside, %llu unchecked\n",
+		i + 1, st.mapping, (unsigned long long)all, (unsigned long long)st.outside,
+		sc->sched ? "thread's running intervals" : "guest windows", sc->host_name,
+		v == HGT_SYNC_INCONSISTENT ? "INCONSISTENT: time mapping WRONG?"
+		: v == HGT_SYNC_UNCHECKED  ? "UNCHECKED: none of them lies in the host's windows"
+					   : hgt_sync_verdict_name(v),
+		(unsigned long long)st.inside, (unsigned long long)st.unchecked);
+	for (int c = 0; st.outside && c < g->nr_cpus; c++)
+		if (hgt_sync_check_cpu_outside(sc, i, c))
+			fprintf(f, "hgtrace: sync check: input %d: guest CPU %d: %llu outside\n",
+				i + 1, c, (unsigned long long)hgt_sync_check_cpu_outside(sc, i, c));
+}
+
 void hgt_sync_check_print(const struct hgt_sync_check *sc, FILE *f)
 {
-	int i;
-
-	for (i = 0; i < sc->n; i++) {
-		struct hgt_sync_stats st, *s = &st;
-		uint64_t all;
-
-		if (hgt_sync_check_stats(sc, i, &st))
-			continue;
-		all = s->inside + s->outside + s->unchecked;
-		if (!s->mapped && strstr(s->mapping, "run hgtrace attach")) {
-			fprintf(f, "hgtrace: sync check: input %d: time: %s\n", i + 1, s->mapping);
-			continue;
-		}
-		if (!s->mapped) {
-			fprintf(f,
-				"hgtrace: sync check: input %d: time: %s; vCPU threads unknown (no "
-				"GUEST entry for it in %s: run hgtrace attach): %llu events "
-				"unchecked\n",
-				i + 1, s->mapping, sc->host_name, (unsigned long long)all);
-			continue;
-		}
-		fprintf(f,
-			"hgtrace: sync check: input %d: time: %s; %llu events: %llu outside their "
-			"vCPU's %s in %s%s, %llu inside, %llu unchecked\n",
-			i + 1, s->mapping, (unsigned long long)all, (unsigned long long)s->outside,
-			sc->sched ? "thread's running intervals" : "guest windows", sc->host_name,
-			s->outside ? " (time mapping WRONG?)" : " (consistent)",
-			(unsigned long long)s->inside, (unsigned long long)s->unchecked);
-		for (int c = 0; s->outside && c < sc->g[i].nr_cpus; c++)
-			if (hgt_sync_check_cpu_outside(sc, i, c))
-				fprintf(f,
-					"hgtrace: sync check: input %d: guest CPU %d: %llu "
-					"outside\n",
-					i + 1, c,
-					(unsigned long long)hgt_sync_check_cpu_outside(sc, i, c));
-	}
+	for (int i = 0; i < sc->n; i++)
+		print_one(sc, i, f);
 }
 
 void hgt_sync_check_free(struct hgt_sync_check *sc)
@@ -537,6 +604,7 @@ void hgt_sync_check_free(struct hgt_sync_check *sc)
 	free(sc->g);
 	free(sc->threads);
 	free(sc->last_switch);
+	free(sc->first_ts);
 	free(sc);
 }
 
@@ -546,8 +614,14 @@ int hgt_sync_check_host(const struct hgt_sync_check *sc)
 }
 
 /* Per guest CPU: the offsets that fit, and the stored ones against them. */
+static void worsen(enum hgt_sync_verdict *v, enum hgt_sync_verdict to)
+{
+	if (to > *v)
+		*v = to;
+}
+
 static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FILE *out,
-		    bool *consistent)
+		    enum hgt_sync_verdict *verdict)
 {
 	const struct hgt_time_shift *t = hgt_input_time_shift(guest);
 	struct hgt_infer_cpu *c = NULL;
@@ -590,7 +664,9 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 
 		if (r->status != HGT_INFER_OK) {
 			if (r->events)
-				*consistent = false;
+				worsen(verdict, r->status == HGT_INFER_NO_DATA
+							? HGT_SYNC_UNCHECKED
+							: HGT_SYNC_INCONSISTENT);
 			fprintf(out,
 				"hgtrace: sync check: input %d: guest CPU %d (thread %d): %llu "
 				"events: %s\n",
@@ -605,8 +681,10 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 			in += s->offset[k] >= lo && s->offset[k] <= hi;
 			near += s->offset[k] >= lo - (int64_t)b && s->offset[k] <= hi + (int64_t)b;
 		}
-		if (!s || near < s->count)
-			*consistent = false;
+		if (!s)
+			worsen(verdict, HGT_SYNC_NOT_SYNCED);
+		else if (near < s->count)
+			worsen(verdict, HGT_SYNC_INCONSISTENT);
 		fprintf(out,
 			"hgtrace: sync check: input %d: guest CPU %d (thread %d): %llu events fit "
 			"offsets %lld..%lld (%lld +- %llu); stored offset%s ",
@@ -631,9 +709,10 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 }
 
 /**
- * hgt_sync_check_files - the sync check alone, with the feasible offsets per guest CPU.
+ * hgt_sync_check_inputs - the check of whole inputs @in[0..n-1], their top buffers merged
+ * in host time as report merges them.
  */
-int hgt_sync_check_files(struct hgt_input *const *in, int n, FILE *out, bool *consistent)
+struct hgt_sync_check *hgt_sync_check_inputs(struct hgt_input *const *in, int n)
 {
 	struct hgt_sync_check *sc = hgt_sync_check_new(in, n, NULL);
 	struct hgt_clock *clk = calloc((size_t)(n > 0 ? n : 1), sizeof(*clk));
@@ -643,7 +722,6 @@ int hgt_sync_check_files(struct hgt_input *const *in, int n, FILE *out, bool *co
 	int nc = 0, ret = 0, total = 0;
 	void *user;
 
-	*consistent = true;
 	if (!sc) {
 		ret = errno == ENOMEM
 			      ? -ENOMEM
@@ -669,26 +747,42 @@ int hgt_sync_check_files(struct hgt_input *const *in, int n, FILE *out, bool *co
 		goto out;
 	while ((ret = hgt_merge_next(m, &rec, &user, NULL)) > 0)
 		hgt_sync_check_record(sc, (int)(intptr_t)user, rec);
-	if (ret < 0)
-		goto out;
-	ret = 0;
-	hgt_sync_check_print(sc, out);
-	for (int i = 0; i < n; i++) {
-		struct hgt_sync_stats st;
-
-		if (hgt_sync_check_stats(sc, i, &st))
-			continue;
-		if (st.outside || !st.mapped)
-			*consistent = false;
-		if (st.mapped && (ret = feasible(in[sc->host], in[i], i, out, consistent)))
-			break;
-	}
 out:
 	hgt_merge_free(m);
 	for (int i = 0; i < nc; i++)
 		hgt_cursor_close(cur[i]);
 	free(cur);
 	free(clk);
+	if (ret < 0) {
+		hgt_sync_check_free(sc);
+		errno = -ret;
+		return NULL;
+	}
+	return sc;
+}
+
+/**
+ * hgt_sync_check_files - the sync check alone, with the feasible offsets per guest CPU.
+ */
+int hgt_sync_check_files(struct hgt_input *const *in, int n, FILE *out,
+			 enum hgt_sync_verdict *verdict)
+{
+	struct hgt_sync_check *sc = hgt_sync_check_inputs(in, n);
+	int ret = 0;
+
+	*verdict = HGT_SYNC_CONSISTENT;
+	if (!sc)
+		return -errno;
+	hgt_sync_check_print(sc, out);
+	for (int i = 0; i < n; i++) {
+		struct hgt_sync_stats st;
+
+		if (hgt_sync_check_stats(sc, i, &st))
+			continue;
+		worsen(verdict, hgt_sync_check_verdict(sc, i));
+		if (st.mapped && (ret = feasible(in[sc->host], in[i], i, out, verdict)))
+			break;
+	}
 	hgt_sync_check_free(sc);
 	return ret;
 }

@@ -499,6 +499,8 @@ static int guest_run(struct sim *s, int cpu, uint64_t en, uint64_t ex, int xi)
 
 static int host_emit(struct sim *s, int hcpu, uint64_t ts, struct rec *r)
 {
+	if (s->o.tcg && !strcmp(r->ev->system, "kvm"))
+		return 0; /* TCG: the host has no kvm events */
 	s->host_events++;
 	return emit(s, &s->host[hcpu], ts, r->b, r->len);
 }
@@ -507,14 +509,13 @@ static void host_comm(const struct sim *s, char *buf, size_t n, int task, int hc
 {
 	/* task: >= 0 vCPU index, -1 idle, -2 kworker of that CPU, -3 an injected hog */
 	if (task >= 0)
-		snprintf(buf, n, "CPU %d/KVM", task);
+		snprintf(buf, n, "CPU %d/%s", task, s->o.tcg ? "TCG" : "KVM");
 	else if (task == -1)
 		snprintf(buf, n, "swapper/%d", hcpu);
 	else if (task == -2)
 		snprintf(buf, n, "kworker/%d:1", hcpu);
 	else
 		snprintf(buf, n, "stress-ng");
-	(void)s;
 }
 
 static int host_pid(const struct sim *s, int task, int hcpu)
@@ -916,10 +917,10 @@ static int bput_item(struct hgt__blob *b, const char *text, int size_bytes)
 	return hgt__blob_item(b, text, strlen(text), size_bytes);
 }
 
-static bool in_role(const char *system, bool host)
+static bool in_role(const struct sim *s, const char *system, bool host)
 {
 	if (!strcmp(system, "kvm"))
-		return host;
+		return host && !s->o.tcg;
 	if (!strcmp(system, "timer") || !strcmp(system, "irq_vectors"))
 		return !host;
 	return true;
@@ -946,10 +947,10 @@ static int write_meta(struct sim *s, struct hgt_output *out, bool host)
 	b.len = 0;
 	n = 0;
 	for (k = 0; k < 5; k++)
-		n += in_role(systems[k], host);
+		n += in_role(s, systems[k], host);
 	ret = ret ?: bput(&b, &n, 4);
 	for (k = 0; !ret && k < 5; k++) {
-		if (!in_role(systems[k], host))
+		if (!in_role(s, systems[k], host))
 			continue;
 		n = 0;
 		for (i = 1; hgt__sim_formats[i].system; i++)
@@ -973,8 +974,8 @@ static int write_meta(struct sim *s, struct hgt_output *out, bool host)
 	ret = ret ?: bput_item(&b, "", 4) ?: hgt_output_set_meta(out, HGT_OPT_PRINTK, b.p, b.len);
 	if (host) {
 		for (i = 0; i < s->o.nr_vcpus && len < (int)sizeof(cmd) - 64; i++)
-			len += snprintf(cmd + len, sizeof(cmd) - (size_t)len, "%d CPU %d/KVM\n",
-					s->vc[i].pid, i);
+			len += snprintf(cmd + len, sizeof(cmd) - (size_t)len, "%d CPU %d/%s\n",
+					s->vc[i].pid, i, s->o.tcg ? "TCG" : "KVM");
 		for (i = 0; i < s->o.nr_host_cpus && len < (int)sizeof(cmd) - 64; i++)
 			len += snprintf(cmd + len, sizeof(cmd) - (size_t)len,
 					"%d kworker/%d:1\n%d stress-ng\n", 200 + i, i, 4000 + i);
@@ -1050,12 +1051,12 @@ static int embed_sync(struct sim *s, struct hgt_output *guest, struct hgt_output
 		ids[i] = vc->id;
 		pids[i] = vc->pid;
 	}
-	ret = hgt_time_shift_option_build(&ts, &buf, &len);
-	if (!ret) {
+	ret = s->o.embed_sync ? hgt_time_shift_option_build(&ts, &buf, &len) : 0;
+	if (!ret && s->o.embed_sync) {
 		ret = hgt_output_add_option(guest, HGT_OPT_TIME_SHIFT, buf, len);
 		free(buf);
 	}
-	if (!ret) {
+	if (!ret && s->o.embed_sync) {
 		uint32_t t2n[4] = { s->mult, s->shift, 0, 0 };
 
 		ret = hgt_output_add_option(guest, HGT_OPT_TSC2NSEC, t2n, 16);
@@ -1295,7 +1296,7 @@ int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res)
 	ret = ret ?: simulate(s);
 	ret = ret ?: write_file(s, s->o.host_path, true, hid, &hout);
 	ret = ret ?: write_file(s, s->o.guest_path, false, gid, &gout);
-	if (!ret && s->o.embed_sync)
+	if (!ret && (s->o.embed_sync || s->o.embed_guest))
 		ret = embed_sync(s, gout, hout, hid, gid);
 	if (!ret) {
 		ret = finish_file(s, hout, true);

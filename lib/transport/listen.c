@@ -28,6 +28,8 @@
 #include <hgtrace/output.h>
 #include <hgtrace/peer.h>
 #include <hgtrace/session.h>
+#include <hgtrace/sync.h>
+#include <hgtrace/tracedat.h>
 #include <hgtrace/transport.h>
 
 #include "trace-transport.h"
@@ -1307,6 +1309,41 @@ static void map_host(struct listener *l, struct guest *g)
 		      g->host_path, g->vt.nr, g->vt.pid);
 }
 
+/* --record-host: the sync check of the pair just written, as report will print it: a pair
+ * nothing synced is said to be so here, not only in a CPUSTAT line. */
+static void check_pair(struct listener *l, struct guest *g)
+{
+	HGT_OPTS(hgt_open_opts, op, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
+	struct hgt_input *in[2] = { hgt_input_open(g->host_path, &op),
+				    hgt_input_open(g->path, &op) };
+	struct hgt_sync_check *sc = in[0] && in[1] ? hgt_sync_check_inputs(in, 2) : NULL;
+	char *text = NULL, *line, *save = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!sc) {
+		logf_(l, "guest %s: no sync check of %s + %s: %s", g->name, g->host_path, g->path,
+		      in[0] && in[1] ? hgt_last_error() : "cannot open them");
+		goto out;
+	}
+	f = open_memstream(&text, &len);
+	if (f) {
+		hgt_sync_check_print(sc, f);
+		fclose(f);
+	}
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save))
+		logf_(l, "guest %s: %s", g->name, !strncmp(line, "hgtrace: ", 9) ? line + 9 : line);
+	if (hgt_sync_check_verdict(sc, 1) != HGT_SYNC_CONSISTENT)
+		logf_(l, "guest %s: WARNING: %s + %s: %s", g->name, g->host_path, g->path,
+		      hgt_sync_verdict_name(hgt_sync_check_verdict(sc, 1)));
+out:
+	free(text);
+	hgt_sync_check_free(sc);
+	hgt_input_close(in[0]);
+	hgt_input_close(in[1]);
+}
+
 /* Options only the end knows: where each CPU's data stopped when the stream did not end
  * cleanly, and the sync. */
 struct end_ctx {
@@ -1375,8 +1412,10 @@ static int finish_end(struct listener *l, struct guest *g)
 	hgt__recdir_done(&g->rd, false); /* removed by hgt__recdir_finish() */
 	logf_(l, "guest %s: wrote %s%s", g->name, g->path,
 	      g->fault[0] ? " (stream ended early: see report --stat)" : "");
-	if (g->host_path[0])
+	if (g->host_path[0]) {
 		map_host(l, g);
+		check_pair(l, g);
+	}
 	report_result(l, g, g->path);
 	return 0;
 }

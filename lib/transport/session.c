@@ -50,6 +50,7 @@ struct sguest {
 	char kvm_said[300]; /* what the exact sync did, for the summary */
 	/* the containment check of the merged files */
 	bool checked;
+	enum hgt_sync_verdict verdict;
 	struct hgt_sync_stats st;
 	uint64_t *cpu_out;
 	/* a VMM whose threads have no names: all its threads, mapped from kvm_entry */
@@ -222,9 +223,15 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 		if (g->checked) {
 			fprintf(f,
 				"    containment: %llu guest events inside their vCPU thread's "
-				"windows, %llu outside, %llu unchecked\n",
+				"windows, %llu outside, %llu unchecked: %s\n",
 				(unsigned long long)g->st.inside, (unsigned long long)g->st.outside,
-				(unsigned long long)g->st.unchecked);
+				(unsigned long long)g->st.unchecked,
+				hgt_sync_verdict_name(g->verdict));
+			if (g->verdict == HGT_SYNC_NOT_SYNCED)
+				fprintf(f,
+					"hgtrace record: WARNING: guest %s: NOT SYNCED: its events "
+					"cannot be placed in the host's time\n",
+					g->in->name);
 			/* a handful outside is a lost host record; more is a wrong sync */
 			for (int c = 0; g->cpu_out && c < g->nr_cpus; c++)
 				if (g->cpu_out[c] > 5)
@@ -238,21 +245,17 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 }
 
 /* The sync check of the session's own files, merged as report merges them: per guest,
- * its events inside and outside their vCPU thread's windows (widened by its bound). */
+ * its events inside and outside their vCPU thread's windows (widened by its bound), and the
+ * verdict report prints. */
 static void containment(struct session *s, const char *host_path)
 {
 	HGT_OPTS(hgt_open_opts, op, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
 	struct hgt_input **in = calloc((size_t)s->n + 1, sizeof(*in));
-	struct hgt_clock *clk = calloc((size_t)s->n + 1, sizeof(*clk));
 	int *gi = calloc((size_t)s->n + 1, sizeof(*gi));
-	struct hgt_cursor **cur = NULL;
-	struct hgt_merge *m = hgt_merge_new();
 	struct hgt_sync_check *sc = NULL;
-	struct tep_record *rec;
-	int n = 0, nc = 0, src, i;
-	void *user;
+	int n = 0, i;
 
-	if (!in || !clk || !gi || !m)
+	if (!in || !gi)
 		goto out;
 	in[n] = hgt_input_open(host_path, &op);
 	gi[n++] = -1;
@@ -265,50 +268,25 @@ static void containment(struct session *s, const char *host_path)
 	}
 	if (!in[0] || n < 2)
 		goto out;
-	sc = hgt_sync_check_new(in, n, NULL);
-	if (!sc)
-		goto out;
-	for (i = 0; i < n; i++)
-		nc += hgt_input_nr_cpus(in[i]);
-	cur = calloc((size_t)nc + 1, sizeof(*cur));
-	if (!cur)
-		goto out;
-	nc = 0;
-	for (i = 0; i < n; i++) {
-		HGT_OPTS(hgt_clock_opts, co);
-		int top = hgt_input_top_buffer(in[i]);
-
-		hgt_clock_init(&clk[i], in[i], &co);
-		for (int c = 0; top >= 0 && c < hgt_input_nr_cpus(in[i]); c++) {
-			cur[nc] = hgt_cursor_open(in[i], top, c);
-			if (cur[nc] && hgt_merge_add(m, cur[nc], &clk[i], (void *)(intptr_t)i) >= 0)
-				nc++;
-			else
-				hgt_cursor_close(cur[nc]);
-		}
-	}
-	while (hgt_merge_next(m, &rec, &user, &src) > 0)
-		hgt_sync_check_record(sc, (int)(intptr_t)user, rec);
-	for (i = 1; i < n; i++) {
+	sc = hgt_sync_check_inputs(in, n);
+	for (i = 1; sc && i < n; i++) {
 		struct sguest *g = &s->g[gi[i]];
 
-		if (hgt_sync_check_stats(sc, i, &g->st) || !g->st.mapped)
+		if (hgt_sync_check_stats(sc, i, &g->st))
 			continue;
+		g->verdict = hgt_sync_check_verdict(sc, i);
 		g->checked = true;
+		if (!g->st.mapped)
+			continue;
 		g->cpu_out = calloc((size_t)(g->nr_cpus > 0 ? g->nr_cpus : 1), 8);
 		for (int c = 0; g->cpu_out && c < g->nr_cpus; c++)
 			g->cpu_out[c] = hgt_sync_check_cpu_outside(sc, i, c);
 	}
 out:
-	hgt_merge_free(m);
-	for (i = 0; cur && i < nc; i++)
-		hgt_cursor_close(cur[i]);
-	free(cur);
 	hgt_sync_check_free(sc);
 	for (i = 0; in && i < n; i++)
 		hgt_input_close(in[i]);
 	free(in);
-	free(clk);
 	free(gi);
 }
 

@@ -29,6 +29,11 @@ static void usage(FILE *f)
 		"--offset-step)\n"
 		"  --write-tsc-offset   host trace records kvm_write_tsc_offset at VM start\n"
 		"  --embed-sync         write TIME_SHIFT and GUEST as a synced recording does\n"
+		"  --embed-guest        only the host's GUEST option: vCPU threads known, nothing\n"
+		"                       synced (as a session whose clock sync failed)\n"
+		"  --tcg                a TCG host: no kvm events; the vCPU threads (CPU N/TCG) "
+		"run\n"
+		"                       the guest while they run\n"
 		"  --sparse-vcpu-ids    vCPU ids 0,2,4,... (APIC ids) instead of 0,1,2,...\n"
 		"  --truth              also write PREFIX-truth.txt (host TSC of every guest "
 		"event)\n"
@@ -173,6 +178,8 @@ int cmd_simulate(int argc, char **argv)
 		O_DRIFT,
 		O_WTO,
 		O_EMBED,
+		O_EMBED_GUEST,
+		O_TCG,
 		O_SPARSE,
 		O_TRUTH,
 		O_VER,
@@ -191,6 +198,8 @@ int cmd_simulate(int argc, char **argv)
 		{ "drift-ppb", required_argument, NULL, O_DRIFT },
 		{ "write-tsc-offset", no_argument, NULL, O_WTO },
 		{ "embed-sync", no_argument, NULL, O_EMBED },
+		{ "embed-guest", no_argument, NULL, O_EMBED_GUEST },
+		{ "tcg", no_argument, NULL, O_TCG },
 		{ "sparse-vcpu-ids", no_argument, NULL, O_SPARSE },
 		{ "truth", no_argument, NULL, O_TRUTH },
 		{ "file-version", required_argument, NULL, O_VER },
@@ -261,6 +270,12 @@ int cmd_simulate(int argc, char **argv)
 			break;
 		case O_EMBED:
 			o.embed_sync = true;
+			break;
+		case O_EMBED_GUEST:
+			o.embed_guest = true;
+			break;
+		case O_TCG:
+			o.tcg = true;
 			break;
 		case O_SPARSE:
 			o.sparse_vcpu_ids = true;

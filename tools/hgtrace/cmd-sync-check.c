@@ -16,6 +16,8 @@ static void usage(FILE *f)
 		"  checks that every guest event lies inside its vCPU thread's guest windows on\n"
 		"  the host (kvm_entry..kvm_exit, or sched_switch running intervals), and per\n"
 		"  guest CPU which offsets fit all its events, against the stored ones.\n"
+		"  The last line is the verdict: consistent, UNCHECKED, INCONSISTENT or NOT "
+		"SYNCED.\n"
 		"  Exit status 0: consistent; 1: not (or an error); 2: usage.\n");
 }
 
@@ -28,7 +30,7 @@ int cmd_sync_check(int argc, char **argv)
 	HGT_OPTS(hgt_open_opts, oo, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
 	struct hgt_input **in = NULL;
 	int c, n = 0, ret = 2;
-	bool ok = false;
+	enum hgt_sync_verdict v = HGT_SYNC_CONSISTENT;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+h", lopts, NULL)) != -1) {
@@ -57,12 +59,12 @@ int cmd_sync_check(int argc, char **argv)
 		}
 		n++;
 	}
-	if (hgt_sync_check_files(in, n, stdout, &ok)) {
+	if (hgt_sync_check_files(in, n, stdout, &v)) {
 		cmd_error("sync-check failed");
 		goto out;
 	}
-	printf("hgtrace: sync check: %s\n", ok ? "consistent" : "INCONSISTENT");
-	ret = ok ? 0 : 1;
+	printf("hgtrace: sync check: %s\n", hgt_sync_verdict_name(v));
+	ret = v == HGT_SYNC_CONSISTENT ? 0 : 1;
 out:
 	for (int i = 0; i < n; i++)
 		hgt_input_close(in[i]);
