@@ -96,6 +96,10 @@ struct hgt_listen_result {
 	uint64_t agent_cpu_ns, agent_wall_ns; /* the agent's own CPU time while recording
 						 (from its first metadata sent to the stop) */
 	uint64_t agent_setup_cpu_ns;	      /* and to set up, describe and finish */
+	/* when its tracing went on, in its trace clock (its RECORDING message; 0: unknown) */
+	uint64_t recording_ts;
+	bool ended_after_stop; /* it stopped tracing on the host's stop, after it (its END,
+				  and no fault) */
 };
 
 /* A guest whose agent listens (agent --serve --listen): the host dials it. Initialise
@@ -135,7 +139,8 @@ struct hgt_listen_opts {
 			  until *stop even when every guest has ended */
 	unsigned int start_timeout_ms; /* on_started at the latest this long after the start
 					  (0: 15000) */
-	void (*on_started)(void *ctx); /* every FIFO guest records (or the timeout passed) */
+	void (*on_started)(void *ctx); /* every guest said its tracing is on (or the timeout
+					  passed: each one late is named in the log) */
 	void (*on_guest_done)(void *ctx, const struct hgt_listen_result *r);
 	void *ctx;
 	/* guest-driven sessions (listen --record-host): when a guest starts recording on its
@@ -156,6 +161,9 @@ struct hgt_listen_opts {
 	/* a network guest (TCP, vsock) that sends nothing for this long after its HELLO
 	 * (its agent's heartbeat: HGT_AGENT_HEARTBEAT_MS) is ended and written (0: 30000) */
 	unsigned int silent_ms;
+	/* called once, when the listener first sees *stop set (the end of a session's
+	 * command, where the stop is its exit) */
+	void (*on_stopping)(void *ctx);
 };
 
 /**

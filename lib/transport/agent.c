@@ -542,7 +542,14 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	rec = hgt__record_start(&a->ro, a->data, describe, a);
 	if (!rec)
 		return -errno;
-	ret = 0;
+	/* the host starts its command once every guest records */
+	{
+		uint64_t ts = 0;
+
+		if (hgt_trace_clock_read(hgt__record_clock(rec), &ts))
+			ts = 0;
+		ret = send_msg(a, HGT__MSG_RECORDING, &ts, 8, NULL, 0);
+	}
 	sink = (struct hgt__meta_sink){ sink_meta, sink_option, a };
 	trace_agent_state("recording", ret);
 	if (a->o.log)

@@ -77,6 +77,9 @@ struct guest {
 	size_t msg_len, msg_got, msg_cap;
 	/* what the guest said */
 	bool hello, ended, ready;
+	bool recording;	       /* its tracing is on: RECORDING (TRACEID of a version 2 agent) */
+	uint32_t proto;	       /* its HELLO's protocol version */
+	uint64_t recording_ts; /* its trace clock when its tracing went on (0: unknown) */
 	uint32_t nr_cpus, page_size, long_size;
 	uint64_t session;
 	char clock[64];
@@ -149,6 +152,7 @@ struct pending {
 struct listener {
 	struct hgt_listen_opts o;
 	bool started_called;
+	bool stop_seen; /* on_stopping called */
 	uint64_t t_begin;
 	struct guest *g[MAX_GUESTS];
 	int nr_g;
@@ -715,6 +719,35 @@ static int open_peer(struct listener *l, const struct hgt_listen_peer *pr)
 	return 0;
 }
 
+/* A guest of the session that has not said its tracing is on. */
+static bool not_recording(const struct guest *g)
+{
+	return g && (g->fifo || g->peer) && !g->recording && !g->done;
+}
+
+/* on_started once every guest records (the command then misses none of its start), or at
+ * the timeout, naming those that do not. */
+static void maybe_started(struct listener *l, uint64_t t)
+{
+	unsigned int limit = l->o.start_timeout_ms ? l->o.start_timeout_ms : 15000;
+	int i, late = 0;
+
+	for (i = 0; i < l->nr_g; i++)
+		late += not_recording(l->g[i]);
+	if (late && t - l->t_begin < limit)
+		return;
+	for (i = 0; i < l->nr_g; i++)
+		if (not_recording(l->g[i]))
+			logf_(l,
+			      "guest %s: WARNING: not recording %u ms after the start (%s): the "
+			      "command starts without it, and its file will miss the command's "
+			      "start",
+			      l->g[i]->name, limit,
+			      !l->g[i]->hello ? "no HELLO" : "its description is still arriving");
+	l->started_called = true;
+	l->o.on_started(l->o.ctx);
+}
+
 /* A whole control message arrived. */
 static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 {
@@ -731,13 +764,14 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		}
 		memcpy(v, p, 16);
 		memcpy(&g->session, p + 16, 8);
-		if (v[0] != HGT__PROTO_VERSION) {
+		if (v[0] < HGT__PROTO_MIN || v[0] > HGT__PROTO_VERSION) {
 			fault(l, g,
-			      "HELLO rejected: protocol version %u, this listener speaks %u (run "
-			      "the same hgtrace version in the guest)",
-			      v[0], HGT__PROTO_VERSION);
+			      "HELLO rejected: protocol version %u, this listener speaks %u to %u "
+			      "(run the same hgtrace version in the guest)",
+			      v[0], HGT__PROTO_MIN, HGT__PROTO_VERSION);
 			return;
 		}
+		g->proto = v[0];
 		if (!v[1] || v[1] > MAX_CPUS || v[2] < 4096 || v[2] > 65536 ||
 		    (v[2] & (v[2] - 1)) || (v[3] != 4 && v[3] != 8) || !memchr(p + 24, 0, n - 24) ||
 		    strlen((const char *)p + 24) >= sizeof(g->clock) ||
@@ -842,6 +876,8 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		/* TRACEID ends the description: it reaches the disk before any page */
 		if ((id == HGT_OPT_TRACEID || g->head_written) && !guest_head(l, g, 0))
 			g->head_written = true;
+		if (id == HGT_OPT_TRACEID && g->proto < 3)
+			g->recording = true; /* a version 2 agent switches tracing on next */
 		if (id == HGT_OPT_TRACEID && g->sync.on && g->sync.next_ms == UINT64_MAX) {
 			g->sync.next_ms = hgt__now_ms() +
 					  (l->o.sync_interval_ms ? l->o.sync_interval_ms : 1000);
@@ -866,6 +902,13 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		if (n)
 			goto bad;
 		return; /* its arrival updated t_last */
+	case HGT__MSG_RECORDING:
+		if (n != 8 || !g->hello || g->recording)
+			goto bad;
+		memcpy(&g->recording_ts, p, 8);
+		g->recording = true;
+		logf_(l, "guest %s: recording", g->name);
+		return;
 	case HGT__MSG_END:
 		if (n >= 40 + 8 * (size_t)g->nr_cpus && g->nr_cpus && !g->end_bytes) {
 			g->end_bytes = malloc(8 * (size_t)g->nr_cpus);
@@ -1041,8 +1084,8 @@ static void read_data(struct listener *l, struct guest *g, struct chan *c)
 		if (c->hdr_got < HGT__DATA_HDR)
 			return;
 		memcpy(h, c->hdr, 16);
-		if (h[0] != HGT__DATA_MAGIC || h[1] != HGT__PROTO_VERSION || h[2] >= MAX_CPUS ||
-		    h[3] < 4096 || h[3] > 65536 || (h[3] & (h[3] - 1))) {
+		if (h[0] != HGT__DATA_MAGIC || h[1] < HGT__PROTO_MIN || h[1] > HGT__PROTO_VERSION ||
+		    h[2] >= MAX_CPUS || h[3] < 4096 || h[3] > 65536 || (h[3] & (h[3] - 1))) {
 			fault(l, g,
 			      "data channel header rejected (magic 0x%08x, protocol version %u, "
 			      "cpu %u, page %u)",
@@ -1279,6 +1322,8 @@ static void report_result(struct listener *l, struct guest *g, const char *path)
 	r.agent_cpu_ns = g->agent_cpu_ns;
 	r.agent_wall_ns = g->agent_wall_ns;
 	r.agent_setup_cpu_ns = g->agent_setup_cpu_ns;
+	r.recording_ts = g->recording_ts;
+	r.ended_after_stop = g->ended && !g->fault[0] && g->stop_sent;
 	l->o.on_guest_done(l->o.ctx, &r);
 	free(cb);
 }
@@ -1609,7 +1654,7 @@ static bool classify(struct listener *l, struct pending *p)
 
 		if (!g || g->fifo || !g->ready || g->session != session || g->done)
 			continue;
-		if (h[1] != HGT__PROTO_VERSION || h[2] >= MAX_CPUS ||
+		if (h[1] < HGT__PROTO_MIN || h[1] > HGT__PROTO_VERSION || h[2] >= MAX_CPUS ||
 		    (g->nr_cpus && h[2] >= g->nr_cpus) || h[3] < 4096 || h[3] > 65536 ||
 		    (h[3] & (h[3] - 1)) || (g->page_size && h[3] != g->page_size)) {
 			fault(l, g,
@@ -1744,6 +1789,11 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 		uint64_t t = hgt__now_ms();
 		bool stopping = l.o.stop && *l.o.stop;
 
+		if (stopping && !l.stop_seen) {
+			l.stop_seen = true;
+			if (l.o.on_stopping)
+				l.o.on_stopping(l.o.ctx);
+		}
 		/* finish guests that are done */
 		for (i = 0; i < l.nr_g; i++) {
 			struct guest *g = l.g[i];
@@ -1864,19 +1914,8 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			}
 			active++;
 		}
-		if (l.o.on_started && !l.started_called) {
-			bool all = true;
-
-			for (i = 0; i < l.nr_g; i++)
-				if (l.g[i] && (l.g[i]->fifo || l.g[i]->peer) && !l.g[i]->hello &&
-				    !l.g[i]->done)
-					all = false;
-			if (all || t - l.t_begin >=
-					   (l.o.start_timeout_ms ? l.o.start_timeout_ms : 15000)) {
-				l.started_called = true;
-				l.o.on_started(l.o.ctx);
-			}
-		}
+		if (l.o.on_started && !l.started_called)
+			maybe_started(&l, t);
 		/* a session (graceful) lasts until its stop, whatever became of its guests */
 		if ((stopping && (!l.o.graceful || !active)) ||
 		    (!active && l.tcp_fd < 0 && l.vsock_fd < 0 && (l.o.nr_guests || l.o.nr_peers) &&

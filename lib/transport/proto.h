@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The agent -> listener protocol (version 2), all little endian.
+ * The agent -> listener protocol (version 3; a listener takes version 2 agents too), all
+ * little endian.
  *
  * Control channel, agent -> host: messages {u32 magic "HGTC", u16 type, u16 flags (0),
  * u32 len} + len bytes:
@@ -19,6 +20,10 @@
  *          metadata, until the stop); each CPU channel's bytes after its header
  *   HEARTBEAT {}: sent when the agent has sent nothing on the control channel for
  *          HGT__HEARTBEAT_MS, so a silent network guest is known to be gone (version 2)
+ *   RECORDING {u64 ts}: its tracing is on (after its description), and the agent's trace
+ *          clock just after (0: not readable in user space): a host-driven session starts
+ *          its command once every guest said so (version 3; of a version 2 agent, TRACEID,
+ *          the end of its description, stands for it)
  * Control channel, host -> agent: "1\n" start, "0\n" stop (as virtio-trace's agent), and
  * framed messages with the same header (their first byte, 'H', is never a command):
  *   CONFIG {u32 buffer_kb, u32 flags} clock\0 event\0...: what the next session records
@@ -37,7 +42,8 @@
 
 #define HGT__CTL_MAGIC 0x43544748u  /* "HGTC" */
 #define HGT__DATA_MAGIC 0x44544748u /* "HGTD" */
-#define HGT__PROTO_VERSION 2
+#define HGT__PROTO_VERSION 3
+#define HGT__PROTO_MIN 2 /* the oldest agent a listener takes */
 #define HGT__HEARTBEAT_MS HGT_AGENT_HEARTBEAT_MS
 #define HGT__MSG_HDR 12
 #define HGT__DATA_HDR 24
@@ -54,6 +60,7 @@ enum hgt__msg_type {
 	HGT__MSG_PROBE_REPLY = 8, /* agent -> host */
 	HGT__MSG_REFUSED = 9,	  /* host -> agent: why the host will not take it (text) */
 	HGT__MSG_HEARTBEAT = 10,  /* agent -> host: still there (empty) */
+	HGT__MSG_RECORDING = 11,  /* agent -> host: its tracing is on {u64 ts} */
 };
 
 #define HGT__CONFIG_MAX 65536 /* a CONFIG larger than this is refused by the agent */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <traceevent/event-parse.h>
@@ -40,6 +41,8 @@ struct sguest {
 	bool sync_failed;
 	uint64_t trace_id, bytes, samples, best_rtt, bound, agent_cpu_ns, agent_wall_ns;
 	uint64_t agent_setup_cpu_ns;
+	uint64_t recording_ts; /* its trace clock when its tracing went on (0: unknown) */
+	bool ended_after_stop;
 	uint32_t rounds;
 	int nr_cpus;
 	uint64_t *cpu_bytes;
@@ -63,6 +66,26 @@ struct session {
 	const struct hgt_session_opts *o;
 	struct sguest *g;
 	int n;
+	const char *clock; /* the host's trace clock */
+	uint64_t cmd_t[2]; /* the command's start and end, in it (when readable) */
+	bool cmd_have[2];
+	uint64_t raw_ns[2]; /* CLOCK_MONOTONIC_RAW read with each */
+};
+
+static uint64_t mono_raw_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* What a file's events span: in host time where its TIME_SHIFT maps it; and when its
+ * tracing went on (rec_ts, its own clock), in the same time. */
+struct span {
+	bool any, host_time;
+	uint64_t first, last;
+	uint64_t rec_ts, rec;
 };
 
 static void logf_(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -84,8 +107,18 @@ static void on_started(void *ctx)
 {
 	struct session *s = ctx;
 
+	s->cmd_have[0] = !hgt_trace_clock_read(s->clock, &s->cmd_t[0]);
+	s->raw_ns[0] = mono_raw_ns();
 	if (s->o->started)
 		s->o->started(s->o->ctx);
+}
+
+static void on_stopping(void *ctx)
+{
+	struct session *s = ctx;
+
+	s->cmd_have[1] = !hgt_trace_clock_read(s->clock, &s->cmd_t[1]);
+	s->raw_ns[1] = mono_raw_ns();
 }
 
 static void on_guest_done(void *ctx, const struct hgt_listen_result *r)
@@ -113,6 +146,8 @@ static void on_guest_done(void *ctx, const struct hgt_listen_result *r)
 	g->agent_cpu_ns = r->agent_cpu_ns;
 	g->agent_wall_ns = r->agent_wall_ns;
 	g->agent_setup_cpu_ns = r->agent_setup_cpu_ns;
+	g->recording_ts = r->recording_ts;
+	g->ended_after_stop = r->ended_after_stop;
 	g->nr_cpus = r->nr_cpus;
 	free(g->cpu_bytes);
 	g->cpu_bytes = r->nr_cpus ? calloc((size_t)r->nr_cpus, 8) : NULL;
@@ -133,11 +168,13 @@ static char *guest_base(const char *host)
 
 /* Events and losses per CPU of a written file, for the summary. */
 static void print_file(struct session *s, const char *what, const char *path,
-		       const uint64_t *cpu_bytes, int nr_bytes)
+		       const uint64_t *cpu_bytes, int nr_bytes, struct span *sp)
 {
 	HGT_OPTS(hgt_open_opts, op, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
 	struct hgt_input *in = hgt_input_open(path, &op);
+	const struct hgt_time_shift *tsh;
 	FILE *f = s->o->log;
+	struct hgt_clock clk;
 	int top;
 
 	if (!f)
@@ -148,6 +185,13 @@ static void print_file(struct session *s, const char *what, const char *path,
 	}
 	top = hgt_input_top_buffer(in);
 	fprintf(f, "  %-14s %s\n", what, path);
+	tsh = hgt_input_time_shift(in);
+	sp->host_time = tsh && tsh->nr_cpus > 0;
+	if (sp->host_time) {
+		hgt_clock_init(&clk, in, NULL);
+		if (sp->rec_ts)
+			sp->rec = hgt_clock_guest_to_host(&clk, sp->rec_ts, 0);
+	}
 	for (int c = 0; top >= 0 && c < hgt_input_nr_cpus(in); c++) {
 		struct hgt_cursor *cu = hgt_cursor_open(in, top, c);
 		struct tep_record rec;
@@ -156,8 +200,17 @@ static void print_file(struct session *s, const char *what, const char *path,
 
 		if (!cu)
 			continue;
-		while (hgt_cursor_next(cu, &rec) > 0)
+		while (hgt_cursor_next(cu, &rec) > 0) {
+			uint64_t ts =
+				sp->host_time ? hgt_clock_guest_to_host(&clk, rec.ts, c) : rec.ts;
+
+			if (!sp->any || ts < sp->first)
+				sp->first = ts;
+			if (!sp->any || ts > sp->last)
+				sp->last = ts;
+			sp->any = true;
 			ev++;
+		}
 		hgt_cursor_loss(cu, &l);
 		hgt_cursor_close(cu);
 		fprintf(f, "    cpu%-3d %10llu events %12llu bytes  lost: %llu on %llu pages%s\n",
@@ -171,6 +224,50 @@ static void print_file(struct session *s, const char *what, const char *path,
 	hgt_input_close(in);
 }
 
+/* @t in the host clock's units as seconds: x86-tsc at the rate measured over the command
+ * against CLOCK_MONOTONIC_RAW (the kernel's TSC2NSEC is not always given). */
+static double clock_secs(const struct session *s, int64_t t)
+{
+	if (strcmp(s->clock, "x86-tsc"))
+		return (double)t / 1e9;
+	return (double)t * (double)(s->raw_ns[1] - s->raw_ns[0]) /
+	       (double)(s->cmd_t[1] - s->cmd_t[0]) / 1e9;
+}
+
+/* How much of the command's span the guest recorded: from its tracing's start (its
+ * RECORDING, else its first event) to its stop (the host's stop, after the command's end,
+ * when it ended on it; else its last event). */
+static void cmd_share(struct session *s, struct sguest *g, const struct span *sp)
+{
+	FILE *f = s->o->log;
+	uint64_t a = s->cmd_t[0], b = s->cmd_t[1], lo, hi, from, to;
+	double share;
+
+	if (!s->cmd_have[0] || !s->cmd_have[1] || b <= a || s->raw_ns[1] <= s->raw_ns[0] ||
+	    (!sp->any && !sp->rec))
+		return;
+	if (!sp->host_time) {
+		fprintf(f, "    command's span: not known in the guest's time (not synced)\n");
+		return;
+	}
+	from = sp->rec ? sp->rec : sp->first;
+	to = g->ended_after_stop ? b : sp->last;
+	lo = from > a ? from : a;
+	hi = to < b ? to : b;
+	share = hi > lo ? (double)(hi - lo) / (double)(b - a) : 0;
+	fprintf(f,
+		"    command's span: %.1f%% of its %.3f s recorded (tracing on %.6f s before its "
+		"start, %s)\n",
+		100 * share, clock_secs(s, (int64_t)(b - a)), clock_secs(s, (int64_t)(a - from)),
+		g->ended_after_stop ? "stopped after its end" : "stream ended early");
+	if (share < 1)
+		fprintf(f,
+			"hgtrace record: WARNING: guest %s recorded %.1f%% of the command's span: "
+			"%.3f s of it are missing\n",
+			g->in->name, 100 * share,
+			clock_secs(s, (int64_t)((b - a) - (hi > lo ? hi - lo : 0))));
+}
+
 static void summary(struct session *s, const char *host_path, const char *clock,
 		    const struct hgt_record_result *hr)
 {
@@ -179,12 +276,13 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 	if (!f)
 		return;
 	fprintf(f, "hgtrace record: session summary (clock %s)\n", clock);
-	print_file(s, "host", host_path, NULL, 0);
+	print_file(s, "host", host_path, NULL, 0, &(struct span){ 0 });
 	if (hr && hr->lost)
 		fprintf(f, "    host ring buffers overran: %llu events lost (a larger -b)\n",
 			(unsigned long long)hr->lost);
 	for (int i = 0; i < s->n; i++) {
 		struct sguest *g = &s->g[i];
+		struct span sp = { .rec_ts = g->recording_ts };
 		char what[96];
 
 		snprintf(what, sizeof(what), "guest %s", g->in->name);
@@ -193,7 +291,8 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 				g->fault);
 			continue;
 		}
-		print_file(s, what, g->path, g->cpu_bytes, g->nr_cpus);
+		print_file(s, what, g->path, g->cpu_bytes, g->nr_cpus, &sp);
+		cmd_share(s, g, &sp);
 		if (g->fault[0])
 			fprintf(f, "    transport: stream ended early: %s\n", g->fault);
 		if (g->kvm_said[0])
@@ -620,6 +719,7 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		goto out;
 	}
 	clock = strdup(hgt__record_clock(rec));
+	s.clock = clock ? clock : "";
 	{
 		char dir[4096], *slash;
 		HGT_OPTS(hgt_listen_opts, lo, .guests = lg, .nr_guests = nfifo, .start = true,
@@ -627,8 +727,9 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 			 .sync_clock = hgt_trace_clock_readable(clock) ? clock : NULL,
 			 .sync_interval_ms = o.sync_interval_ms,
 			 .host_trace_id = hgt__record_trace_id(rec), .graceful = true,
-			 .on_started = on_started, .on_guest_done = on_guest_done, .ctx = &s,
-			 .guest_record = lgr, .peers = peers, .nr_peers = npeers);
+			 .on_started = on_started, .on_stopping = on_stopping,
+			 .on_guest_done = on_guest_done, .ctx = &s, .guest_record = lgr,
+			 .peers = peers, .nr_peers = npeers);
 
 		/* the listener's temporary files go beside the output */
 		snprintf(dir, sizeof(dir), "%s", hro.output);

@@ -66,3 +66,28 @@ tap_refuses() {
 	done
 	tap_ok "$what: refused, files unchanged ($(cat tap-err.txt))"
 }
+
+# wait_for_line FILE REGEX [SECONDS]: until a line of FILE matches REGEX (grep -E); the
+# seconds (60) are only a hang guard. Returns 1 when they passed.
+wait_for_line() {
+	local f=$1 re=$2 end=$((SECONDS + ${3:-60}))
+	until grep -qE -- "$re" "$f" 2> /dev/null; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.02
+	done
+}
+
+# wait_exit PID [SECONDS]: wait for background job PID; its exit status, or 124 (and the
+# job killed) when it outlived the seconds (60), a hang guard.
+wait_exit() {
+	local p=$1 end=$((SECONDS + ${2:-60}))
+	while kill -0 "$p" 2> /dev/null; do
+		if [ $SECONDS -ge $end ]; then
+			kill -9 "$p" 2> /dev/null
+			wait "$p" 2> /dev/null
+			return 124
+		fi
+		sleep 0.02
+	done
+	wait "$p"
+}

@@ -323,12 +323,8 @@ int cmd_record(int argc, char **argv)
 	o.nr_events = nev;
 	o.pids = pids;
 	o.nr_pids = npid;
-	if (ng) {
-		ret = run_session(&o, gs, ng, (unsigned int)interval, kvm_debugfs,
-				  optind < argc ? argv + optind : NULL);
-		goto out;
-	}
-
+	/* before any recording starts, -A or not: a stop request ends it with its files
+	 * written (and overrides SIGINT ignored in a script's background job) */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
@@ -336,6 +332,11 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	/* a closed terminal or pipe must not kill the recorder while it writes the file */
 	signal(SIGPIPE, SIG_IGN);
+	if (ng) {
+		ret = run_session(&o, gs, ng, (unsigned int)interval, kvm_debugfs,
+				  optind < argc ? argv + optind : NULL);
+		goto out;
+	}
 	rec = hgt_record_start(&o);
 	if (!rec) {
 		cmd_error("record failed");
