@@ -257,13 +257,18 @@ static bool our_file(const char *name, int *cpu, int *k)
 	return sscanf(name + n, ".%d%1s", k, tail) == 1 && *k > 0;
 }
 
+/* A CPU's streams in the order they were opened: cpuN, cpuN.1, cpuN.2, ..., cpuN.10 (by
+ * number: strcmp puts cpuN.10 before cpuN.2). */
 static int cmp_file(const void *a, const void *b)
 {
 	const struct hgt__page_file *x = a, *y = b;
+	int cx, cy, kx, ky;
 
 	if (x->cpu != y->cpu)
 		return x->cpu < y->cpu ? -1 : 1;
-	return strcmp(x->name, y->name) < 0 ? -1 : 1; /* cpuN before cpuN.K */
+	our_file(strrchr(x->name, '/') ? strrchr(x->name, '/') + 1 : x->name, &cx, &kx);
+	our_file(strrchr(y->name, '/') ? strrchr(y->name, '/') + 1 : y->name, &cy, &ky);
+	return kx < ky ? -1 : kx > ky;
 }
 
 /* Remove what this module put in @dir ("written" last), then @dir. */

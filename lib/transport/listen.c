@@ -763,6 +763,10 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 			return;
 		}
 		memcpy(v, p, 16);
+		if (g->ready && memcmp(&g->session, p + 16, 8)) {
+			fault(l, g, "HELLO names another session than READY");
+			return;
+		}
 		memcpy(&g->session, p + 16, 8);
 		if (v[0] < HGT__PROTO_MIN || v[0] > HGT__PROTO_VERSION) {
 			fault(l, g,
@@ -779,10 +783,6 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 			fault(l, g,
 			      "HELLO rejected: version %u, %u CPUs, page size %u, long size %u",
 			      v[0], v[1], v[2], v[3]);
-			return;
-		}
-		if (g->ready && g->session != *(const uint64_t *)(const void *)(p + 16)) {
-			fault(l, g, "HELLO names another session than READY");
 			return;
 		}
 		for (int k = 0; k < g->nr_data; k++)

@@ -48,17 +48,26 @@ else
 fi
 # A network guest that says READY and a well-formed HELLO (protocol 2) and then nothing,
 # no heartbeat: past --silent-timeout (10 s) it is closed, in one line, and its slot is
-# free. One that speaks an older protocol is told so. Both with real sockets on 127.0.0.1.
+# free. One that speaks an older protocol is told so, one whose HELLO names another
+# session than its READY is refused. All with real sockets on 127.0.0.1.
 port=$((port + 1))
 "$HGTRACE" listen -o . --tcp $port --silent-timeout 10 2> silent.log &
 lpid=$!
-sleep 0.3
 python3 -c 'import socket, struct, sys, time
 def msg(t, p): return struct.pack("<IHHI", 0x43544748, t, 0, len(p)) + p
 port = int(sys.argv[1])
-old = socket.create_connection(("127.0.0.1", port))
+def conn():  # the listener is up once it accepts (a hang guard of 60 s)
+    end = time.time() + 60
+    while True:
+        try: return socket.create_connection(("127.0.0.1", port))
+        except ConnectionRefusedError:
+            if time.time() > end: raise
+            time.sleep(0.02)
+old = conn()
 old.sendall(msg(5, struct.pack("<Q", 3)) + msg(1, struct.pack("<IIIIQ", 1, 2, 4096, 8, 3) + b"local\0"))
-s = socket.create_connection(("127.0.0.1", port))
+other = conn()  # READY for session 7, HELLO for session 8
+other.sendall(msg(5, struct.pack("<Q", 7)) + msg(1, struct.pack("<IIIIQ", 3, 2, 4096, 8, 8) + b"local\0"))
+s = conn()
 s.sendall(msg(5, struct.pack("<Q", 5)) + msg(1, struct.pack("<IIIIQ", 2, 2, 4096, 8, 5) + b"local\0"))
 t0 = time.time()
 s.settimeout(20)
@@ -75,7 +84,12 @@ if grep -q 'silent for 10 s (no data, no heartbeat): closed' silent.log &&
 else
 	tap_fail "silent guest: $(cat silent.out) $(tr '\n' ' ' < silent.log)"
 fi
-if grep -q 'HELLO rejected: protocol version 1, this listener speaks 2' silent.log; then
+if grep -q 'HELLO names another session than READY' silent.log; then
+	tap_ok "a HELLO of another session than its READY is refused: $(grep -m1 'another session' silent.log)"
+else
+	tap_fail "HELLO of another session: $(tr '\n' ' ' < silent.log)"
+fi
+if grep -q 'HELLO rejected: protocol version 1, this listener speaks 2 to 3' silent.log; then
 	tap_ok "an agent of an older protocol is told: $(grep -m1 'protocol version' silent.log)"
 else
 	tap_fail "old protocol: $(tr '\n' ' ' < silent.log)"
