@@ -70,10 +70,15 @@ struct hgt_vcpu_threads {
 };
 
 /**
- * hgt_vmm_find - the process of guest @name: the one whose command line holds @fifo_dir
- * (a chardev path=DIR/...; "=OPT" instead: the option OPT, e.g. "=guest-cid=3"), else
- * "-name guest=NAME" or "-name NAME". @proc is the proc root (NULL: /proc). Returns the
- * pid, or -ENOENT.
+ * hgt_vmm_find - the process of guest @name. Its transport first: the process whose
+ * command line holds a FIFO of @fifo_dir (a chardev path=DIR/agent-ctl-path or
+ * DIR/trace-path-cpuN, resolved against the process's working directory), or with a
+ * leading '=' the option after it (e.g. "=guest-cid=3"); else "-name NAME" or
+ * "-name guest=NAME". A process whose command line names another transport of the same
+ * kind (another FIFO directory, another guest-cid) is never taken; among equals one with
+ * vCPU threads beats one without (a wrapper). @proc is the proc root (NULL: /proc).
+ * Returns the pid, -ENOENT, or -ENOTUNIQ when two or more fit equally (their pids in
+ * hgt_last_error(); the caller names one, e.g. with --guest-pid).
  */
 int hgt_vmm_find(const char *proc, const char *fifo_dir, const char *name);
 

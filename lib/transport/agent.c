@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +29,7 @@
 
 #include "trace-transport.h"
 #include "../record/record-local.h"
+#include "transport-local.h"
 #include "../tracedat/tracedat-local.h"
 #include "proto.h"
 
@@ -147,6 +151,89 @@ static int open_path(const char *dir, const char *name, const char *suffix, int 
 	return fd;
 }
 
+/* A virtio-serial port by its name when @dir has no link for it (no udev: initramfs,
+ * minimal guests): the port /sys/class/virtio-ports/vportXpY whose "name" is @name, opened
+ * as /dev/vportXpY (devtmpfs), else through a node of its own made from its "dev". */
+static int open_port_sysfs(const char *name, int flags)
+{
+	static const char cls[] = "/sys/class/virtio-ports";
+	DIR *d = opendir(cls);
+	struct dirent *e;
+	int fd = -ENOENT;
+
+	while (d && fd == -ENOENT && (e = readdir(d))) {
+		char path[512], val[64];
+		unsigned int maj, min;
+		int n;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/name", cls, e->d_name);
+		n = hgt__read_small(path, val, sizeof(val));
+		while (n > 0 && (val[n - 1] == '\n' || val[n - 1] == 0))
+			val[--n] = 0;
+		if (n <= 0 || strcmp(val, name))
+			continue;
+		snprintf(path, sizeof(path), "/dev/%s", e->d_name);
+		fd = open(path, flags | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT) {
+			fd = fd >= 0 ? fd : -errno;
+			break;
+		}
+		/* no /dev node either: one of our own, removed once open */
+		snprintf(path, sizeof(path), "%s/%s/dev", cls, e->d_name);
+		n = hgt__read_small(path, val, sizeof(val));
+		if (n <= 0 || sscanf(val, "%u:%u", &maj, &min) != 2) {
+			fd = -ENODEV;
+			break;
+		}
+		{
+			char dir[] = "/tmp/hgtrace-port-XXXXXX", node[64];
+
+			if (!mkdtemp(dir)) {
+				fd = -errno;
+				break;
+			}
+			snprintf(node, sizeof(node), "%s/port", dir);
+			fd = mknod(node, S_IFCHR | 0600, makedev(maj, min))
+				     ? -errno
+				     : open(node, flags | O_CLOEXEC);
+			if (fd < 0 && fd != -errno)
+				fd = -errno;
+			unlink(node);
+			rmdir(dir);
+		}
+	}
+	if (d)
+		closedir(d);
+	return fd;
+}
+
+static int open_port(const char *dir, const char *name, int flags)
+{
+	char path[4096];
+	int fd, e;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, flags | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	e = errno;
+	if (e == ENOENT) {
+		fd = open_port_sysfs(name, flags);
+		if (fd >= 0)
+			return fd;
+		if (fd != -ENOENT)
+			return hgt__errorf(-fd,
+					   "agent: port %s (found in /sys/class/virtio-ports): %s",
+					   name, strerror(-fd));
+	}
+	return hgt__errorf(e,
+			   "agent: %s: %s (and no virtio port named %s in "
+			   "/sys/class/virtio-ports)",
+			   path, strerror(e), name);
+}
+
 static int connect_to(struct agent *a)
 {
 	int fd;
@@ -210,7 +297,7 @@ static int open_channels(struct agent *a)
 			       ? hgt__errorf(errno, "agent: %s", strerror(errno))
 			       : 0;
 	case HGT_TRANSPORT_PORTS:
-		a->ctl_r = open_path(a->o.dir, "agent-ctl-path", "", O_RDWR);
+		a->ctl_r = open_port(a->o.dir, "agent-ctl-path", O_RDWR);
 		if (a->ctl_r < 0)
 			return a->ctl_r;
 		a->ctl_w = a->ctl_r;
@@ -236,7 +323,7 @@ static int open_channels(struct agent *a)
 	for (i = 0; i < a->nr_cpus; i++) {
 		snprintf(name, sizeof(name), "trace-path-cpu%d", i);
 		if (a->o.transport == HGT_TRANSPORT_PORTS)
-			a->data[i] = open_path(a->o.dir, name, "", O_WRONLY);
+			a->data[i] = open_port(a->o.dir, name, O_WRONLY);
 		else if (a->o.transport == HGT_TRANSPORT_FIFOS)
 			a->data[i] =
 				open_path(a->o.dir, name, ".out", a->o.serve ? O_RDWR : O_WRONLY);

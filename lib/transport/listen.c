@@ -612,6 +612,9 @@ static void start_host(struct listener *l, struct guest *g)
 
 		if (pid > 0)
 			hgt_vmm_vcpu_threads(NULL, pid, &g->vt);
+		else if (pid == -ENOTUNIQ)
+			logf_(l, "guest %s: %s: its vCPU threads are not mapped", g->name,
+			      hgt_last_error());
 	}
 	send_cmd(g, "1\n"); /* the agent's command may run now */
 }

@@ -662,6 +662,10 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 						    : g->in->dir ? g->in->dir
 								 : NULL,
 						    g->in->name);
+		if (pid == -ENOTUNIQ) {
+			ret = pid; /* two VMMs fit: taking either could be the wrong one */
+			goto out;
+		}
 		if (pid > 0 && !hgt_vmm_vcpu_threads(NULL, pid, &g->vt)) {
 			g->have_vt = true;
 			logf_(&s, "guest %s: VMM process %d, %d vCPU threads", g->in->name, pid,

@@ -20,9 +20,9 @@
 #include <hgtrace/tracedat.h>
 
 #include "../tracedat/tracedat-local.h"
+#include "transport-local.h"
 
-/* @path's contents (at most @cap - 1 bytes), NUL-terminated; its length or -1. */
-static ssize_t read_small(const char *path, char *buf, size_t cap)
+ssize_t hgt__read_small(const char *path, char *buf, size_t cap)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n, got = 0;
@@ -49,33 +49,128 @@ static bool has_option(const char *args, size_t n, const char *opt)
 	return false;
 }
 
-/* Whether the NUL-separated @args (@n bytes) name guest @name or hold @dir (or, with a
- * leading '=', the option after it). */
-static bool cmdline_matches(const char *args, size_t n, const char *dir, const char *name)
+/* Whether the NUL-separated @args (@n bytes) name guest @name ("-name NAME[,...]" or
+ * "-name guest=NAME[,...]"). */
+static bool names_guest(const char *args, size_t n, const char *name)
 {
-	size_t dl = dir ? strlen(dir) : 0, nl = name ? strlen(name) : 0;
-	const char *a, *prev = NULL;
+	size_t nl = strlen(name);
+	const char *prev = NULL;
 
-	if (dir && dir[0] == '=')
-		return has_option(args, n, dir + 1);
-	for (a = args; a < args + n; prev = a, a += strlen(a) + 1) {
-		if (dl) {
-			const char *p = strstr(a, dir);
+	for (const char *a = args; a < args + n; prev = a, a += strlen(a) + 1) {
+		const char *v = a;
 
-			/* DIR/agent-ctl-path or DIR/trace-path-cpuN: the directory itself */
-			if (p && p[dl] == '/' && (p == a || p[-1] == '=' || p[-1] == ','))
-				return true;
-		}
-		if (nl && prev && !strcmp(prev, "-name")) {
-			const char *v = a;
-
-			if (!strncmp(v, "guest=", 6))
-				v += 6;
-			if (!strncmp(v, name, nl) && (v[nl] == 0 || v[nl] == ','))
-				return true;
-		}
+		if (!prev || strcmp(prev, "-name"))
+			continue;
+		if (!strncmp(v, "guest=", 6))
+			v += 6;
+		if (!strncmp(v, name, nl) && (v[nl] == 0 || v[nl] == ','))
+			return true;
 	}
 	return false;
+}
+
+/* The directory of an hgtrace FIFO @path ("DIR/agent-ctl-path", "DIR/trace-path-cpuN") as
+ * the process of @cwd opened it, resolved, into @dir; false for another path. */
+static bool fifo_dir_of(const char *path, size_t len, const char *cwd, char *dir, size_t cap)
+{
+	char p[4096], tail[32];
+	const char *slash;
+	int cpu;
+
+	if (len >= sizeof(p) - 1)
+		return false;
+	memcpy(p, path, len);
+	p[len] = 0;
+	slash = strrchr(p, '/');
+	if (!slash || (strcmp(slash + 1, "agent-ctl-path") &&
+		       (sscanf(slash + 1, "trace-path-cpu%d%1s", &cpu, tail) != 1 || cpu < 0)))
+		return false;
+	p[slash - p] = 0;
+	if (p[0] == '/' || !cwd)
+		snprintf(dir, cap, "%s", p[0] ? p : "/");
+	else
+		snprintf(dir, cap, "%s/%s", cwd, p);
+	{
+		char real[4096];
+
+		if (realpath(dir, real))
+			snprintf(dir, cap, "%s", real);
+	}
+	return true;
+}
+
+/* The transports in a VMM's command line against ours: 1 when it holds ours (a FIFO of
+ * @fifo_dir, or the option after a leading '='), -1 when it holds one of the same kind
+ * for something else, 0 when none. */
+static int transport_match(const char *args, size_t n, const char *cwd, const char *fifo_dir)
+{
+	char opt[64], dir[4096];
+	int other = 0;
+
+	if (!fifo_dir)
+		return 0;
+	if (fifo_dir[0] == '=') {
+		/* "=guest-cid=3": another guest-cid=M is another guest's */
+		const char *eq = strchr(fifo_dir + 1, '=');
+		size_t kl = eq ? (size_t)(eq - fifo_dir) : 0;
+
+		if (has_option(args, n, fifo_dir + 1))
+			return 1;
+		snprintf(opt, sizeof(opt), "%.*s", (int)kl, fifo_dir + 1);
+		for (const char *a = args; kl && a < args + n; a += strlen(a) + 1)
+			for (const char *p = strstr(a, opt); p; p = strstr(p + 1, opt))
+				if ((p == a || p[-1] == ',') && p[kl - 1] == '=')
+					other = -1;
+		return other;
+	}
+	for (const char *a = args; a < args + n; a += strlen(a) + 1)
+		for (const char *p = strstr(a, "path="); p; p = strstr(p + 1, "path=")) {
+			const char *v = p + 5, *e = strchr(v, ',');
+
+			if (p != a && p[-1] != ',')
+				continue;
+			if (!fifo_dir_of(v, e ? (size_t)(e - v) : strlen(v), cwd, dir, sizeof(dir)))
+				continue;
+			if (!strcmp(dir, fifo_dir))
+				return 1;
+			other = -1;
+		}
+	return other;
+}
+
+struct cand {
+	int pid, rank;
+};
+
+/* Rank of process @pid for guest @name / @fifo_dir: 2 its transport, 0 its name only (3
+ * and 1 with vCPU threads); -1 not it (another transport, or neither). */
+static int rank_of(const char *proc, int pid, char *args, const char *fifo_dir, const char *name)
+{
+	char path[512], cwd[4096];
+	struct hgt_vcpu_threads vt;
+	ssize_t n, c;
+	int rank, t;
+
+	snprintf(path, sizeof(path), "%s/%d/cmdline", proc, pid);
+	n = hgt__read_small(path, args, 65536);
+	if (n <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%d/cwd", proc, pid);
+	c = readlink(path, cwd, sizeof(cwd) - 1);
+	if (c > 0)
+		cwd[c] = 0;
+	t = transport_match(args, (size_t)n, c > 0 ? cwd : NULL, fifo_dir);
+	if (t > 0)
+		rank = 2;
+	else if (!t && name && names_guest(args, (size_t)n, name))
+		rank = 0; /* a process naming another transport is never taken */
+	else
+		return -1;
+	if (!hgt_vmm_vcpu_threads(proc, pid, &vt)) {
+		rank += vt.nr > 0;
+		hgt_vcpu_threads_free(&vt);
+	}
+	return rank;
 }
 
 /**
@@ -83,10 +178,11 @@ static bool cmdline_matches(const char *args, size_t n, const char *dir, const c
  */
 int hgt_vmm_find(const char *proc, const char *fifo_dir, const char *name)
 {
-	char path[512], *args, real[4096];
+	char *args, real[4096], list[256] = "";
+	struct cand best[8];
 	struct dirent *de;
 	DIR *d;
-	int found = -ENOENT, best = -1, self = (int)getpid();
+	int nb = 0, self = (int)getpid();
 
 	if (!proc)
 		proc = "/proc";
@@ -100,38 +196,35 @@ int hgt_vmm_find(const char *proc, const char *fifo_dir, const char *name)
 		closedir(d);
 		return -ENOMEM;
 	}
-	/* The FIFO path beats the name (a name can be reused, a path cannot), and a process
+	/* The transport beats the name (a name can be reused, a path cannot), and a process
 	 * with vCPU threads beats one without: a wrapper (timeout, sudo, a shell) carries
 	 * the same command line. */
 	while ((de = readdir(d))) {
 		int pid = atoi(de->d_name), rank;
-		struct hgt_vcpu_threads vt;
-		ssize_t n;
 
-		if (pid <= 0 || pid == self)
+		if (pid <= 0 || pid == self ||
+		    (rank = rank_of(proc, pid, args, fifo_dir, name)) < 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/%d/cmdline", proc, pid);
-		n = read_small(path, args, 65536);
-		if (n <= 0)
+		if (nb && rank < best[0].rank)
 			continue;
-		if (cmdline_matches(args, (size_t)n, fifo_dir, NULL))
-			rank = 2;
-		else if (cmdline_matches(args, (size_t)n, NULL, name))
-			rank = 0;
-		else
-			continue;
-		if (!hgt_vmm_vcpu_threads(proc, pid, &vt)) {
-			rank += vt.nr > 0;
-			hgt_vcpu_threads_free(&vt);
-		}
-		if (rank > best) {
-			best = rank;
-			found = pid;
-		}
+		if (nb && rank > best[0].rank)
+			nb = 0;
+		if (nb < (int)(sizeof(best) / sizeof(best[0])))
+			best[nb++] = (struct cand){ pid, rank };
 	}
 	free(args);
 	closedir(d);
-	return found;
+	if (!nb)
+		return -ENOENT;
+	if (nb == 1)
+		return best[0].pid;
+	for (int i = 0; i < nb; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d", i ? ", " : "",
+			 best[i].pid);
+	return hgt__errorf(ENOTUNIQ,
+			   "guest %s: %d VMM processes fit it (pids %s): choose one with "
+			   "--guest-pid",
+			   name ? name : "?", nb, list);
 }
 
 int hgt__vcpu_of_comm(const char *comm)
@@ -163,7 +256,7 @@ int hgt_vmm_vcpu_threads(const char *proc, int pid, struct hgt_vcpu_threads *out
 		if (tid <= 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%d/task/%d/comm", proc ? proc : "/proc", pid, tid);
-		if (read_small(path, comm, sizeof(comm)) <= 0 ||
+		if (hgt__read_small(path, comm, sizeof(comm)) <= 0 ||
 		    (vcpu = hgt__vcpu_of_comm(comm)) < 0)
 			continue;
 		v = realloc(out->vcpu, sizeof(int) * (size_t)(out->nr + 1));

@@ -39,8 +39,9 @@ guest_kernel() {
 	kernel=$(ls kroot/boot/vmlinuz-* | head -1)
 }
 
-# guest_initramfs HGTRACE OUT < TAIL: /init mounts, loads the modules, names the ports
-# (/dev/virtio-ports/NAME, no udev), mounts tracefs, then runs TAIL (read from stdin).
+# guest_initramfs HGTRACE OUT < TAIL: /init mounts, loads the modules, waits for the ports
+# (no udev, so no /dev/virtio-ports/NAME: the agent finds them in /sys/class/virtio-ports),
+# mounts tracefs, then runs TAIL (read from stdin).
 guest_initramfs() {
 	local lib
 	rm -rf ir
@@ -62,18 +63,16 @@ mount -t devtmpfs dev /dev
 for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_console; do
 	insmod /lib/mods/$m.ko 2> /dev/null
 done
-mkdir -p /dev/virtio-ports
+# no /dev/virtio-ports links (no udev): the agent finds its ports by their sysfs names
 i=0
 while [ $i -lt 300 ]; do
-	for p in /sys/class/virtio-ports/vport*; do
-		[ -e "$p/name" ] && ln -sf /dev/$(basename $p) /dev/virtio-ports/$(cat $p/name) 2> /dev/null
-	done
-	[ -e /dev/virtio-ports/agent-ctl-path ] && [ -e /dev/virtio-ports/trace-path-cpu1 ] && break
+	grep -qx trace-path-cpu1 /sys/class/virtio-ports/vport*/name 2> /dev/null &&
+		grep -qx agent-ctl-path /sys/class/virtio-ports/vport*/name && break
 	sleep 0.01
 	i=$((i + 1))
 done
 mount -t tracefs nodev /sys/kernel/tracing
-echo "guest: ports: $(ls /dev/virtio-ports | tr '\n' ' ')"
+echo "guest: ports: $(cat /sys/class/virtio-ports/vport*/name | tr '\n' ' '); /dev/virtio-ports: $(ls -d /dev/virtio-ports 2> /dev/null || echo none)"
 export LD_LIBRARY_PATH=/lib
 INIT
 		cat

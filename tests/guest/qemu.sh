@@ -2,7 +2,8 @@
 # A real guest kernel: Debian's cloud kernel boots under QEMU TCG (never -accel kvm here)
 # with an initramfs holding our agent and virtio-serial ports backed by host FIFOs made by
 # `hgtrace setup-guest`; `hgtrace listen` starts and stops the guest's recording and writes
-# trace-g.dat; trace-cmd reads it and prints what hgtrace prints.
+# trace-g.dat; trace-cmd reads it and prints what hgtrace prints. The guest has no udev:
+# the agent finds its ports in /sys/class/virtio-ports.
 # Usage: qemu.sh HGTRACE BUILDDIR
 HGTRACE=$(realpath "$1")
 build=$(realpath "$2")
@@ -39,6 +40,12 @@ if [ $qrc = 0 ] && grep -q 'guest: agent exit 0' serial.log; then
 	tap_ok "guest booted, ran the agent and powered off ($(echo "$end - $start" | bc) s)"
 else
 	tap_fail "guest run (qemu $qrc): $(tail -5 serial.log | tr '\n' '|') listen: $(cat listen.log | tr '\n' '|')"
+fi
+# the guest has no udev: its agent found the ports by their names in sysfs
+if grep -q 'guest: ports: .*agent-ctl-path.*/dev/virtio-ports: none' serial.log && [ -s trace-g.dat ]; then
+	tap_ok "no /dev/virtio-ports in the guest: the agent found its ports in /sys/class/virtio-ports"
+else
+	tap_fail "ports without udev: $(grep 'guest: ports' serial.log)"
 fi
 if [ -s trace-g.dat ] && trace-cmd report trace-g.dat > t.txt 2> /dev/null; then
 	n=$(grep -c 'sched_switch' t.txt)
