@@ -122,6 +122,64 @@ int hgt_infer_pair(struct hgt_input *host, struct hgt_input *guest, struct hgt_i
 /** hgt_infer_cpu_free - free what hgt_infer_pair() allocated in @cpus[0..ncpu-1]. */
 void hgt_infer_cpu_free(struct hgt_infer_cpu *cpus, int ncpu);
 
+/*
+ * The channel's sync refined by the trace (hgt_sync_refine()): per guest CPU the channel's
+ * set (each sample's offset +- its bound, intersected), the vCPU windows' set
+ * (hgt_infer_pair()) and what both allow. All in TIME_SHIFT offset units (host = guest +
+ * offset).
+ */
+enum hgt_refine_status {
+	HGT_REFINE_OK,		 /* both sets meet: their intersection is stored */
+	HGT_REFINE_DISAGREE,	 /* they do not meet: one is wrong; the channel's is kept */
+	HGT_REFINE_NO_TRACE,	 /* the windows gave no offset (no events, no windows, ...) */
+	HGT_REFINE_CHANNEL_MOVED /* the channel's samples do not meet each other (drift) */
+};
+
+struct hgt_refine_cpu {
+	int pid; /* the vCPU's host thread */
+	enum hgt_refine_status status;
+	bool channel, trace;  /* each set known */
+	int64_t ch_lo, ch_hi; /* the channel's */
+	int64_t tr_lo, tr_hi; /* the vCPU windows' */
+	int64_t lo, hi;	      /* what is kept: both (OK), else the channel's */
+	uint64_t events;      /* guest events the windows were given */
+};
+
+struct hgt_refine_result {
+	int nr_cpus;
+	struct hgt_refine_cpu *cpus; /* nr_cpus; free with hgt_refine_result_free() */
+	int refined, disagree;	     /* CPUs */
+	uint64_t channel_bound;	     /* the stored channel bound (HGT_REFINE_NO_BOUND: none,
+					trace-cmd's: then the windows' set is kept when every
+					sample lies inside it) */
+	uint64_t trace_bound;	     /* the widest half-width of the windows' sets refined */
+	uint64_t bound;		     /* the widest half-width kept: the new bound */
+	bool stored;		     /* a tighter TIME_SHIFT was appended to the guest file */
+};
+
+#define HGT_REFINE_NO_BOUND UINT64_MAX
+
+struct hgt_refine_opts {
+	size_t sz; /* sizeof(struct hgt_refine_opts); use HGT_OPTS() */
+};
+
+/**
+ * hgt_sync_refine - refine the channel sync of guest file @guest with the windows of its
+ * vCPU threads in host file @host (the host's GUEST entry names them). When some guest CPU
+ * gets a narrower set, a TIME_SHIFT (one sample per CPU: the middle of what is kept) and a
+ * CPUSTAT line "hgtrace sync: refined by the trace: ... bound=N" are appended to @guest;
+ * CPUs whose sets do not meet are counted in @res->disagree, and then nothing is stored.
+ * Returns 0 (see @res->stored) or -errno with the reason in hgt_last_error(): -ENOENT no
+ * channel TIME_SHIFT or no GUEST entry, -EALREADY an exact sync, -EOPNOTSUPP a scaled TSC.
+ */
+int hgt_sync_refine(const char *host, const char *guest, const struct hgt_refine_opts *opts,
+		    struct hgt_refine_result *res);
+
+void hgt_refine_result_free(struct hgt_refine_result *res);
+
+/** hgt_refine_status_name - what @s means, for a log line. */
+const char *hgt_refine_status_name(enum hgt_refine_status s);
+
 #ifdef __cplusplus
 }
 #endif

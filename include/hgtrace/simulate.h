@@ -84,6 +84,11 @@ struct hgt_sim_opts {
 	/* only the host's GUEST option (the vCPU threads known), no TIME_SHIFT: a session
 	 * that synced nothing (with embed_sync: both, as without this) */
 	bool embed_guest;
+	/* with embed_sync: the TIME_SHIFT a session's agent channel stores, two samples per
+	 * CPU each off the truth by up to channel_bound (and channel_bias more: a wrong
+	 * channel), with its CPUSTAT line "hgtrace sync: agent channel ... bound=N" */
+	int64_t channel_bound;
+	int64_t channel_bias;
 };
 
 struct hgt_sim_result {

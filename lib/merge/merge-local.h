@@ -30,4 +30,9 @@ int hgt__merge_add_top(struct hgt_merge *m, struct hgt_input *in, const struct h
  * synccheck.c. Returns their number (pids in *@pids, caller frees) or -ENOENT / -ENOMEM. */
 int hgt__guest_cpu_threads(const struct hgt_input *host, const struct hgt_input *guest, int **pids);
 
+/* The bound stored with the last TIME_SHIFT: the last "hgtrace sync: ... bound=N" CPUSTAT
+ * line of @in (*@inferred: it says the offsets were inferred from the trace); see
+ * synccheck.c. False when there is none. */
+bool hgt__sync_stored_bound(const struct hgt_input *in, uint64_t *bound, bool *inferred);
+
 #endif

@@ -93,7 +93,19 @@ static const char *base(const char *p)
  * The bound the recorder (or attach) stored with the TIME_SHIFT, in TSC cycles: the last
  * "hgtrace sync: ... bound=N" CPUSTAT line goes with the last TIME_SHIFT, the one applied.
  */
-static bool stored_bound(const struct hgt_input *in, uint64_t *bound, bool *inferred)
+/* Whether the last "hgtrace sync: " line of @in is a refinement's. */
+static bool last_sync_refined(const struct hgt_input *in)
+{
+	const char *b = NULL, *p = hgt_input_cpustat(in);
+
+	while ((p = strstr(p, "hgtrace sync: "))) {
+		b = p;
+		p += 14;
+	}
+	return b && !strncmp(b + 14, "refined by the trace", 20);
+}
+
+bool hgt__sync_stored_bound(const struct hgt_input *in, uint64_t *bound, bool *inferred)
 {
 	const char *b = NULL, *p = hgt_input_cpustat(in), *e, *v;
 
@@ -174,11 +186,13 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 		uint32_t mult, shift;
 		uint64_t off;
 
-		if (stored_bound(in, &g->bound, &inferred)) {
+		if (hgt__sync_stored_bound(in, &g->bound, &inferred)) {
 			size_t l = strlen(g->mapping);
 
 			snprintf(g->mapping + l, sizeof(g->mapping) - l, ", %s +-%llu",
-				 inferred ? "inferred from the trace" : "synced",
+				 inferred		 ? "inferred from the trace"
+				 : last_sync_refined(in) ? "synced, refined by the trace"
+							 : "synced",
 				 (unsigned long long)g->bound);
 			if (hgt_input_tsc2nsec(host, &mult, &shift, &off) && mult)
 				g->bound = hgt_mul_u64_u32_shr(g->bound, mult, shift) + 1;
@@ -640,7 +654,7 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 		free(pids);
 		return -ENOMEM;
 	}
-	stored_bound(guest, &b, &inferred); /* TSC cycles, as the offsets */
+	hgt__sync_stored_bound(guest, &b, &inferred); /* TSC cycles, as the offsets */
 	for (int i = 0; i < ncpu; i++)
 		c[i].pid = pids[i];
 	free(pids);

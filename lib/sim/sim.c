@@ -1042,6 +1042,19 @@ static int embed_sync(struct sim *s, struct hgt_output *guest, struct hgt_output
 							      vc->tsc_off);
 			c[2] = -s->off0;
 			c[3] = -vc->tsc_off;
+		} else if (s->o.channel_bound > 0) {
+			/* a channel's samples: at the start and the end, each within the bound */
+			uint64_t b = (uint64_t)s->o.channel_bound;
+
+			cpus[i].count = 2;
+			c[0] = (int64_t)hgt_tsc_host_to_guest(s->t0, s->o.ratio, s->o.frac,
+							      s->off0);
+			c[1] = (int64_t)hgt_tsc_host_to_guest(s->t_end, s->o.ratio, s->o.frac,
+							      s->off0);
+			c[2] = -s->off0 + (int64_t)range(s, 0, 2 * b) - (int64_t)b +
+			       s->o.channel_bias;
+			c[3] = -s->off0 + (int64_t)range(s, 0, 2 * b) - (int64_t)b +
+			       s->o.channel_bias;
 		} else {
 			cpus[i].count = 1;
 			c[0] = (int64_t)hgt_tsc_host_to_guest(s->t0, s->o.ratio, s->o.frac,
@@ -1055,6 +1068,16 @@ static int embed_sync(struct sim *s, struct hgt_output *guest, struct hgt_output
 	if (!ret && s->o.embed_sync) {
 		ret = hgt_output_add_option(guest, HGT_OPT_TIME_SHIFT, buf, len);
 		free(buf);
+	}
+	if (!ret && s->o.embed_sync && s->o.channel_bound > 0) {
+		char line[160];
+
+		snprintf(line, sizeof(line),
+			 "hgtrace sync: agent channel (simulated), clock x86-tsc: %d samples, "
+			 "bound=%lld\n",
+			 2 * N, (long long)s->o.channel_bound);
+		ret = hgt_output_add_option(guest, HGT_OPT_CPUSTAT, line,
+					    (uint32_t)strlen(line) + 1);
 	}
 	if (!ret && s->o.embed_sync) {
 		uint32_t t2n[4] = { s->mult, s->shift, 0, 0 };

@@ -25,6 +25,7 @@
 #include <linux/vm_sockets.h>
 
 #include <hgtrace/clock.h>
+#include <hgtrace/infer.h>
 #include <hgtrace/output.h>
 #include <hgtrace/peer.h>
 #include <hgtrace/session.h>
@@ -1357,17 +1358,50 @@ static void map_host(struct listener *l, struct guest *g)
 		      g->host_path, g->vt.nr, g->vt.pid);
 }
 
+/* --record-host: the channel's samples refined by the vCPU threads' windows in the host's
+ * file (hgt_sync_refine()). */
+static void refine_pair(struct listener *l, struct guest *g)
+{
+	struct hgt_refine_result r;
+	int ret = hgt_sync_refine(g->host_path, g->path, NULL, &r);
+
+	if (ret && g->sync.on)
+		logf_(l, "guest %s: sync not refined: %s", g->name, hgt_last_error());
+	else if (!ret)
+		logf_(l,
+		      "guest %s: sync %s by the vCPU windows (%d of %d CPUs): channel +-%llu, "
+		      "windows +-%llu, both +-%llu",
+		      g->name, r.stored ? "refined" : "not refined", r.refined, r.nr_cpus,
+		      (unsigned long long)r.channel_bound, (unsigned long long)r.trace_bound,
+		      (unsigned long long)r.bound);
+	for (int c = 0; !ret && c < r.nr_cpus; c++)
+		if (r.cpus[c].status == HGT_REFINE_DISAGREE)
+			logf_(l,
+			      "guest %s: WARNING: vCPU %d (thread %d): the channel's offsets "
+			      "%lld..%lld and the vCPU windows' %lld..%lld do not meet: the "
+			      "channel's "
+			      "kept",
+			      g->name, c, r.cpus[c].pid, (long long)r.cpus[c].ch_lo,
+			      (long long)r.cpus[c].ch_hi, (long long)r.cpus[c].tr_lo,
+			      (long long)r.cpus[c].tr_hi);
+	hgt_refine_result_free(&r);
+}
+
 /* --record-host: the sync check of the pair just written, as report will print it: a pair
  * nothing synced is said to be so here, not only in a CPUSTAT line. */
 static void check_pair(struct listener *l, struct guest *g)
 {
 	HGT_OPTS(hgt_open_opts, op, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
-	struct hgt_input *in[2] = { hgt_input_open(g->host_path, &op),
-				    hgt_input_open(g->path, &op) };
-	struct hgt_sync_check *sc = in[0] && in[1] ? hgt_sync_check_inputs(in, 2) : NULL;
+	struct hgt_input *in[2] = { NULL, NULL };
+	struct hgt_sync_check *sc = NULL;
 	char *text = NULL, *line, *save = NULL;
 	size_t len = 0;
 	FILE *f;
+
+	refine_pair(l, g);
+	in[0] = hgt_input_open(g->host_path, &op);
+	in[1] = hgt_input_open(g->path, &op);
+	sc = in[0] && in[1] ? hgt_sync_check_inputs(in, 2) : NULL;
 
 	if (!sc) {
 		logf_(l, "guest %s: no sync check of %s + %s: %s", g->name, g->host_path, g->path,

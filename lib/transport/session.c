@@ -16,6 +16,7 @@
 #include <traceevent/event-parse.h>
 
 #include <hgtrace/clock.h>
+#include <hgtrace/infer.h>
 #include <hgtrace/merge.h>
 #include <hgtrace/output.h>
 #include <hgtrace/peer.h>
@@ -50,7 +51,8 @@ struct sguest {
 	/* KVM: the VM's relations at the start (exact sync) */
 	struct hgt_kvm_vm kvm;
 	bool have_kvm;
-	char kvm_said[300]; /* what the exact sync did, for the summary */
+	char kvm_said[300];    /* what the exact sync did, for the summary */
+	char refine_said[300]; /* what the refinement by the trace did */
 	/* the containment check of the merged files */
 	bool checked;
 	enum hgt_sync_verdict verdict;
@@ -297,6 +299,8 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 			fprintf(f, "    transport: stream ended early: %s\n", g->fault);
 		if (g->kvm_said[0])
 			fprintf(f, "    sync: %s\n", g->kvm_said);
+		if (g->refine_said[0])
+			fprintf(f, "    sync: %s\n", g->refine_said);
 		if (g->samples && !g->sync_failed)
 			fprintf(f,
 				"    sync: %s, clock %s: %llu samples in %u rounds, best round "
@@ -477,6 +481,38 @@ static bool kvm_event_exists(const char *name)
 			return true;
 	}
 	return false;
+}
+
+/* The channel's samples refined by the vCPU threads' windows in the host's file: the
+ * tightest sync both allow, or a warning naming each vCPU where they disagree. */
+static void refine(struct session *s, struct sguest *g, const char *host_path)
+{
+	struct hgt_refine_result r;
+	int ret = hgt_sync_refine(host_path, g->path, NULL, &r);
+
+	if (ret == -EALREADY || (ret && !g->samples)) {
+		hgt_refine_result_free(&r);
+		return; /* exact (KVM debugfs), or nothing to refine */
+	}
+	if (ret)
+		snprintf(g->refine_said, sizeof(g->refine_said), "not refined: %s",
+			 hgt_last_error());
+	else
+		snprintf(g->refine_said, sizeof(g->refine_said),
+			 "%s by the vCPU windows (%d of %d CPUs): channel +-%llu, windows +-%llu, "
+			 "both +-%llu",
+			 r.stored ? "refined" : "not refined", r.refined, r.nr_cpus,
+			 (unsigned long long)r.channel_bound, (unsigned long long)r.trace_bound,
+			 (unsigned long long)r.bound);
+	for (int c = 0; !ret && c < r.nr_cpus; c++)
+		if (r.cpus[c].status == HGT_REFINE_DISAGREE)
+			logf_(s,
+			      "WARNING: guest %s, vCPU %d (thread %d): the channel's offsets "
+			      "%lld..%lld and the vCPU windows' %lld..%lld do not meet: %s",
+			      g->in->name, c, r.cpus[c].pid, (long long)r.cpus[c].ch_lo,
+			      (long long)r.cpus[c].ch_hi, (long long)r.cpus[c].tr_lo,
+			      (long long)r.cpus[c].tr_hi, hgt_refine_status_name(r.cpus[c].status));
+	hgt_refine_result_free(&r);
 }
 
 /* The exact sync of a KVM guest: its relations read at the start, every change the host
@@ -765,6 +801,9 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		if (s.g[i].have_kvm && s.g[i].path[0])
 			kvm_sync(&s, &s.g[i], hro.output, clock, t_start,
 				 hgt__record_trace_id(rec));
+	for (i = 0; i < s.n; i++)
+		if (s.g[i].path[0])
+			refine(&s, &s.g[i], hro.output);
 	tsc2nsec(&s, hro.output, clock, units, sizeof(units));
 	containment(&s, hro.output);
 	summary(&s, hro.output, clock, &hr);

@@ -5,7 +5,9 @@
 # together, twice on the same agent. Checked: both files exist and trace-cmd reads them;
 # the merged report orders them as trace-cmd does; the sync bound is printed; every guest
 # event lies in a running interval of its vCPU thread ("CPU N/TCG") widened by that bound,
-# and a guest shifted by 10 ms is caught; the offset inferred from the trace alone agrees
+# and a guest shifted by 10 ms is caught; the channel's sync refined by the vCPU windows
+# puts every guest event inside them at zero tolerance (recounted from trace-cmd's report)
+# with a bound of at most 50 us; the offset inferred from the trace alone agrees
 # with the agent channel's within both bounds, and sync-check agrees; hgtrace why's delays
 # and splits equal those derived from trace-cmd's report; the agent's share of guest CPU time, from the
 # guest's own sched_switch events, stays under 5 %.
@@ -126,6 +128,27 @@ if [ "$outside" = 0 ] && [ "${inside:-0}" -gt 100 ]; then
 	tap_ok "containment: $inside guest events inside their vCPU thread's running intervals (+-$bound), 0 outside"
 else
 	tap_fail "containment: $line"
+fi
+# zero_tol HOST GUEST: the recount of tests/lib/runwindows.awk at zero tolerance, from
+# trace-cmd's merged report, with the vCPU threads trace-cmd names "CPU N/TCG" in HOST
+zero_tol() {
+	local vp
+	vp=$(trace-cmd report "$1" 2> /dev/null | grep -o 'CPU [0-9]*/TCG-[0-9]*' | sort -u |
+		sed 's/CPU \([0-9]*\)\/TCG-\([0-9]*\)/\1 \2/' | sort -n | cut -d' ' -f2 | tr '\n' ' ')
+	trace-cmd report -t -i "$1" -i "$2" 2> /dev/null |
+		awk -v host="$(basename "$1")" -v pids="$vp" -f "$here/lib/runwindows.awk"
+}
+# The channel's samples refined by the vCPU windows: every guest event inside its thread's
+# running intervals with no tolerance at all, and a stored bound of at most 50 us.
+mhz=$(sed -n 's/^cpu MHz[[:space:]]*: //p' /proc/cpuinfo | head -1)
+refined=$(sed -n 's/.*sync: refined by the vCPU windows.* both +-\([0-9]*\).*/\1/p' rec1.log)
+zt=$(zero_tol host.dat host-g.dat)
+zin=${zt%% inside*}
+if [ -n "$refined" ] && awk -v b="$refined" -v m="$mhz" 'BEGIN { exit !(b <= 50 * m) }' &&
+	echo "$zt" | grep -q ' 0 outside' && [ "${zin:-0}" -gt 100 ]; then
+	tap_ok "refined sync: bound +-$refined cycles ($(awk -v b="$refined" -v m="$mhz" 'BEGIN { printf "%.1f", b / m }') us, channel +-$bound); at zero tolerance: $zt"
+else
+	tap_fail "refined sync: bound '$refined' (<= 50 us at $mhz MHz?), zero tolerance: $zt; $(grep 'sync:' rec1.log | tr '\n' '|')"
 fi
 # The session's own summary ran the same check on its files.
 sum=$(grep -o 'containment: [0-9]* guest events inside[^,]*, [0-9]* outside' rec1.log)
@@ -308,6 +331,12 @@ inside=$(echo "$line" | sed -n 's/.*, \([0-9]*\) inside.*/\1/p')
 [ "$outside" = 0 ] && [ "${inside:-0}" -gt 50 ] &&
 	tap_ok "guest-driven: $inside guest events inside their vCPU thread's running intervals, 0 outside" ||
 	tap_fail "guest-driven: $line"
+zt=$(zero_tol gd/g-host.dat gd/trace-g.dat)
+zin=${zt%% inside*}
+grep -q 'guest g: sync refined by the vCPU windows' gd/listen.log && echo "$zt" | grep -q ' 0 outside' &&
+	[ "${zin:-0}" -gt 50 ] &&
+	tap_ok "guest-driven: refined ($(grep -o 'sync refined by.*' gd/listen.log | head -1)); at zero tolerance: $zt" ||
+	tap_fail "guest-driven refinement: zero tolerance: $zt; $(grep 'sync' gd/listen.log | tr '\n' '|')"
 kill $qpid 2> /dev/null
 wait $qpid 2> /dev/null
 tap_done

@@ -8,6 +8,7 @@
 
 #include <hgtrace/attach.h>
 #include <hgtrace/clock.h>
+#include <hgtrace/infer.h>
 
 #include "cmd.h"
 
@@ -32,10 +33,53 @@ static void usage(FILE *f)
 		"  --max-bound N    refuse an inferred bound above N host TSC cycles (1 ms)\n"
 		"  --drift[=N]      infer the offset over time: N slices (8), interpolated\n"
 		"  --sched   infer from the threads' sched_switch intervals even with kvm events\n"
+		"  --refine  HOST GUEST only: narrow the channel sync a session (or trace-cmd)\n"
+		"            stored in GUEST with the vCPU threads' windows in HOST (the offsets\n"
+		"            both allow); appended as a new TIME_SHIFT when tighter\n"
 		"  --kvm-debugfs DIR[:PID]  read KVM's tsc-offset and TSC scaling of VMM PID (or\n"
 		"            of the only VM) under DIR/kvm (DIR: /sys/kernel/debug); with the\n"
 		"            host's kvm_write_tsc_offset events: exact samples, scaling "
 		"included\n");
+}
+
+/* attach --refine: the channel's sync narrowed by the vCPU windows, per guest CPU. */
+static int refine_files(const char *host, const char *guest)
+{
+	struct hgt_refine_result r;
+	char ch[32];
+
+	if (hgt_sync_refine(host, guest, NULL, &r)) {
+		cmd_error("attach --refine failed");
+		hgt_refine_result_free(&r);
+		return 1;
+	}
+	for (int i = 0; i < r.nr_cpus; i++) {
+		const struct hgt_refine_cpu *c = &r.cpus[i];
+
+		printf("guest CPU %d (thread %d): channel %lld..%lld, ", i, c->pid,
+		       (long long)c->ch_lo, (long long)c->ch_hi);
+		if (c->trace)
+			printf("vCPU windows %lld..%lld (%llu events): ", (long long)c->tr_lo,
+			       (long long)c->tr_hi, (unsigned long long)c->events);
+		else
+			printf("no vCPU windows' offset: ");
+		printf("%s; offset %lld +- %llu\n", hgt_refine_status_name(c->status),
+		       (long long)(c->lo + (c->hi - c->lo) / 2),
+		       (unsigned long long)(c->hi - c->lo + 1) / 2);
+	}
+	if (r.channel_bound == HGT_REFINE_NO_BOUND)
+		snprintf(ch, sizeof(ch), "unknown");
+	else
+		snprintf(ch, sizeof(ch), "+-%llu", (unsigned long long)r.channel_bound);
+	printf("%s: %s: bound +-%llu (channel %s, vCPU windows +-%llu), %d of %d CPUs refined%s\n",
+	       guest,
+	       r.stored	    ? "refined TIME_SHIFT appended"
+	       : r.disagree ? "unchanged"
+			    : "nothing tighter: unchanged",
+	       (unsigned long long)r.bound, ch, (unsigned long long)r.trace_bound, r.refined,
+	       r.nr_cpus, r.disagree ? "; the two DISAGREE on some CPUs: the channel's kept" : "");
+	hgt_refine_result_free(&r);
+	return 0;
 }
 
 int cmd_attach(int argc, char **argv)
@@ -46,6 +90,7 @@ int cmd_attach(int argc, char **argv)
 		{ "max-bound", required_argument, NULL, 'B' },
 		{ "drift", optional_argument, NULL, 'D' },
 		{ "sched", no_argument, NULL, 'S' },
+		{ "refine", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -55,6 +100,7 @@ int cmd_attach(int argc, char **argv)
 	struct hgt_kvm_vm vm = { 0 };
 	char *kvm_dir = NULL;
 	int kvm_pid = 0;
+	bool refine = false;
 	int *pids = NULL, n = 0, c, i, ret = 2;
 	char *end;
 	long v;
@@ -135,6 +181,9 @@ int cmd_attach(int argc, char **argv)
 		case 'S':
 			o.infer_sched = true;
 			break;
+		case 'R':
+			refine = true;
+			break;
 		case 'B':
 			errno = 0;
 			v = strtol(optarg, &end, 0);
@@ -173,6 +222,16 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (argc - optind < 2) {
 		usage(stderr);
+		goto out;
+	}
+	if (refine) {
+		if (argc - optind != 2 || n || kvm_dir || o.infer || o.nr_cpus ||
+		    o.infer_drift_slices || o.infer_sched || o.infer_max_bound) {
+			fprintf(stderr, "hgtrace: attach: --refine takes HOST GUEST and no other "
+					"option\n");
+			goto out;
+		}
+		ret = refine_files(argv[optind], argv[optind + 1]);
 		goto out;
 	}
 	pids = calloc((size_t)(argc - optind - 2) + 1, sizeof(int));

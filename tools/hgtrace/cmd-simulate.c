@@ -31,6 +31,9 @@ static void usage(FILE *f)
 		"  --embed-sync         write TIME_SHIFT and GUEST as a synced recording does\n"
 		"  --embed-guest        only the host's GUEST option: vCPU threads known, nothing\n"
 		"                       synced (as a session whose clock sync failed)\n"
+		"  --channel B[,BIAS]   embed a channel's sync (as --embed-sync): 2 samples per "
+		"CPU,\n"
+		"                       each off the truth by up to B cycles (plus BIAS), bound=B\n"
 		"  --tcg                a TCG host: no kvm events; the vCPU threads (CPU N/TCG) "
 		"run\n"
 		"                       the guest while they run\n"
@@ -179,6 +182,7 @@ int cmd_simulate(int argc, char **argv)
 		O_WTO,
 		O_EMBED,
 		O_EMBED_GUEST,
+		O_CHANNEL,
 		O_TCG,
 		O_SPARSE,
 		O_TRUTH,
@@ -199,6 +203,7 @@ int cmd_simulate(int argc, char **argv)
 		{ "write-tsc-offset", no_argument, NULL, O_WTO },
 		{ "embed-sync", no_argument, NULL, O_EMBED },
 		{ "embed-guest", no_argument, NULL, O_EMBED_GUEST },
+		{ "channel", required_argument, NULL, O_CHANNEL },
 		{ "tcg", no_argument, NULL, O_TCG },
 		{ "sparse-vcpu-ids", no_argument, NULL, O_SPARSE },
 		{ "truth", no_argument, NULL, O_TRUTH },
@@ -274,6 +279,24 @@ int cmd_simulate(int argc, char **argv)
 		case O_EMBED_GUEST:
 			o.embed_guest = true;
 			break;
+		case O_CHANNEL: {
+			char *comma = strchr(optarg, ',');
+
+			if (comma)
+				*comma = 0;
+			if (parse_i64("--channel", optarg, &o.channel_bound) ||
+			    (comma && parse_i64("--channel", comma + 1, &o.channel_bias)))
+				return 2;
+			if (o.channel_bound <= 0) {
+				fprintf(stderr,
+					"hgtrace: simulate: --channel '%s': the bound is "
+					"cycles > 0\n",
+					optarg);
+				return 2;
+			}
+			o.embed_sync = true;
+			break;
+		}
 		case O_TCG:
 			o.tcg = true;
 			break;

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The channel's sync refined by the trace. A session's agent channel gives, per guest CPU,
+ * offsets each within its bound B of the truth; the host's windows of the vCPU's thread give
+ * the offsets that put every guest event inside one (hgt_infer_pair()). Both sets hold the
+ * truth, so their intersection does: its middle is stored as the guest's TIME_SHIFT and
+ * its half-width as the bound. Where they do not meet, one of them is wrong: the channel's
+ * samples are kept and the guest CPU is named.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hgtrace/infer.h>
+#include <hgtrace/output.h>
+#include <hgtrace/peer.h>
+#include <hgtrace/tracedat.h>
+
+#include "../tracedat/tracedat-local.h"
+#include "merge-local.h"
+
+static int64_t max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* The channel's set for guest CPU @c: every sample's offset +- @bound, intersected (a
+ * constant offset). False when the samples do not meet (the offset moved). */
+static bool channel_set(const struct hgt_time_shift_cpu *c, uint64_t bound, int64_t *lo,
+			int64_t *hi)
+{
+	*lo = INT64_MIN;
+	*hi = INT64_MAX;
+	for (uint32_t k = 0; k < c->count; k++) {
+		if (bound == HGT_REFINE_NO_BOUND) {
+			/* the bound is unknown (trace-cmd's): the samples themselves must fit */
+			*lo = k ? min64(*lo, c->offset[k]) : c->offset[k];
+			*hi = k ? max64(*hi, c->offset[k]) : c->offset[k];
+			continue;
+		}
+		*lo = max64(*lo, c->offset[k] - (int64_t)bound);
+		*hi = min64(*hi, c->offset[k] + (int64_t)bound);
+	}
+	return c->count && *lo <= *hi;
+}
+
+static bool scaled(const struct hgt_time_shift *t)
+{
+	for (int i = 0; i < t->nr_cpus; i++)
+		for (uint32_t k = 0; k < t->cpus[i].count; k++)
+			if (!(t->cpus[i].scaling[k] == 1 && t->cpus[i].frac[k] == 0) &&
+			    !(t->cpus[i].frac[k] < 63 &&
+			      t->cpus[i].scaling[k] == (int64_t)1 << t->cpus[i].frac[k]))
+				return true;
+	return false;
+}
+
+/* Per guest CPU: the channel's set, the trace's, and what both allow. */
+static void refine_cpu(struct hgt_refine_cpu *o, const struct hgt_time_shift_cpu *c, uint64_t bound,
+		       const struct hgt_infer_result *r)
+{
+	o->channel = channel_set(c, bound, &o->ch_lo, &o->ch_hi);
+	o->trace = r->status == HGT_INFER_OK;
+	o->tr_lo = r->lo;
+	o->tr_hi = r->hi;
+	o->events = r->events;
+	if (!o->channel) {
+		o->status = HGT_REFINE_CHANNEL_MOVED;
+	} else if (!o->trace) {
+		o->status = HGT_REFINE_NO_TRACE;
+	} else if (bound == HGT_REFINE_NO_BOUND) {
+		/* every sample inside the windows' set: that set, else they disagree */
+		o->lo = o->tr_lo;
+		o->hi = o->tr_hi;
+		o->status = o->ch_lo >= o->tr_lo && o->ch_hi <= o->tr_hi ? HGT_REFINE_OK
+									 : HGT_REFINE_DISAGREE;
+	} else {
+		o->lo = max64(o->ch_lo, o->tr_lo);
+		o->hi = min64(o->ch_hi, o->tr_hi);
+		o->status = o->lo <= o->hi ? HGT_REFINE_OK : HGT_REFINE_DISAGREE;
+	}
+	if (o->status != HGT_REFINE_OK) {
+		/* what stays: the channel's */
+		o->lo = o->ch_lo;
+		o->hi = o->ch_hi;
+	}
+}
+
+static uint64_t half(int64_t lo, int64_t hi)
+{
+	return (uint64_t)(hi - lo + 1) / 2;
+}
+
+/* The refined TIME_SHIFT (one sample per CPU, at the channel's first time) and its
+ * CPUSTAT line, appended to @guest. */
+static int store(const char *guest, const struct hgt_time_shift *t,
+		 const struct hgt_refine_result *res)
+{
+	struct hgt_time_shift_cpu *cpus = calloc((size_t)t->nr_cpus, sizeof(*cpus));
+	int64_t *v = calloc((size_t)t->nr_cpus * 4, sizeof(*v));
+	struct hgt_time_shift ts = { t->peer_id, 0, t->nr_cpus, cpus };
+	char line[512], ch[32] = "unknown";
+	uint8_t *buf = NULL;
+	uint32_t len;
+	int ret;
+
+	if (!cpus || !v) {
+		free(cpus);
+		free(v);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < t->nr_cpus; i++) {
+		const struct hgt_refine_cpu *c = &res->cpus[i];
+		int64_t *p = v + 4 * i;
+
+		p[0] = t->cpus[i].count ? t->cpus[i].time[0] : 0;
+		p[1] = c->lo + (c->hi - c->lo) / 2;
+		p[2] = 1;
+		p[3] = 0;
+		cpus[i] = (struct hgt_time_shift_cpu){ 1, p, p + 1, p + 2, p + 3 };
+	}
+	ret = hgt_time_shift_option_build(&ts, &buf, &len);
+	if (res->channel_bound != HGT_REFINE_NO_BOUND)
+		snprintf(ch, sizeof(ch), "+-%llu", (unsigned long long)res->channel_bound);
+	snprintf(line, sizeof(line),
+		 "hgtrace sync: refined by the trace: channel %s, vCPU windows +-%llu, both "
+		 "+-%llu (%d of %d CPUs refined); the middle of what both allow; bound=%llu\n",
+		 ch, (unsigned long long)res->trace_bound, (unsigned long long)res->bound,
+		 res->refined, res->nr_cpus, (unsigned long long)res->bound);
+	if (!ret) {
+		struct hgt_option_blob ob[2] = {
+			{ HGT_OPT_TIME_SHIFT, len, buf },
+			{ HGT_OPT_CPUSTAT, (uint32_t)strlen(line) + 1, line },
+		};
+
+		ret = hgt_tracedat_append_options(guest, ob, 2);
+	}
+	free(buf);
+	free(cpus);
+	free(v);
+	return ret;
+}
+
+/* Why nothing can be refined, or 0. */
+static int refinable(struct hgt_input *host, struct hgt_input *guest,
+		     const struct hgt_time_shift **t, uint64_t *bound)
+{
+	bool inferred;
+
+	*t = hgt_input_time_shift(guest);
+	if (!*t || (*t)->nr_cpus <= 0)
+		return hgt__errorf(ENOENT, "%s: no TIME_SHIFT to refine", hgt_input_path(guest));
+	if (!hgt__sync_stored_bound(guest, bound, &inferred))
+		*bound = HGT_REFINE_NO_BOUND; /* trace-cmd's: no bound stored */
+	else if (inferred)
+		return hgt__errorf(EALREADY, "%s: its offsets were inferred from the trace already",
+				   hgt_input_path(guest));
+	if (!*bound)
+		return hgt__errorf(EALREADY, "%s: its sync is exact (bound 0)",
+				   hgt_input_path(guest));
+	if (scaled(*t))
+		return hgt__errorf(EOPNOTSUPP, "%s: a scaled TSC is not refined",
+				   hgt_input_path(guest));
+	(void)host;
+	return 0;
+}
+
+int hgt_sync_refine(const char *host_path, const char *guest_path,
+		    const struct hgt_refine_opts *opts, struct hgt_refine_result *res)
+{
+	HGT_OPTS(hgt_open_opts, op, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
+	struct hgt_input *host = hgt_input_open(host_path, &op);
+	struct hgt_input *guest = host ? hgt_input_open(guest_path, &op) : NULL;
+	const struct hgt_time_shift *t = NULL;
+	struct hgt_infer_cpu *c = NULL;
+	int ret, ncpu = 0, *pids = NULL;
+
+	memset(res, 0, sizeof(*res));
+	if (opts && (opts->sz < sizeof(size_t) || opts->sz > sizeof(*opts))) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (!host || !guest) {
+		ret = -errno;
+		goto out;
+	}
+	ret = refinable(host, guest, &t, &res->channel_bound);
+	if (ret)
+		goto out;
+	ncpu = hgt__guest_cpu_threads(host, guest, &pids);
+	if (ncpu <= 0) {
+		ret = ncpu == -ENOMEM
+			      ? ncpu
+			      : hgt__errorf(ENOENT,
+					    "%s: no GUEST entry names the vCPU threads of %s",
+					    host_path, guest_path);
+		ncpu = 0;
+		goto out;
+	}
+	if (ncpu > t->nr_cpus)
+		ncpu = t->nr_cpus;
+	c = calloc((size_t)ncpu, sizeof(*c));
+	res->cpus = calloc((size_t)t->nr_cpus, sizeof(*res->cpus));
+	if (!c || !res->cpus) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < ncpu; i++)
+		c[i].pid = pids[i];
+	{
+		HGT_OPTS(hgt_infer_pair_opts, po);
+
+		ret = hgt_infer_pair(host, guest, c, ncpu, &po);
+		if (ret)
+			goto out;
+	}
+	res->nr_cpus = t->nr_cpus;
+	for (int i = 0; i < t->nr_cpus; i++) {
+		struct hgt_infer_result none = { .status = HGT_INFER_NO_DATA };
+		struct hgt_refine_cpu *o = &res->cpus[i];
+
+		o->pid = i < ncpu ? c[i].pid : 0;
+		refine_cpu(o, &t->cpus[i], res->channel_bound, i < ncpu ? &c[i].r : &none);
+		if (o->status == HGT_REFINE_OK) {
+			res->refined++;
+			res->trace_bound =
+				max64((int64_t)res->trace_bound, (int64_t)half(o->tr_lo, o->tr_hi));
+		}
+		res->disagree += o->status == HGT_REFINE_DISAGREE;
+		res->bound = max64((int64_t)res->bound, (int64_t)half(o->lo, o->hi));
+	}
+	if (!res->refined || res->bound >= res->channel_bound || res->disagree)
+		goto out; /* nothing tighter, or a disagreement: the channel's samples stay */
+	ret = store(guest_path, t, res);
+	res->stored = !ret;
+out:
+	if (c)
+		hgt_infer_cpu_free(c, ncpu);
+	free(c);
+	free(pids);
+	hgt_input_close(guest);
+	hgt_input_close(host);
+	return ret;
+}
+
+void hgt_refine_result_free(struct hgt_refine_result *res)
+{
+	free(res->cpus);
+	res->cpus = NULL;
+}
+
+const char *hgt_refine_status_name(enum hgt_refine_status s)
+{
+	switch (s) {
+	case HGT_REFINE_OK:
+		return "refined";
+	case HGT_REFINE_DISAGREE:
+		return "DISAGREE: the channel's set and the vCPU windows' do not meet (channel "
+		       "kept)";
+	case HGT_REFINE_NO_TRACE:
+		return "no offset from the vCPU windows (channel kept)";
+	case HGT_REFINE_CHANNEL_MOVED:
+		break;
+	}
+	return "the channel's samples moved during the session (channel kept)";
+}
