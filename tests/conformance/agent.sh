@@ -20,16 +20,15 @@ trap cleanup EXIT
 cd "$t" || exit 1
 N=300
 
-# markers INSTANCE N: wait until the agent records (its instance exists and it said
-# "recording" in agent.log: the host's start has arrived), then write N numbered markers
+# markers INSTANCE N: wait until the agent records (it said "recording" in agent.log: the
+# host's start has arrived, its instance exists), then write N numbered markers; stops at
+# the first that cannot be written (the agent gone)
 markers() {
-	local i=0
-	while ! { [ -e "$TRACEFS/instances/$1/trace_marker" ] && grep -q recording agent.log; } &&
-		[ $i -lt 400 ]; do
-		sleep 0.05
-		i=$((i + 1))
+	local i
+	wait_for_line agent.log recording && [ -e "$TRACEFS/instances/$1/trace_marker" ] || return 1
+	for i in $(seq 1 "$2"); do
+		echo "hgt-mark-$i" > "$TRACEFS/instances/$1/trace_marker" 2> /dev/null || return 1
 	done
-	for i in $(seq 1 "$2"); do echo "hgt-mark-$i" > "$TRACEFS/instances/$1/trace_marker"; done
 }
 
 check_markers() { # FILE WHAT
@@ -85,7 +84,7 @@ port=$((20000 + $$ % 20000))
 inst=hgt_agent_t$$
 "$HGTRACE" listen -o . --tcp $port --start --stop-after 2500 2> listen.log &
 lpid=$!
-sleep 0.3
+wait_listen $port
 "$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -e sched:sched_switch 2> agent.log &
 apid=$!
 markers $inst $N
@@ -120,7 +119,7 @@ agent_fails() {
 }
 "$HGTRACE" listen -o "$t" --tcp $port 2> listen.log &
 lpid=$!
-sleep 0.3
+wait_listen $port
 python3 -c 'import socket, sys, time
 c = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for i in range(64)]
 for s in c: s.send(b"HGTC")
@@ -133,7 +132,7 @@ s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
 c, a = s.accept(); c.recv(65536); c.close()' $port &
 helpers=$!
-sleep 0.3
+wait_listen $port
 agent_fails "an agent whose host leaves before the start" 'the host closed the connection before starting the session'
 
 # 2c. 200 connections that say "control" and then nothing: the listener does not spin, and
@@ -141,7 +140,7 @@ agent_fails "an agent whose host leaves before the start" 'the host closed the c
 mkdir -p idle
 "$HGTRACE" listen -o idle --tcp $port --start --stop-after 1500 2> idle/listen.log &
 lpid=$!
-sleep 0.3
+wait_listen $port
 python3 -c 'import socket, sys, time
 c = []
 for i in range(200):
@@ -185,7 +184,7 @@ HGTRACE_EVENTS='listen_message' HGTRACE_FILE=$t/hb.trace \
 	"$HGTRACE" listen -o idle --tcp $((port + 2)) --start --stop-after 24000 --silent-timeout 10 \
 	2> hb-listen.log &
 lpid=$!
-sleep 0.3
+wait_listen $((port + 2))
 "$HGTRACE" agent --tcp 127.0.0.1:$((port + 2)) -B $inst -e kvm:kvm_exit 2> hb-agent.log
 arc=$?
 sleep 1.5
@@ -213,7 +212,7 @@ wait $cpid
 mkdir -p linger
 "$HGTRACE" listen -o linger --tcp $((port + 3)) --start 2> linger.log &
 lpid=$!
-sleep 0.3
+wait_listen $((port + 3))
 read -r s0 s1 < <(LINGER=0 python3 "$here/../bench/soak-peer.py" good tcp $((port + 3)) cap 64)
 for i in $(seq 100); do grep -q wrote linger.log && break; sleep 0.1; done
 kill -INT $lpid
@@ -233,7 +232,7 @@ inst=hgt_agent_c$$
 kept=$(md5sum < trace-net-1.dat)
 "$HGTRACE" listen -o . --tcp $port --start 2> listen.log &
 lpid=$!
-sleep 0.3
+wait_listen $port
 # The agent sends whole pages only (no partial page before a minute), and the markers are
 # written from CPU 0: what arrives must be markers 1..K with K < 3000, the last page lost.
 "$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -b 1024 --flush-ms 60000 2> agent.log &
@@ -287,7 +286,7 @@ inst=hgt_agent_h$$
 rm -f trace-net-*.dat
 "$HGTRACE" listen -o . --tcp $port --start --stop-after 3000 --max-mb 32 2> listen.log &
 lpid=$!
-sleep 0.3
+wait_listen $port
 python3 - $port > hostile.log 2>&1 << 'PY' &
 import socket, struct, sys, time
 port = int(sys.argv[1])

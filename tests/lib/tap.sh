@@ -91,3 +91,14 @@ wait_exit() {
 	done
 	wait "$p"
 }
+
+# wait_listen PORT [SECONDS]: until a TCP socket listens on PORT (/proc/net/tcp, state 0A:
+# nothing connects to it); the seconds (60) are only a hang guard. Returns 1 when they passed.
+wait_listen() {
+	local hex end=$((SECONDS + ${2:-60}))
+	hex=$(printf '%04X' "$1")
+	until awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" { f = 1 } END { exit !f }' /proc/net/tcp /proc/net/tcp6 2> /dev/null; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.02
+	done
+}
