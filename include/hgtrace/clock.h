@@ -132,6 +132,23 @@ bool hgt_trace_clock_readable(const char *clock);
  */
 int hgt_tsc2nsec_read(uint32_t *mult, uint32_t *shift);
 
+/* The TSC and CLOCK_MONOTONIC_RAW read at one instant (within err_ns). */
+struct hgt_tsc_sample {
+	uint64_t tsc, ns, err_ns;
+};
+
+/** hgt_tsc_sample_read - one pair (of 16 tries, the tightest). Returns 0 or -errno. */
+int hgt_tsc_sample_read(struct hgt_tsc_sample *s);
+
+/**
+ * hgt_tsc2nsec_measure - the TSC -> ns conversion (ns = (tsc * mult) >> shift, shift <= 32
+ * as TSC2NSEC takes it) measured between two samples at least 100 ms apart, where the
+ * kernel gives none (hgt_tsc2nsec_read()). *@ppm (may be NULL) gets the rate's error bound.
+ * Returns 0, -EAGAIN for samples too close together, or another -errno.
+ */
+int hgt_tsc2nsec_measure(const struct hgt_tsc_sample *a, const struct hgt_tsc_sample *b,
+			 uint32_t *mult, uint32_t *shift, double *ppm);
+
 /* One vCPU of a KVM VM as <debugfs>/kvm/<pid>-<fd>/vcpu<id>/ shows it. */
 struct hgt_kvm_vcpu {
 	int id;		    /* KVM vcpu id (= APIC id), not the guest CPU number */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hgtrace/clock.h>
@@ -56,4 +57,54 @@ int hgt_tsc2nsec_read(uint32_t *mult, uint32_t *shift)
 	if (!ret && !seen)
 		ret = hgt__errorf(ENODEV, "tsc2nsec: no CPU");
 	return ret;
+}
+
+/* One (TSC, CLOCK_MONOTONIC_RAW) pair: of 16 tries, the TSC read between the two clock
+ * reads closest together, so that the pair is within a few tens of ns of one instant. */
+int hgt_tsc_sample_read(struct hgt_tsc_sample *s)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < 16; i++) {
+		struct timespec a, b;
+		uint64_t tsc, na, nb;
+
+		if (clock_gettime(CLOCK_MONOTONIC_RAW, &a) ||
+		    hgt_trace_clock_read("x86-tsc", &tsc) || clock_gettime(CLOCK_MONOTONIC_RAW, &b))
+			return hgt__errorf(errno ? errno : EOPNOTSUPP, "tsc rate: cannot read the "
+								       "TSC and "
+								       "CLOCK_MONOTONIC_RAW");
+		na = (uint64_t)a.tv_sec * 1000000000ULL + (uint64_t)a.tv_nsec;
+		nb = (uint64_t)b.tv_sec * 1000000000ULL + (uint64_t)b.tv_nsec;
+		if (nb - na < best) {
+			best = nb - na;
+			s->tsc = tsc;
+			s->ns = na + (nb - na) / 2;
+			s->err_ns = (nb - na) / 2 + 1;
+		}
+	}
+	return 0;
+}
+
+int hgt_tsc2nsec_measure(const struct hgt_tsc_sample *a, const struct hgt_tsc_sample *b,
+			 uint32_t *mult, uint32_t *shift, double *ppm)
+{
+	uint64_t dns = b->ns - a->ns, dtsc = b->tsc - a->tsc;
+	double ns_per_tick;
+	unsigned int sh = 32;
+
+	if (b->ns <= a->ns || b->tsc <= a->tsc || dns < 100000000ULL)
+		return hgt__errorf(EAGAIN,
+				   "tsc rate: %.3f s is too short to measure the TSC rate "
+				   "(100 ms at least)",
+				   (double)dns / 1e9);
+	ns_per_tick = (double)dns / (double)dtsc;
+	/* the largest shift (at most 32, as trace-cmd's mul_u64_u32_shr takes) whose mult fits */
+	while (sh > 0 && ns_per_tick * (double)(1ULL << sh) >= 4294967295.0)
+		sh--;
+	*mult = (uint32_t)(ns_per_tick * (double)(1ULL << sh) + 0.5);
+	*shift = sh;
+	if (ppm)
+		*ppm = 1e6 * (double)(a->err_ns + b->err_ns) / (double)dns;
+	return *mult ? 0 : hgt__errorf(ERANGE, "tsc rate: no conversion fits");
 }

@@ -81,6 +81,7 @@ struct guest {
 	bool recording;	       /* its tracing is on: RECORDING (TRACEID of a version 2 agent) */
 	uint32_t proto;	       /* its HELLO's protocol version */
 	uint64_t recording_ts; /* its trace clock when its tracing went on (0: unknown) */
+	struct hgt_tsc_sample rate0; /* --record-host: TSC and CLOCK_MONOTONIC_RAW at its start */
 	uint32_t nr_cpus, page_size, long_size;
 	uint64_t session;
 	char clock[64];
@@ -595,6 +596,8 @@ static void start_host(struct listener *l, struct guest *g)
 	ro.log = NULL;
 	if (hgt_trace_clock_readable(g->clock))
 		ro.clock = g->clock;
+	if (hgt_tsc_sample_read(&g->rate0))
+		g->rate0.tsc = 0;
 	g->host_rec = hgt_record_start(&ro);
 	if (!g->host_rec) {
 		logf_(l, "guest %s: cannot record the host: %s", g->name, hgt_last_error());
@@ -1358,6 +1361,37 @@ static void map_host(struct listener *l, struct guest *g)
 		      g->host_path, g->vt.nr, g->vt.pid);
 }
 
+/* --record-host, x86-tsc: TSC2NSEC into both files (the kernel's, else the rate measured
+ * against CLOCK_MONOTONIC_RAW over the host's recording), so that they print in ns. */
+static void pair_tsc2nsec(struct listener *l, struct guest *g)
+{
+	struct hgt_tsc_sample t1;
+	uint32_t v[4] = { 0 };
+	struct hgt_option_blob ob = { HGT_OPT_TSC2NSEC, 16, v };
+	double ppm = 0;
+	int ret;
+
+	if (strcmp(g->host_clock_buf, "x86-tsc"))
+		return;
+	if (hgt_tsc2nsec_read(&v[0], &v[1]) || !v[0]) {
+		if (!g->rate0.tsc || hgt_tsc_sample_read(&t1) ||
+		    hgt_tsc2nsec_measure(&g->rate0, &t1, &v[0], &v[1], &ppm)) {
+			logf_(l, "guest %s: times stay in TSC cycles: %s", g->name,
+			      hgt_last_error());
+			return;
+		}
+	}
+	ret = hgt_tracedat_append_options(g->host_path, &ob, 1);
+	if (!ret)
+		ret = hgt_tracedat_append_options(g->path, &ob, 1);
+	if (ret)
+		logf_(l, "guest %s: TSC2NSEC not stored: %s", g->name, hgt_last_error());
+	else
+		logf_(l, "guest %s: times in ns: TSC2NSEC mult %u shift %u in both files%s",
+		      g->name, v[0], v[1],
+		      ppm > 0 ? " (measured against CLOCK_MONOTONIC_RAW)" : "");
+}
+
 /* --record-host: the channel's samples refined by the vCPU threads' windows in the host's
  * file (hgt_sync_refine()). */
 static void refine_pair(struct listener *l, struct guest *g)
@@ -1399,6 +1433,7 @@ static void check_pair(struct listener *l, struct guest *g)
 	FILE *f;
 
 	refine_pair(l, g);
+	pair_tsc2nsec(l, g);
 	in[0] = hgt_input_open(g->host_path, &op);
 	in[1] = hgt_input_open(g->path, &op);
 	sc = in[0] && in[1] ? hgt_sync_check_inputs(in, 2) : NULL;
@@ -1941,12 +1976,18 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 				}
 				if (r)
 					l.failures++;
+				/* a server: the guest may start another session. Its FIFOs are
+				 * opened again before these close, so they never go without a
+				 * reader: an agent that already wrote to them would get EPIPE */
+				if (again) {
+					struct guest *ng = NULL;
+
+					if (!open_fifo_guest(&l, &l.o.guests[src], NULL, src, seq + 1,
+							     &ng))
+						active++;
+				}
 				free_guest(&l, g);
 				l.g[i] = NULL;
-				/* a server: the guest may start another session */
-				if (again &&
-				    !open_fifo_guest(&l, &l.o.guests[src], NULL, src, seq + 1, &g))
-					active++;
 				continue;
 			}
 			active++;

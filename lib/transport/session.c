@@ -413,14 +413,18 @@ static void map_from_kvm_entry(struct session *s, struct sguest *g, const char *
 	hgt_input_close(host);
 }
 
-/* TSC2NSEC (perf's mult/shift) into the host file and every guest file, so both print in
- * ns; without it both stay in cycles. Never a mult 0. @said gets what was done. */
-static void tsc2nsec(struct session *s, const char *host_path, const char *clock, char *said,
-		     size_t n)
+/* TSC2NSEC into the host file and every guest file, so both print in ns: perf's mult/shift,
+ * else the rate measured against CLOCK_MONOTONIC_RAW over the session (from @t0). Never a
+ * mult 0. @said gets what was done. */
+static void tsc2nsec(struct session *s, const char *host_path, const char *clock,
+		     const struct hgt_tsc_sample *t0, char *said, size_t n)
 {
 	uint32_t mult = 0, shift = 0;
 	uint8_t p[16] = { 0 };
 	struct hgt_option_blob ob = { HGT_OPT_TSC2NSEC, 16, p };
+	struct hgt_tsc_sample t1;
+	char how[160] = "the kernel's (perf)";
+	double ppm = 0;
 	int ret;
 
 	if (strcmp(clock, "x86-tsc")) {
@@ -428,10 +432,21 @@ static void tsc2nsec(struct session *s, const char *host_path, const char *clock
 		return;
 	}
 	if (hgt_tsc2nsec_read(&mult, &shift) || !mult) {
-		snprintf(said, n,
-			 "times in x86-tsc cycles, host and guests alike (no TSC2NSEC: %s)",
-			 hgt_last_error());
-		return;
+		char why[160];
+
+		snprintf(why, sizeof(why), "%s", hgt_last_error());
+		if (!t0->tsc || hgt_tsc_sample_read(&t1) ||
+		    hgt_tsc2nsec_measure(t0, &t1, &mult, &shift, &ppm)) {
+			snprintf(said, n,
+				 "times in x86-tsc cycles, host and guests alike (no TSC2NSEC: %s; "
+				 "%s)",
+				 why, hgt_last_error());
+			return;
+		}
+		snprintf(how, sizeof(how),
+			 "measured against CLOCK_MONOTONIC_RAW over %.3f s, +-%.2f ppm (%.0f Hz)",
+			 (double)(t1.ns - t0->ns) / 1e9, ppm,
+			 1e9 * (double)(t1.tsc - t0->tsc) / (double)(t1.ns - t0->ns));
 	}
 	memcpy(p, &mult, 4);
 	memcpy(p + 4, &shift, 4);
@@ -442,8 +457,8 @@ static void tsc2nsec(struct session *s, const char *host_path, const char *clock
 	if (ret)
 		snprintf(said, n, "TSC2NSEC not stored: %s", hgt_last_error());
 	else
-		snprintf(said, n, "times in ns: TSC2NSEC mult %u shift %u in every file", mult,
-			 shift);
+		snprintf(said, n, "times in ns: TSC2NSEC mult %u shift %u in every file, %s", mult,
+			 shift, how);
 }
 
 /* GUEST options into the host file: each guest's trace id and vCPU threads. */
@@ -646,6 +661,7 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 	char *base = NULL, *clock = NULL;
 	const char **host_events = NULL;
 	uint64_t t_start;
+	struct hgt_tsc_sample rate0 = { 0 };
 	int i, ret = 0, lret, rret, nr_kvm = 0, nr_entry = 0;
 
 	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o) || !opts->host ||
@@ -753,6 +769,8 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 	}
 	t_start = 0;
 	hgt_trace_clock_read("x86-tsc", &t_start);
+	if (hgt_tsc_sample_read(&rate0))
+		rate0.tsc = 0;
 	rec = hgt_record_start(&hro);
 	if (!rec) {
 		ret = -errno;
@@ -804,7 +822,7 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 	for (i = 0; i < s.n; i++)
 		if (s.g[i].path[0])
 			refine(&s, &s.g[i], hro.output);
-	tsc2nsec(&s, hro.output, clock, units, sizeof(units));
+	tsc2nsec(&s, hro.output, clock, &rate0, units, sizeof(units));
 	containment(&s, hro.output);
 	summary(&s, hro.output, clock, &hr);
 	if (units[0])

@@ -159,11 +159,7 @@ for n in 1 2; do
 	"$HGTRACE" agent --fifos d -e sched:sched_switch -C x86-tsc -- sleep 0.5 2> "gd/agent$n.log"
 	f=gd/trace-d.dat
 	[ $n = 2 ] && f=gd/trace-d-2.dat
-	i=0
-	while ! grep -q "wrote $f\$" gd/listen.log && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_for_line gd/listen.log "wrote $f\$"
 done
 kill -INT $lpid
 wait $lpid
