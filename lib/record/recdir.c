@@ -8,6 +8,9 @@
  *   cpuN       the CPU's ring-buffer pages, written as they are read (cpuN.K: the K-th
  *              stream of that CPU)
  *   cmdlines   the task names, refreshed while recording
+ *   options    options known only while recording (a session's sync samples so far),
+ *              replaced whole as they grow: {u16 id, u32 size, size bytes}...; a restore
+ *              adds them to the file as the normal stop would have
  * A normal stop writes OUTPUT from these and removes the directory; after a kill, hgtrace
  * restore does the same with what reached the disk.
  */
@@ -229,6 +232,67 @@ int hgt__recdir_put(const struct hgt__recdir *d, const char *name, const void *p
 }
 
 /**
+ * hgt__recdir_put_options - replace the directory's saved options by @o[0..n-1].
+ */
+int hgt__recdir_put_options(const struct hgt__recdir *d, const struct hgt_option_blob *o, int n)
+{
+	size_t len = 0, at = 0;
+	uint8_t *buf;
+	int ret;
+
+	for (int i = 0; i < n; i++)
+		len += 6 + o[i].size;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		memcpy(buf + at, &o[i].id, 2);
+		memcpy(buf + at + 2, &o[i].size, 4);
+		memcpy(buf + at + 6, o[i].data, o[i].size);
+		at += 6 + o[i].size;
+	}
+	ret = hgt__recdir_put(d, "options", buf, len);
+	free(buf);
+	return ret;
+}
+
+/* A restore: the saved options, added as the recorder's stop would have. */
+static int saved_options(void *ctx, struct hgt_output *out)
+{
+	char *p = path_in(ctx, "options");
+	FILE *f = p ? fopen(p, "rb") : NULL;
+	uint8_t *buf = NULL;
+	long len;
+	int ret = 0;
+
+	free(p);
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
+	    !(buf = malloc((size_t)len + 1)) || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+		ret = hgt__errorf(EIO, "%s/options: cannot be read", (const char *)ctx);
+		goto out;
+	}
+	for (long at = 0; !ret && at < len;) {
+		uint16_t id;
+		uint32_t size;
+
+		if (len - at < 6)
+			break;
+		memcpy(&id, buf + at, 2);
+		memcpy(&size, buf + at + 2, 4);
+		if ((uint64_t)size > (uint64_t)(len - at - 6))
+			break; /* cut while replaced: what is whole before it stands */
+		ret = hgt_output_add_option(out, id, buf + at + 6, size);
+		at += 6 + (long)size;
+	}
+out:
+	free(buf);
+	fclose(f);
+	return ret;
+}
+
+/**
  * hgt__recdir_head - start head.dat: a version 7 file without compression, whose metadata
  * and options the caller gives and which it closes (with hgt_output_close()) before
  * tracing starts.
@@ -281,7 +345,8 @@ static void remove_dir(const char *dir)
 
 	while (dp && (e = readdir(dp))) {
 		if (our_file(e->d_name, &cpu, &k) || !strcmp(e->d_name, "state") ||
-		    !strcmp(e->d_name, "head.dat") || !strcmp(e->d_name, "cmdlines")) {
+		    !strcmp(e->d_name, "head.dat") || !strcmp(e->d_name, "cmdlines") ||
+		    !strcmp(e->d_name, "options")) {
 			char *p = path_in(dir, e->d_name);
 
 			if (p)
@@ -381,7 +446,10 @@ int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_con
 	/* the file is rewritten, never printed: kallsyms are copied, not parsed */
 	HGT_OPTS(hgt_open_opts, oo,
 		 .flags = HGT_OPEN_QUIET | HGT_OPEN_NO_PLUGINS | HGT_OPEN_NO_KALLSYMS);
-	struct hgt__convert_src src = { .more_options = more, .ctx = ctx, .sync = sync };
+	/* without the recorder's own end (a restore), the options it had saved */
+	struct hgt__convert_src src = { .more_options = more ? more : saved_options,
+					.ctx = more ? ctx : (void *)dir,
+					.sync = sync };
 	struct hgt__page_file *files = NULL;
 	char *head = path_in(dir, "head.dat");
 	struct hgt_input *in = NULL;

@@ -469,6 +469,8 @@ static void sync_round(struct listener *l, struct guest *g, int per_cpu)
 }
 
 /* The round is over: each CPU's best probe becomes a sample. */
+static void save_sync(struct listener *l, struct guest *g);
+
 static void sync_round_done(struct listener *l, struct guest *g)
 {
 	struct sync *s = &g->sync;
@@ -523,8 +525,10 @@ static void sync_round_done(struct listener *l, struct guest *g)
 			s->best = s->best_rtt[c];
 		kept++;
 	}
-	if (kept)
+	if (kept) {
 		s->rounds++;
+		save_sync(l, g);
+	}
 }
 
 /* PROBE_REPLY {u32 seq, u32 cpu, u64 ts}. */
@@ -1225,7 +1229,47 @@ static int guest_head(struct listener *l, struct guest *g, int ncpu)
 
 /* TIME_SHIFT from the kept samples, and a CPUSTAT line saying how they were made (shown by
  * report --stat in both tools; the sync check reads its bound). */
-static int add_sync_options(struct listener *l, struct guest *g, struct hgt_output *out)
+/* Where add_sync_options() puts its options: the file being written, or a list saved in
+ * the recording directory. */
+struct opt_sink {
+	struct hgt_output *out;
+	struct hgt_option_blob list[4];
+	void *owned[4];
+	int n;
+};
+
+static int sink_add(struct opt_sink *k, uint16_t id, const void *p, uint32_t n)
+{
+	void *c;
+
+	if (k->out)
+		return hgt_output_add_option(k->out, id, p, n);
+	if (k->n == 4 || !(c = malloc(n ? n : 1)))
+		return -ENOMEM;
+	memcpy(c, p, n);
+	k->owned[k->n] = c;
+	k->list[k->n++] = (struct hgt_option_blob){ id, n, c };
+	return 0;
+}
+
+static int add_sync_options(struct listener *l, struct guest *g, struct opt_sink *out);
+
+/* After a sync round: the samples so far into the guest's recording directory, so that a
+ * restore after a kill stores them as the end would have. */
+static void save_sync(struct listener *l, struct guest *g)
+{
+	struct opt_sink k = { 0 };
+
+	if (!g->rd.dir || !g->sync.on || g->sync.failed)
+		return;
+	if (!add_sync_options(l, g, &k) && hgt__recdir_put_options(&g->rd, k.list, k.n))
+		logf_(l, "guest %s: its sync samples cannot be saved in %s: %s", g->name, g->rd.dir,
+		      hgt_last_error());
+	for (int i = 0; i < k.n; i++)
+		free(k.owned[i]);
+}
+
+static int add_sync_options(struct listener *l, struct guest *g, struct opt_sink *out)
 {
 	struct sync *s = &g->sync;
 	struct hgt_time_shift_cpu *tc;
@@ -1252,8 +1296,7 @@ static int add_sync_options(struct listener *l, struct guest *g, struct hgt_outp
 				 (unsigned long long)s->lost);
 		snprintf(line, sizeof(line), "hgtrace sync: %s%s\\n",
 			 s->failed ? "FAILED, not applied: " : "", s->why);
-		return hgt_output_add_option(out, HGT_OPT_CPUSTAT, line,
-					     (uint32_t)strlen(line) + 1);
+		return sink_add(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
 	}
 	snprintf(s->why, sizeof(s->why), "agent channel");
 	tc = calloc(g->nr_cpus, sizeof(*tc));
@@ -1278,7 +1321,7 @@ static int add_sync_options(struct listener *l, struct guest *g, struct hgt_outp
 				      tc };
 	ret = hgt_time_shift_option_build(&ts, &buf, &len);
 	if (!ret)
-		ret = hgt_output_add_option(out, HGT_OPT_TIME_SHIFT, buf, len);
+		ret = sink_add(out, HGT_OPT_TIME_SHIFT, buf, len);
 	free(buf);
 	free(tc);
 	free(ones);
@@ -1289,12 +1332,12 @@ static int add_sync_options(struct listener *l, struct guest *g, struct hgt_outp
 		 g->clock, total, s->rounds, (unsigned long long)s->best,
 		 (unsigned long long)s->bound);
 	if (!ret)
-		ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
+		ret = sink_add(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
 	if (!ret && g->agent_wall_ns) {
 		snprintf(line, sizeof(line),
 			 "hgtrace agent: %.1f ms of CPU in %.3f s of recording\\n",
 			 (double)g->agent_cpu_ns / 1e6, (double)g->agent_wall_ns / 1e9);
-		ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
+		ret = sink_add(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
 	}
 	return ret;
 }
@@ -1489,7 +1532,11 @@ static int end_options(void *ctx, struct hgt_output *out)
 			g->fault[0] ? "; stream ended: " : "", g->fault, (unsigned long long)part);
 		ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, note, (uint32_t)strlen(note) + 1);
 	}
-	return ret ? ret : add_sync_options(e->l, g, out);
+	{
+		struct opt_sink k = { .out = out };
+
+		return ret ? ret : add_sync_options(e->l, g, &k);
+	}
 }
 
 /* Write trace-NAME.dat from what the guest sent: head.dat and the CPU files of its
@@ -1982,8 +2029,8 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 				if (again) {
 					struct guest *ng = NULL;
 
-					if (!open_fifo_guest(&l, &l.o.guests[src], NULL, src, seq + 1,
-							     &ng))
+					if (!open_fifo_guest(&l, &l.o.guests[src], NULL, src,
+							     seq + 1, &ng))
 						active++;
 				}
 				free_guest(&l, g);

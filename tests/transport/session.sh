@@ -114,6 +114,36 @@ grep -q 'serving sessions' agent.log && [ "$(grep -c 'agent: stopped' agent.log)
 [ -d "$TRACEFS/instances/$inst" ] && tap_fail "the agent's instance is left" ||
 	tap_ok "the agent removed its instance"
 
+# 1d. record -A killed (SIGKILL) mid-session: restore writes both files, and the guest's
+# carries the channel's samples saved so far (its recording directory's "options"): every
+# stored offset within the stored bound of the truth 0, and the pair merges as trace-cmd
+# merges it. Its own agent (an agent --serve whose host was killed is issue 22's).
+"$HGTRACE" setup-guest k --cpus "$(nproc)" --dir . > /dev/null
+"$HGTRACE" agent --serve --fifos k -B hgt_sess_k$$ -e sched:sched_switch 2> kagent.log &
+kpid=$!
+"$HGTRACE" record -e sched:sched_switch -A "k@fifo:$t/k" -o kk.dat -- sleep 60 2> kk.log &
+rp=$!
+end=$((SECONDS + 60))
+until [ -e kk-k.dat.recording/options ] || [ $SECONDS -ge $end ]; do sleep 0.02; done
+kill -KILL $rp
+wait $rp 2> /dev/null
+"$HGTRACE" restore kk.dat 2> /dev/null && "$HGTRACE" restore kk-k.dat 2> kr.log
+trace-cmd dump --options kk-k.dat 2> /dev/null |
+	sed -n 's/^[[:space:]]*\(-\{0,1\}[0-9]*\) [0-9]* [0-9]* [0-9]*\[offset.*/\1/p' > koff.txt
+kb=$(trace-cmd report --stat kk-k.dat 2> /dev/null | sed -n 's/.*hgtrace sync: agent channel.*bound=\([0-9]*\).*/\1/p' | tail -1)
+kn=$(wc -l < koff.txt)
+kw=$(awk '{ v = $1 < 0 ? -$1 : $1; if (v > m) m = v } END { print m + 0 }' koff.txt)
+"$HGTRACE" report --no-latency kk.dat kk-k.dat > hr.txt 2> /dev/null
+trace-cmd report -i kk.dat -i kk-k.dat > tr.txt 2> /dev/null
+if [ -n "$kb" ] && [ "$kn" -ge "$(nproc)" ] && [ "$kw" -le "$kb" ] && cmp -s hr.txt tr.txt; then
+	tap_ok "SIGKILL + restore: the guest file keeps its $kn channel samples (worst $kw of the truth 0, bound +-$kb); the merge = trace-cmd's ($(wc -l < hr.txt) lines)"
+else
+	tap_fail "SIGKILL + restore: bound '$kb', $kn samples, worst $kw, merge $(cmp -s hr.txt tr.txt && echo same || echo differs): $(cat kr.log)"
+fi
+kill -KILL $kpid 2> /dev/null
+wait $kpid 2> /dev/null
+"$HGTRACE" reset > /dev/null 2>&1
+
 # 2. Over TCP: the agent listens (agent --serve --listen), the host dials it; two sessions.
 port=$((20000 + $$ % 20000))
 "$HGTRACE" agent --serve --listen "tcp:127.0.0.1:$port" -e sched:sched_switch 2> tagent.log &
