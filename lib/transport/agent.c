@@ -23,6 +23,8 @@
 #include <netinet/tcp.h>
 #include <linux/vm_sockets.h>
 
+#include <tracefs.h>
+
 #include <hgtrace/clock.h>
 #include <hgtrace/peer.h>
 #include <hgtrace/transport.h>
@@ -838,6 +840,29 @@ static int serve_listening(struct agent *a)
 	return ret;
 }
 
+/* A clock both sides read from user space, so that the host can sync it (the default
+ * "local" cannot be): x86-tsc where the kernel offers it, else mono; NULL: neither. */
+static const char *syncable_clock(void)
+{
+	static const char *const want[] = { "x86-tsc", "mono" };
+	char path[4096], buf[512];
+	const char *dir = tracefs_tracing_dir();
+
+	snprintf(path, sizeof(path), "%s/trace_clock", dir ? dir : "/sys/kernel/tracing");
+	if (hgt__read_small(path, buf, sizeof(buf)) <= 0)
+		return NULL;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		size_t n = strlen(want[i]);
+
+		for (const char *p = strstr(buf, want[i]); p; p = strstr(p + 1, want[i]))
+			if ((p == buf || p[-1] == ' ' || p[-1] == '[') &&
+			    (p[n] == ' ' || p[n] == ']' || p[n] == '\n' || !p[n]) &&
+			    hgt_trace_clock_readable(want[i]))
+				return want[i];
+	}
+	return NULL;
+}
+
 int hgt_agent_run(const struct hgt_agent_opts *opts)
 {
 	struct agent a = { .ctl_r = -1, .ctl_w = -1 };
@@ -858,6 +883,8 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 					  a.o.transport != HGT_TRANSPORT_VSOCK)))
 		return hgt__errorf(EINVAL, "agent: --listen is for --serve over TCP or vsock");
 	a.ro = *a.o.record;
+	if (a.o.now && !a.ro.clock)
+		a.ro.clock = syncable_clock(); /* guest-driven: the host records in it */
 	a.clock = a.ro.clock;
 	a.nr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
 	a.data = malloc(sizeof(int) * (size_t)a.nr_cpus);

@@ -600,6 +600,12 @@ static void start_host(struct listener *l, struct guest *g)
 	ro.log = NULL;
 	if (hgt_trace_clock_readable(g->clock))
 		ro.clock = g->clock;
+	else
+		logf_(l,
+		      "guest %s: WARNING: it records with clock %s, which user space cannot read: "
+		      "the pair cannot be synced and its events will not be placed in host time "
+		      "(NOT SYNCED); give the agent -C x86-tsc or -C mono",
+		      g->name, g->clock);
 	if (hgt_tsc_sample_read(&g->rate0))
 		g->rate0.tsc = 0;
 	g->host_rec = hgt_record_start(&ro);

@@ -29,8 +29,9 @@ gbin=$build/tools/hgtrace/hgtrace-static
 [ -x "$gbin" ] || tap_skip_all "no hgtrace-static in $build (meson -Dstatic_agent=true)"
 guest_initramfs "$gbin" initramfs.gz << 'INIT'
 if grep -q hgt_mode=now /proc/cmdline; then
-	# guest-driven: record while a command runs; the host records its side (listen --record-host)
-	hgtrace agent --now --ports /dev/virtio-ports -e sched:sched_switch -C x86-tsc -- sleep 2
+	# guest-driven, as the README: record while a command runs, no -C (the agent takes a
+	# clock the host can sync); the host records its side (listen --record-host)
+	hgtrace agent --now -e sched:sched_switch -- sleep 2
 else
 	echo "guest: serving"
 	hgtrace agent --serve --ports /dev/virtio-ports -e sched:sched_switch

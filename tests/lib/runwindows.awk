@@ -13,7 +13,9 @@ BEGIN { n = split(pids, p, " "); for (i = 1; i <= n; i++) { thread[i - 1] = p[i]
 	file = $1; sub(/:$/, "", file)
 	if (!match($0, /-[0-9]+ +\[[0-9]+\] *[0-9.]+: +[a-z_]+:/)) next
 	split(substr($0, RSTART, RLENGTH), f, /[][ :]+/)
-	cpu = f[2] + 0; ts = f[3]; ev = f[4]
+	# "SEC.NSEC" (report -t) as integer ns, exact in awk's doubles; cycles as they are. Keys
+	# keep the digits (mawk makes a large number a key by CONVFMT, "%.6g")
+	cpu = f[2] + 0; tss = f[3]; ev = f[4]; gsub(/\./, "", tss); ts = tss + 0
 	if (file == host) {
 		if (ev != "sched_switch") next
 		# "PREV_COMM:PREV_PID [PRIO] STATE ==> NEXT_COMM:NEXT_PID [PRIO]" (comms may hold
@@ -41,7 +43,7 @@ BEGIN { n = split(pids, p, " "); for (i = 1; i <= n; i++) { thread[i - 1] = p[i]
 	}
 	t = thread[cpu]
 	if (run[t] || (seen[t] && last_out[t] == ts)) inside++
-	else pend[t, ts]++
+	else pend[t, tss]++
 }
 # the pid of "COMM:PID [PRIO]..." (the last ":PID [" in S)
 function pid_of(s,   r) {
@@ -55,9 +57,9 @@ function settle(t, ts, in_,   k, q) {
 	for (k in pend) {
 		split(k, q, SUBSEP)
 		if (q[1] != t) continue
-		if (in_ == 2) { if (q[2] >= ts) { inside += pend[k]; delete pend[k] } continue }
+		if (in_ == 2) { if (q[2] + 0 >= ts) { inside += pend[k]; delete pend[k] } continue }
 		if (!seen[t]) unchecked += pend[k]
-		else if (in_ && q[2] == ts) inside += pend[k]
+		else if (in_ && q[2] + 0 == ts) inside += pend[k]
 		else outside += pend[k]
 		delete pend[k]
 	}
