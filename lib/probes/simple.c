@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "../thread.h"
+#include "../common/common-local.h"
 #include "probes-local.h"
 
 __thread struct hgt__probe_ring *hgt__probe_tls __attribute__((tls_model("initial-exec")));
@@ -791,7 +793,20 @@ int hgt__probe_file_on_locked(void)
 	if (hgt__probe_file_is_on())
 		return 0;
 	hgt__probe_file_name();
-	f = open(file_name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	{
+		/* a link is followed only where nobody else could have planted it; anything
+		 * else is never followed, even if it appears after the look */
+		struct stat lst;
+		char why[512];
+		bool link = !lstat(file_name, &lst) && S_ISLNK(lst.st_mode);
+
+		if (link && hgt__link_check(file_name, &lst, why, sizeof(why))) {
+			fprintf(stderr, "hgtrace-probes: trace file %s: %s\n", file_name, why);
+			return -EPERM;
+		}
+		f = open(file_name,
+			 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (link ? 0 : O_NOFOLLOW), 0644);
+	}
 	if (f < 0) {
 		ret = -errno;
 		fprintf(stderr, "hgtrace-probes: trace file %s: %s\n", file_name, strerror(errno));

@@ -16,6 +16,7 @@
 
 #include <hgtrace/output.h>
 
+#include "../common/common-local.h"
 #include "tracedat-local.h"
 
 struct hgt_newfile {
@@ -81,6 +82,10 @@ static int resolve(const char *path, char **target, struct stat *st, bool *exist
 		return *target ? 0 : -ENOMEM;
 	}
 	if (S_ISLNK(st->st_mode)) {
+		char why[512];
+
+		if (hgt__link_check(path, st, why, sizeof(why)))
+			return hgt__errorf(EPERM, "%s: %s", path, why);
 		r = realpath(path, NULL);
 		if (!r)
 			return hgt__errorf(errno, "%s: a symbolic link to nothing usable: %s", path,

@@ -122,4 +122,32 @@ fi
 	grep -q " 0 outside" sync.txt && tap_ok "after both refusals the same attach succeeds: $(cat sync.txt)" ||
 	tap_fail "attach after the refusals: $(cat err.txt sync.txt)"
 
+# A link another user planted in a sticky world-writable directory is never followed (the
+# kernel's protected_symlinks rule, whatever the sysctl says): record, convert and view -o
+# refuse in one line, the link's target untouched; root's own link there is followed.
+if command -v setpriv > /dev/null && id nobody > /dev/null 2>&1; then
+	chmod 755 . # nobody reaches ww
+	mkdir -m 1777 ww
+	echo precious > victim
+	setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups ln -s ../victim ww/r.dat
+	tap_refuses "convert -o through nobody's link in a sticky directory" "victim" \
+		"$HGTRACE" convert -i u-host.dat -o ww/r.dat
+	grep -q "ww/r.dat: a symbolic link of uid $(id -u nobody) in ww, a sticky world-writable directory: not followed" tap-err.txt ||
+		tap_fail "convert through the link: $(cat tap-err.txt)"
+	tap_refuses "view -o through nobody's link in a sticky directory" "victim" \
+		"$HGTRACE" view -o ww/r.dat u-host.dat
+	if [ -e /sys/kernel/tracing/trace_clock ] || mount -t tracefs nodev /sys/kernel/tracing 2> /dev/null; then
+		tap_refuses "record -o through nobody's link in a sticky directory" "victim" \
+			"$HGTRACE" record -e sched:sched_switch -o ww/r.dat -- true
+	fi
+	: > mine
+	ln -s ../mine ww/own.dat
+	"$HGTRACE" convert -i u-host.dat -o ww/own.dat 2> own.err && [ -L ww/own.dat ] &&
+		trace-cmd report mine > /dev/null 2>&1 &&
+		tap_ok "root's own link in the sticky directory is followed: its target holds the file" ||
+		tap_fail "root's own link: $(cat own.err)"
+else
+	tap_skip "links in sticky directories" "no setpriv or no user nobody"
+fi
+
 tap_done

@@ -6,7 +6,7 @@
  *   sample threads N M   N threads fire ev_work M times each
  *   sample signals M     fire ev_work(0, i) M times while a 20 us timer's handler fires
  *                        ev_work(1, k), k = 0, 1, ... (prints the handler's count)
- *   sample ticks FILE    fire ev_tick every millisecond until FILE exists
+ *   sample ticks FILE [N]  fire ev_tick every millisecond until FILE exists (or N times)
  *   sample crash         fire, then abort()
  *   sample semaphore     print whether a USDT/LTTng listener is attached (args computed)
  *   sample init FILE     hgt_probes_init() with ev_ints and ev_void into FILE, then fire
@@ -110,8 +110,10 @@ int main(int argc, char **argv)
 		it = (struct itimerval){ { 0, 0 }, { 0, 0 } };
 		setitimer(ITIMER_REAL, &it, NULL);
 		printf("handler %ld\n", (long)in_handler_fired);
-	} else if (!strcmp(mode, "ticks") && argc == 3) {
-		for (unsigned long n = 0; access(argv[2], F_OK) && n < 60000; n++) {
+	} else if (!strcmp(mode, "ticks") && (argc == 3 || argc == 4)) {
+		unsigned long most = argc == 4 ? strtoul(argv[3], NULL, 10) : 60000;
+
+		for (unsigned long n = 0; access(argv[2], F_OK) && n < most; n++) {
 			trace_ev_tick(n);
 			usleep(1000);
 		}
