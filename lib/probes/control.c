@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The control socket: a Unix stream socket at HGTRACE_CTL; each connection sends one
- * monitor command line and gets its reply, then "ok" or "error" as the last line
- * (hgtrace ctl is the client). Connections are served side by side, each within a
- * deadline, so one that stays silent blocks nobody.
+ * The control socket: a Unix stream socket at HGTRACE_CTL; a connection sends monitor
+ * command lines and gets, per line in order, its reply ending with "ok" or "error" (hgtrace
+ * ctl is the client); the lines that came before the first reply are all answered, then
+ * the connection is closed. Connections are served side by side, each within a deadline,
+ * and with every slot taken a new one evicts the oldest that has not sent a whole line: a
+ * silent client blocks nobody.
  */
 #include <errno.h>
 #include <poll.h>
@@ -56,21 +58,36 @@ static void drop(struct client *c)
 	c->fd = -1;
 }
 
-/* Run the command once its line is complete (or the line buffer is full). */
+/* Run every complete line (or the whole buffer, once full) and queue their replies. */
 static void answer(struct client *c)
 {
-	char *nl = memchr(c->in, '\n', c->in_len);
-	int r;
+	size_t at = 0, used = 0;
 
-	c->in[nl ? (size_t)(nl - c->in) : c->in_len] = '\0';
 	c->out = malloc(CTL_REPLY + 8);
 	if (!c->out) {
 		drop(c);
 		return;
 	}
-	r = hgt_probe_command(c->in, c->out, CTL_REPLY);
-	strcat(c->out, r < 0 ? "error\n" : "ok\n");
-	c->out_len = strlen(c->out);
+	c->out[0] = '\0';
+	while (at < c->in_len) {
+		char *nl = memchr(c->in + at, '\n', c->in_len - at), *line = c->in + at;
+		size_t end = nl ? (size_t)(nl - c->in) : c->in_len;
+		int r;
+
+		if (!nl && at)
+			break; /* a part line after whole ones: not a command */
+		c->in[end] = '\0';
+		at = end + 1;
+		if (!*line && nl)
+			continue; /* an empty line */
+		if (used + 16 >= CTL_REPLY)
+			break;
+		r = hgt_probe_command(line, c->out + used, CTL_REPLY - used - 8);
+		used += strlen(c->out + used);
+		strcpy(c->out + used, r < 0 ? "error\n" : "ok\n");
+		used += strlen(c->out + used);
+	}
+	c->out_len = used;
 }
 
 /* Readable or writable: take what came, send what can go. Returns false when done. */
@@ -127,8 +144,7 @@ static void *ctl_main(void *arg)
 			if (timeout < 0 || (int)(cl[i].deadline - now) < timeout)
 				timeout = (int)(cl[i].deadline - now);
 		}
-		pf[n++] =
-			(struct pollfd){ .fd = busy < CTL_CLIENTS ? ctl_fd : -1, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = ctl_fd, .events = POLLIN };
 		for (int i = 0; i < CTL_CLIENTS; i++)
 			pf[n++] = (struct pollfd){ .fd = cl[i].fd,
 						   .events = cl[i].out ? POLLOUT : POLLIN };
@@ -143,13 +159,23 @@ static void *ctl_main(void *arg)
 		if (pf[0].revents & POLLIN) {
 			int c = accept4(ctl_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-			for (int i = 0; c >= 0 && i < CTL_CLIENTS; i++)
-				if (cl[i].fd < 0) {
-					memset(&cl[i], 0, sizeof(cl[i]));
-					cl[i].fd = c;
-					cl[i].deadline = now_ms() + CTL_DEADLINE_MS;
-					c = -1;
-				}
+			int slot = -1;
+
+			for (int i = 0; c >= 0 && i < CTL_CLIENTS && slot < 0; i++)
+				if (cl[i].fd < 0)
+					slot = i;
+			/* every slot taken: the oldest that has not sent a whole line goes */
+			for (int i = 0, full = slot < 0; c >= 0 && full && i < CTL_CLIENTS; i++)
+				if (!cl[i].out && (slot < 0 || cl[i].deadline < cl[slot].deadline))
+					slot = i;
+			if (slot >= 0 && c >= 0) {
+				if (cl[slot].fd >= 0)
+					drop(&cl[slot]);
+				memset(&cl[slot], 0, sizeof(cl[slot]));
+				cl[slot].fd = c;
+				cl[slot].deadline = now_ms() + CTL_DEADLINE_MS;
+				c = -1;
+			}
 			if (c >= 0)
 				close(c);
 		}

@@ -623,6 +623,39 @@ sleep 0.2
 on2=$("$HGTRACE" ctl "$sock" info trace-events ev_tick)
 "$HGTRACE" ctl "$sock" trace-file flush > /dev/null
 "$HGTRACE" ctl "$sock" trace-event ev_nosuch on > /dev/null 2> "$t/ctlerr" && ctl_bad=1
+# Three commands in one write: each line is a command, each gets its reply, in order.
+multi=$(python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
+s.sendall(b"trace-event ev_ints on\ntrace-event ev_ints off\ninfo trace-events ev_ints\n")
+out = b""
+while True:
+    b = s.recv(4096)
+    if not b: break
+    out += b
+print(out.decode().replace("\n", "|"))' "$sock")
+[ "$multi" = "1 event enabled|ok|1 event disabled|ok|ev_ints : state 0|ok|" ] &&
+	tap_ok "control socket: three commands in one write, three replies in order ($multi)" ||
+	tap_fail "control socket: three commands in one write: '$multi'"
+# 20 clients that connect and say nothing (more than the 16 served at once) hold no good
+# one up: with every slot taken, the oldest silent one is dropped for it.
+python3 -c 'import socket, sys, time
+c = []
+for i in range(20):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); c.append(s)
+print("ready", flush=True)
+time.sleep(8)' "$sock" > "$t/silent.out" &
+hold=$!
+wait_for_line "$t/silent.out" ready
+t0=$(date +%s%N)
+# (before the 5 s the program gives a client: waiting for the silent ones to time out
+# would take that long)
+held=$(timeout 4 "$HGTRACE" ctl "$sock" info trace-events ev_tick)
+t1=$(date +%s%N)
+kill $hold 2> /dev/null
+wait $hold 2> /dev/null
+[ "$held" = "ev_tick : state 0" ] &&
+	tap_ok "control socket: answered in $(((t1 - t0) / 1000000)) ms beside 20 silent clients" ||
+	tap_fail "control socket beside 20 silent clients: '$held' after $(((t1 - t0) / 1000000)) ms"
 touch "$t/stop"
 wait $tpid
 "$HGTRACE" simpletrace "$t/simple/ticks.trace" > "$t/ticks.txt"
