@@ -156,14 +156,19 @@ static void make_key(void)
 	key_made = !pthread_key_create(&ring_key, ring_exit);
 }
 
+#define RING_POPULATE (16u << 20) /* rings up to this are committed at once */
+
 /*
  * HGTRACE_RING_KB: a number of KB from 4 to 4 GiB, rounded up to a power of two. Anything
  * else (a sign, letters, 0, out of range) keeps the default, said once on stderr: a typo
- * must not give a 4 GiB ring per thread, nor a 4 KB one.
+ * must not give a 4 GiB ring per thread, nor a 4 KB one. A ring is at most 1/64 of the
+ * machine's memory (said once): every thread that fires gets one.
  */
 static size_t ring_bytes(void)
 {
-	static int warned;
+	static int warned, capped;
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	size_t most = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 64 : (size_t)1 << 32;
 	const char *e = getenv("HGTRACE_RING_KB");
 	size_t kb = 1024, sz = 4096;
 
@@ -186,6 +191,15 @@ static size_t ring_bytes(void)
 	}
 	while (sz < kb * 1024)
 		sz <<= 1;
+	if (sz > most) {
+		while (sz > most && sz > 4096)
+			sz >>= 1;
+		if (!__atomic_exchange_n(&capped, 1, __ATOMIC_RELAXED))
+			fprintf(stderr,
+				"hgtrace-probes: HGTRACE_RING_KB=%s: capped at %zu KB per thread "
+				"(1/64 of this machine's memory)\n",
+				e, sz / 1024);
+	}
 	return sz;
 }
 
@@ -196,9 +210,11 @@ struct hgt__probe_ring *hgt__probe_ring_new(void)
 
 	if (!r)
 		return NULL;
-	/* populated now: no page faults on the fast path later */
-	r->r.buf = mmap(NULL, sz, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	/* populated now: no page faults on the fast path later; a ring larger than that is
+	 * committed as it fills (a big ring for a thread that fires little costs nothing) */
+	r->r.buf =
+		mmap(NULL, sz, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | (sz <= RING_POPULATE ? MAP_POPULATE : 0), -1, 0);
 	if (r->r.buf == MAP_FAILED) {
 		free(r);
 		return NULL;

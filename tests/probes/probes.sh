@@ -333,6 +333,23 @@ for v in -5 abc 0 99999999999; do
 	fi
 done
 
+# HGTRACE_RING_KB=4194304 (4 GiB) with 4 threads: each ring capped at 1/64 of the machine's
+# memory, said once, and committed as it fills: the program's peak RSS stays far below one
+# such ring (it was 4.2 GB, after 44 s, for 4 x 1 GB), and every event is recorded.
+cap=$(( $(getconf _PHYS_PAGES) * $(getconf PAGESIZE) / 64 / 1024 ))
+(cd "$t/simple" && HGTRACE_RING_KB=4194304 HGTRACE_EVENTS=ev_work HGTRACE_FILE=$t/simple/big.trace \
+	/usr/bin/time -f 'rss %M' ./sample threads 4 20000 2> big.err)
+rss=$(sed -n 's/^rss \([0-9]*\)$/\1/p' "$t/simple/big.err")
+got=$("$HGTRACE" simpletrace "$t/simple/big.trace" 2> /dev/null | grep -c '^ev_work')
+line=$(grep -c 'HGTRACE_RING_KB=4194304: capped at [0-9]* KB per thread' "$t/simple/big.err")
+capped=$(sed -n 's/.*capped at \([0-9]*\) KB per thread.*/\1/p' "$t/simple/big.err")
+if [ "$line" = 1 ] && [ "${capped:-0}" -le "$cap" ] && [ "${capped:-0}" -gt $((cap / 2)) ] &&
+	[ "${rss:-999999999}" -lt $((capped / 4)) ] && [ "$got" = 80000 ]; then
+	tap_ok "simple: HGTRACE_RING_KB=4194304 with 4 threads: capped at $capped KB a ring (said once), peak RSS $rss KB, all 80000 events"
+else
+	tap_fail "simple: HGTRACE_RING_KB=4194304: $line cap lines ($capped KB, at most $cap), rss $rss KB, $got of 80000 events: $(head -3 "$t/simple/big.err")"
+fi
+
 # A crash: the events fired before abort() are in the file (flushed on the fatal signal).
 sh -c "cd '$t/simple' && HGTRACE_EVENTS='ev_*' HGTRACE_FILE='$t/simple/c.trace' ./sample crash" 2> /dev/null
 n=$("$HGTRACE" simpletrace "$t/simple/c.trace" 2> /dev/null | grep -c '^ev_')
