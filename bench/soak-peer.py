@@ -109,8 +109,12 @@ def good(kind, where, cap, mb):
         put(ch, struct.pack("<IIIIQ", DATA, V, c, 4096, session))
     got = b""
     while b"1" not in got:  # the host's start
-        select.select([wait_fd], [], [], 30)
-        got += os.read(wait_fd, 4096)
+        if not select.select([wait_fd], [], [], 30)[0]:
+            sys.exit("soak-peer: no start from the host in 30 s")
+        b = os.read(wait_fd, 4096)
+        if not b:
+            sys.exit("soak-peer: the host closed the connection before its start: %r" % got)
+        got += b
     put(ctl if kind == "fifo" else s, description(cap, session))
     per = mb * (1 << 20) // n // 4096 * 4096
     sent = [0] * n

@@ -177,6 +177,12 @@ int hgt_sync_refine(const char *host, const char *guest, const struct hgt_refine
 
 void hgt_refine_result_free(struct hgt_refine_result *res);
 
+/** hgt_refine_summary - one line on @r: refined or not, and the three bounds. */
+void hgt_refine_summary(const struct hgt_refine_result *r, char *buf, size_t n);
+
+/** hgt_refine_disagreement - one line on vCPU @c of @r whose two sets do not meet. */
+void hgt_refine_disagreement(const struct hgt_refine_result *r, int c, char *buf, size_t n);
+
 /** hgt_refine_status_name - what @s means, for a log line. */
 const char *hgt_refine_status_name(enum hgt_refine_status s);
 

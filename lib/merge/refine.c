@@ -249,6 +249,31 @@ out:
 	return ret;
 }
 
+void hgt_refine_summary(const struct hgt_refine_result *r, char *buf, size_t n)
+{
+	char ch[32] = "unknown";
+
+	if (r->channel_bound != HGT_REFINE_NO_BOUND)
+		snprintf(ch, sizeof(ch), "+-%llu", (unsigned long long)r->channel_bound);
+	snprintf(buf, n,
+		 "%s by the vCPU windows (%d of %d CPUs): channel %s, windows +-%llu, both "
+		 "+-%llu%s",
+		 r->stored ? "refined" : "not refined", r->refined, r->nr_cpus, ch,
+		 (unsigned long long)r->trace_bound, (unsigned long long)r->bound,
+		 r->disagree ? "; they DISAGREE on some vCPUs: the channel's kept" : "");
+}
+
+void hgt_refine_disagreement(const struct hgt_refine_result *r, int c, char *buf, size_t n)
+{
+	const struct hgt_refine_cpu *x = &r->cpus[c];
+
+	snprintf(buf, n,
+		 "vCPU %d (thread %d): the channel's offsets %lld..%lld and the vCPU windows' "
+		 "%lld..%lld do not meet: one of them is wrong",
+		 c, x->pid, (long long)x->ch_lo, (long long)x->ch_hi, (long long)x->tr_lo,
+		 (long long)x->tr_hi);
+}
+
 void hgt_refine_result_free(struct hgt_refine_result *res)
 {
 	free(res->cpus);

@@ -1447,26 +1447,21 @@ static void refine_pair(struct listener *l, struct guest *g)
 {
 	struct hgt_refine_result r;
 	int ret = hgt_sync_refine(g->host_path, g->path, NULL, &r);
+	char line[400];
 
 	if (ret && g->sync.on)
 		logf_(l, "guest %s: sync not refined: %s", g->name, hgt_last_error());
-	else if (!ret)
-		logf_(l,
-		      "guest %s: sync %s by the vCPU windows (%d of %d CPUs): channel +-%llu, "
-		      "windows +-%llu, both +-%llu",
-		      g->name, r.stored ? "refined" : "not refined", r.refined, r.nr_cpus,
-		      (unsigned long long)r.channel_bound, (unsigned long long)r.trace_bound,
-		      (unsigned long long)r.bound);
-	for (int c = 0; !ret && c < r.nr_cpus; c++)
-		if (r.cpus[c].status == HGT_REFINE_DISAGREE)
-			logf_(l,
-			      "guest %s: WARNING: vCPU %d (thread %d): the channel's offsets "
-			      "%lld..%lld and the vCPU windows' %lld..%lld do not meet: the "
-			      "channel's "
-			      "kept",
-			      g->name, c, r.cpus[c].pid, (long long)r.cpus[c].ch_lo,
-			      (long long)r.cpus[c].ch_hi, (long long)r.cpus[c].tr_lo,
-			      (long long)r.cpus[c].tr_hi);
+	if (ret) {
+		hgt_refine_result_free(&r);
+		return;
+	}
+	hgt_refine_summary(&r, line, sizeof(line));
+	logf_(l, "guest %s: sync %s", g->name, line);
+	for (int c = 0; c < r.nr_cpus; c++)
+		if (r.cpus[c].status == HGT_REFINE_DISAGREE) {
+			hgt_refine_disagreement(&r, c, line, sizeof(line));
+			logf_(l, "guest %s: WARNING: %s", g->name, line);
+		}
 	hgt_refine_result_free(&r);
 }
 

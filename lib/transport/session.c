@@ -513,20 +513,14 @@ static void refine(struct session *s, struct sguest *g, const char *host_path)
 		snprintf(g->refine_said, sizeof(g->refine_said), "not refined: %s",
 			 hgt_last_error());
 	else
-		snprintf(g->refine_said, sizeof(g->refine_said),
-			 "%s by the vCPU windows (%d of %d CPUs): channel +-%llu, windows +-%llu, "
-			 "both +-%llu",
-			 r.stored ? "refined" : "not refined", r.refined, r.nr_cpus,
-			 (unsigned long long)r.channel_bound, (unsigned long long)r.trace_bound,
-			 (unsigned long long)r.bound);
+		hgt_refine_summary(&r, g->refine_said, sizeof(g->refine_said));
 	for (int c = 0; !ret && c < r.nr_cpus; c++)
-		if (r.cpus[c].status == HGT_REFINE_DISAGREE)
-			logf_(s,
-			      "WARNING: guest %s, vCPU %d (thread %d): the channel's offsets "
-			      "%lld..%lld and the vCPU windows' %lld..%lld do not meet: %s",
-			      g->in->name, c, r.cpus[c].pid, (long long)r.cpus[c].ch_lo,
-			      (long long)r.cpus[c].ch_hi, (long long)r.cpus[c].tr_lo,
-			      (long long)r.cpus[c].tr_hi, hgt_refine_status_name(r.cpus[c].status));
+		if (r.cpus[c].status == HGT_REFINE_DISAGREE) {
+			char line[400];
+
+			hgt_refine_disagreement(&r, c, line, sizeof(line));
+			logf_(s, "WARNING: guest %s, %s", g->in->name, line);
+		}
 	hgt_refine_result_free(&r);
 }
 

@@ -34,7 +34,7 @@ check "ctl to no socket" 1 "hgtrace ctl: /nonexistent/sock: No such file or dire
 check "listen -o a missing directory: said at once" 1 "listen: output directory /nonexistent: No such file or directory" listen -o /nonexistent --tcp 39125
 check "listen -o a file: said at once" 1 "output directory /etc/passwd: not a directory" listen -o /etc/passwd --tcp 39125
 # listen --bind: the TCP port listens on that address only (/proc/net/tcp: 0100007F = 127.0.0.1)
-port=$((30000 + $$ % 20000))
+port=$(free_port)
 "$HGTRACE" listen -o "$(mktemp -d)" --bind 127.0.0.1 --tcp $port 2> /dev/null &
 lpid=$!
 hex=$(printf '%04X' $port)

@@ -21,13 +21,14 @@ cd "$t" || exit 1
 N=300
 
 # markers INSTANCE N: wait until the agent records (it said "recording" in agent.log: the
-# host's start has arrived, its instance exists), then write N numbered markers; stops at
-# the first that cannot be written (the agent gone)
+# host's start has arrived, its instance exists), then write N numbered markers; stops once
+# the instance is gone (the agent with it)
 markers() {
 	local i
 	wait_for_line agent.log recording && [ -e "$TRACEFS/instances/$1/trace_marker" ] || return 1
 	for i in $(seq 1 "$2"); do
-		echo "hgt-mark-$i" > "$TRACEFS/instances/$1/trace_marker" 2> /dev/null || return 1
+		echo "hgt-mark-$i" > "$TRACEFS/instances/$1/trace_marker" 2> /dev/null ||
+			[ -d "$TRACEFS/instances/$1" ] || return 1
 	done
 }
 
@@ -80,11 +81,11 @@ else
 fi
 
 # 2. TCP loopback.
-port=$((20000 + $$ % 20000))
 inst=hgt_agent_t$$
+port=$(free_port)
 "$HGTRACE" listen -o . --tcp $port --start --stop-after 2500 2> listen.log &
 lpid=$!
-wait_listen $port
+wait_listen $port $lpid
 "$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -e sched:sched_switch 2> agent.log &
 apid=$!
 markers $inst $N
@@ -117,9 +118,10 @@ agent_fails() {
 		tap_fail "$1: exit $rc: $(tr '\n' ' ' < agent.log)"
 	fi
 }
+port=$(free_port)
 "$HGTRACE" listen -o "$t" --tcp $port 2> listen.log &
 lpid=$!
-wait_listen $port
+wait_listen $port $lpid
 python3 -c 'import socket, sys, time
 c = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for i in range(64)]
 for s in c: s.send(b"HGTC")
@@ -138,9 +140,10 @@ agent_fails "an agent whose host leaves before the start" 'the host closed the c
 # 2c. 200 connections that say "control" and then nothing: the listener does not spin, and
 # after 10 s without a HELLO their slots are freed: a real agent then records through it.
 mkdir -p idle
+port=$(free_port)
 "$HGTRACE" listen -o idle --tcp $port --start --stop-after 1500 2> idle/listen.log &
 lpid=$!
-wait_listen $port
+wait_listen $port $lpid
 python3 -c 'import socket, sys, time
 c = []
 for i in range(200):
@@ -180,12 +183,13 @@ fi
 # each second, so they are 5 to 6 s apart: at least 3 in 24 s (at 6, 12 and 18 s at the
 # latest), counted by the listener's own listen_message probe (type 10).
 inst=hgt_agent_h$$
+port2=$(free_port)
 HGTRACE_EVENTS='listen_message' HGTRACE_FILE=$t/hb.trace \
-	"$HGTRACE" listen -o idle --tcp $((port + 2)) --start --stop-after 24000 --silent-timeout 10 \
+	"$HGTRACE" listen -o idle --tcp $port2 --start --stop-after 24000 --silent-timeout 10 \
 	2> hb-listen.log &
 lpid=$!
-wait_listen $((port + 2))
-"$HGTRACE" agent --tcp 127.0.0.1:$((port + 2)) -B $inst -e kvm:kvm_exit 2> hb-agent.log
+wait_listen $port2 $lpid
+"$HGTRACE" agent --tcp 127.0.0.1:$port2 -B $inst -e kvm:kvm_exit 2> hb-agent.log
 arc=$?
 sleep 1.5
 kill -INT $lpid
@@ -210,10 +214,11 @@ sleep 0.3
 timeout 30 "$HGTRACE" agent --fifos cap -e sched -e irq -B hgt_agent_cap$$ 2> cap-agent.log
 wait $cpid
 mkdir -p linger
-"$HGTRACE" listen -o linger --tcp $((port + 3)) --start 2> linger.log &
+port3=$(free_port)
+"$HGTRACE" listen -o linger --tcp $port3 --start 2> linger.log &
 lpid=$!
-wait_listen $((port + 3))
-read -r s0 s1 < <(LINGER=0 python3 "$here/../bench/soak-peer.py" good tcp $((port + 3)) cap 64)
+wait_listen $port3 $lpid
+read -r s0 s1 < <(LINGER=0 python3 "$here/../bench/soak-peer.py" good tcp $port3 cap 64)
 for i in $(seq 100); do grep -q wrote linger.log && break; sleep 0.1; done
 kill -INT $lpid
 wait $lpid
@@ -230,9 +235,10 @@ fi
 # and writes trace-net-1.2.dat.
 inst=hgt_agent_c$$
 kept=$(md5sum < trace-net-1.dat)
+port=$(free_port)
 "$HGTRACE" listen -o . --tcp $port --start 2> listen.log &
 lpid=$!
-wait_listen $port
+wait_listen $port $lpid
 # The agent sends whole pages only (no partial page before a minute), and the markers are
 # written from CPU 0: what arrives must be markers 1..K with K < 3000, the last page lost.
 "$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -b 1024 --flush-ms 60000 2> agent.log &
@@ -284,9 +290,10 @@ fi
 # 4. Hostile peers beside a good guest.
 inst=hgt_agent_h$$
 rm -f trace-net-*.dat
+port=$(free_port)
 "$HGTRACE" listen -o . --tcp $port --start --stop-after 3000 --max-mb 32 2> listen.log &
 lpid=$!
-wait_listen $port
+wait_listen $port $lpid
 python3 - $port > hostile.log 2>&1 << 'PY' &
 import socket, struct, sys, time
 port = int(sys.argv[1])

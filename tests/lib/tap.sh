@@ -92,13 +92,23 @@ wait_exit() {
 	wait "$p"
 }
 
-# wait_listen PORT [SECONDS]: until a TCP socket listens on PORT (/proc/net/tcp, state 0A:
-# nothing connects to it); the seconds (60) are only a hang guard. Returns 1 when they passed.
+# free_port: a TCP port on 127.0.0.1 nothing listens on now, chosen by the kernel (never
+# one derived from $$: tests running side by side would pick neighbours).
+free_port() {
+	python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_listen PORT [PID]: until a TCP socket listens on PORT (/proc/net/tcp, state 0A:
+# nothing connects to it); with PID, that process must still run (a listener that could not
+# bind is not mistaken for another's socket). 60 s at most, a hang guard. Returns 1 then.
 wait_listen() {
-	local hex end=$((SECONDS + ${2:-60}))
+	local hex end=$((SECONDS + 60))
 	hex=$(printf '%04X' "$1")
 	until awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" { f = 1 } END { exit !f }' /proc/net/tcp /proc/net/tcp6 2> /dev/null; do
 		[ $SECONDS -ge $end ] && return 1
+		[ -n "${2:-}" ] && ! kill -0 "$2" 2> /dev/null && return 1
 		sleep 0.02
 	done
+	[ -z "${2:-}" ] || kill -0 "$2" 2> /dev/null
 }

@@ -13,10 +13,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib/tap.sh"
 command -v python3 > /dev/null || tap_skip_all "python3 is not installed"
 tap_workdir
-port=$((20000 + $$ % 30000))
+port=$(free_port)
 "$HGTRACE" listen -o . --tcp $port --max-mb 100 --max-total-mb 150 2> listen.log &
 lpid=$!
-sleep 0.3
+wait_listen $port $lpid
 python3 -c 'import socket, struct, sys, time
 meta = struct.pack("<IHHI", 0x43544748, 2, 0, 4 + (60 << 20)) + struct.pack("<I", 21)
 c = []
@@ -50,7 +50,7 @@ fi
 # no heartbeat: past --silent-timeout (10 s) it is closed, in one line, and its slot is
 # free. One that speaks an older protocol is told so, one whose HELLO names another
 # session than its READY is refused. All with real sockets on 127.0.0.1.
-port=$((port + 1))
+port=$(free_port)
 "$HGTRACE" listen -o . --tcp $port --silent-timeout 10 2> silent.log &
 lpid=$!
 python3 -c 'import socket, struct, sys, time

@@ -145,10 +145,10 @@ wait $kpid 2> /dev/null
 "$HGTRACE" reset > /dev/null 2>&1
 
 # 2. Over TCP: the agent listens (agent --serve --listen), the host dials it; two sessions.
-port=$((20000 + $$ % 20000))
+port=$(free_port)
 "$HGTRACE" agent --serve --listen "tcp:127.0.0.1:$port" -e sched:sched_switch 2> tagent.log &
 tpid=$!
-sleep 0.3
+wait_listen $port $tpid
 for n in 1 2; do
 	"$HGTRACE" record -e sched:sched_switch -A "n@tcp:127.0.0.1:$port" -o "t$n.dat" -- sleep 1 2> "trec$n.log"
 	rc=$?

@@ -46,7 +46,7 @@ static void usage(FILE *f)
 static int refine_files(const char *host, const char *guest)
 {
 	struct hgt_refine_result r;
-	char ch[32];
+	char line[400];
 
 	if (hgt_sync_refine(host, guest, NULL, &r)) {
 		cmd_error("attach --refine failed");
@@ -67,17 +67,8 @@ static int refine_files(const char *host, const char *guest)
 		       (long long)(c->lo + (c->hi - c->lo) / 2),
 		       (unsigned long long)(c->hi - c->lo + 1) / 2);
 	}
-	if (r.channel_bound == HGT_REFINE_NO_BOUND)
-		snprintf(ch, sizeof(ch), "unknown");
-	else
-		snprintf(ch, sizeof(ch), "+-%llu", (unsigned long long)r.channel_bound);
-	printf("%s: %s: bound +-%llu (channel %s, vCPU windows +-%llu), %d of %d CPUs refined%s\n",
-	       guest,
-	       r.stored	    ? "refined TIME_SHIFT appended"
-	       : r.disagree ? "unchanged"
-			    : "nothing tighter: unchanged",
-	       (unsigned long long)r.bound, ch, (unsigned long long)r.trace_bound, r.refined,
-	       r.nr_cpus, r.disagree ? "; the two DISAGREE on some CPUs: the channel's kept" : "");
+	hgt_refine_summary(&r, line, sizeof(line));
+	printf("%s: %s%s\n", guest, line, r.stored ? ": TIME_SHIFT appended" : ": unchanged");
 	hgt_refine_result_free(&r);
 	return 0;
 }
