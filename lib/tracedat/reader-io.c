@@ -273,7 +273,8 @@ bool hgt__valid_name(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (!n || n > 64)
+	/* "." and ".." name directories: a name is a file name part (setup-guest's DIR/NAME) */
+	if (!n || n > 64 || !strcmp(s, ".") || !strcmp(s, ".."))
 		return false;
 	for (; *s; s++)
 		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||

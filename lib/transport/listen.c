@@ -2190,7 +2190,8 @@ int hgt_setup_guest(const char *dir, const char *name, int cpus, FILE *out)
 	int i, k;
 
 	if (!hgt__valid_name(name) || cpus < 1 || cpus > MAX_CPUS)
-		return hgt__errorf(EINVAL, "setup-guest: name [A-Za-z0-9_.-], 1 to %d CPUs",
+		return hgt__errorf(EINVAL,
+				   "setup-guest: name [A-Za-z0-9_.-] (not . or ..), 1 to %d CPUs",
 				   MAX_CPUS);
 	snprintf(d, sizeof(d), "%s/%s", dir, name);
 	if (mkdir(d, 0700) && errno != EEXIST)

@@ -73,6 +73,12 @@ check "listen -e without --record-host" 2 "give --record-host" listen -e sched -
 check "listen --record-host without -e" 2 "needs the host's events" listen --record-host --tcp 1
 check "agent: a command with --serve" 2 "do not go together" agent --serve -- true
 lt=$(mktemp -d)
+# a name that is a directory of its own: refused, nothing written beside --dir
+mkdir "$lt/inner"
+check "setup-guest '..' is not a name" 1 "name [A-Za-z0-9_.-] (not . or ..)" setup-guest .. --cpus 1 --dir "$lt/inner"
+[ "$(ls -A "$lt" | tr '\n' ' ')" = "inner " ] && [ -z "$(ls -A "$lt/inner")" ] &&
+	tap_ok "setup-guest '..' wrote nothing" || tap_fail "setup-guest '..' wrote: $(ls -R "$lt" | tr '\n' ' ')"
+rmdir "$lt/inner"
 "$HGTRACE" setup-guest g --cpus 2 --dir "$lt" > /dev/null
 MALLOC_PERTURB_=165 timeout --preserve-status -s INT 1 "$HGTRACE" listen -o "$lt" --fifo "g:$lt/g" --start > "$lt/out" 2>&1
 rc=$?
