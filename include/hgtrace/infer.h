@@ -57,6 +57,9 @@ struct hgt_infer_result {
 	 * is the best, alt_lo..alt_hi the next) */
 	int64_t alt_lo, alt_hi;
 	uint64_t alt_in_span;
+	/* HGT_INFER_OK: the best-supported piece within lo..hi: every offset in it puts every
+	 * event in a window (or beside the host's span); lo..hi may hold gaps between pieces */
+	int64_t best_lo, best_hi;
 };
 
 struct hgt_infer_opts {
@@ -142,6 +145,7 @@ struct hgt_refine_cpu {
 	int64_t ch_lo, ch_hi; /* the channel's */
 	int64_t tr_lo, tr_hi; /* the vCPU windows' */
 	int64_t lo, hi;	      /* what is kept: both (OK), else the channel's */
+	int64_t at;	      /* the offset stored: in the windows' best piece where it can be */
 	uint64_t events;      /* guest events the windows were given */
 };
 
@@ -153,7 +157,8 @@ struct hgt_refine_result {
 					trace-cmd's: then the windows' set is kept when every
 					sample lies inside it) */
 	uint64_t trace_bound;	     /* the widest half-width of the windows' sets refined */
-	uint64_t bound;		     /* the widest half-width kept: the new bound */
+	uint64_t bound;		     /* the new bound: the farthest the truth can be from a CPU's
+					stored offset within what is kept */
 	bool stored;		     /* a tighter TIME_SHIFT was appended to the guest file */
 };
 

@@ -421,8 +421,8 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 		res->in_span = best_n;
 		goto out;
 	}
-	res->lo = cur->p[best].lo;
-	res->hi = cur->p[best].hi;
+	res->lo = res->best_lo = cur->p[best].lo;
+	res->hi = res->best_hi = cur->p[best].hi;
 	for (size_t k = 0; k < cur->n; k++) {
 		uint64_t s = in_span(g, n, &al, mid(cur->p[k].lo, cur->p[k].hi));
 

@@ -85,16 +85,22 @@ static void refine_cpu(struct hgt_refine_cpu *o, const struct hgt_time_shift_cpu
 		o->hi = min64(o->ch_hi, o->tr_hi);
 		o->status = o->lo <= o->hi ? HGT_REFINE_OK : HGT_REFINE_DISAGREE;
 	}
-	if (o->status != HGT_REFINE_OK) {
-		/* what stays: the channel's */
-		o->lo = o->ch_lo;
-		o->hi = o->ch_hi;
+	/* the offset stored: the middle of what is kept, moved into the windows' best piece
+	 * when it falls in a gap between pieces (there some event would lie outside every
+	 * window); as little as can be, so that the bound grows no more than it must */
+	o->at = o->lo + (o->hi - o->lo) / 2;
+	if (o->status == HGT_REFINE_OK) {
+		int64_t a = max64(o->lo, r->best_lo), b = min64(o->hi, r->best_hi);
+
+		if (a <= b)
+			o->at = o->at < a ? a : o->at > b ? b : o->at;
 	}
 }
 
-static uint64_t half(int64_t lo, int64_t hi)
+/* How far the truth can be from @at when it lies in [lo, hi]. */
+static uint64_t reach(int64_t at, int64_t lo, int64_t hi)
 {
-	return (uint64_t)(hi - lo + 1) / 2;
+	return (uint64_t)max64(at - lo, hi - at) + 1;
 }
 
 /* The refined TIME_SHIFT (one sample per CPU, at the channel's first time) and its
@@ -120,7 +126,7 @@ static int store(const char *guest, const struct hgt_time_shift *t,
 		int64_t *p = v + 4 * i;
 
 		p[0] = t->cpus[i].count ? t->cpus[i].time[0] : 0;
-		p[1] = c->lo + (c->hi - c->lo) / 2;
+		p[1] = c->at;
 		p[2] = 1;
 		p[3] = 0;
 		cpus[i] = (struct hgt_time_shift_cpu){ 1, p, p + 1, p + 2, p + 3 };
@@ -229,11 +235,11 @@ int hgt_sync_refine(const char *host_path, const char *guest_path,
 		refine_cpu(o, &t->cpus[i], res->channel_bound, i < ncpu ? &c[i].r : &none);
 		if (o->status == HGT_REFINE_OK) {
 			res->refined++;
-			res->trace_bound =
-				max64((int64_t)res->trace_bound, (int64_t)half(o->tr_lo, o->tr_hi));
+			res->trace_bound = max64((int64_t)res->trace_bound,
+						 (int64_t)(o->tr_hi - o->tr_lo + 1) / 2);
 		}
 		res->disagree += o->status == HGT_REFINE_DISAGREE;
-		res->bound = max64((int64_t)res->bound, (int64_t)half(o->lo, o->hi));
+		res->bound = max64((int64_t)res->bound, (int64_t)reach(o->at, o->lo, o->hi));
 	}
 	if (!res->refined || res->bound >= res->channel_bound || res->disagree)
 		goto out; /* nothing tighter, or a disagreement: the channel's samples stay */

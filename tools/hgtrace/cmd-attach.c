@@ -64,8 +64,10 @@ static int refine_files(const char *host, const char *guest)
 		else
 			printf("no vCPU windows' offset: ");
 		printf("%s; offset %lld +- %llu\n", hgt_refine_status_name(c->status),
-		       (long long)(c->lo + (c->hi - c->lo) / 2),
-		       (unsigned long long)(c->hi - c->lo + 1) / 2);
+		       (long long)c->at,
+		       (unsigned long long)(c->at - c->lo > c->hi - c->at ? c->at - c->lo
+									  : c->hi - c->at) +
+			       1);
 	}
 	hgt_refine_summary(&r, line, sizeof(line));
 	printf("%s: %s%s\n", guest, line, r.stored ? ": TIME_SHIFT appended" : ": unchanged");
