@@ -149,12 +149,18 @@ static void helper_main(int fd)
 	signal(SIGINT, SIG_IGN); /* the parent's ^C is the parent's to handle */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	while (!recv_all(fd, &rq, sizeof(rq))) {
-		struct tep_handle *tep = tep_alloc();
-		struct probe_item *it = calloc(rq.nr ? rq.nr : 1, sizeof(*it));
-		char **sys = calloc(rq.nr ? rq.nr : 1, sizeof(*sys));
-		char **text = calloc(rq.nr ? rq.nr : 1, sizeof(*text));
+		struct tep_handle *tep;
+		struct probe_item *it;
+		char **sys, **text;
 		int32_t done = -1;
 
+		/* the alarm covers the whole request, allocations too: a helper that hangs on a
+		 * lock fork() copied held dies, and its parent is not left waiting */
+		alarm(PROBE_SECONDS);
+		tep = tep_alloc();
+		it = calloc(rq.nr ? rq.nr : 1, sizeof(*it));
+		sys = calloc(rq.nr ? rq.nr : 1, sizeof(*sys));
+		text = calloc(rq.nr ? rq.nr : 1, sizeof(*text));
 		if (!tep || !it || !sys || !text)
 			_exit(2);
 		for (uint32_t i = 0; i < rq.nr; i++) {
@@ -172,13 +178,11 @@ static void helper_main(int fd)
 		}
 		tep_set_file_bigendian(tep, rq.big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
 		tep_set_long_size(tep, rq.long_size);
-		alarm(PROBE_SECONDS);
 		for (uint32_t i = 0; i < rq.nr; i++) {
 			if (send_all(fd, &it[i].index, sizeof(it[i].index)))
 				_exit(3);
 			tep_parse_event(tep, text[i], (unsigned long)it[i].text_len, sys[i]);
 		}
-		alarm(0);
 		if (send_all(fd, &done, sizeof(done)))
 			_exit(3);
 		for (uint32_t i = 0; i < rq.nr; i++) {
@@ -189,6 +193,7 @@ static void helper_main(int fd)
 		free(text);
 		free(it);
 		tep_free(tep);
+		alarm(0);
 	}
 	_exit(0);
 }
