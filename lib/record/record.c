@@ -48,6 +48,14 @@ struct cpu_reader {
 	uint64_t bytes;
 	char *buf;	  /* one page: --no-splice, and the partial page of a flush */
 	uint64_t last_ms; /* when pages last reached the file */
+	/* the file system full (ENOSPC, EDQUOT): pages are lost until space returns */
+	bool own_file;	    /* fd is its file in the recording directory, only its pages */
+	bool copy;	    /* read/write from now on (libtracefs' splice pipe is unknown) */
+	int full_err;	    /* set while storing fails; 0 once it works again */
+	int full_err_seen;  /* the last such error, for the summary */
+	uint64_t full_ms;   /* when it began */
+	unsigned int fulls; /* how many times */
+	int pend;	    /* bytes in buf the full disk refused: written first */
 };
 
 /* A tracefs file of the instance, saved to be restored. */
@@ -297,18 +305,33 @@ static void restore(struct hgt_recorder *r)
 	r->inst = NULL;
 }
 
+static bool no_space(int e)
+{
+	return e == ENOSPC || e == EDQUOT;
+}
+
+/* Write the @n bytes read into c->buf. When the disk is full they stay there (c->pend),
+ * to be written before anything else is read: the ring buffer keeps the rest, and counts
+ * what it cannot keep. Returns @n, 0, or -1 (errno). */
+static int put_page(struct cpu_reader *c, int n)
+{
+	int e = n > 0 ? -hgt__write_full(c->fd, c->buf, (size_t)n) : 0;
+
+	if (!e)
+		return n;
+	if (no_space(e))
+		c->pend = n;
+	errno = e;
+	return -1;
+}
+
 /* Move what is ready from the ring buffer to the CPU's file: with splice (no copy), or
  * through c->buf with read/write (--no-splice). Returns bytes moved, 0, or -1 (errno). */
 static int move_pages(struct cpu_reader *c)
 {
-	int n;
-
-	if (!c->rec->o.no_splice)
+	if (!c->rec->o.no_splice && !c->copy)
 		return tracefs_cpu_write(c->tcpu, c->fd, false);
-	n = tracefs_cpu_read(c->tcpu, c->buf, false);
-	if (n > 0 && hgt__write_full(c->fd, c->buf, (size_t)n))
-		return -1;
-	return n;
+	return put_page(c, tracefs_cpu_read(c->tcpu, c->buf, false));
 }
 
 /* At stop: the partial page. */
@@ -316,12 +339,10 @@ static int flush_pages(struct cpu_reader *c)
 {
 	int n;
 
-	if (!c->rec->o.no_splice)
+	if (!c->rec->o.no_splice && !c->copy)
 		return tracefs_cpu_flush_write(c->tcpu, c->fd);
 	n = tracefs_cpu_flush(c->tcpu, c->buf);
-	if (n > 0 && hgt__write_full(c->fd, c->buf, (size_t)n))
-		return -1;
-	return n;
+	return n > 0 ? put_page(c, n) : n;
 }
 
 /* The partial page, when no whole one reached the file for flush_ms: read() takes the
@@ -337,7 +358,70 @@ static int flush_partial(struct cpu_reader *c, uint64_t now)
 	n = tracefs_cpu_read(c->tcpu, c->buf, true);
 	if (n <= 0)
 		return errno == EAGAIN || errno == EINTR || !n ? 0 : -1;
-	return hgt__write_full(c->fd, c->buf, (size_t)n) ? -1 : n;
+	return put_page(c, n);
+}
+
+static void stored(struct cpu_reader *c);
+
+/* The page a full disk refused, again. Returns 1 when it is stored (or there was none),
+ * 0 while there is still no space, -1 on another error (errno). */
+static int put_pending(struct cpu_reader *c)
+{
+	int n = c->pend;
+
+	if (!n)
+		return 1;
+	c->pend = 0;
+	if (put_page(c, n) < 0)
+		return no_space(errno) ? 0 : -1;
+	c->bytes += (uint64_t)n;
+	c->last_ms = hgt__now_ms();
+	stored(c);
+	return 1;
+}
+
+/*
+ * Storing pages failed for want of space: said at once (not as a ring-buffer overrun at
+ * the end), the file cut back to whole pages (a short write may have left part of one),
+ * and the reader goes on: the pages the ring buffer keeps meanwhile are stored once space
+ * returns, the others are lost and counted.
+ */
+static void store_failed(struct cpu_reader *c, int e)
+{
+	struct hgt_recorder *r = c->rec;
+	long page = sysconf(_SC_PAGESIZE);
+	off_t end = c->own_file ? lseek(c->fd, 0, SEEK_END) : -1;
+
+	if (end >= 0 && page > 0 && end % page) {
+		end -= end % page;
+		if (!ftruncate(c->fd, end))
+			lseek(c->fd, end, SEEK_SET);
+	}
+	if (end >= 0) /* a short write stored part of what it was not counted for */
+		c->bytes = (uint64_t)end;
+	c->copy = true;
+	if (c->full_err)
+		return;
+	c->full_err = c->full_err_seen = e;
+	c->full_ms = hgt__now_ms();
+	c->fulls++;
+	if (r->o.log)
+		fprintf(r->o.log,
+			"hgtrace record: CPU %d: cannot store its pages: %s; its events are lost "
+			"until there is space again\n",
+			c->cpu, strerror(e));
+}
+
+static void stored(struct cpu_reader *c)
+{
+	if (!c->full_err)
+		return;
+	if (c->rec->o.log)
+		fprintf(c->rec->o.log,
+			"hgtrace record: CPU %d: storing its pages again after %.1f s without "
+			"space\n",
+			c->cpu, (double)(hgt__now_ms() - c->full_ms) / 1000.0);
+	c->full_err = 0;
 }
 
 static void *reader_main(void *arg)
@@ -353,21 +437,38 @@ static void *reader_main(void *arg)
 	}
 	c->last_ms = hgt__now_ms();
 	while (!r->stop) {
-		int n = move_pages(c);
+		int n = put_pending(c);
 
+		if (n <= 0) {
+			if (n < 0 && !r->stop) {
+				c->err = errno ? errno : EIO;
+				break;
+			}
+			store_failed(c, errno);
+			usleep(r->flush_us);
+			continue;
+		}
+		n = move_pages(c);
 		if (n > 0) {
 			c->bytes += (uint64_t)n;
 			c->last_ms = hgt__now_ms();
+			stored(c);
 			continue;
 		}
-		if (n < 0 && errno != EINTR && errno != EAGAIN && !r->stop) {
+		if (n < 0 && no_space(errno)) {
+			store_failed(c, errno);
+		} else if (n < 0 && errno != EINTR && errno != EAGAIN && !r->stop) {
 			c->err = errno ? errno : EIO;
 			break;
 		}
 		n = flush_partial(c, hgt__now_ms());
-		if (n > 0)
+		if (n > 0) {
 			c->bytes += (uint64_t)n;
-		if (n < 0 && !r->stop) {
+			stored(c);
+		}
+		if (n < 0 && no_space(errno)) {
+			store_failed(c, errno);
+		} else if (n < 0 && !r->stop) {
 			c->err = errno ? errno : EIO;
 			break;
 		}
@@ -378,8 +479,10 @@ static void *reader_main(void *arg)
 			usleep(r->flush_us);
 	}
 	for (;;) {
-		int n = flush_pages(c);
+		int n = put_pending(c) > 0 ? flush_pages(c) : -1;
 
+		if (n < 0 && no_space(errno))
+			store_failed(c, errno);
 		if (n <= 0)
 			break;
 		c->bytes += (uint64_t)n;
@@ -568,6 +671,7 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 		if (!cpu_in_mask(r->o.cpumask, i))
 			continue;
 		c->fd = cpu_fds ? cpu_fds[i] : hgt__recdir_file(&r->rd, i, 0);
+		c->own_file = !cpu_fds;
 		if (c->fd < 0) {
 			ret = c->fd;
 			goto fail;
@@ -1039,15 +1143,27 @@ int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 			bytes += r->res[i].bytes;
 		fprintf(r->o.log, "hgtrace record: %s: %llu bytes of ring-buffer pages\n",
 			r->o.output, (unsigned long long)bytes);
-		for (i = 0; i < r->nr_cpus; i++)
-			if (r->res[i].overrun || r->res[i].dropped)
-				fprintf(r->o.log,
-					"hgtrace record: CPU %d: %llu events LOST (ring buffer "
-					"overrun %llu, dropped %llu): use a larger -b\n",
-					i,
-					(unsigned long long)(r->res[i].overrun + r->res[i].dropped),
-					(unsigned long long)r->res[i].overrun,
-					(unsigned long long)r->res[i].dropped);
+		for (i = 0; i < r->nr_cpus; i++) {
+			const struct cpu_reader *c = &r->r[i];
+			char why[160];
+
+			if (!r->res[i].overrun && !r->res[i].dropped)
+				continue;
+			/* the blame where it belongs: a full disk is no ring-buffer size */
+			if (c->fulls)
+				snprintf(why, sizeof(why),
+					 "its pages could not be stored %u time%s (%s)", c->fulls,
+					 c->fulls > 1 ? "s" : "", strerror(c->full_err_seen));
+			else
+				snprintf(why, sizeof(why), "use a larger -b");
+			fprintf(r->o.log,
+				"hgtrace record: CPU %d: %llu events LOST (ring buffer overrun "
+				"%llu, "
+				"dropped %llu): %s\n",
+				i, (unsigned long long)(r->res[i].overrun + r->res[i].dropped),
+				(unsigned long long)r->res[i].overrun,
+				(unsigned long long)r->res[i].dropped, why);
+		}
 		if (res->pages_with_loss)
 			fprintf(r->o.log, "hgtrace record: %llu pages carry missed-events marks\n",
 				(unsigned long long)res->pages_with_loss);

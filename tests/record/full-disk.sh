@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# hgtrace record onto a file system that fills up, then gets space back (issue 22, item 3):
+# the recorder says at once that a CPU's pages cannot be stored and why (ENOSPC, not a
+# ring-buffer overrun), goes on, and stores pages again once there is space: a marker
+# written after the space returned is in the file, the file is read by trace-cmd and
+# hgtrace's report equals trace-cmd's, and any events LOST are blamed on the disk, never on
+# -b (the command makes more events than the rings hold while the disk is full). A 12 MB tmpfs of the test's own; a filler file leaves about 1.5 MB for the pages.
+# Usage: full-disk.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/record.sh"
+why=$(tracefs_ready) || tap_skip_all "$why"
+tap_workdir
+mkdir fs
+mount -t tmpfs -o size=12m tmpfs fs 2> /dev/null || tap_skip_all "cannot mount a tmpfs"
+trap 'cd /; umount "$t/fs"; _tap_cleanup' EXIT
+inst=hgt_full_$$
+
+# the head (formats, kallsyms: ~5.5 MB) fits; what is left is filled, then the filler goes
+avail=$(df -k --output=avail fs | tail -1)
+dd if=/dev/zero of=fs/filler bs=1K count=$((avail - 7000)) 2> /dev/null
+
+# The command: load until the recorder said it cannot store, then space back, then load
+# until it stores again, then the marker. Each wait is on the log line (60 s: a hang guard).
+cat > work.sh << EOF
+. "$here/lib/tap.sh"
+load_until() {
+	local end=\$((SECONDS + 60))
+	until grep -q "\$1" rec.log || [ \$SECONDS -ge \$end ]; do
+		for i in 1 2 3 4 5 6 7 8; do ls /usr/bin > /dev/null; done
+	done
+}
+load_until 'cannot store its pages'
+# more events than the 256 KB rings hold while nothing is stored: losses to blame
+for i in \$(seq 1 1500); do ls /usr/bin > /dev/null; done
+rm -f fs/filler
+load_until 'storing its pages again'
+echo hgt-after-space > $TRACEFS/instances/$inst/trace_marker
+EOF
+"$HGTRACE" record -B $inst -b 256 -e sched -o fs/r.dat -- bash work.sh > /dev/null 2> rec.log
+rc=$?
+
+line=$(grep -m1 'cannot store its pages' rec.log)
+if [ $rc = 0 ] && echo "$line" | grep -q 'No space left on device'; then
+	tap_ok "said at once: $line"
+else
+	tap_fail "no ENOSPC line (exit $rc): $(tr '\n' '|' < rec.log)"
+fi
+grep -q 'storing its pages again' rec.log &&
+	tap_ok "space back: $(grep -m1 'storing its pages again' rec.log)" ||
+	tap_fail "never stored again: $(tr '\n' '|' < rec.log)"
+lost=$(grep -c 'events LOST' rec.log)
+blamed=$(grep 'events LOST' rec.log | grep -c 'could not be stored .*No space left on device')
+if [ "$lost" -gt 0 ] && [ "$lost" = "$blamed" ] && ! grep -q 'use a larger -b' rec.log; then
+	tap_ok "$lost CPUs lost events, each blamed on the disk, none on -b"
+else
+	tap_fail "losses blamed wrong: $(grep 'events LOST' rec.log | tr '\n' '|')"
+fi
+trace-cmd report fs/r.dat > tc.txt 2> tc.err
+if [ -s tc.txt ] && grep -q 'hgt-after-space' tc.txt; then
+	tap_ok "the marker written after the space returned is in the file; trace-cmd reads it ($(wc -l < tc.txt) lines)"
+else
+	tap_fail "marker missing or file unreadable: $(head -3 tc.err | tr '\n' ' ')"
+fi
+"$HGTRACE" report --no-latency fs/r.dat > hg.txt 2> /dev/null
+tap_cmp "hgtrace report = trace-cmd report" hg.txt tc.txt
+[ -d "$TRACEFS/instances/$inst" ] && tap_fail "instance $inst left" || tap_ok "instance removed"
+tap_done
