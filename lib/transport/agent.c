@@ -42,6 +42,7 @@ struct agent {
 	int nr_cpus;
 	uint64_t session;
 	bool host_gone;	   /* the host closed the channel (or refused the agent) */
+	bool host_lost;	   /* a serving agent's host said nothing for its silence limit */
 	char refused[200]; /* the reason a REFUSED message gave */
 	/* bytes from the host: commands and framed messages */
 	uint8_t in[4096];
@@ -56,6 +57,9 @@ struct agent {
 	char *cfg;
 	const char **cfg_events;
 	bool have_config;
+	bool in_session; /* a CONFIG now is the next host's: kept in next_cfg */
+	uint8_t *next_cfg;
+	size_t next_cfg_len;
 	const char *clock; /* the recording's trace clock, for probes */
 	uint64_t last_host_ms;
 	uint64_t last_sent_ms; /* the last control message (0: none yet) */
@@ -438,6 +442,19 @@ static int host_message(struct agent *a, uint16_t type)
 {
 	switch (type) {
 	case HGT__MSG_CONFIG:
+		if (a->in_session) {
+			/* a new host while this session's is silent (killed): its settings
+			 * wait for the next session; this one's recorder still uses ours */
+			uint8_t *c = malloc(a->msg_len ? a->msg_len : 1);
+
+			if (!c)
+				return -ENOMEM;
+			memcpy(c, a->msg, a->msg_len);
+			free(a->next_cfg);
+			a->next_cfg = c;
+			a->next_cfg_len = a->msg_len;
+			return 0;
+		}
 		return take_config(a, a->msg, a->msg_len);
 	case HGT__MSG_PROBE:
 		return answer_probe(a, a->msg, a->msg_len);
@@ -539,6 +556,15 @@ static int wait_command(struct agent *a, int want, unsigned int silent_ms, bool 
 				a->host_gone = true;
 			if (c < 0)
 				return 1;
+			if (c == 'C' && want != 'C') {
+				/* only a host that starts a session sends one: this session's
+				 * host is gone */
+				a->host_lost = true;
+				if (a->o.log && say)
+					fprintf(a->o.log, "hgtrace agent: a new host's settings "
+							  "arrived: this session's host is gone\n");
+				return 1;
+			}
 			if (c == want)
 				return 0;
 			if (c == '0' && want == '1')
@@ -548,6 +574,7 @@ static int wait_command(struct agent *a, int want, unsigned int silent_ms, bool 
 			return 1;
 		heartbeat(a);
 		if (silent_ms && hgt__now_ms() - a->last_host_ms > silent_ms) {
+			a->host_lost = true;
 			if (a->o.log && say)
 				fprintf(a->o.log,
 					"hgtrace agent: the host was silent for %u ms: session "
@@ -615,17 +642,84 @@ static int describe(void *ctx, struct hgt_recorder *rec)
 	return ret;
 }
 
+/*
+ * A serving agent's FIFOs whose host died: nobody reads them, and the readers' writes of
+ * pages would block for good (and the agent with them, deaf to signals, every later
+ * session refused for the stale bytes). The service holds each FIFO open both ways, so it
+ * reads and drops what it wrote itself while the readers stop, until the FIFOs are empty.
+ */
+struct drain {
+	struct agent *a;
+	pthread_t thread;
+	int stop;
+	bool started;
+};
+
+static void drain_fds(struct agent *a, int timeout_ms)
+{
+	struct pollfd p[a->nr_cpus + 1];
+	char buf[65536];
+	int i, n = 0;
+
+	for (i = 0; i < a->nr_cpus; i++)
+		p[n++] = (struct pollfd){ .fd = a->data[i], .events = POLLIN };
+	p[n++] = (struct pollfd){ .fd = a->ctl_w, .events = POLLIN };
+	if (poll(p, (nfds_t)n, timeout_ms) <= 0)
+		return;
+	for (i = 0; i < n; i++)
+		if (p[i].revents & POLLIN && read(p[i].fd, buf, sizeof(buf)) < 0) {
+			/* the only reader: POLLIN means bytes; EINTR is retried by the loop */
+		}
+}
+
+static void *drain_main(void *arg)
+{
+	struct drain *d = arg;
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE))
+		drain_fds(d->a, 100);
+	return NULL;
+}
+
+static bool drain_needed(const struct agent *a)
+{
+	return a->o.serve && a->o.transport == HGT_TRANSPORT_FIFOS &&
+	       (a->host_lost || a->host_gone);
+}
+
+static void drain_start(struct agent *a, struct drain *d)
+{
+	*d = (struct drain){ .a = a };
+	if (drain_needed(a))
+		d->started = !hgt__thread_create(&d->thread, drain_main, d);
+}
+
+/* After the readers stopped: the last bytes they wrote go too. */
+static void drain_end(struct drain *d)
+{
+	if (!d->started)
+		return;
+	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+	hgt__thread_join(d->thread);
+	for (int i = 0; i < 64; i++)
+		drain_fds(d->a, 0);
+}
+
 /* One recording: wait for the start (unless now), record until the stop, send the end.
  * Returns 0, 1 when it never started, or -errno. */
 static int session(struct agent *a, bool now, unsigned int silent_ms)
 {
 	struct hgt_recorder *rec;
 	struct hgt__meta_sink sink;
+	struct drain drain;
 	uint64_t cpu0, t0, cpu1, t1, cpu2, t2;
 	int i, ret;
 
-	if (!now && wait_command(a, '1', silent_ms, true))
+	a->in_session = a->o.serve;
+	if (!now && wait_command(a, '1', silent_ms, true)) {
+		a->in_session = false;
 		return 1; /* never started: nothing to send */
+	}
 	cpu0 = cpu_ns();
 	t0 = mono_ns();
 	rec = hgt__record_start(&a->ro, a->data, describe, a);
@@ -658,9 +752,18 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 		wait_command(a, '0', silent_ms, true);
 	cpu2 = cpu_ns();
 	t2 = mono_ns();
+	drain_start(a, &drain);
 	i = hgt__record_halt(rec);
+	drain_end(&drain);
 	if (!ret)
 		ret = i;
+	if (!ret && drain.started) {
+		/* nobody to send the end to */
+		if (a->o.log)
+			fprintf(a->o.log, "hgtrace agent: stopped: the host is gone; what it did "
+					  "not read was dropped\n");
+		ret = 1;
+	}
 	if (!ret)
 		ret = hgt__record_describe(rec, &sink, HGT__DESCRIBE_STATS | HGT__DESCRIBE_END);
 	if (!ret) {
@@ -687,10 +790,11 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 				(double)end[1] / 1e6, (unsigned long long)a->probes);
 	}
 	trace_agent_state("stopped", ret);
-	if (a->o.log && ret)
+	if (a->o.log && ret < 0)
 		fprintf(a->o.log, "hgtrace agent: stopped: %s\n", hgt_last_error());
 	a->clock = a->ro.clock;
 	hgt_record_free(rec);
+	a->in_session = false;
 	return ret;
 }
 
@@ -910,8 +1014,24 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 			fprintf(a.o.log, "hgtrace agent: %d CPUs, serving sessions\n", a.nr_cpus);
 		for (;;) {
 			a.have_config = false;
-			if (wait_command(&a, 'C', 0, true))
+			a.host_lost = false;
+			/* no heartbeats between sessions: with no host, its FIFO would fill
+			 * (after hours) and the agent block in its write */
+			a.last_sent_ms = 0;
+			if (a.next_cfg) { /* it came during the last session */
+				ret = take_config(&a, a.next_cfg, a.next_cfg_len);
+				free(a.next_cfg);
+				a.next_cfg = NULL;
+				if (ret)
+					continue;
+			} else if (wait_command(&a, 'C', 0, true)) {
 				break;
+			}
+			/* what a session whose host died left in the FIFOs goes before the
+			 * new host's READY: nothing old follows it */
+			if (a.o.transport == HGT_TRANSPORT_FIFOS)
+				for (i = 0; i < 64; i++)
+					drain_fds(&a, 0);
 			a.last_host_ms = hgt__now_ms();
 			a.session = hgt_trace_id_generate();
 			ret = send_msg(&a, HGT__MSG_READY, &a.session, 8, NULL, 0);
@@ -961,6 +1081,7 @@ out:
 		close(a.ctl_r);
 	free(a.data);
 	free(a.msg);
+	free(a.next_cfg);
 	free(a.cfg);
 	free(a.cfg_events);
 	return ret;

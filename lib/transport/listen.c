@@ -59,6 +59,7 @@ struct chan {
 	size_t part;	/* bytes of the current, incomplete page */
 	int tmp;	/* the CPU's file in the guest's recording directory (-1: not yet) */
 	bool eof;
+	uint64_t stale; /* bytes before this session's header (a dead host's agent's) */
 };
 
 struct opt {
@@ -96,6 +97,7 @@ struct guest {
 	bool over_limit;
 	char fault[256];
 	uint64_t t_start, t_last;
+	uint64_t t_sent;      /* the last bytes sent to its agent (a serving agent's host check) */
 	uint64_t quiet_since; /* since when polls find none of its channels readable (0: not) */
 	bool start_sent, stop_sent, done;
 	bool ctl_eof; /* the control channel ended (after END: the data may still come) */
@@ -318,6 +320,7 @@ static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg
 static void send_cmd(struct guest *g, const char *c)
 {
 	trace_listen_command(g->name, c);
+	g->t_sent = hgt__now_ms();
 	if (g->ctl_w >= 0 && write(g->ctl_w, c, strlen(c)) < 0) {
 		/* the agent reads commands when it is ready; nothing to do */
 	}
@@ -339,6 +342,7 @@ static int send_framed(struct guest *g, uint16_t type, const void *p, size_t n)
 	memcpy(m + 6, &flags, 2);
 	memcpy(m + 8, &len, 4);
 	memcpy(m + HGT__MSG_HDR, p, n);
+	g->t_sent = hgt__now_ms();
 	ret = g->ctl_w >= 0 ? hgt__write_full(g->ctl_w, m, HGT__MSG_HDR + n) : -EBADF;
 	if (m != b)
 		free(m);
@@ -1075,12 +1079,92 @@ static void read_ctl(struct listener *l, struct guest *g)
 	ctl_bytes(l, g, buf, r);
 }
 
+/*
+ * A serving agent over FIFOs whose last host was killed may still have pages of that
+ * session in the FIFOs when we start (it drops them once it knows: a new CONFIG, or the
+ * host silent): the header of this session is looked for, by its magic and the session
+ * READY named, and what comes before it is dropped. Only for FIFOs we started a session
+ * on: a network peer's first bytes must be a header.
+ */
+static bool resyncing(const struct guest *g, const struct chan *c)
+{
+	return g->fifo && g->record && c->hdr_got < HGT__DATA_HDR;
+}
+
+/* a candidate header but for its last byte waits for READY's session: not read further
+ * (nor polled) until then */
+static bool holding(const struct guest *g, const struct chan *c)
+{
+	return resyncing(g, c) && !g->ready && c->hdr_got == HGT__DATA_HDR - 1;
+}
+
+/* Drop the first byte of the candidate, then every byte that cannot start a header. */
+static void slide(struct chan *c)
+{
+	uint32_t magic = HGT__DATA_MAGIC;
+
+	do {
+		c->stale++;
+		memmove(c->hdr, c->hdr + 1, --c->hdr_got);
+	} while (c->hdr_got && memcmp(c->hdr, &magic, c->hdr_got < 4 ? c->hdr_got : 4));
+}
+
+/* One byte more of a header looked for: kept, or dropped with what cannot be one. */
+static void resync_byte(const struct guest *g, struct chan *c, uint8_t b)
+{
+	uint32_t magic = HGT__DATA_MAGIC;
+
+	c->hdr[c->hdr_got++] = b;
+	if (c->hdr_got <= 4 && memcmp(c->hdr, &magic, c->hdr_got))
+		slide(c);
+	else if (c->hdr_got == HGT__DATA_HDR && memcmp(c->hdr + 16, &g->session, 8))
+		slide(c); /* an earlier session's header */
+}
+
+/* A data header's fields; 0, or -1 when the guest was faulted for it. */
+static int check_header(struct listener *l, struct guest *g, struct chan *c)
+{
+	uint32_t h[4];
+
+	memcpy(h, c->hdr, 16);
+	if (h[0] != HGT__DATA_MAGIC || h[1] < HGT__PROTO_MIN || h[1] > HGT__PROTO_VERSION ||
+	    h[2] >= MAX_CPUS || h[3] < 4096 || h[3] > 65536 || (h[3] & (h[3] - 1))) {
+		fault(l, g,
+		      "data channel header rejected (magic 0x%08x, protocol version %u, "
+		      "cpu %u, page %u)",
+		      h[0], h[1], h[2], h[3]);
+		return -1;
+	}
+	if (c->cpu >= 0 && (uint32_t)c->cpu != h[2]) {
+		fault(l, g, "data channel of cpu %d says cpu %u", c->cpu, h[2]);
+		return -1;
+	}
+	c->cpu = (int)h[2];
+	if (g->page_size && g->page_size != h[3]) {
+		fault(l, g, "cpu %u: page size %u, HELLO said %u", h[2], h[3], g->page_size);
+		return -1;
+	}
+	g->page_size = h[3];
+	if (c->stale)
+		logf_(l,
+		      "guest %s: %llu bytes of an earlier session dropped before cpu %u's header",
+		      g->name, (unsigned long long)c->stale, h[2]);
+	return 0;
+}
+
 static void read_data(struct listener *l, struct guest *g, struct chan *c)
 {
 	uint8_t buf[65536];
-	ssize_t r = read(c->fd, buf, sizeof(buf));
+	size_t want = sizeof(buf);
+	ssize_t r;
 	size_t i = 0;
 
+	if (holding(g, c))
+		return;
+	/* looking for the header, nothing after it is read: the last byte once READY came */
+	if (resyncing(g, c))
+		want = (g->ready ? HGT__DATA_HDR : HGT__DATA_HDR - 1) - c->hdr_got;
+	r = read(c->fd, buf, want);
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0) {
@@ -1088,38 +1172,24 @@ static void read_data(struct listener *l, struct guest *g, struct chan *c)
 		return;
 	}
 	g->t_last = hgt__now_ms();
+	if (resyncing(g, c)) {
+		for (i = 0; i < (size_t)r; i++)
+			resync_byte(g, c, buf[i]);
+		if (c->hdr_got == HGT__DATA_HDR)
+			check_header(l, g, c);
+		return;
+	}
 	g->bytes += (uint64_t)r;
 	if (c->hdr_got < HGT__DATA_HDR) {
 		size_t k = HGT__DATA_HDR - c->hdr_got;
-		uint32_t h[4];
 
 		if (k > (size_t)r)
 			k = (size_t)r;
 		memcpy(c->hdr + c->hdr_got, buf, k);
 		c->hdr_got += k;
 		i = k;
-		if (c->hdr_got < HGT__DATA_HDR)
+		if (c->hdr_got < HGT__DATA_HDR || check_header(l, g, c))
 			return;
-		memcpy(h, c->hdr, 16);
-		if (h[0] != HGT__DATA_MAGIC || h[1] < HGT__PROTO_MIN || h[1] > HGT__PROTO_VERSION ||
-		    h[2] >= MAX_CPUS || h[3] < 4096 || h[3] > 65536 || (h[3] & (h[3] - 1))) {
-			fault(l, g,
-			      "data channel header rejected (magic 0x%08x, protocol version %u, "
-			      "cpu %u, page %u)",
-			      h[0], h[1], h[2], h[3]);
-			return;
-		}
-		if (c->cpu >= 0 && (uint32_t)c->cpu != h[2]) {
-			fault(l, g, "data channel of cpu %d says cpu %u", c->cpu, h[2]);
-			return;
-		}
-		c->cpu = (int)h[2];
-		if (g->page_size && g->page_size != h[3]) {
-			fault(l, g, "cpu %u: page size %u, HELLO said %u", h[2], h[3],
-			      g->page_size);
-			return;
-		}
-		g->page_size = h[3];
 	}
 	if (g->bytes > l->o.max_bytes) {
 		if (!g->over_limit)
@@ -1956,6 +2026,10 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			    t - g->t_start >= l.o.stop_after_ms)
 				want_stop = true;
 			sync_tick(&l, g, t);
+			/* a serving agent ends a session whose host says nothing for its
+			 * silence limit (30 s): with no probes to send, a newline keeps it */
+			if (g->hello && !g->ended && !g->done && t - g->t_sent >= HGT__HEARTBEAT_MS)
+				send_cmd(g, "\n");
 
 			if (want_stop && !g->stop_sent && !g->done) {
 				struct sync *sy = &g->sync;
@@ -2076,7 +2150,7 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			}
 			for (int k = 0; k < g->nr_data && n < (int)(sizeof(pf) / sizeof(pf[0]));
 			     k++) {
-				if (g->data[k].eof)
+				if (g->data[k].eof || holding(g, &g->data[k]))
 					continue;
 				pf[n] = (struct pollfd){ .fd = g->data[k].fd, .events = POLLIN };
 				who[n].kind = 3;

@@ -52,6 +52,25 @@ static int parse_uint(const char *what, const char *s, unsigned long max, unsign
 	return 0;
 }
 
+/* --silent-timeout S of agent and listen: how long the peer may say nothing (at least 10 s:
+ * each side sends something every HGT_AGENT_HEARTBEAT_MS). */
+static int parse_silent(const char *cmd, const char *s, unsigned int *ms)
+{
+	char what[64];
+	unsigned long v;
+
+	snprintf(what, sizeof(what), "%s: --silent-timeout", cmd);
+	if (parse_uint(what, s, 86400, &v))
+		return -1;
+	if (v < 10) {
+		fprintf(stderr, "hgtrace: %s %lu: at least 10 s (a heartbeat goes every %d s)\n",
+			what, v, HGT_AGENT_HEARTBEAT_MS / 1000);
+		return -1;
+	}
+	*ms = (unsigned int)v * 1000;
+	return 0;
+}
+
 /* "A:B": splits at the last colon. */
 static int split_pair(const char *what, char *s, char **a, char **b)
 {
@@ -78,7 +97,8 @@ int cmd_agent(int argc, char **argv)
 		O_NOSPLICE,
 		O_SERVE,
 		O_LISTEN,
-		O_FLUSH
+		O_FLUSH,
+		O_SILENT
 	};
 	static const struct option lopts[] = {
 		{ "fifos", required_argument, NULL, O_FIFOS },
@@ -90,6 +110,7 @@ int cmd_agent(int argc, char **argv)
 		{ "serve", no_argument, NULL, O_SERVE },
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "flush-ms", required_argument, NULL, O_FLUSH },
+		{ "silent-timeout", required_argument, NULL, O_SILENT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -163,6 +184,10 @@ int cmd_agent(int argc, char **argv)
 			}
 			ro.flush_ms = (unsigned int)v;
 			break;
+		case O_SILENT:
+			if (parse_silent("agent", optarg, &ao.host_silent_ms))
+				goto out;
+			break;
 		case O_LISTEN:
 			/* tcp:[ADDR:]PORT or vsock:PORT */
 			ao.listen = true;
@@ -199,7 +224,7 @@ int cmd_agent(int argc, char **argv)
 			       "--vsock CID:PORT]\n"
 			       "                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] "
 			       "[-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
-			       "                     [--flush-ms MS]\n"
+			       "                     [--flush-ms MS] [--silent-timeout S]\n"
 			       "                     [-- COMMAND ARGS...]\n"
 			       "  -- COMMAND: record now, run COMMAND once the host says go (or "
 			       "after "
@@ -209,6 +234,9 @@ int cmd_agent(int argc, char **argv)
 			       "           the host's settings, then wait for the next; with "
 			       "--listen\n"
 			       "           tcp:[ADDR:]PORT or vsock:PORT the host dials the agent\n"
+			       "  --silent-timeout S: --serve ends a session whose host said "
+			       "nothing "
+			       "for S s (30)\n"
 			       "  -o: debug, every CPU's raw pages to stdout until SIGINT\n");
 			ret = 0;
 			goto out;
@@ -321,17 +349,8 @@ int cmd_listen(int argc, char **argv)
 			lo.max_total_bytes = (uint64_t)v << 20;
 			break;
 		case O_SILENT:
-			if (parse_uint("listen: --silent-timeout", optarg, 86400, &v))
+			if (parse_silent("listen", optarg, &lo.silent_ms))
 				goto out;
-			if (v < 10) {
-				fprintf(stderr,
-					"hgtrace: listen: --silent-timeout %lu: at least 10 s "
-					"(agents "
-					"send a heartbeat every %d s)\n",
-					v, HGT_AGENT_HEARTBEAT_MS / 1000);
-				goto out;
-			}
-			lo.silent_ms = (unsigned int)v * 1000;
 			break;
 		case O_START:
 			lo.start = true;

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# An agent --serve over FIFOs outlives hosts that die mid-session (issue 22, item 2): the
+# host (record -A) is SIGKILLed at a random moment of a session, K times; after each kill
+# the next host's session succeeds (exit 0, a guest file with the guest's events, read by
+# trace-cmd). Half the next hosts come at once (the agent learns from their CONFIG that the
+# old host is gone, the listener skips the old session's bytes), half after the agent said
+# the host was silent (it drops what its readers were blocked writing). Then SIGTERM ends
+# the agent within 2 s and its instance is gone.
+# Usage: serve-kill.sh HGTRACE [K]
+HGTRACE=$(realpath "$1")
+K=${2:-10}
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/record.sh"
+why=$(tracefs_ready) || tap_skip_all "$why"
+tap_workdir
+
+"$HGTRACE" setup-guest w --cpus "$(nproc)" --dir . > /dev/null
+inst=hgt_skill_$$
+"$HGTRACE" agent --serve --fifos w -B $inst -e sched:sched_switch --silent-timeout 10 \
+	2> agent.log &
+apid=$!
+
+# ok_session N: a whole session through the agent, checked
+ok_session() {
+	local rc gn
+	timeout 60 "$HGTRACE" record -e sched:sched_switch -A "w@fifo:$t/w" -o "ok$1.dat" \
+		-- sleep 0.5 > /dev/null 2> "ok$1.log"
+	rc=$?
+	gn=$(trace-cmd report "ok$1-w.dat" 2> /dev/null | grep -c 'sched_switch:')
+	if [ $rc = 0 ] && [ "$gn" -gt 0 ]; then
+		tap_ok "after kill $1 ($2): the next session succeeds, $gn guest events read by trace-cmd ($(grep -oE '[0-9]+ (stale )?bytes of an earlier session' "ok$1.log" | awk '{ s += $1 } END { print s + 0 }') old bytes dropped)"
+	else
+		tap_fail "after kill $1 ($2): exit $rc, $gn guest events: $(tr '\n' '|' < "ok$1.log") agent: $(tail -5 agent.log | tr '\n' '|')"
+	fi
+}
+
+RANDOM=$$
+for k in $(seq 1 "$K"); do
+	n0=$(grep -c 'recording (clock' agent.log)
+	"$HGTRACE" record -e sched:sched_switch -A "w@fifo:$t/w" -o "k$k.dat" -- sleep 30 \
+		> /dev/null 2> "k$k.log" &
+	rp=$!
+	# a random moment: before the agent records (during the metadata), or up to 1.5 s
+	# into the recording
+	if [ $((RANDOM % 4)) = 0 ]; then
+		wait_for_line agent.log 'serving sessions' > /dev/null
+		sleep 0.0$((RANDOM % 10))
+	else
+		end=$((SECONDS + 60))
+		until [ "$(grep -c 'recording (clock' agent.log)" -gt "$n0" ] || [ $SECONDS -ge $end ]; do
+			sleep 0.02
+		done
+		sleep "$((RANDOM % 2)).$((RANDOM % 10))"
+	fi
+	kill -KILL $rp
+	wait $rp 2> /dev/null
+	if [ $((k % 2)) = 0 ]; then
+		s0=$(grep -c 'silent for' agent.log)
+		end=$((SECONDS + 60))
+		until [ "$(grep -c 'silent for' agent.log)" -gt "$s0" ] || [ $SECONDS -ge $end ]; do
+			sleep 0.1
+		done
+		ok_session "$k" "after the agent found its host silent"
+	else
+		ok_session "$k" "at once"
+	fi
+done
+
+kill -TERM $apid
+t0=$(date +%s%N)
+wait_exit $apid 10
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ $rc = 0 ] && [ $ms -le 2000 ] && [ ! -d "$TRACEFS/instances/$inst" ]; then
+	tap_ok "SIGTERM ends the agent in $ms ms; its instance is gone"
+else
+	tap_fail "SIGTERM: agent still running or its instance left (wait $rc, $ms ms)"
+fi
+"$HGTRACE" reset > /dev/null 2>&1
+tap_done
