@@ -650,26 +650,29 @@ static int describe(void *ctx, struct hgt_recorder *rec)
  */
 struct drain {
 	struct agent *a;
+	int *fds; /* a non-blocking reader of each FIFO: a new host may read them too */
+	int nr;
 	pthread_t thread;
 	int stop;
 	bool started;
 };
 
-static void drain_fds(struct agent *a, int timeout_ms)
+/* Read and drop what waits in the FIFOs; returns the bytes read. */
+static size_t drain_fds(struct drain *d, int timeout_ms)
 {
-	struct pollfd p[a->nr_cpus + 1];
+	struct pollfd p[d->nr];
 	char buf[65536];
-	int i, n = 0;
+	size_t got = 0;
+	ssize_t r;
 
-	for (i = 0; i < a->nr_cpus; i++)
-		p[n++] = (struct pollfd){ .fd = a->data[i], .events = POLLIN };
-	p[n++] = (struct pollfd){ .fd = a->ctl_w, .events = POLLIN };
-	if (poll(p, (nfds_t)n, timeout_ms) <= 0)
-		return;
-	for (i = 0; i < n; i++)
-		if (p[i].revents & POLLIN && read(p[i].fd, buf, sizeof(buf)) < 0) {
-			/* the only reader: POLLIN means bytes; EINTR is retried by the loop */
-		}
+	for (int i = 0; i < d->nr; i++)
+		p[i] = (struct pollfd){ .fd = d->fds[i], .events = POLLIN };
+	if (poll(p, (nfds_t)d->nr, timeout_ms) <= 0)
+		return 0;
+	for (int i = 0; i < d->nr; i++)
+		while (p[i].revents & POLLIN && (r = read(p[i].fd, buf, sizeof(buf))) > 0)
+			got += (size_t)r;
+	return got;
 }
 
 static void *drain_main(void *arg)
@@ -677,8 +680,49 @@ static void *drain_main(void *arg)
 	struct drain *d = arg;
 
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE))
-		drain_fds(d->a, 100);
+		drain_fds(d, 100);
 	return NULL;
+}
+
+/* Readers of the agent's FIFOs toward the host (data and control), opened again through
+ * /proc so that they do not block; 0 or -errno. */
+static int drain_open(struct agent *a, struct drain *d)
+{
+	*d = (struct drain){ .a = a };
+	d->fds = malloc(sizeof(int) * (size_t)(a->nr_cpus + 1));
+	if (!d->fds)
+		return -ENOMEM;
+	for (int i = 0; i <= a->nr_cpus; i++) {
+		char path[64];
+		int fd = i < a->nr_cpus ? a->data[i] : a->ctl_w;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0)
+			d->fds[d->nr++] = fd;
+	}
+	return 0;
+}
+
+static void drain_close(struct drain *d)
+{
+	for (int i = 0; i < d->nr; i++)
+		close(d->fds[i]);
+	free(d->fds);
+	d->fds = NULL;
+	d->nr = 0;
+}
+
+/* What the FIFOs hold now goes (a dead host's leftovers, before the next READY). */
+static void drain_now(struct agent *a)
+{
+	struct drain d;
+
+	if (drain_open(a, &d))
+		return;
+	while (drain_fds(&d, 0))
+		;
+	drain_close(&d);
 }
 
 static bool drain_needed(const struct agent *a)
@@ -690,19 +734,20 @@ static bool drain_needed(const struct agent *a)
 static void drain_start(struct agent *a, struct drain *d)
 {
 	*d = (struct drain){ .a = a };
-	if (drain_needed(a))
+	if (drain_needed(a) && !drain_open(a, d))
 		d->started = !hgt__thread_create(&d->thread, drain_main, d);
 }
 
 /* After the readers stopped: the last bytes they wrote go too. */
 static void drain_end(struct drain *d)
 {
-	if (!d->started)
-		return;
-	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
-	hgt__thread_join(d->thread);
-	for (int i = 0; i < 64; i++)
-		drain_fds(d->a, 0);
+	if (d->started) {
+		__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+		hgt__thread_join(d->thread);
+		while (drain_fds(d, 0))
+			;
+	}
+	drain_close(d);
 }
 
 /* One recording: wait for the start (unless now), record until the stop, send the end.
@@ -1030,8 +1075,7 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 			/* what a session whose host died left in the FIFOs goes before the
 			 * new host's READY: nothing old follows it */
 			if (a.o.transport == HGT_TRANSPORT_FIFOS)
-				for (i = 0; i < 64; i++)
-					drain_fds(&a, 0);
+				drain_now(&a);
 			a.last_host_ms = hgt__now_ms();
 			a.session = hgt_trace_id_generate();
 			ret = send_msg(&a, HGT__MSG_READY, &a.session, 8, NULL, 0);

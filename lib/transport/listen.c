@@ -46,7 +46,8 @@
 #define SYNC_PERIODIC 8	       /* in the others */
 #define SYNC_TIMEOUT_MS 1000   /* a probe not answered in time is lost */
 #define SYNC_MAX_SAMPLES 4096
-#define END_TIMEOUT_MS 10000 /* a guest told to stop sends its end within this */
+#define END_TIMEOUT_MS 10000   /* a guest told to stop sends its end within this */
+#define REFUSED_LINGER_MS 2000 /* a refused connection is read until its peer closes */
 
 enum { FIN_NONE, FIN_RUNNING, FIN_DONE };
 
@@ -166,6 +167,12 @@ struct listener {
 	int nr_pend;
 	int tcp_count;
 	int failures;
+	/* refused connections: read and dropped until their peer closes (or
+	 * REFUSED_LINGER_MS), so the refusal is not lost to a reset */
+	struct pending refused[MAX_PENDING];
+	int nr_refused;
+	uint64_t accept_paused; /* accept() found no file descriptor: until then */
+	bool accept_failing;
 };
 
 static void logf_(struct listener *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1792,6 +1799,50 @@ fail : {
 /* A new connection's first bytes say what it is: a control stream (its guest starts now)
  * or a data channel (joined to the guest whose HELLO names its session). Returns true when
  * the connection was handed over or closed. */
+/* Close a refused connection once its peer has read the refusal: closing with its bytes
+ * unread would send a reset, which can overtake the refusal. */
+static void linger_refused(struct listener *l, int fd)
+{
+	shutdown(fd, SHUT_WR);
+	if (l->nr_refused == MAX_PENDING) { /* the oldest goes now */
+		close(l->refused[0].fd);
+		memmove(l->refused, l->refused + 1, sizeof(l->refused[0]) * (MAX_PENDING - 1));
+		l->nr_refused--;
+	}
+	l->refused[l->nr_refused++] = (struct pending){ .fd = fd, .t = hgt__now_ms() };
+}
+
+/* Read and drop what refused peers send; close each at its end or when it lingered long. */
+static void refused_tick(struct listener *l, uint64_t t)
+{
+	for (int i = 0; i < l->nr_refused;) {
+		uint8_t junk[4096];
+		ssize_t r;
+
+		while ((r = read(l->refused[i].fd, junk, sizeof(junk))) > 0)
+			;
+		if ((r < 0 && errno == EAGAIN) && t - l->refused[i].t < REFUSED_LINGER_MS) {
+			i++;
+			continue;
+		}
+		close(l->refused[i].fd);
+		l->refused[i] = l->refused[--l->nr_refused];
+	}
+}
+
+/* accept() failed: out of file descriptors (or memory) is said once and the listening
+ * sockets rest a second, instead of a loop that polls them readable and fails again. */
+static void accept_failed(struct listener *l, int e)
+{
+	if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM)
+		return;
+	l->accept_paused = hgt__now_ms() + 1000;
+	if (!l->accept_failing)
+		logf_(l, "cannot accept a connection: %s (%d guests): new guests wait", strerror(e),
+		      l->nr_g);
+	l->accept_failing = true;
+}
+
 static bool classify(struct listener *l, struct pending *p)
 {
 	uint32_t magic, h[4];
@@ -1816,7 +1867,7 @@ static bool classify(struct listener *l, struct pending *p)
 			if (write(p->fd, m, sizeof(m)) < 0)
 				(void)0; /* it is being closed anyway */
 			logf_(l, "too many guests: connection closed");
-			close(p->fd);
+			linger_refused(l, p->fd);
 			return true;
 		}
 		g->ctl_r = g->ctl_w = p->fd;
@@ -2015,6 +2066,12 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			    t - g->t_start >= HELLO_TIMEOUT_MS)
 				fault(&l, g, "no HELLO within %d s of connecting: closed",
 				      HELLO_TIMEOUT_MS / 1000);
+			/* heartbeats alone do not hold a slot: a network guest told to start
+			 * that never records is closed (a real agent records in seconds) */
+			if (!g->fifo && !g->peer && g->hello && g->start_sent && !g->recording &&
+			    !g->done && !g->ended && t - g->t_start >= l.o.silent_ms)
+				fault(&l, g, "not recording %u s after the start: closed",
+				      l.o.silent_ms / 1000);
 			/* a network guest's agent says something at least every
 			 * HGT__HEARTBEAT_MS: one silent far longer is gone (or hostile) and
 			 * holds a slot; what it sent is written */
@@ -2125,11 +2182,14 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 			break;
 		/* with every pending slot taken, new connections wait in the backlog: polling
 		 * the listening socket then would only spin */
-		if (l.tcp_fd >= 0 && l.nr_pend < MAX_PENDING) {
+		refused_tick(&l, hgt__now_ms());
+		if (l.accept_paused && hgt__now_ms() >= l.accept_paused)
+			l.accept_paused = 0;
+		if (l.tcp_fd >= 0 && l.nr_pend < MAX_PENDING && !l.accept_paused) {
 			pf[n] = (struct pollfd){ .fd = l.tcp_fd, .events = POLLIN };
 			who[n++].kind = 0;
 		}
-		if (l.vsock_fd >= 0 && l.nr_pend < MAX_PENDING) {
+		if (l.vsock_fd >= 0 && l.nr_pend < MAX_PENDING && !l.accept_paused) {
 			pf[n] = (struct pollfd){ .fd = l.vsock_fd, .events = POLLIN };
 			who[n++].kind = 0;
 		}
@@ -2169,9 +2229,15 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 				int fd =
 					accept4(pf[i].fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-				if (fd >= 0)
+				if (fd >= 0) {
+					if (l.accept_failing)
+						logf_(&l, "accepting connections again");
+					l.accept_failing = false;
 					l.pend[l.nr_pend++] =
 						(struct pending){ .fd = fd, .t = hgt__now_ms() };
+				} else {
+					accept_failed(&l, errno);
+				}
 			} else if (who[i].kind == 1) {
 				struct pending *p = &l.pend[who[i].g];
 				/* the magic first; the rest of a data header after it */
@@ -2236,6 +2302,8 @@ out:
 	for (i = 0; i < l.nr_pend; i++)
 		if (l.pend[i].fd >= 0)
 			close(l.pend[i].fd);
+	for (i = 0; i < l.nr_refused; i++)
+		close(l.refused[i].fd);
 	if (l.tcp_fd >= 0)
 		close(l.tcp_fd);
 	if (l.vsock_fd >= 0)

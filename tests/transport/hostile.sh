@@ -94,4 +94,106 @@ if grep -q 'HELLO rejected: protocol version 1, this listener speaks 2 to 3' sil
 else
 	tap_fail "old protocol: $(tr '\n' ' ' < silent.log)"
 fi
+
+# Idle peers cannot hold the listener (issue 22, item 4): 64 connections, each READY, a
+# protocol 3 HELLO and then a heartbeat every 4 s, take every guest slot of a --start
+# listener. A 65th, sending its READY, HELLO and 1 MB of metadata at once as an agent does,
+# is refused and reads why (the refusal is not lost to a reset: the listener reads what it
+# sent until it closes). Told
+# to start, none of the 64 records: past --silent-timeout (10 s) each is closed in one
+# line, and a new peer is then taken.
+port=$(free_port)
+"$HGTRACE" listen -o . --tcp $port --start --silent-timeout 10 2> idle.log &
+lpid=$!
+wait_listen $port $lpid
+python3 - $port > idle.out 2>&1 << 'PY'
+import socket, struct, sys, time
+port = int(sys.argv[1])
+def msg(t, p): return struct.pack("<IHHI", 0x43544748, t, 0, len(p)) + p
+def hello(sid):
+    return msg(5, struct.pack("<Q", sid)) + msg(1, struct.pack("<IIIIQ", 3, 2, 4096, 8, sid) + b"local\0")
+held = []
+for i in range(64):
+    s = socket.create_connection(("127.0.0.1", port)); s.sendall(hello(100 + i)); held.append(s)
+time.sleep(0.5)
+# like a real agent: READY, HELLO and its metadata (1 MB) at once; a send that fails
+# (the connection reset) ends it, as it ends an agent, before it reads anything
+x = socket.create_connection(("127.0.0.1", port)); x.settimeout(10); got = b""
+try:
+    x.sendall(hello(999) + struct.pack("<IHHI", 0x43544748, 2, 0, 4 + (1 << 20)) +
+              struct.pack("<I", 21) + b"k" * (1 << 20))
+except OSError as e:
+    got = b"<send: %s>" % type(e).__name__.encode()
+try:
+    if got: raise OSError
+    while True:
+        b = x.recv(4096)
+        if not b: break
+        got += b
+except OSError as e:
+    got += b"<%s>" % type(e).__name__.encode()
+print("refused:", got[12:].split(b"\0")[0].decode(errors="replace") if len(got) > 12 else got)
+t0 = time.time(); closed = set()
+while len(closed) < 64 and time.time() - t0 < 40:
+    for i, s in enumerate(held):
+        if i in closed: continue
+        try:
+            s.setblocking(False)
+            if s.recv(4096) == b"": closed.add(i)
+        except BlockingIOError: pass
+        except OSError: closed.add(i)
+        if i not in closed and int(time.time() - t0) % 4 == 0:
+            try: s.sendall(msg(10, b""))
+            except OSError: closed.add(i)
+    time.sleep(0.25)
+print("closed %d after %.1f s" % (len(closed), time.time() - t0))
+n = socket.create_connection(("127.0.0.1", port)); n.sendall(hello(4242)); time.sleep(1)
+print("new peer sent its HELLO")
+PY
+kill -INT $lpid
+wait $lpid 2> /dev/null
+if grep -q '^refused: too many guests connected to this listener$' idle.out; then
+	tap_ok "the 65th peer reads why it was refused: $(grep refused: idle.out)"
+else
+	tap_fail "refusal: $(head -2 idle.out | tr '\n' ' ')"
+fi
+nclosed=$(grep -c 'not recording 10 s after the start: closed' idle.log)
+if [ "$nclosed" = 64 ] && grep -q '^closed 64 after' idle.out &&
+	grep -q 'guest net-66 connected' idle.log; then
+	tap_ok "64 peers sending only heartbeats: all closed at 10 s ($(grep '^closed' idle.out)), then a new peer is taken"
+else
+	tap_fail "idle peers: $nclosed closed by the listener; $(tr '\n' ' ' < idle.out) $(tail -3 idle.log | tr '\n' ' ')"
+fi
+
+# Out of file descriptors (ulimit -n 40, 40 peers): the listener says so once and does not
+# spin (its CPU ticks over 3 s, counted from /proc); once the peers leave it takes a new one.
+port=$(free_port)
+(ulimit -n 40 && exec "$HGTRACE" listen -o . --tcp $port 2> fd.log) &
+lpid=$!
+wait_listen $port $lpid
+python3 - $port $lpid > fd.out 2>&1 << 'PY'
+import socket, struct, sys, time
+port, pid = int(sys.argv[1]), sys.argv[2]
+def ticks():
+    f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])
+c = [socket.create_connection(("127.0.0.1", port)) for i in range(40)]
+for s in c: s.sendall(b"HGTC")
+time.sleep(1)
+t0 = ticks(); time.sleep(3); print("ticks", ticks() - t0)
+for s in c: s.close()
+time.sleep(1.5)
+n = socket.create_connection(("127.0.0.1", port))
+n.sendall(struct.pack("<IHHI", 0x43544748, 5, 0, 8) + struct.pack("<Q", 77)); time.sleep(1)
+PY
+kill -INT $lpid
+wait $lpid 2> /dev/null
+ticks=$(sed -n 's/^ticks //p' fd.out)
+said=$(grep -c 'cannot accept a connection: Too many open files' fd.log)
+if [ -n "$ticks" ] && [ "$ticks" -le 30 ] && [ "$said" = 1 ] &&
+	grep -q 'accepting connections again' fd.log; then
+	tap_ok "out of file descriptors: said once, $ticks of 300 clock ticks in 3 s, accepting again after"
+else
+	tap_fail "fd exhaustion: ticks '$ticks', said $said times: $(tr '\n' ' ' < fd.log | cut -c1-300)"
+fi
 tap_done

@@ -61,7 +61,11 @@ for k in $(seq 1 "$K"); do
 		until [ "$(grep -c 'silent for' agent.log)" -gt "$s0" ] || [ $SECONDS -ge $end ]; do
 			sleep 0.1
 		done
-		ok_session "$k" "after the agent found its host silent"
+		if [ "$(grep -c 'silent for' agent.log)" -gt "$s0" ]; then
+			ok_session "$k" "after the agent found its host silent"
+		else
+			tap_fail "kill $k: the agent never found its host silent: $(tail -3 agent.log | tr '\n' '|')"
+		fi
 	else
 		ok_session "$k" "at once"
 	fi
