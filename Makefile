@@ -3,7 +3,7 @@ BUILDDIR ?= build
 MESON_EXTRA ?=
 NINJA ?= ninja
 
-.PHONY: all build deps demo check bench bench-big bench-fuzz fuzz clean install
+.PHONY: all build deps demo check bench bench-big bench-fuzz fuzz mutate clean install
 
 all: build
 
@@ -40,6 +40,10 @@ bench-big: deps build
 fuzz: deps build
 	@fuzz/run.sh
 
+# plants each bug of tests/mutate/mutants.txt, runs its tests, prints the kill rate (hours)
+mutate: deps build
+	@tests/mutate.sh
+
 bench-fuzz: deps build
 	@bench/fuzz.sh
 
@@ -47,4 +51,4 @@ install: build
 	meson install -C $(BUILDDIR)
 
 clean:
-	rm -rf $(BUILDDIR) build-asan build-fuzz
+	rm -rf $(BUILDDIR) build-asan build-fuzz build-mutate

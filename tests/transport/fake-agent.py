@@ -6,6 +6,8 @@ Speaks hgtrace's agent protocol (lib/transport/proto.h) over FIFO pairs like
 HELLO, metadata and TRACEID, then answers the host's probes as MODE says:
   lie     answers with random timestamps
   runaway answers with timestamps that always increase, far faster than any clock
+  fast    answers with a clock that runs 100 ns-ticks a ns: 25 to 100 times a 1-4 GHz TSC,
+          past the host's 1/10..10 sanity bound but well inside a 1/1000..1000 one
   mute    never answers
   unsent  answers a probe that was never sent
   flood   sends garbage on the control channel without end
@@ -77,6 +79,8 @@ while time.time() < deadline:
             elif mode == "runaway":
                 runaway += (1 << 44) + random.getrandbits(40)
                 send(8, struct.pack("<IIQ", seq, cpu, runaway))
+            elif mode == "fast":
+                send(8, struct.pack("<IIQ", seq, cpu, 100 * time.monotonic_ns()))
             elif mode == "unsent":
                 send(8, struct.pack("<IIQ", seq + 1000, cpu, 1))
         elif state == "rec" and m == ("cmd", b"0"):

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Hostile peers against the listener, with no tracefs needed: six connections that send a
-# 60 MB META message each, no HELLO, to a listener allowed 100 MB per guest and 150 MB in
-# total. Past the total the guest holding the most is cut (one line each): of the 360 MB
-# sent at most 150 MB may be held, and a cut frees at most 60 MB, so at least 4 cuts. The
-# listener's peak memory stays near the budget (before, all 360 MB were held); measured
-# only without sanitizers, whose allocator keeps freed memory in quarantine. Then a guest
-# silent after its HELLO (no heartbeat) is closed at --silent-timeout, and an older
-# protocol's HELLO is refused saying so.
+# Hostile peers against the listener, with no tracefs needed: six connections, one after
+# another, each sending one META message of 70, 60, 50, 45, 30 and 20 MB, no HELLO, to a
+# listener allowed 100 MB per guest and 150 MB in total. Worked by hand: when the third
+# passes 20 MB the total is over, and the guest holding the most (net-1, 70 MB) is cut; when
+# the fourth has sent its 45 MB, 60 + 50 + 45 is over again and net-2 (60 MB) is cut; then
+# 50 + 45 + 30 + 20 = 145 fits. So exactly net-1 and net-2 are cut, each in one line. The
+# listener's peak memory stays near the budget (before, all was held); measured only without
+# sanitizers, whose allocator keeps freed memory in quarantine. A guest over --max-mb is cut
+# at its limit. Then a guest silent after its HELLO (no heartbeat) is closed at
+# --silent-timeout, and an older protocol's HELLO is refused saying so.
 # Usage: hostile.sh HGTRACE
 HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,13 +20,12 @@ port=$(free_port)
 lpid=$!
 wait_listen $port $lpid
 python3 -c 'import socket, struct, sys, time
-meta = struct.pack("<IHHI", 0x43544748, 2, 0, 4 + (60 << 20)) + struct.pack("<I", 21)
 c = []
-for i in range(6):
+for mb in (70, 60, 50, 45, 30, 20):
     s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-    s.sendall(b"HGTC"[0:0] + meta)
+    s.sendall(struct.pack("<IHHI", 0x43544748, 2, 0, 4 + (mb << 20)) + struct.pack("<I", 21))
     try:
-        s.sendall(b"x" * (60 << 20))
+        s.sendall(b"x" * (mb << 20))
     except OSError:
         pass
     c.append(s)
@@ -33,18 +34,38 @@ time.sleep(2)' $port
 hwm=$(awk '/VmHWM/ { print $2 }' /proc/$lpid/status)
 kill -INT $lpid
 wait $lpid 2> /dev/null
-cut=$(grep -c 'over its 150 MB: this guest holds the most' listen.log)
-if [ "$cut" -ge 4 ]; then
-	tap_ok "6 x 60 MB of control data, 150 MB in total allowed: $cut guests cut, the biggest first"
+cut=$(grep 'over its 150 MB: this guest holds the most' listen.log | grep -o 'guest net-[0-9]*' | sort | paste -sd' ')
+if [ "$cut" = "guest net-1 guest net-2" ]; then
+	tap_ok "70, 60, 50, 45, 30, 20 MB of control data, 150 MB in total allowed: the biggest holders cut, as worked by hand ($cut)"
 else
-	tap_fail "total memory budget: $cut cut: $(tr '\n' ' ' < listen.log)"
+	tap_fail "total memory budget: cut '$cut', by hand net-1 and net-2: $(tr '\n' ' ' < listen.log)"
 fi
 if ldd "$HGTRACE" | grep -q 'libasan\|libubsan'; then
 	tap_skip "peak RSS under the budget" "a sanitizer build keeps freed memory in quarantine"
 elif [ "${hwm:-999999}" -lt $((250 * 1024)) ]; then
-	tap_ok "... the listener's peak RSS $((hwm / 1024)) MB for 360 MB sent"
+	tap_ok "... the listener's peak RSS $((hwm / 1024)) MB for 275 MB sent"
 else
-	tap_fail "peak RSS $((hwm / 1024)) MB for 360 MB sent, 150 MB allowed"
+	tap_fail "peak RSS $((hwm / 1024)) MB for 275 MB sent, 150 MB allowed"
+fi
+# one guest's limit: --max-mb 8, a guest sending 20 MB of control data is cut at 8 MB
+port=$(free_port)
+"$HGTRACE" listen -o . --tcp $port --max-mb 8 2> limit.log &
+lpid=$!
+wait_listen $port $lpid
+python3 -c 'import socket, struct, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(struct.pack("<IHHI", 0x43544748, 2, 0, 4 + (20 << 20)) + struct.pack("<I", 21))
+try:
+    s.sendall(b"x" * (20 << 20))
+except OSError:
+    pass
+time.sleep(1)' $port
+kill -INT $lpid
+wait $lpid 2> /dev/null
+if [ "$(grep -c 'more than 8388608 bytes: the guest.s limit' limit.log)" = 1 ]; then
+	tap_ok "a guest sending 20 MB to a --max-mb 8 listener is cut in one line: $(grep -m1 'more than' limit.log)"
+else
+	tap_fail "per-guest limit: $(tr '\n' ' ' < limit.log)"
 fi
 # A network guest that says READY and a well-formed HELLO (protocol 2) and then nothing,
 # no heartbeat: past --silent-timeout (10 s) it is closed, in one line, and its slot is

@@ -103,6 +103,23 @@ static void test_tsync_interpolate_like_trace_cmd(void **state)
 	}
 }
 
+/*
+ * Interpolation that does not divide exactly: trace-cmd rounds to nearest, (prod + delta / 2)
+ * / delta. By hand, samples (1000, 0) and (1003, 10), delta 3: at 1002, 2 * 10 = 20, and
+ * (20 + 1) / 3 = 7 (truncated, 6): 1002 + 7 = 1009; at 1001, (10 + 1) / 3 = 3: 1004. Both
+ * readers, trace-cmd's (compat) and ours, must round so.
+ */
+static void test_tsync_interpolate_rounds(void **state)
+{
+	struct ts_fixture f = { .time = { 1000, 1003 }, .offset = { 0, 10 }, .scaling = { 1, 1 } };
+
+	for (int compat = 0; compat < 2; compat++) {
+		ts_setup(&f, 2, HGT_TSYNC_INTERPOLATE, compat);
+		assert_int_equal(hgt_clock_convert(&f.clk, 1002, 0), 1009);
+		assert_int_equal(hgt_clock_convert(&f.clk, 1001, 0), 1004);
+	}
+}
+
 static void test_tsync_compat_scaling_as_trace_cmd(void **state)
 {
 	struct ts_fixture f = { .time = { 999500000, 999900000 },
@@ -385,6 +402,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mul_shr_matches_64bit_formula),
 		cmocka_unit_test(test_tsync_interpolate_like_trace_cmd),
+		cmocka_unit_test(test_tsync_interpolate_rounds),
 		cmocka_unit_test(test_tsync_compat_scaling_as_trace_cmd),
 		cmocka_unit_test(test_tsync_step_after_last_sample),
 		cmocka_unit_test(test_tsc_forward_by_hand),
