@@ -528,6 +528,33 @@ static int next_ours(struct hgt_probefile *f, struct hgt_probefile_event *ev)
 	return r < 0 ? r : set_event(f, ev, d);
 }
 
+/* The events file's event a mapping names: NAME itself, or a tcg event's NAME_trans or
+ * NAME_exec, the two events QEMU's tracetool (and our generator) make of it; *@trans for
+ * the _trans half, which records no tcg arguments. */
+static const struct hgt_tev *find_tev(const struct hgt_probefile *f, const char *name, int *trans)
+{
+	size_t n = strlen(name);
+
+	*trans = 0;
+	for (size_t i = 0; i < f->tev.n; i++)
+		if (!strcmp(f->tev.ev[i].name, name))
+			return &f->tev.ev[i];
+	for (size_t i = 0; i < f->tev.n; i++) {
+		const struct hgt_tev *t = &f->tev.ev[i];
+		size_t k = strlen(t->name);
+
+		if (!(t->props & HGT_TEV_TCG) || n <= k || strncmp(name, t->name, k))
+			continue;
+		if (!strcmp(name + k, "_exec"))
+			return t;
+		if (!strcmp(name + k, "_trans")) {
+			*trans = 1;
+			return t;
+		}
+	}
+	return NULL;
+}
+
 /* QEMU v4: u64 type; 0: u64 id, u32 len, name; 1: u64 id, u64 ts, u32 length, u32 pid, args */
 static int next_qemu(struct hgt_probefile *f, struct hgt_probefile_event *ev)
 {
@@ -543,7 +570,8 @@ static int next_qemu(struct hgt_probefile *f, struct hgt_probefile_event *ev)
 			unsigned char m[12];
 			uint32_t len;
 			struct desc *d;
-			struct hgt_tev *t = NULL;
+			const struct hgt_tev *t;
+			int trans;
 
 			if ((r = rd(f, m, 12, 0)) < 0)
 				return r;
@@ -555,17 +583,18 @@ static int next_qemu(struct hgt_probefile *f, struct hgt_probefile_event *ev)
 			d->id = rd64(f, m);
 			if ((r = rd(f, d->name, len, 0)) < 0)
 				return r;
-			for (size_t i = 0; i < f->tev.n && !t; i++)
-				if (!strcmp(f->tev.ev[i].name, d->name))
-					t = &f->tev.ev[i];
+			t = find_tev(f, d->name, &trans);
 			if (!t)
 				return bad(f, at, "event '%s' is not in the events file", d->name);
-			d->nargs = (unsigned int)t->nargs;
+			d->nargs = 0;
 			for (int i = 0; i < t->nargs; i++) {
+				if (trans && t->args[i].tcg)
+					continue;
 				/* values widened to u64, printed in hex as simpletrace.py does */
-				d->kinds[i] = t->args[i].kind == HGT_PROBE_STR ? HGT_PROBE_STR
-									       : HGT_PROBE_PTR;
-				d->argnames[i] = strdup(t->args[i].name);
+				d->kinds[d->nargs] = t->args[i].kind == HGT_PROBE_STR
+							     ? HGT_PROBE_STR
+							     : HGT_PROBE_PTR;
+				d->argnames[d->nargs++] = strdup(t->args[i].name);
 			}
 			continue;
 		}

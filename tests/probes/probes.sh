@@ -421,6 +421,31 @@ Dropped_Event 0.500 pid=4242 num_events_dropped=7
 EOF
 "$HGTRACE" simpletrace "$t/trace-events-all" "$t/qemu.trace" > "$t/qemu-got.txt" 2> "$t/err"
 tap_cmp "simpletrace: QEMU's simple format v4 with trace-events-all" "$t/qemu-want.txt" "$t/qemu-got.txt"
+# A tcg event is two events in the file, as QEMU's tracetool splits it: NAME_trans without
+# its TCG arguments, NAME_exec with them (values worked by hand).
+cat > "$t/tcg-events-all" << 'EOF'
+tcg ev_mem(int size, TCGv_i64 addr) "size=%d", "size=%d addr=0x%" PRIx64
+EOF
+python3 - "$t/tcg.trace" << 'PY'
+import struct, sys
+out = open(sys.argv[1], "wb")
+out.write(struct.pack("=QQQ", 0xffffffffffffffff, 0xf2b177cb0aa429b4, 4))
+for i, n in enumerate([b"ev_mem_trans", b"ev_mem_exec"]):
+    out.write(struct.pack("=QQI", 0, i, len(n)) + n)
+def ev(eid, ts, args):
+    body = b"".join(args)
+    out.write(struct.pack("=QQQII", 1, eid, ts, 24 + len(body), 77) + body)
+ev(0, 5000000, [struct.pack("=q", 8)])
+ev(1, 5001000, [struct.pack("=q", 8), struct.pack("=Q", 0x1000)])
+ev(1, 5003000, [struct.pack("=q", 8), struct.pack("=Q", 0x1008)])
+PY
+cat > "$t/tcg-want.txt" << 'EOF'
+ev_mem_trans 0.000 pid=77 size=0x8
+ev_mem_exec 1.000 pid=77 size=0x8 addr=0x1000
+ev_mem_exec 2.000 pid=77 size=0x8 addr=0x1008
+EOF
+"$HGTRACE" simpletrace "$t/tcg-events-all" "$t/tcg.trace" > "$t/tcg-got.txt" 2> "$t/err"
+tap_cmp "simpletrace: a tcg event's _trans and _exec halves in QEMU's format $(cat "$t/err")" "$t/tcg-want.txt" "$t/tcg-got.txt"
 if ! "$HGTRACE" simpletrace "$t/qemu.trace" > /dev/null 2> "$t/err" && grep -q 'give its trace-events-all file first' "$t/err"; then
 	tap_ok "simpletrace: a QEMU file without its events file: $(cat "$t/err")"
 else
