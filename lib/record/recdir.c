@@ -374,6 +374,20 @@ static bool was_written(const char *dir)
 }
 
 /**
+ * hgt__recdir_present - whether @d's directory is still there (with its head.dat): what a
+ * message says is kept must exist (a user may have removed the output directory).
+ */
+bool hgt__recdir_present(const struct hgt__recdir *d)
+{
+	char *p = d->dir ? path_in(d->dir, "head.dat") : NULL;
+	struct stat st;
+	bool yes = p && !stat(p, &st) && S_ISREG(st.st_mode);
+
+	free(p);
+	return yes;
+}
+
+/**
  * hgt__recdir_done - free @d's strings; with @remove, also remove the directory.
  */
 void hgt__recdir_done(struct hgt__recdir *d, bool remove)

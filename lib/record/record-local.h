@@ -52,6 +52,7 @@ int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_con
 		       int (*more)(void *ctx, struct hgt_output *out), void *ctx, bool sync,
 		       FILE *log);
 void hgt__recdir_done(struct hgt__recdir *d, bool remove);
+bool hgt__recdir_present(const struct hgt__recdir *d);
 uint64_t hgt__proc_start(int pid);
 bool hgt__owner_alive(int pid, uint64_t start);
 

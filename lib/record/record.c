@@ -1189,11 +1189,16 @@ void hgt_record_free(struct hgt_recorder *r)
 		if (r->r[i].fd >= 0)
 			close(r->r[i].fd);
 	if (r->rd.dir && r->traced && !r->finished) {
-		if (r->o.log)
+		if (r->o.log && hgt__recdir_present(&r->rd))
 			fprintf(r->o.log,
 				"hgtrace record: the recording is kept in %s: 'hgtrace restore %s' "
 				"writes it out\n",
 				r->rd.dir, r->o.output);
+		else if (r->o.log)
+			fprintf(r->o.log,
+				"hgtrace record: the recording directory %s was removed while "
+				"recording: nothing of it is kept\n",
+				r->rd.dir);
 		hgt__recdir_done(&r->rd, false);
 	} else {
 		hgt__recdir_done(&r->rd, !r->finished);

@@ -1643,10 +1643,16 @@ static int finish_end(struct listener *l, struct guest *g)
 
 	trace_listen_done(g->name, g->bytes, ret);
 	if (ret) {
-		logf_(l,
-		      "guest %s: cannot write %s: %s; what arrived is kept in %s ('hgtrace "
-		      "restore %s' writes it)",
-		      g->name, g->path, g->fin_err, g->rd.dir, g->path);
+		if (hgt__recdir_present(&g->rd))
+			logf_(l,
+			      "guest %s: cannot write %s: %s; what arrived is kept in %s ('hgtrace "
+			      "restore %s' writes it)",
+			      g->name, g->path, g->fin_err, g->rd.dir, g->path);
+		else
+			logf_(l,
+			      "guest %s: cannot write %s: %s; its recording directory %s was "
+			      "removed: nothing of it is kept",
+			      g->name, g->path, g->fin_err, g->rd.dir);
 		hgt__recdir_done(&g->rd, false);
 		report_result(l, g, NULL);
 		return ret;
@@ -1742,9 +1748,12 @@ static void free_guest(struct listener *l, struct guest *g)
 	free(g->sync.best_rtt);
 	free(g->sync.best_g);
 	free(g->sync.best_mid);
-	if (g->rd.dir && g->bytes)
+	if (g->rd.dir && g->bytes && hgt__recdir_present(&g->rd))
 		logf_(l, "guest %s: what arrived is kept in %s ('hgtrace restore %s' writes it)",
 		      g->name, g->rd.dir, g->path);
+	else if (g->rd.dir && g->bytes)
+		logf_(l, "guest %s: its recording directory %s was removed: nothing of it is kept",
+		      g->name, g->rd.dir);
 	hgt__recdir_done(&g->rd, !g->bytes);
 	for (i = 0; i < 6; i++)
 		free(g->meta[i]);

@@ -314,4 +314,17 @@ else
 	tap_fail "restore of 12 streams: $split split, $n lines, differ: $(diff s.txt w.txt | head -3 | tr '\n' '|')"
 fi
 
+# The output directory removed while recording (issue 22, item 6): the last line says the
+# recording is gone, never that it is kept in a directory that no longer exists.
+mkdir rmo
+"$HGTRACE" record -e sched:sched_switch -o rmo/z.dat -- bash -c 'end=$((SECONDS + 60))
+	until [ -e rmo/z.dat.recording/head.dat ] || [ $SECONDS -ge $end ]; do sleep 0.01; done
+	rm -rf rmo' > /dev/null 2> rmo.log
+rc=$?
+if [ $rc = 1 ] && tail -1 rmo.log | grep -q 'rmo/z.dat.recording was removed while recording: nothing of it is kept' &&
+	! grep -q 'is kept in' rmo.log; then
+	tap_ok "output directory removed while recording: exit 1, '$(tail -1 rmo.log)'"
+else
+	tap_fail "output directory removed: exit $rc: $(tr '\n' '|' < rmo.log)"
+fi
 tap_done
