@@ -327,4 +327,24 @@ if [ $rc = 1 ] && tail -1 rmo.log | grep -q 'rmo/z.dat.recording was removed whi
 else
 	tap_fail "output directory removed: exit $rc: $(tr '\n' '|' < rmo.log)"
 fi
+# A recording directory holding a CPU file beyond the CPUs its head.dat declares (cpuN for
+# N CPUs, numbered from 0): restore refuses it in one line naming the file, and writes
+# nothing.
+"$HGTRACE" record -e sched:sched_switch -o xc.dat -- sleep 60 > /dev/null 2>&1 &
+rp=$!
+end=$((SECONDS + 60))
+until [ -s xc.dat.recording/head.dat ] && [ -e xc.dat.recording/cpu0 ] || [ $SECONDS -ge $end ]; do sleep 0.02; done
+kill -KILL $rp
+wait $rp 2> /dev/null
+ncpu=$(nproc)
+cp xc.dat.recording/cpu0 "xc.dat.recording/cpu$ncpu"
+"$HGTRACE" restore xc.dat > /dev/null 2> xc.log
+rc=$?
+if [ $rc = 1 ] && [ "$(wc -l < xc.log)" = 1 ] &&
+	grep -q "cpu$ncpu: CPU $ncpu, but head.dat declares $ncpu CPUs" xc.log && [ ! -e xc.dat ]; then
+	tap_ok "restore refuses cpu$ncpu of a $ncpu-CPU head: $(cat xc.log)"
+else
+	tap_fail "cpu$ncpu beyond the head's CPUs: exit $rc, xc.dat $( [ -e xc.dat ] && echo written || echo absent): $(tr '\n' '|' < xc.log)"
+fi
+"$HGTRACE" reset > /dev/null 2>&1
 tap_done
