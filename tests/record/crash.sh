@@ -347,4 +347,27 @@ else
 	tap_fail "cpu$ncpu beyond the head's CPUs: exit $rc, xc.dat $( [ -e xc.dat ] && echo written || echo absent): $(tr '\n' '|' < xc.log)"
 fi
 "$HGTRACE" reset > /dev/null 2>&1
+# A page whose commit size cannot fit in it (the page size less its 16-byte header, plus
+# one): restore keeps the pages before it and says where it stopped, naming the damaged
+# page; trace-cmd reads what was written.
+"$HGTRACE" record -e sched:sched_switch -o xp.dat -- sleep 60 > /dev/null 2>&1 &
+rp=$!
+end=$((SECONDS + 60))
+until [ "$(stat -c %s xp.dat.recording/cpu0 2> /dev/null || echo 0)" -ge 8192 ] || [ $SECONDS -ge $end ]; do
+	ls /usr/bin > /dev/null
+done
+kill -KILL $rp
+wait $rp 2> /dev/null
+# the second page's commit field (offset 4096 + 8, 8 bytes, little endian): 4096 - 16 + 1
+python3 -c 'import struct, sys
+f = open(sys.argv[1], "r+b"); f.seek(4096 + 8); f.write(struct.pack("<Q", 4096 - 16 + 1))' xp.dat.recording/cpu0
+"$HGTRACE" restore xp.dat > /dev/null 2> xp.log
+rc=$?
+if [ $rc = 0 ] && grep -q 'cpu0: 4096 bytes of pages kept, [0-9]* bytes after them dropped (a damaged page)' xp.log &&
+	trace-cmd report xp.dat > /dev/null 2>&1; then
+	tap_ok "restore stops at a page whose commit does not fit: $(grep -m1 'damaged page' xp.log)"
+else
+	tap_fail "oversized page commit: exit $rc: $(tr '\n' '|' < xp.log)"
+fi
+"$HGTRACE" reset > /dev/null 2>&1
 tap_done
