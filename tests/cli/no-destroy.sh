@@ -87,6 +87,14 @@ tap_refuses "attach s-host.dat s-host.dat" "s-host.dat" "$HGTRACE" attach s-host
 grep -q "the same file as the host file" tap-err.txt || tap_fail "attach h h: $(cat tap-err.txt)"
 tap_refuses "attach s-host.dat s-link.dat (a hard link)" "s-host.dat" "$HGTRACE" attach s-host.dat s-link.dat
 grep -q "the same file as the host file" tap-err.txt || tap_fail "attach h link: $(cat tap-err.txt)"
+# through a symbolic link: refused for being the same file (not only, later, for its trace id)
+ln -s s-host.dat s-sym.dat
+tap_refuses "attach s-host.dat s-sym.dat (a symbolic link)" "s-host.dat" "$HGTRACE" attach s-host.dat s-sym.dat
+if grep -q "s-sym.dat: the same file as the host file s-host.dat" tap-err.txt; then
+	tap_ok "attach h symlink: the reason is the same file: $(cat tap-err.txt)"
+else
+	tap_fail "attach h symlink: reason: $(cat tap-err.txt)"
+fi
 "$HGTRACE" attach s-host.dat s-guest.dat > /dev/null 2>&1 || tap_fail "attach of the real pair"
 cp s-host.dat s-copy.dat
 tap_refuses "attach a guest that is a copy of the host (its trace id)" "s-host.dat s-copy.dat" \
