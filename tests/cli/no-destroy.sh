@@ -158,4 +158,22 @@ else
 	tap_skip "links in sticky directories" "no setpriv or no user nobody"
 fi
 
+# Two files with the same inode number on two file systems (two fresh ext2 images: the first
+# file of each is inode 12) are not the same file: attach of a host file on one and its
+# guest's on the other works.
+if [ "$(id -u)" = 0 ] && command -v mkfs.ext2 > /dev/null && truncate -s 4M fa.img fb.img &&
+	mkfs.ext2 -q -F fa.img && mkfs.ext2 -q -F fb.img && mkdir fsa fsb &&
+	mount -o loop fa.img fsa 2> /dev/null && mount -o loop fb.img fsb 2> /dev/null; then
+	cp s-host.dat fsa/h.dat
+	cp s-guest.dat fsb/g.dat
+	ino="$(stat -c %i fsa/h.dat) $(stat -c %i fsb/g.dat)"
+	if [ "${ino% *}" = "${ino#* }" ] && "$HGTRACE" attach fsa/h.dat fsb/g.dat > /dev/null 2> dev.err; then
+		tap_ok "same inode ($ino) on two devices: not the same file, attach took the pair"
+	else
+		tap_fail "same inode on two devices: inodes $ino: $(cat dev.err)"
+	fi
+	umount fsa fsb
+else
+	tap_skip "same inode on two devices" "cannot make and mount two ext2 images here"
+fi
 tap_done
