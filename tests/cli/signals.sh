@@ -42,6 +42,25 @@ verdict() {
 	fi
 }
 
+# record's workload holds none of the recorder's files (its trace_pipe_raw fds kept the
+# instance busy after a crash) and gets SIGPIPE and SIGXFSZ back at their defaults
+inst=hgt_sig_c$$
+"$HGTRACE" record -B $inst -e sched:sched_switch -o c.dat -- sleep 30 > /dev/null 2> c.log &
+p=$!
+wait_for_line c.log "instance $inst" > /dev/null
+end=$((SECONDS + 60))
+until kid=$(pgrep -P $p -x sleep) || [ $SECONDS -ge $end ]; do sleep 0.02; done
+extra=$(ls /proc/"$kid"/fd 2> /dev/null | awk '$1 > 2' | wc -l)
+ign=$(awk '/^SigIgn/ { print $2 }' /proc/"$kid"/status 2> /dev/null)
+# SIGPIPE is 13, SIGXFSZ 25: bits 12 and 24 of the mask
+bad=$(python3 -c 'import sys; m = int(sys.argv[1] or "0", 16); print((m >> 12 & 1) + (m >> 24 & 1))' "$ign")
+stop $p TERM
+if [ -n "$kid" ] && [ "$extra" = 0 ] && [ "$bad" = 0 ] && [ "$rc" = 0 ]; then
+	tap_ok "record's workload: only fds 0-2, SIGPIPE and SIGXFSZ not ignored (SigIgn $ign)"
+else
+	tap_fail "record's workload (pid '$kid'): $extra fds past 2, SigIgn $ign, record exit $rc"
+fi
+
 for sig in INT TERM HUP; do
 	# record, no command: the file is written, trace-cmd reads it, the instance is gone
 	inst=hgt_sig_r$$

@@ -51,6 +51,7 @@ void cmd_child_spawn(char **argv, const char *who)
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);
+		signal(SIGXFSZ, SIG_DFL); /* main.c ignores it: a write past ulimit -f fails */
 		execvp(argv[0], argv);
 		fprintf(stderr, "hgtrace: %s: cannot run %s: %s\n", who, argv[0], strerror(errno));
 		_exit(127);

@@ -15,13 +15,11 @@
 
 #include "cmd.h"
 
-static volatile sig_atomic_t stop_requested;
-static volatile int session_stop;
+static volatile int session_stop; /* a signal, or the workload's end */
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	stop_requested = 1;
 	session_stop = 1;
 }
 
@@ -204,7 +202,6 @@ int cmd_record(int argc, char **argv)
 	struct hgt_record_result res;
 	struct hgt_recorder *rec;
 	struct sigaction sa;
-	pid_t child = -1;
 	char *end;
 	long v;
 
@@ -343,27 +340,30 @@ int cmd_record(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (optind < argc) {
-		child = fork();
-		if (child == 0) {
-			signal(SIGINT, SIG_DFL);
-			signal(SIGTERM, SIG_DFL);
-			execvp(argv[optind], argv + optind);
-			fprintf(stderr, "hgtrace: record: cannot run %s: %s\n", argv[optind],
-				strerror(errno));
-			_exit(127);
-		}
-		if (child < 0)
-			fprintf(stderr, "hgtrace: record: fork: %s\n", strerror(errno));
-		while (child > 0 && waitpid(child, NULL, 0) < 0 && errno == EINTR)
-			if (stop_requested)
-				kill(child, SIGTERM);
-	} else {
+	/* the workload as record -A runs it (child.c): none of the recorder's files (its
+	 * trace_pipe_raw fds held the instance after a crash), default signal dispositions;
+	 * its end, or a signal, stops the recording */
+	cmd_child_watch(&session_stop);
+	if (optind < argc)
+		cmd_child_spawn(argv + optind, "record");
+	else
 		fprintf(stderr, "hgtrace record: recording; Ctrl-C (SIGINT), SIGTERM or SIGHUP "
 				"stops\n");
-		while (!stop_requested)
-			pause();
+	{
+		/* blocked between the test and the wait, so that no signal falls between */
+		sigset_t block, old;
+
+		sigemptyset(&block);
+		sigaddset(&block, SIGCHLD);
+		sigaddset(&block, SIGINT);
+		sigaddset(&block, SIGTERM);
+		sigaddset(&block, SIGHUP);
+		sigprocmask(SIG_BLOCK, &block, &old);
+		while (!session_stop)
+			sigsuspend(&old);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	}
+	cmd_child_end();
 	if (hgt_record_stop(rec, &res)) {
 		cmd_error("record failed");
 		ret = 1;
