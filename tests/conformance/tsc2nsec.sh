@@ -15,7 +15,9 @@ tap_workdir
 	flock 9
 	trace-cmd record -d --no-filter -C tsc2nsec -e sched:sched_switch -o tc.dat -- sleep 0.1 > tc.log 2>&1
 ) 9> /tmp/hgtrace-tracefs-top.lock
-"$HGTRACE" record -C tsc2nsec -e sched:sched_switch -o h.dat -- sleep 0.1 > h.log 2>&1
+"$HGTRACE" record -C tsc2nsec -e sched:sched_switch -o h.dat -- sleep 0.1 > h.log 2>&1 &
+hp=$!
+wait $hp
 rc=$?
 if [ -s tc.dat ]; then
 	tc=$(trace-cmd dump --options tc.dat 2> /dev/null | grep -A2 -i 'tsc2nsec' | grep -o '[0-9]\+' | head -2 | tr '\n' ' ')
@@ -35,6 +37,8 @@ else
 		tap_ok "hgtrace refuses too: one line, exit 1, no file ($(cat h.log))" ||
 		tap_fail "hgtrace record -C tsc2nsec: exit $rc, $(wc -l < h.log) lines: $(tr '\n' '|' < h.log)"
 fi
-ls "$TRACEFS/instances" | grep -q "^hgtrace-" && tap_fail "an hgtrace instance is left" ||
-	tap_ok "no hgtrace instance left"
+# its own instance, hgtrace-PID by default (tests beside it have theirs)
+inst=hgtrace-$hp
+[ -d "$TRACEFS/instances/$inst" ] && tap_fail "its instance $inst is left" ||
+	tap_ok "no instance of its own left ($inst)"
 tap_done

@@ -330,7 +330,7 @@ fi
 # A recording directory holding a CPU file beyond the CPUs its head.dat declares (cpuN for
 # N CPUs, numbered from 0): restore refuses it in one line naming the file, and writes
 # nothing.
-"$HGTRACE" record -e sched:sched_switch -o xc.dat -- sleep 60 > /dev/null 2>&1 &
+"$HGTRACE" record -B hgt_crash_xc$$ -e sched:sched_switch -o xc.dat > /dev/null 2>&1 &
 rp=$!
 end=$((SECONDS + 60))
 until [ -s xc.dat.recording/head.dat ] && [ -e xc.dat.recording/cpu0 ] || [ $SECONDS -ge $end ]; do sleep 0.02; done
@@ -350,7 +350,7 @@ fi
 # A page whose commit size cannot fit in it (the page size less its 16-byte header, plus
 # one): restore keeps the pages before it and says where it stopped, naming the damaged
 # page; trace-cmd reads what was written.
-"$HGTRACE" record -e sched:sched_switch -o xp.dat -- sleep 60 > /dev/null 2>&1 &
+"$HGTRACE" record -B hgt_crash_xp$$ -e sched:sched_switch -o xp.dat > /dev/null 2>&1 &
 rp=$!
 end=$((SECONDS + 60))
 until [ "$(stat -c %s xp.dat.recording/cpu0 2> /dev/null || echo 0)" -ge 8192 ] || [ $SECONDS -ge $end ]; do
