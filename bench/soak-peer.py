@@ -36,8 +36,8 @@ def capture(d, out):
         data.append(os.open(f"{d}/trace-path-cpu{i}.out", os.O_RDWR))
         i += 1
     buf, pages = b"", [b""] * len(data)
-    t0, started, stopped = time.time(), False, False
-    while time.time() - t0 < 20:
+    t0, started, stopped = time.time(), None, False
+    while time.time() - t0 < 60:
         r, _, _ = select.select([ctl_out] + data, [], [], 0.1)
         for fd in r:
             b = os.read(fd, 1 << 16)
@@ -45,10 +45,12 @@ def capture(d, out):
                 buf += b
             else:
                 pages[data.index(fd)] += b
-        if not started and time.time() - t0 > 1:
+        # the start once the agent is there (its READY), not at a fixed time: a slow
+        # agent got "1" and "0" together and recorded nothing
+        if started is None and any(t == READY for t, _ in parse(buf)):
             os.write(ctl_in, b"1\n")
-            started = True
-        if started and not stopped and time.time() - t0 > 3:
+            started = time.time()
+        if started and not stopped and time.time() - started > 2:
             os.write(ctl_in, b"0\n")
             stopped = True
         if any(t == END for t, _ in parse(buf)):
@@ -120,6 +122,8 @@ def good(kind, where, cap, mb):
     sent = [0] * n
     chunk = [(p * (1 + (1 << 20) // max(len(p), 1)))[:1 << 20] for p in pages]
     chunk = [c[:len(c) // 4096 * 4096] for c in chunk]
+    if not all(chunk):  # nothing to send would loop below for good
+        sys.exit("soak-peer: the capture %s holds no whole page" % cap)
     while any(sent[c] < per for c in range(n)):
         for c in range(n):
             k = min(len(chunk[c]), per - sent[c])

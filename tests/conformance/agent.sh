@@ -218,10 +218,11 @@ port3=$(free_port)
 "$HGTRACE" listen -o linger --tcp $port3 --start 2> linger.log &
 lpid=$!
 wait_listen $port3 $lpid
-read -r s0 s1 < <(LINGER=0 python3 "$here/../bench/soak-peer.py" good tcp $port3 cap 64)
-for i in $(seq 100); do grep -q wrote linger.log && break; sleep 0.1; done
+# (a hang guard of 60 s: a peer that cannot send must fail the check, not the suite)
+read -r s0 s1 < <(LINGER=0 timeout 60 python3 "$here/../bench/soak-peer.py" good tcp $port3 cap 64)
+wait_for_line linger.log wrote 10
 kill -INT $lpid
-wait $lpid
+wait_exit $lpid 30
 got=$("$HGTRACE" dump linger/trace-net-1.dat 2> /dev/null |
 	sed -n 's/.*cpu [01]: .*(\([0-9]*\) uncompressed)/\1/p' | paste -sd+ | bc)
 if [ -n "${s0:-}" ] && [ "$((s0 + s1))" = "${got:-0}" ] && [ "$got" -gt 0 ]; then
