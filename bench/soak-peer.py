@@ -12,7 +12,7 @@
 import os, random, select, socket, struct, sys, time
 
 CTL, DATA, V = 0x43544748, 0x44544748, 2
-HELLO, META, OPTION, END, READY, PROBE_REPLY = 1, 2, 3, 4, 5, 8
+HELLO, META, OPTION, END, READY, PROBE_REPLY, RECORDING = 1, 2, 3, 4, 5, 8, 11
 
 
 def msg(t, p):
@@ -45,10 +45,13 @@ def capture(d, out):
                 buf += b
             else:
                 pages[data.index(fd)] += b
-        # the start once the agent is there (its READY), not at a fixed time: a slow
-        # agent got "1" and "0" together and recorded nothing
+        # the start once the agent is there (its READY), the stop 2 s after it records
+        # (RECORDING, after its metadata), not at fixed times: a slow agent got "1" and
+        # "0" together and recorded nothing
         if started is None and any(t == READY for t, _ in parse(buf)):
             os.write(ctl_in, b"1\n")
+            started = 0
+        if started == 0 and any(t == RECORDING for t, _ in parse(buf)):
             started = time.time()
         if started and not stopped and time.time() - started > 2:
             os.write(ctl_in, b"0\n")

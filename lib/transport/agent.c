@@ -601,6 +601,23 @@ static int wait_command(struct agent *a, int want, unsigned int silent_ms, bool 
 	}
 }
 
+/* Whether a network host has closed the control connection (EOF or reset waiting). */
+static bool host_closed(struct agent *a)
+{
+	struct pollfd p = { .fd = a->ctl_r, .events = POLLIN };
+	ssize_t n;
+	char c;
+
+	if (a->ctl_r < 0 ||
+	    (a->o.transport != HGT_TRANSPORT_TCP && a->o.transport != HGT_TRANSPORT_VSOCK))
+		return false;
+	if (poll(&p, 1, 100) <= 0)
+		return false;
+	/* bytes waiting (a refusal) are read by the caller's wait: not this */
+	n = recv(a->ctl_r, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == 0 || (n < 0 && (p.revents & (POLLHUP | POLLERR)));
+}
+
 /* Every data channel says which CPU and session it carries (raw pages only on stdout). */
 static int send_data_headers(struct agent *a)
 {
@@ -1097,6 +1114,10 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 	ret = send_msg(&a, HGT__MSG_READY, &a.session, 8, NULL, 0);
 	if (!ret)
 		ret = send_data_headers(&a);
+	if (ret && host_closed(&a))
+		/* a data channel reset because the host left: that is what to say */
+		ret = hgt__errorf(ECONNRESET, "agent: the host closed the connection before "
+					      "starting the session");
 	if (ret)
 		goto out;
 	if (a.o.transport == HGT_TRANSPORT_STDOUT)
