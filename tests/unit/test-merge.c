@@ -4,9 +4,16 @@
 
 #include <traceevent/event-parse.h>
 
+#include <string.h>
+#include <unistd.h>
+
 #include <hgtrace/clock.h>
 #include <hgtrace/merge.h>
+#include <hgtrace/simulate.h>
+#include <hgtrace/sync.h>
 #include <hgtrace/tracedat.h>
+
+static char dir[] = "/tmp/hgt-test-merge-XXXXXX";
 
 static void test_two_copies_interleave_in_order(void **state)
 {
@@ -51,11 +58,126 @@ static void test_two_copies_interleave_in_order(void **state)
 	hgt_input_close(in);
 }
 
+/* A host sched_switch record of @tep's format: @prev switched out, @next in. */
+static struct tep_record *host_switch(struct tep_handle *tep, unsigned char *buf, size_t n, int cpu,
+				      unsigned long long ts, int prev, int next)
+{
+	static struct tep_record rec;
+	struct tep_event *ev = tep_find_event_by_name(tep, "sched", "sched_switch");
+	struct tep_format_field *ty, *pp, *np;
+	unsigned short id;
+
+	assert_non_null(ev);
+	ty = tep_find_common_field(ev, "common_type");
+	pp = tep_find_field(ev, "prev_pid");
+	np = tep_find_field(ev, "next_pid");
+	assert_non_null(ty);
+	assert_non_null(pp);
+	assert_non_null(np);
+	assert_true((size_t)ev->format.fields->offset < n && (size_t)np->offset + 4 <= n);
+	memset(buf, 0, n);
+	id = (unsigned short)ev->id;
+	memcpy(buf + ty->offset, &id, 2);
+	memcpy(buf + pp->offset, &prev, 4);
+	memcpy(buf + np->offset, &next, 4);
+	memset(&rec, 0, sizeof(rec));
+	rec.data = buf;
+	rec.size = (int)n;
+	rec.cpu = cpu;
+	rec.ts = ts;
+	return &rec;
+}
+
+static void guest_event(struct hgt_sync_check *sc, int cpu, unsigned long long ts)
+{
+	unsigned char buf[64] = { 0 };
+	struct tep_record rec = { .ts = ts, .cpu = cpu, .data = buf, .size = sizeof(buf) };
+
+	hgt_sync_check_record(sc, 1, &rec);
+}
+
+/*
+ * A vCPU thread running when the host's trace began (no switch-in seen) ran at least since
+ * the previous switch on its CPU: its guest events within the sync bound before that
+ * switch may be its own and count inside; older ones are unchecked, none outside. The
+ * expected counts are placed by hand around the bound B the simulator stored.
+ */
+static void test_sync_check_first_switch_out(void **state)
+{
+	/* the channel's bound: 4000 TSC cycles, which at the simulator's 2.6 GHz (it stores
+	 * TSC2NSEC) are 1538 ns in the times the check sees */
+	const long long B = 4000, B_NS = 1538;
+	char host[600], guest[600];
+	struct hgt_sim_result r;
+	HGT_OPTS(hgt_sim_opts, so, .seed = 3, .nr_vcpus = 1, .nr_host_cpus = 1,
+		 .duration_us = 20000, .tcg = true, .embed_sync = true, .channel_bound = B,
+		 .host_path = host, .guest_path = guest);
+	struct hgt_input *in[2];
+	struct hgt_sync_check *sc;
+	struct hgt_sync_stats st;
+	unsigned char buf[256];
+	const unsigned long long T0 = 10000000, T1 = T0 + 5000;
+	int vpid;
+
+	(void)state;
+	snprintf(host, sizeof(host), "%s/first-host.dat", dir);
+	snprintf(guest, sizeof(guest), "%s/first-guest.dat", dir);
+	assert_int_equal(hgt_simulate(&so, &r), 0);
+	vpid = r.vcpu_pid[0];
+	in[0] = hgt_input_open(host, NULL);
+	in[1] = hgt_input_open(guest, NULL);
+	assert_non_null(in[0]);
+	assert_non_null(in[1]);
+	sc = hgt_sync_check_new(in, 2, NULL);
+	assert_non_null(sc);
+	assert_int_equal(hgt_sync_check_host(sc), 0);
+	/* another task's switch on CPU 0 at T0: the vCPU thread ran since then at least */
+	hgt_sync_check_record(
+		sc, 0,
+		host_switch(hgt_input_tep(in[0]), buf, sizeof(buf), 0, T0, vpid + 100, vpid + 101));
+	guest_event(sc, 0, T0 - 2 * B_NS); /* older than T0 - bound: unchecked */
+	guest_event(sc, 0, T0 - B_NS / 2); /* within the bound before T0: inside */
+	guest_event(sc, 0, T0 + 100);	   /* after T0: inside */
+	/* the vCPU thread switched out at T1, its switch-in never seen */
+	hgt_sync_check_record(
+		sc, 0,
+		host_switch(hgt_input_tep(in[0]), buf, sizeof(buf), 0, T1, vpid, vpid + 101));
+	assert_int_equal(hgt_sync_check_stats(sc, 1, &st), 0);
+	print_message("# inside %llu, outside %llu, unchecked %llu (want 2, 0, 1)\n",
+		      (unsigned long long)st.inside, (unsigned long long)st.outside,
+		      (unsigned long long)st.unchecked);
+	assert_true(st.mapped);
+	assert_int_equal(st.inside, 2);
+	assert_int_equal(st.outside, 0);
+	assert_int_equal(st.unchecked, 1);
+	hgt_sync_check_free(sc);
+	hgt_input_close(in[0]);
+	hgt_input_close(in[1]);
+	unlink(host);
+	unlink(guest);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_copies_interleave_in_order),
+		cmocka_unit_test(test_sync_check_first_switch_out),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }
