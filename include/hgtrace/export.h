@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -20,6 +21,9 @@ struct hgt_export_opts {
 	int nr_inputs;
 	FILE *out;
 	bool quiet; /* no warnings on stderr */
+	/* TSC cycles per second for inputs timed in cycles (0: the rate the recorder stored,
+	 * else the one the timers show, as hgt_why(); with none, one warning and cycles) */
+	uint64_t ts2secs;
 };
 
 /**

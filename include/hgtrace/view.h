@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -21,6 +22,9 @@ struct hgt_view_opts {
 	FILE *out;
 	int why_top; /* the worst guest delays listed and highlighted (0: 20; < 0: none) */
 	bool quiet;  /* no warnings on stderr */
+	/* TSC cycles per second for inputs timed in cycles (0: the rate the recorder stored,
+	 * else the one the timers show, as hgt_why()) */
+	uint64_t ts2secs;
 };
 
 /**

@@ -78,6 +78,9 @@ struct hgt_why_result {
 	uint64_t tsc_hz;   /* times in TSC cycles were made ns at this rate (0: were ns) */
 	int nr;		   /* delays kept (the worst, or those over the threshold) */
 	struct hgt_why_delay *d;
+	/* where tsc_hz came from: "--ts2secs", "the recorder's" (stored with the file) or
+	 * "the timers'" (hrtimer expiries against the timestamps) */
+	const char *tsc_how;
 };
 
 /**

@@ -5,6 +5,7 @@
  * tsc2nsec clock reads them. Needs cap_user_time (a stable TSC the kernel trusts).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <linux/perf_event.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,6 +16,7 @@
 #include <hgtrace/clock.h>
 
 #include "../tracedat/tracedat-local.h"
+#include "clock-local.h"
 
 int hgt_tsc2nsec_read(uint32_t *mult, uint32_t *shift)
 {
@@ -107,4 +109,49 @@ int hgt_tsc2nsec_measure(const struct hgt_tsc_sample *a, const struct hgt_tsc_sa
 	if (ppm)
 		*ppm = 1e6 * (double)(a->err_ns + b->err_ns) / (double)dns;
 	return *mult ? 0 : hgt__errorf(ERANGE, "tsc rate: no conversion fits");
+}
+
+/**
+ * hgt__tsc_rate_line - the CPUSTAT line an x86-tsc recording stores so that why, view and
+ * export can show ns where the report (as trace-cmd's) shows cycles: the kernel's TSC2NSEC
+ * rate where perf gives it, else the rate measured against CLOCK_MONOTONIC_RAW since @t0
+ * (a sample taken when tracing began). Returns 0 or -errno (nothing to say).
+ */
+int hgt__tsc_rate_line(const struct hgt_tsc_sample *t0, char *line, size_t n)
+{
+	struct hgt_tsc_sample t1;
+	uint32_t mult = 0, shift = 0;
+	double ppm = 0;
+
+	if (!hgt_tsc2nsec_read(&mult, &shift) && mult) {
+		snprintf(line, n,
+			 HGT__TSC_RATE_TAG "%.0f Hz, the kernel's (perf mult %u shift %u)\n",
+			 1e9 * (double)(1ULL << shift) / (double)mult, mult, shift);
+		return 0;
+	}
+	if (!t0->tsc || hgt_tsc_sample_read(&t1) ||
+	    hgt_tsc2nsec_measure(t0, &t1, &mult, &shift, &ppm))
+		return -EAGAIN;
+	snprintf(line, n,
+		 HGT__TSC_RATE_TAG "%.0f Hz, measured against CLOCK_MONOTONIC_RAW over %.3f s, "
+				   "+-%.2f ppm\n",
+		 1e9 * (double)(t1.tsc - t0->tsc) / (double)(t1.ns - t0->ns),
+		 (double)(t1.ns - t0->ns) / 1e9, ppm);
+	return 0;
+}
+
+/** hgt__stored_tsc_hz - the rate of @in's last "hgtrace clock:" CPUSTAT line, if any. */
+bool hgt__stored_tsc_hz(const struct hgt_input *in, uint64_t *hz)
+{
+	const char *p = hgt_input_cpustat(in), *b = NULL;
+	unsigned long long v;
+
+	while (p && (p = strstr(p, HGT__TSC_RATE_TAG))) {
+		b = p + strlen(HGT__TSC_RATE_TAG);
+		p = b;
+	}
+	if (!b || sscanf(b, "%llu Hz", &v) != 1 || v < 1000000 || v > 100000000000ULL)
+		return false;
+	*hz = v;
+	return true;
 }

@@ -28,6 +28,7 @@
 #include <hgtrace/peer.h>
 #include <hgtrace/record.h>
 
+#include "../clock/clock-local.h"
 #include "../tracedat/tracedat-local.h"
 #include "record-local.h"
 
@@ -88,6 +89,7 @@ struct hgt_recorder {
 	bool keeper_started;
 	bool tsc2nsec; /* -C tsc2nsec: x86-tsc recorded, TSC2NSEC stored */
 	uint32_t mult, shift;
+	struct hgt_tsc_sample rate0; /* -C x86-tsc: TSC and CLOCK_MONOTONIC_RAW at the start */
 };
 
 /* Read a whole file into a new NUL-terminated buffer. */
@@ -710,6 +712,10 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 		goto fail;
 	}
 	r->traced = true;
+	/* -C x86-tsc: the rate is measured from here to the end (the report shows cycles, as
+	 * trace-cmd's; why, view and export show ns) */
+	if (r->o.clock && !strcmp(r->o.clock, "x86-tsc") && hgt_tsc_sample_read(&r->rate0))
+		r->rate0.tsc = 0;
 	if (r->own_fds && !hgt__thread_create(&r->keeper, keeper_main, r))
 		r->keeper_started = true;
 	if (r->o.log)
@@ -1081,24 +1087,35 @@ static void *keeper_main(void *arg)
 	return NULL;
 }
 
+struct end_options {
+	char *stats;
+	char rate[200]; /* the x86-tsc rate line, or "" */
+};
+
 static int add_stats(void *ctx, struct hgt_output *out)
 {
 	struct hgt__meta_sink sink = { out_meta, out_option, out };
+	struct end_options *e = ctx;
+	int ret = put_stats(&sink, e->stats);
 
-	return put_stats(&sink, ctx);
+	if (!ret && e->rate[0])
+		ret = out_option(out, HGT_OPT_CPUSTAT, e->rate, (uint32_t)strlen(e->rate) + 1);
+	return ret;
 }
 
 int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 {
 	HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = r->o.compression);
 	int i, ret = hgt__record_halt(r);
-	char *stats = read_stats(r);
+	struct end_options e = { .stats = read_stats(r) };
 	int rc;
 
+	if (r->rate0.tsc && hgt__tsc_rate_line(&r->rate0, e.rate, sizeof(e.rate)))
+		e.rate[0] = 0;
 	/* the task names at the end, then the file from the recording directory */
 	keep_cmdlines(r);
-	rc = hgt__recdir_finish(r->rd.dir, r->o.output, &co, add_stats, stats, r->o.sync, r->o.log);
-	free(stats);
+	rc = hgt__recdir_finish(r->rd.dir, r->o.output, &co, add_stats, &e, r->o.sync, r->o.log);
+	free(e.stats);
 	if (!rc)
 		r->finished = true;
 	ret = ret ? ret : rc;

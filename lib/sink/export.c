@@ -19,6 +19,7 @@
 #include <hgtrace/export.h>
 #include <hgtrace/merge.h>
 #include <hgtrace/output.h>
+#include <hgtrace/peer.h>
 #include <hgtrace/tracedat.h>
 
 #include "sink-local.h"
@@ -45,6 +46,9 @@ struct src {
 	const char *name;
 	bool owner; /* closes @in */
 	struct tep_event *sw, *entry, *exit_;
+	/* a TCG host (no kvm_entry): its vCPU threads (GUEST options), guest mode while they
+	 * run */
+	int *vpid, *vid, nr_v;
 };
 
 /* Protobuf messages are built in hgt__bufs (Perfetto's trace format, written by hand from
@@ -58,7 +62,8 @@ struct exporter {
 	struct src *s;
 	int nr;
 	struct trace_seq seq;
-	bool first; /* no event written yet: no comma before the next */
+	bool first;	 /* no event written yet: no comma before the next */
+	uint64_t tsc_hz; /* TSC cycles made ns at this rate (0: were ns, or no rate) */
 };
 
 /**
@@ -365,6 +370,46 @@ static unsigned long long field_num(struct tep_event *ev, const char *name, stru
 	return hgt__field_num(tep_find_field(ev, name), rec);
 }
 
+static int vcpu_of(const struct src *s, int pid)
+{
+	for (int i = 0; i < s->nr_v; i++)
+		if (s->vpid[i] == pid)
+			return s->vid[i];
+	return -1;
+}
+
+/* TCG: a vCPU thread runs its guest whenever it runs: guest mode from its switch-in to its
+ * switch-out (from the CPU's first event for one running when the trace began). Called
+ * before the task of @cpu is updated for this switch. */
+static void tcg_switch(struct exporter *x, int si, int cpu, struct tep_record *rec,
+		       struct tep_event *ev)
+{
+	struct src *s = &x->s[si];
+	struct track *t = &s->tr[cpu];
+	int vp = vcpu_of(s, (int)field_num(ev, "prev_pid", rec));
+	int vn = vcpu_of(s, (int)field_num(ev, "next_pid", rec));
+
+	if (vp >= 0) {
+		unsigned long long from = t->guest_start  ? t->guest_start
+					  : !t->run_start ? t->first
+							  : 0;
+		char name[32];
+		const char *text;
+		size_t len;
+
+		text = hgt__info_text(NULL, &x->seq, hgt_input_tep(s->in), ev, rec, false, &len);
+		snprintf(name, sizeof(name), "vCPU %d", vp);
+		if (from && rec->ts > from)
+			complete(x, si, cpu, TID_GUEST, name, from, rec->ts, -1, "switch", text,
+				 len);
+		t->guest_start = 0;
+	}
+	if (vn >= 0) {
+		t->guest_start = rec->ts;
+		t->vcpu = vn;
+	}
+}
+
 static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 {
 	struct src *s = &x->s[si];
@@ -410,6 +455,8 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 		fputs("}}", x->out);
 	}
 
+	if (ev && ev == s->sw && s->nr_v)
+		tcg_switch(x, si, cpu, rec, ev);
 	if (ev && ev == s->sw) {
 		const char *p;
 		size_t n;
@@ -446,6 +493,36 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 	}
 }
 
+/* A TCG host's vCPU threads: every GUEST option's (vCPU id -> host thread). */
+static int tcg_threads(struct src *s)
+{
+	int ng = hgt_input_nr_guests(s->in);
+
+	for (int g = 0; g < ng; g++) {
+		struct hgt_guest gu;
+
+		if (hgt_input_guest(s->in, g, &gu))
+			continue;
+		for (int id = 0; id < gu.nr_vcpus; id++) {
+			int *p, *v;
+
+			if (gu.cpu_pid[id] <= 0)
+				continue;
+			p = realloc(s->vpid, sizeof(*p) * (size_t)(s->nr_v + 1));
+			if (p)
+				s->vpid = p;
+			v = realloc(s->vid, sizeof(*v) * (size_t)(s->nr_v + 1));
+			if (v)
+				s->vid = v;
+			if (!p || !v)
+				return -ENOMEM;
+			s->vpid[s->nr_v] = gu.cpu_pid[id];
+			s->vid[s->nr_v++] = id;
+		}
+	}
+	return 0;
+}
+
 static void finish_tracks(struct exporter *x)
 {
 	for (int si = 0; si < x->nr; si++)
@@ -471,6 +548,8 @@ static void free_sources(struct exporter *x)
 			hgt_cursor_close(s->cur[c]);
 		free(s->cur);
 		free(s->tr);
+		free(s->vpid);
+		free(s->vid);
 	}
 	for (int i = 0; i < x->nr; i++)
 		if (x->s[i].owner)
@@ -498,6 +577,8 @@ static int add_source(struct exporter *x, struct hgt_merge *m, struct hgt_input 
 	s->tr = calloc((size_t)s->nr_cpus + 1, sizeof(*s->tr));
 	if (!s->cur || !s->tr)
 		return -ENOMEM;
+	if (!s->entry && s->sw && b == hgt_input_top_buffer(in) && tcg_threads(s))
+		return -ENOMEM;
 	for (int c = 0; c < s->nr_cpus; c++) {
 		int r;
 
@@ -514,9 +595,11 @@ static int add_source(struct exporter *x, struct hgt_merge *m, struct hgt_input 
 static int open_sources(struct exporter *x, const struct hgt_export_opts *o, struct hgt_merge *m)
 {
 	HGT_OPTS(hgt_open_opts, oo, .flags = o->quiet ? HGT_OPEN_QUIET : 0);
-	HGT_OPTS(hgt_clock_opts, co);
+	HGT_OPTS(hgt_clock_opts, co, .ts2secs = o->ts2secs);
 	int nsrc = 0, ret = 0;
 	struct hgt_input **in = calloc((size_t)o->nr_inputs, sizeof(*in));
+	struct hgt_clock *clks = NULL;
+	const char *how = "";
 
 	if (!in)
 		return -ENOMEM;
@@ -534,17 +617,26 @@ static int open_sources(struct exporter *x, const struct hgt_export_opts *o, str
 		nsrc += hgt_input_nr_buffers(in[i]);
 	}
 	x->s = calloc((size_t)nsrc, sizeof(*x->s));
-	if (!x->s) {
+	clks = calloc((size_t)o->nr_inputs, sizeof(*clks));
+	if (!x->s || !clks) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	for (int i = 0; i < o->nr_inputs; i++)
+		hgt_clock_init(&clks[i], in[i], &co);
+	/* TSC cycles made ns (the report shows them as cycles, as trace-cmd's) */
+	x->tsc_hz = hgt__tsc_rate(in, clks, o->nr_inputs, 0, 0, &how);
+	for (int i = 0; x->tsc_hz && i < o->nr_inputs; i++)
+		clks[i].ts2secs = 1e9 / (double)x->tsc_hz; /* as --ts2secs */
+	if (!x->tsc_hz && how[0] && !o->quiet)
+		fprintf(stderr, "hgtrace export: %s: %s: times stay cycles (give --ts2secs HZ)\n",
+			o->inputs[0], how);
 	/* the top buffers first, in input order, then the instances, as the report */
 	for (int pass = 0; pass < 2 && !ret; pass++)
 		for (int i = 0; i < o->nr_inputs && !ret; i++) {
 			int top = hgt_input_top_buffer(in[i]);
-			struct hgt_clock clk;
+			struct hgt_clock clk = clks[i];
 
-			hgt_clock_init(&clk, in[i], &co);
 			if (pass == 0) {
 				const char *base = strrchr(o->inputs[i], '/');
 
@@ -571,6 +663,7 @@ out:
 			hgt_input_close(in[i]);
 	}
 	free(in);
+	free(clks);
 	return ret;
 }
 

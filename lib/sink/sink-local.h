@@ -90,6 +90,13 @@ bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field 
 /* export.c: number field @f of @rec, 0 when NULL or outside the record */
 unsigned long long hgt__field_num(const struct tep_format_field *f, const struct tep_record *rec);
 
+/* rate.c: the rate that makes a session's TSC cycles ns for why, view and export (0:
+ * times are ns already, or no rate: @how says so) */
+struct hgt_input;
+struct hgt_clock;
+uint64_t hgt__tsc_rate(struct hgt_input *const *in, const struct hgt_clock *clk, int n, int base,
+		       uint64_t given, const char **how);
+
 /* why.c: hgt_why() that also gives each vCPU thread's segments (guest input @input, its
  * CPU @cpu, host thread @pid): what the host did with it from @from to @to */
 struct hgt_why_part;

@@ -95,6 +95,9 @@ struct viewer {
 	int seg_input, seg_cpu, seg_track, err;
 	struct hgt_clock probe_clock; /* the first trace.dat's: probe files join in it */
 	bool ns;		      /* times are ns (else raw counter ticks) */
+	uint64_t tsc_hz;	      /* TSC cycles were made ns at this rate (0: were ns) */
+	const char *tsc_how;	      /* where it came from, or why there is none */
+	char why_note[512];	      /* why the delays were not analysed ("": they were) */
 	char first_clock[32];	      /* the first trace.dat's trace clock */
 };
 
@@ -555,12 +558,48 @@ static int loss_line(struct viewer *v, const char *name, int cpu, const struct h
 	return 0;
 }
 
+/*
+ * TSC cycles made ns as why made them (its rate, so that the vCPU tracks fit), else at the
+ * rate hgt__tsc_rate() finds (--ts2secs, the recorder's, the timers'); tsc_how says which,
+ * or why the times stay cycles.
+ */
+static int rate(struct viewer *v, struct src *s, int n, int ns)
+{
+	struct hgt_input **in = calloc((size_t)n + 1, sizeof(*in));
+	struct hgt_clock *clk = calloc((size_t)n + 1, sizeof(*clk));
+
+	if (!in || !clk) {
+		free(in);
+		free(clk);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		in[i] = s[i].in;
+		clk[i] = s[i].clk;
+	}
+	if (v->why && v->why->tsc_hz) {
+		v->tsc_hz = v->why->tsc_hz;
+		v->tsc_how = v->why->tsc_how;
+	} else if (n) {
+		v->tsc_hz = hgt__tsc_rate(in, clk, n, 0, 0, &v->tsc_how);
+		for (int i = 0; v->tsc_hz && i < ns; i++)
+			s[i].clk.ts2secs = 1e9 / (double)v->tsc_hz; /* as --ts2secs */
+	}
+	if (!v->tsc_hz && v->o.ts2secs) {
+		v->tsc_hz = v->o.ts2secs;
+		v->tsc_how = "--ts2secs";
+	}
+	free(in);
+	free(clk);
+	return 0;
+}
+
 /* The trace.dat inputs merged as the report merges them. */
 static int pass(struct viewer *v)
 {
 	HGT_OPTS(hgt_open_opts, oo, .flags = v->o.quiet ? HGT_OPEN_QUIET : 0);
 	/* why made raw TSC cycles ns: the same rate here, or its vCPU tracks would not fit */
-	HGT_OPTS(hgt_clock_opts, co, .ts2secs = v->why ? v->why->tsc_hz : 0);
+	HGT_OPTS(hgt_clock_opts, co, .ts2secs = v->why ? v->why->tsc_hz : v->o.ts2secs);
 	int n = v->nr_paths, ns = n, ret = 0;
 	struct src *s = NULL;
 	struct hgt_input **ins = calloc((size_t)n + 1, sizeof(*ins));
@@ -613,6 +652,8 @@ static int pass(struct viewer *v)
 		}
 	}
 	v->nr_src = ns;
+	if (!ret)
+		ret = rate(v, s, n, ns);
 	if (!ret) {
 		sc = hgt_sync_check_new(ins, n, NULL);
 		v->host = sc ? hgt_sync_check_host(sc) : -1;
@@ -1008,9 +1049,13 @@ static int write_page(struct viewer *v)
 	      f);
 	fprintf(f,
 		",\"t0\":\"%llu\",\"span\":%llu,\"events\":%u,\"ns\":%s,\"tscHz\":%llu,"
-		"\"files\":[",
+		"\"tscFrom\":",
 		(unsigned long long)v->t0, (unsigned long long)span, v->nev,
-		v->ns ? "true" : "false", (unsigned long long)(v->why ? v->why->tsc_hz : 0));
+		v->ns ? "true" : "false", (unsigned long long)v->tsc_hz);
+	hgt__json_str(f, v->tsc_how ? v->tsc_how : "", v->tsc_how ? strlen(v->tsc_how) : 0);
+	fputs(",\"whyNote\":", f);
+	hgt__json_str(f, v->why_note, strlen(v->why_note));
+	fputs(",\"files\":[", f);
 	for (int i = 0; i < v->nr_paths + v->nr_probes; i++) {
 		const char *p = i < v->nr_paths ? v->paths[i] : v->probes[i - v->nr_paths];
 
@@ -1113,14 +1158,27 @@ int hgt_view_html(const struct hgt_view_opts *opts)
 	if (!ret && v.nr_paths && v.o.why_top >= 0) {
 		/* the vCPU tracks and the worst delays: why's pass */
 		HGT_OPTS(hgt_why_opts, wo, .inputs = v.paths, .nr_inputs = v.nr_paths,
-			 .top = v.o.why_top ? v.o.why_top : 20, .quiet = true, .host_only = true);
+			 .top = v.o.why_top ? v.o.why_top : 20, .quiet = true, .host_only = true,
+			 .ts2secs = v.o.ts2secs);
 
 		v.why = hgt__why_segments(&wo, segment, &v);
-		if (!v.why && errno != EINVAL)
+		if (!v.why && errno != EINVAL) {
 			ret = -errno;
-		else if (!v.why) /* raw cycles at no known rate: the page without vCPU tracks */
+		} else if (!v.why) {
+			/* e.g. raw cycles at no known rate: the page without vCPU tracks, and
+			 * saying why */
+			snprintf(v.why_note, sizeof(v.why_note), "guest delays not analysed: %s",
+				 hgt_last_error());
 			hgt__set_last_error("");
+		}
+		if (v.why && !v.why->found[0] && !v.why->found[1] && !v.why->found[2])
+			snprintf(v.why_note, sizeof(v.why_note),
+				 "no guest delay to analyse: no guest wakeup or timer expiry in "
+				 "these files%s",
+				 v.why->host ? "" : " (no host with guests among them)");
 		ret = ret ?: v.err;
+	} else if (!ret && v.nr_paths) {
+		snprintf(v.why_note, sizeof(v.why_note), "guest delays not analysed (--no-why)");
 	}
 	ret = ret ?: v.nr_paths ? pass(&v) : 0;
 	ret = ret ?: probes(&v);

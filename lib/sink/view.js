@@ -409,12 +409,13 @@
   const hdr = document.getElementById("hdr");
   const esc = (s) => s.replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]);
   hdr.innerHTML = `<b>hgtrace view</b>: ${esc(D.files.join(", "))}; ${D.events} events, ${tracks.length} tracks` +
-    (D.tscHz ? `; TSC cycles at ${D.tscHz} Hz` : "") +
+    (D.tscHz ? `; TSC cycles made ns at ${D.tscHz} Hz (${esc(D.tscFrom)} rate)` :
+      D.ns ? "" : `; times in clock ticks, not ns: ${esc(D.tscFrom || "no rate known")} (give --ts2secs HZ)`) +
     (D.sync ? `<pre>${esc(D.sync)}</pre>` : "<pre>no host + guest pair: no sync check</pre>") +
     (D.losses.length ? `<pre class="loss">${esc(D.losses.join("\n"))}</pre>` : "<pre>no events lost</pre>");
   const why = document.getElementById("why");
   why.innerHTML = D.why.length ? "<b>worst guest delays the host caused</b> (hgtrace why --host-only; click to zoom):"
-    : "no guest delay the host caused most of";
+    : D.whyNote ? esc(D.whyNote) : "no guest delay the host caused most of";
   D.why.forEach((w) => {
     const el = document.createElement("div");
     el.className = w.host ? "host" : "";

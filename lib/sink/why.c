@@ -187,7 +187,8 @@ struct why {
 	struct delay *d;
 	size_t nr_d, cap_d;
 	uint64_t found[3];
-	uint64_t hz; /* TSC cycles made ns at this rate (0: the times were ns) */
+	uint64_t hz;	    /* TSC cycles made ns at this rate (0: the times were ns) */
+	const char *hz_how; /* where the rate came from (hgt__tsc_rate()) */
 };
 
 /* The category (@st, @id, @what): one per distinct triple (a pid's comm changes at exec). */
@@ -693,60 +694,33 @@ static int find_host(struct why *w)
 }
 
 /*
- * Times in TSC cycles (x86-tsc, no TSC2NSEC) are made ns, at @w->o.ts2secs Hz if given,
- * else at the rate the trace itself shows: an input's hrtimer_expire_entry "now"
- * (CLOCK_MONOTONIC, ns) against its timestamps, from its first to its last expiry (the
- * widest span of any input, at least 10 ms). Timer lateness is in ns: it needs this.
+ * Times in TSC cycles (x86-tsc, no TSC2NSEC) are made ns (timer lateness is in ns: it needs
+ * this), at the rate hgt__tsc_rate() finds: --ts2secs, the recorder's, the timers'.
  */
 static int calibrate(struct why *w)
 {
-	struct input *base = &w->in[w->host >= 0 ? w->host : 0];
-	double span = 0, ns_per_tick = 0;
+	int base = w->host >= 0 ? w->host : 0;
+	size_t n = w->n > 0 ? (size_t)w->n : 1;
+	struct hgt_input **in = calloc(n, sizeof(*in));
+	struct hgt_clock *clk = calloc(n, sizeof(*clk));
+	const char *how = "";
 
-	if (hgt_input_in_usecs(base->in) || base->clk.raw || base->clk.ts2secs != 0)
-		return 0;
-	for (int i = 0; i < w->n && !w->o.ts2secs; i++) {
-		struct input *g = &w->in[i];
-		struct tep_event *ev =
-			tep_find_event_by_name(g->tep, "timer", "hrtimer_expire_entry");
-		struct tep_format_field *now = ev ? tep_find_field(ev, "now") : NULL;
-		uint64_t t0 = UINT64_MAX, t1 = 0, n0 = 0, n1 = 0;
-
-		for (int c = 0; now && c < hgt__top_cpus(g->in); c++) {
-			struct hgt_cursor *cur =
-				hgt_cursor_open(g->in, hgt_input_top_buffer(g->in), c);
-			struct tep_record rec;
-			int r;
-
-			while (cur && (r = hgt_cursor_next(cur, &rec)) > 0) {
-				uint64_t ts;
-
-				if (tep_data_type(g->tep, &rec) != ev->id)
-					continue;
-				ts = hgt_clock_convert(&g->clk, rec.ts, c);
-				if (ts < t0) {
-					t0 = ts;
-					n0 = hgt__field_num(now, &rec);
-				}
-				if (ts > t1) {
-					t1 = ts;
-					n1 = hgt__field_num(now, &rec);
-				}
-			}
-			hgt_cursor_close(cur);
-		}
-		if (t1 > t0 && n1 > n0 && (double)(n1 - n0) > span) {
-			span = (double)(n1 - n0);
-			ns_per_tick = span / (double)(t1 - t0);
-		}
+	if (!in || !clk) {
+		free(in);
+		free(clk);
+		return -ENOMEM;
 	}
-	if (!w->o.ts2secs && (span < 1e7 || ns_per_tick <= 0))
-		return why_error(EINVAL,
-				 "why: %s: its times are TSC cycles (no TSC2NSEC) and no 10 ms of "
-				 "timer expiries give their rate: give --ts2secs HZ%s",
-				 base->name, "");
-	w->hz = w->o.ts2secs ? w->o.ts2secs : (uint64_t)(1e9 / ns_per_tick + 0.5);
-	for (int i = 0; i < w->n; i++)
+	for (int i = 0; i < w->n; i++) {
+		in[i] = w->in[i].in;
+		clk[i] = w->in[i].clk;
+	}
+	w->hz = hgt__tsc_rate(in, clk, w->n, base, w->o.ts2secs, &how);
+	free(in);
+	free(clk);
+	w->hz_how = how;
+	if (!w->hz && how[0])
+		return why_error(EINVAL, "why: %s: %s: give --ts2secs HZ", w->in[base].name, how);
+	for (int i = 0; w->hz && i < w->n; i++)
 		w->in[i].clk.ts2secs = 1e9 / (double)w->hz; /* as clock.c does for --ts2secs */
 	return 0;
 }
@@ -925,6 +899,7 @@ static struct hgt_why_result *build(struct why *w)
 		goto nomem;
 	memcpy(res->r.found, w->found, sizeof(w->found));
 	res->r.tsc_hz = w->hz;
+	res->r.tsc_how = w->hz_how;
 	if (w->nr_d)
 		qsort(w->d, w->nr_d, sizeof(*w->d), cmp_delay);
 	keep = w->o.threshold_ns || (size_t)w->o.top > w->nr_d ? w->nr_d : (size_t)w->o.top;
@@ -1169,7 +1144,9 @@ static void print_json(const struct hgt_why_result *r, FILE *f)
 		hgt__json_str(f, r->host, strlen(r->host));
 	else
 		fputs("null", f);
-	fprintf(f, ",\"tsc_hz\":%llu,\"found\":{", (unsigned long long)r->tsc_hz);
+	fprintf(f, ",\"tsc_hz\":%llu,\"tsc_rate_from\":", (unsigned long long)r->tsc_hz);
+	hgt__json_str(f, r->tsc_how ? r->tsc_how : "", r->tsc_how ? strlen(r->tsc_how) : 0);
+	fputs(",\"found\":{", f);
 	fprintf(f, "\"wakeup\":%llu,\"timer\":%llu,\"pair\":%llu},\"delays\":[",
 		(unsigned long long)r->found[0], (unsigned long long)r->found[1],
 		(unsigned long long)r->found[2]);
@@ -1215,10 +1192,8 @@ static void print_table(const struct hgt_why_result *r, FILE *f)
 		(unsigned long long)r->found[2], r->nr, r->host ? "; host: " : "; no host trace",
 		r->host ? r->host : "");
 	if (r->tsc_hz)
-		fprintf(f,
-			"times: TSC cycles made ns at %llu Hz (--ts2secs, or the guest timers' "
-			"rate)\n",
-			(unsigned long long)r->tsc_hz);
+		fprintf(f, "times: TSC cycles made ns at %llu Hz (%s rate)\n",
+			(unsigned long long)r->tsc_hz, r->tsc_how ? r->tsc_how : "the given");
 	for (int i = 0; i < r->nr; i++) {
 		const struct hgt_why_delay *d = &r->d[i];
 		char len[32], at[32], to[32], part[96], v[32];

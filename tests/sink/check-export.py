@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check `hgtrace export` JSON against trace-cmd's report of the same files.
 
-Usage: check-export.py OUT.json TRACE_CMD_REPORT.txt [--guest-mode]
+Usage: check-export.py OUT.json TRACE_CMD_REPORT.txt [--guest-mode] [--tcg PID=VCPU,...]
 TRACE_CMD_REPORT.txt is `trace-cmd report -t -i F1 [-i F2 ...]` (file column when several).
 Prints one line per check; exits 1 on the first failed one.
 """
@@ -49,3 +49,46 @@ if "--guest-mode" in sys.argv:
     if not gm or len(gm) > exits:
         fail("%d guest-mode intervals for %d kvm_exit events" % (len(gm), exits))
     print("ok %d guest-mode intervals (kvm_entry to kvm_exit) for %d kvm_exit events" % (len(gm), exits))
+if "--tcg" in sys.argv:
+    # A TCG host: guest mode is when a vCPU thread runs. The intervals, derived here from
+    # trace-cmd's sched_switch lines of the host file: from a vCPU thread's switch-in to its
+    # switch-out on that CPU (from the CPU's first event for a thread running when the
+    # trace began); one still running at the end is left out (exported by another name).
+    import re
+    vmap = {int(p): int(i) for p, i in (kv.split("=") for kv in sys.argv[sys.argv.index("--tcg") + 1].split(","))}
+    host = procs[min(procs)]
+    first = {}
+    for col, cpu, t, _ in report_events(sys.argv[2], host):
+        if col == host:
+            first.setdefault(cpu, t)
+    sw = re.compile(r"^\s*(\S+): .*?\[(\d+)\]\s*(\d+(?:\.\d+)?): sched_switch:\s+.*:(\d+) \[-?\d+\] \S+ ==> .*:(\d+) \[-?\d+\]\s*$")
+    running, switched, want_iv = {}, set(), Counter()
+    for l in open(sys.argv[2], errors="replace"):
+        m = sw.match(l)
+        if not m or m.group(1) != host + ":" and m.group(1) != host:
+            continue
+        cpu, t, prev, nxt = int(m.group(2)), ns(m.group(3)), int(m.group(4)), int(m.group(5))
+        if prev in vmap:
+            pid, start = running.pop(cpu, (prev, None))
+            if start is None and cpu not in switched:
+                start = first[cpu]
+            if pid == prev and start is not None and t > start:
+                want_iv[(cpu, start, t, vmap[prev])] += 1
+        running.pop(cpu, None)
+        switched.add(cpu)
+        if nxt in vmap:
+            running[cpu] = (nxt, t)
+    hp = min(procs)
+    got_iv = Counter()
+    for e in evs:
+        if e["ph"] == "X" and e["pid"] == hp and e["tid"] % 3 == 0 and e["name"].startswith("vCPU "):
+            a = ns(e["ts"])
+            got_iv[((e["tid"] - 1) // 3, a, a + ns(e["dur"]), int(e["name"][5:]))] += 1
+    if not want_iv:
+        fail("trace-cmd's report shows no vCPU thread running")
+    if got_iv != want_iv:
+        extra, missing = got_iv - want_iv, want_iv - got_iv
+        fail("guest mode differs from the vCPU threads' running intervals: %d extra (e.g. %s), %d missing (e.g. %s)" % (
+            sum(extra.values()), sorted(extra)[:2], sum(missing.values()), sorted(missing)[:2]))
+    print("ok TCG guest mode: %d intervals, each a vCPU thread's run in trace-cmd's sched_switch lines (%d vCPUs)"
+          % (sum(want_iv.values()), len(set(k[3] for k in want_iv))))

@@ -5,8 +5,11 @@
 # event trace-cmd's report prints is an instant exactly once, at trace-cmd's time (to the
 # nanosecond), on its file or instance and CPU, and nothing else is; complete events
 # (running tasks, guest mode) never overlap on their thread; on the host there is one
-# guest-mode interval per kvm_exit at most, and some. Checks in check-export.py. The same
-# for --format perfetto, decoded with Google's protobuf library.
+# guest-mode interval per kvm_exit at most, and some; on a TCG host guest mode is exactly
+# the vCPU threads' running intervals trace-cmd's sched_switch lines show; x86-tsc cycles
+# are ns at the timers' rate (or --ts2secs), both as trace-cmd's --ts2secs prints them.
+# Checks in check-export.py. The same for --format perfetto, decoded with Google's
+# protobuf library.
 # Usage: export.sh HGTRACE
 HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,11 +41,37 @@ fi
 for f in tsc mono local-v7none tsc-v6 inst; do
 	if "$HGTRACE" export "$here/data/$f.dat" > "$f.json" 2> err.txt; then
 		trace-cmd report -t "$here/data/$f.dat" > "$f.tc" 2> /dev/null
-		check "$f.dat" "$f.json" "$f.tc"
+		# x86-tsc cycles with no rate stored: ns at the rate the file's timers show,
+		# derived by the test from trace-cmd's lines (tests/lib/timer-rate.py)
+		hz=$(python3 "$here/lib/timer-rate.py" "$f.tc")
+		case $f in tsc*) [ -n "$hz" ] || tap_fail "$f.dat: no timer rate in trace-cmd's report" ;; esac
+		[ -n "$hz" ] && trace-cmd report -t --ts2secs "$hz" "$here/data/$f.dat" > "$f.tc" 2> /dev/null
+		check "$f.dat${hz:+ (ns at the rate of its timers, $hz Hz)}" "$f.json" "$f.tc"
 	else
 		tap_fail "export $f.dat: $(cat err.txt)"
 	fi
 done
+# --ts2secs HZ: at that rate, as trace-cmd's --ts2secs
+if "$HGTRACE" export --ts2secs 3000000000 -o hz.json "$here/data/tsc.dat" 2> err.txt; then
+	trace-cmd report -t --ts2secs 3000000000 "$here/data/tsc.dat" > hz.tc 2> /dev/null
+	check "--ts2secs 3000000000" hz.json hz.tc
+else
+	tap_fail "export --ts2secs: $(cat err.txt)"
+fi
+tap_refuses "export --ts2secs 0" "" "$HGTRACE" export --ts2secs 0 "$here/data/tsc.dat"
+
+# A TCG host (no kvm events, vCPU ids 0, 2, 4): guest mode is when a vCPU thread runs, the
+# threads from the host's GUEST option as trace-cmd dump prints it.
+simulate t --tcg --embed-sync --vcpus 3 --sparse-vcpu-ids --host-cpus 2 --seed 5 || tap_fail "simulate --tcg"
+tcgmap=$(trace-cmd dump --options t-host.dat 2> /dev/null |
+	sed -n 's/^ *\([0-9]*\) \([1-9][0-9]*\) \[guest cpu, host pid\]/\2=\1/p' | paste -sd,)
+[ "$(echo "$tcgmap" | tr ',' '\n' | grep -c .)" = 3 ] || tap_fail "trace-cmd dump: vCPU threads '$tcgmap'"
+trace-cmd report -t -i t-host.dat -i t-guest.dat > t.tc 2> /dev/null
+if "$HGTRACE" export -o t.json t-host.dat t-guest.dat 2> err.txt; then
+	check "TCG host + guest" t.json t.tc --tcg "$tcgmap"
+else
+	tap_fail "export TCG host + guest: $(cat err.txt)"
+fi
 # Bad input: one line, non-zero, no output file.
 tap_refuses "export of a file that is not a trace" "" "$HGTRACE" export -o bad.json /etc/passwd
 [ -e bad.json ] && tap_fail "a failed export left bad.json"
@@ -54,12 +83,14 @@ check_rc=$("$HGTRACE" export --format protobuf s-host.dat > /dev/null 2> err.txt
 # JSON and checked the same way against trace-cmd.
 if command -v protoc > /dev/null && /usr/bin/python3 -c 'import google.protobuf' 2> /dev/null; then
 	protoc --python_out=. -I"$here/sink" "$here/sink/perfetto.proto"
-	for f in s tsc inst; do
-		if [ $f = s ]; then set -- s-host.dat s-guest.dat; else set -- "$here/data/$f.dat"; fi
+	for f in s t tsc inst; do
+		if [ $f = s ] || [ $f = t ]; then set -- $f-host.dat $f-guest.dat; else set -- "$here/data/$f.dat"; fi
 		if "$HGTRACE" export --format perfetto -o "$f.pftrace" "$@" 2> err.txt &&
 			PYTHONPATH=. /usr/bin/python3 "$here/sink/perfetto-to-json.py" "$f.pftrace" "$f.pf.json" > dec.txt 2>&1; then
 			tap_ok "perfetto $f: $(cat dec.txt)"
-			check "perfetto $f" "$f.pf.json" "$f.tc" $([ $f = s ] && echo --guest-mode)
+			# shellcheck disable=SC2046
+			check "perfetto $f" "$f.pf.json" "$f.tc" $([ $f = s ] && echo --guest-mode) \
+				$([ $f = t ] && echo --tcg "$tcgmap")
 		else
 			tap_fail "perfetto $f: $(cat err.txt dec.txt)"
 		fi

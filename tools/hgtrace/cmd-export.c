@@ -15,11 +15,15 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hgtrace export [--format chrome-json|perfetto] [-o OUT] FILE...\n"
+		"usage: hgtrace export [--format chrome-json|perfetto] [--ts2secs HZ] [-o OUT] "
+		"FILE...\n"
 		"  the merged session of FILEs (a host and its attached guests) for\n"
 		"  ui.perfetto.dev and chrome://tracing (JSON), or Perfetto's protobuf trace:\n"
 		"  each file a process, each CPU threads; events as instants, running tasks and\n"
-		"  guest mode as slices\n");
+		"  guest mode as slices; times in ns\n"
+		"  --ts2secs HZ   TSC cycles per second, for x86-tsc traces without TSC2NSEC "
+		"(default:\n"
+		"                 the rate the recorder stored, else the one the timers show)\n");
 }
 
 int cmd_export(int argc, char **argv)
@@ -27,9 +31,11 @@ int cmd_export(int argc, char **argv)
 	static const struct option lopts[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "ts2secs", required_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	uint64_t hz = 0;
 	const char *out = NULL;
 	bool perfetto = false;
 	struct hgt_newfile *nf;
@@ -51,6 +57,10 @@ int cmd_export(int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
+		case 'z':
+			if (cmd_hz_arg("export", optarg, &hz))
+				return 2;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -69,7 +79,7 @@ int cmd_export(int argc, char **argv)
 		return 1;
 	{
 		HGT_OPTS(hgt_export_opts, eo, .inputs = (const char *const *)(argv + optind),
-			 .nr_inputs = argc - optind, .out = f);
+			 .nr_inputs = argc - optind, .out = f, .ts2secs = hz);
 
 		ret = perfetto ? hgt_export_perfetto(&eo) : hgt_export_chrome(&eo);
 	}

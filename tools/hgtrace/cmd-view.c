@@ -18,19 +18,23 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hgtrace view [-o OUT.html] [--why N | --no-why] FILE...\n"
+		"usage: hgtrace view [-o OUT.html] [--why N | --no-why] [--ts2secs HZ] FILE...\n"
 		"  the merged session of FILEs (a host, its guests, probe files) as one HTML\n"
 		"  timeline (default OUT: view.html; - for stdout): per CPU its events and tasks,\n"
-		"  per vCPU what the host did with it, the worst N guest delays (20) marked\n");
+		"  per vCPU what the host did with it, the worst N guest delays (20) marked\n"
+		"  --ts2secs HZ   TSC cycles per second, for x86-tsc traces without TSC2NSEC "
+		"(default:\n"
+		"                 the rate the recorder stored, else the one the timers show)\n");
 }
 
 int cmd_view(int argc, char **argv)
 {
-	enum { O_WHY = 256, O_NOWHY };
+	enum { O_WHY = 256, O_NOWHY, O_HZ };
 	static const struct option lopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "why", required_argument, NULL, O_WHY },
 		{ "no-why", no_argument, NULL, O_NOWHY },
+		{ "ts2secs", required_argument, NULL, O_HZ },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -53,6 +57,10 @@ int cmd_view(int argc, char **argv)
 			break;
 		case O_NOWHY:
 			vo.why_top = -1;
+			break;
+		case O_HZ:
+			if (cmd_hz_arg("view", optarg, &vo.ts2secs))
+				return 2;
 			break;
 		case 'h':
 			usage(stdout);

@@ -84,7 +84,6 @@ int cmd_why(int argc, char **argv)
 	struct hgt_why_result *r;
 	struct hgt_newfile *nf;
 	bool json = false;
-	char *end;
 	FILE *f;
 	int c, ret;
 
@@ -121,13 +120,8 @@ int cmd_why(int argc, char **argv)
 			wo.host_only = true;
 			break;
 		case O_HZ:
-			errno = 0;
-			wo.ts2secs = strtoull(optarg, &end, 10);
-			if (errno || *end || end == optarg || !wo.ts2secs || *optarg == '-') {
-				fprintf(stderr, "hgtrace why: --ts2secs '%s': expected Hz > 0\n",
-					optarg);
+			if (cmd_hz_arg("why", optarg, &wo.ts2secs))
 				return 2;
-			}
 			break;
 		case 'o':
 			out = optarg;

@@ -39,6 +39,10 @@ int cmd_compression(const char *cmd, const char *arg, enum hgt_compression *c);
  * one error line and -1. */
 int cmd_int_arg(const char *cmd, const char *opt, const char *arg, long lo, long hi, int *v);
 
+/* --ts2secs HZ of command @cmd (why, view, export): 0, or -1 after one error line. */
+#include <stdint.h>
+int cmd_hz_arg(const char *cmd, const char *arg, uint64_t *hz);
+
 /* -o PATH of command @cmd ("-" or NULL: stdout): a stream to write, backed by a new file
  * that replaces PATH only at cmd_out_close() with @ok (hgt_newfile_open()). NULL after one
  * error line. cmd_out_close() returns 0, or -1 after one error line (PATH unchanged). */

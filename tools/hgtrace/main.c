@@ -75,6 +75,19 @@ int cmd_int_arg(const char *cmd, const char *opt, const char *arg, long lo, long
 	return 0;
 }
 
+int cmd_hz_arg(const char *cmd, const char *arg, uint64_t *hz)
+{
+	char *end;
+
+	errno = 0;
+	*hz = strtoull(arg, &end, 10);
+	if (errno || *end || end == arg || !*hz || *arg == '-') {
+		fprintf(stderr, "hgtrace %s: --ts2secs '%s': expected Hz > 0\n", cmd, arg);
+		return -1;
+	}
+	return 0;
+}
+
 void cmd_error(const char *fallback)
 {
 	const char *e = hgt_last_error();
