@@ -164,6 +164,9 @@ struct hgt_listen_opts {
 	/* called once, when the listener first sees *stop set (the end of a session's
 	 * command, where the stop is its exit) */
 	void (*on_stopping)(void *ctx);
+	/* called when guest @name's description ends with its TRACEID (before its pages): a
+	 * session can then write the host's GUEST option where a kill leaves it (restore) */
+	void (*on_guest_id)(void *ctx, const char *name, uint64_t trace_id);
 };
 
 /**

@@ -995,6 +995,11 @@ int hgt__record_describe(struct hgt_recorder *r, const struct hgt__meta_sink *si
 	return ret;
 }
 
+int hgt__record_put_options(struct hgt_recorder *r, const struct hgt_option_blob *o, int n)
+{
+	return r->rd.dir ? hgt__recdir_put_options(&r->rd, o, n) : 0;
+}
+
 uint64_t hgt__record_cpu_bytes(const struct hgt_recorder *r, int cpu)
 {
 	return cpu >= 0 && cpu < r->nr_cpus ? r->r[cpu].bytes : 0;

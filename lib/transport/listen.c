@@ -904,6 +904,12 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		/* TRACEID ends the description: it reaches the disk before any page */
 		if ((id == HGT_OPT_TRACEID || g->head_written) && !guest_head(l, g, 0))
 			g->head_written = true;
+		if (id == HGT_OPT_TRACEID && n - 4 == 8 && l->o.on_guest_id) {
+			uint64_t tid;
+
+			memcpy(&tid, p + 4, 8);
+			l->o.on_guest_id(l->o.ctx, g->name, tid);
+		}
 		if (id == HGT_OPT_TRACEID && g->proto < 3)
 			g->recording = true; /* a version 2 agent switches tracing on next */
 		if (id == HGT_OPT_TRACEID && g->sync.on && g->sync.next_ms == UINT64_MAX) {

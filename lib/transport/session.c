@@ -41,6 +41,7 @@ struct sguest {
 	char sync[200];
 	bool sync_failed;
 	uint64_t trace_id, bytes, samples, best_rtt, bound, agent_cpu_ns, agent_wall_ns;
+	uint64_t early_id; /* its TRACEID as its description ended (0: not yet) */
 	uint64_t agent_setup_cpu_ns;
 	uint64_t recording_ts; /* its trace clock when its tracing went on (0: unknown) */
 	bool ended_after_stop;
@@ -71,7 +72,8 @@ struct session {
 	const char *clock; /* the host's trace clock */
 	uint64_t cmd_t[2]; /* the command's start and end, in it (when readable) */
 	bool cmd_have[2];
-	uint64_t raw_ns[2]; /* CLOCK_MONOTONIC_RAW read with each */
+	uint64_t raw_ns[2];	  /* CLOCK_MONOTONIC_RAW read with each */
+	struct hgt_recorder *rec; /* the host's */
 };
 
 static uint64_t mono_raw_ns(void)
@@ -113,6 +115,38 @@ static void on_started(void *ctx)
 	s->raw_ns[0] = mono_raw_ns();
 	if (s->o->started)
 		s->o->started(s->o->ctx);
+}
+
+/*
+ * A guest's trace id, as its description ended: the GUEST options of every guest whose
+ * vCPU threads are known go into the host's recording directory, so that a restore after
+ * a kill maps them as the normal end does (which appends them itself: map_guests()).
+ */
+static void on_guest_id(void *ctx, const char *name, uint64_t trace_id)
+{
+	struct session *s = ctx;
+	struct hgt_option_blob ob[16];
+	int n = 0;
+
+	for (int i = 0; i < s->n; i++)
+		if (!strcmp(s->g[i].in->name, name))
+			s->g[i].early_id = trace_id;
+	for (int i = 0; i < s->n && n < 16; i++) {
+		struct sguest *g = &s->g[i];
+		uint8_t *buf;
+		uint32_t len;
+
+		if (!g->early_id || !g->have_vt || !g->vt.nr ||
+		    hgt_guest_option_build(g->in->name, g->early_id, g->vt.nr, g->vt.vcpu,
+					   g->vt.tid, &buf, &len))
+			continue;
+		ob[n++] = (struct hgt_option_blob){ HGT_OPT_GUEST, len, buf };
+	}
+	if (n && s->rec && hgt__record_put_options(s->rec, ob, n))
+		logf_(s, "guest %s: its vCPU map cannot be saved for a restore: %s", name,
+		      hgt_last_error());
+	for (int i = 0; i < n; i++)
+		free((void *)ob[i].data);
 }
 
 static void on_stopping(void *ctx)
@@ -770,6 +804,7 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		ret = -errno;
 		goto out;
 	}
+	s.rec = rec;
 	clock = strdup(hgt__record_clock(rec));
 	s.clock = clock ? clock : "";
 	{
@@ -780,8 +815,8 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 			 .sync_interval_ms = o.sync_interval_ms,
 			 .host_trace_id = hgt__record_trace_id(rec), .graceful = true,
 			 .on_started = on_started, .on_stopping = on_stopping,
-			 .on_guest_done = on_guest_done, .ctx = &s, .guest_record = lgr,
-			 .peers = peers, .nr_peers = npeers);
+			 .on_guest_done = on_guest_done, .on_guest_id = on_guest_id, .ctx = &s,
+			 .guest_record = lgr, .peers = peers, .nr_peers = npeers);
 
 		/* the listener's temporary files go beside the output */
 		snprintf(dir, sizeof(dir), "%s", hro.output);

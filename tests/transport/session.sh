@@ -121,6 +121,13 @@ grep -q 'serving sessions' agent.log && [ "$(grep -c 'agent: stopped' agent.log)
 "$HGTRACE" setup-guest k --cpus "$(nproc)" --dir . > /dev/null
 "$HGTRACE" agent --serve --fifos k -B hgt_sess_k$$ -e sched:sched_switch 2> kagent.log &
 kpid=$!
+# its VMM: a stand-in whose command line names k's FIFOs and whose two threads are named
+# as QEMU names vCPU threads, so that the session knows them from the start
+python3 "$here/transport/fake-vmm.py" 2 -name k,debug-threads=on \
+	-chardev "pipe,id=ctl,path=$t/k/agent-ctl-path" > vmm.out 2>&1 &
+vmmpid=$!
+wait_for_line vmm.out '^ready ' 20 || tap_fail "the stand-in VMM did not start: $(cat vmm.out)"
+vtids=$(sed -n 's/^ready //p' vmm.out)
 "$HGTRACE" record -e sched:sched_switch -A "k@fifo:$t/k" -o kk.dat -- sleep 60 2> kk.log &
 rp=$!
 end=$((SECONDS + 60))
@@ -140,6 +147,26 @@ if [ -n "$kb" ] && [ "$kn" -ge "$(nproc)" ] && [ "$kw" -le "$kb" ] && cmp -s hr.
 else
 	tap_fail "SIGKILL + restore: bound '$kb', $kn samples, worst $kw, merge $(cmp -s hr.txt tr.txt && echo same || echo differs): $(cat kr.log)"
 fi
+# ... and the host file keeps its GUEST option (saved in its recording directory when the
+# guest's description ended), as trace-cmd dump reads it: guest k, the guest file's trace
+# id, vCPU 0 and 1 on the stand-in VMM's two threads
+gid=$(trace-cmd dump --options kk-k.dat 2> /dev/null | grep -A1 'Option TRACEID' | tail -1 | tr -d ' ')
+read -r gname gtrace gmap < <(trace-cmd dump --options kk.dat 2> /dev/null | awk '
+	/Option GUEST/ { g = 1; next }
+	g && /\[Guest name\]/ { n = $1 }
+	g && /\[trace id\]/ { id = $1 }
+	g && /\[guest cpu, host pid\]/ { m = m $1 "=" $2 "," }
+	g && /\[Option / { g = 0 }
+	END { print n, id, m }')
+want="0=${vtids%% *},1=${vtids##* },"
+if [ "$gname" = k ] && [ -n "$gid" ] && [ "$(printf '%s' "$gtrace" | tr 'A-F' 'a-f')" = "$(printf '%s' "$gid" | tr 'A-F' 'a-f')" ] &&
+	[ "$gmap" = "$want" ]; then
+	tap_ok "SIGKILL + restore: the host file keeps the GUEST option (k, trace id $gtrace, vCPU threads $gmap)"
+else
+	tap_fail "SIGKILL + restore: GUEST option '$gname' '$gtrace' '$gmap', want k '$gid' '$want'"
+fi
+kill $vmmpid 2> /dev/null
+wait $vmmpid 2> /dev/null
 kill -KILL $kpid 2> /dev/null
 wait $kpid 2> /dev/null
 "$HGTRACE" reset > /dev/null 2>&1
