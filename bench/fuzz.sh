@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export FUZZ_RUNS_READER=${FUZZ_RUNS_READER:-1000000} FUZZ_RUNS_PROBES=${FUZZ_RUNS_PROBES:-3000000}
 export FUZZ_RUNS_LISTEN=${FUZZ_RUNS_LISTEN:-3500000} FUZZ_RUNS_CTL=${FUZZ_RUNS_CTL:-3000000}
-export FUZZ_SECONDS=${FUZZ_SECONDS:-3600} FUZZ_MERGE=${FUZZ_MERGE:-1}
+export FUZZ_SECONDS=${FUZZ_SECONDS:-3600} FUZZ_MERGE=${FUZZ_MERGE:-1} FUZZ_FULL=1
 fuzz/run.sh | tee bench/out/fuzz.txt
 rc=${PIPESTATUS[0]}
 awk '/^fuzz [a-z]*: / { n += $3; f += $(NF - 3) }

@@ -6,6 +6,9 @@
 #   ctl     any bytes as a probe-runtime control command
 # Corpora: fuzz/corpus/TARGET (committed, minimized) plus seeds made now (hgtrace simulate
 # files, the tests' recordings and trace-events files); new inputs go to fuzz/corpus-run/.
+# The reader's committed corpus (hundreds of files, each parsed by libtraceevent) loads in
+# tens of seconds, all of a 60 s run: by default it gets every 10th of them (by name);
+# FUZZ_FULL=1 (make bench-fuzz) loads them all.
 # Each target stops after FUZZ_RUNS_<TARGET> executions (default FUZZ_RUNS, default
 # unlimited) or FUZZ_SECONDS (default 60), whichever comes first. FUZZ_MERGE=1 merges what
 # was found back into fuzz/corpus (minimized). Prints one line per target: executions,
@@ -36,6 +39,17 @@ if [ -x "$hg" ]; then
 	done
 fi
 [ "${FUZZ_REAL:-0}" = 1 ] && cp -n tests/data/tsc.dat tests/data/mono.dat "$run/reader/"
+corpus() { # TARGET: the committed corpus to load
+	if [ "$1" != reader ] || [ "${FUZZ_FULL:-0}" = 1 ]; then
+		echo "$top/fuzz/corpus/$1"
+		return
+	fi
+	rm -rf "$run/reader-sample"
+	mkdir -p "$run/reader-sample"
+	find "$top/fuzz/corpus/reader" -type f | sort | awk 'NR % 10 == 1' |
+		xargs -r cp -t "$run/reader-sample"
+	echo "$run/reader-sample"
+}
 cp -n tests/data/probes-sample.trace tests/probes/*.trace-events lib/transport/trace-events \
 	"$run/probes/" 2> /dev/null
 
@@ -60,7 +74,7 @@ for t in reader probes listen ctl; do
 	# absolute paths: the ctl target works in a directory of its own
 	build-fuzz/fuzz/fuzz-$t -artifact_prefix="$top/fuzz/" -max_total_time="${FUZZ_SECONDS:-60}" \
 		-runs="$runs" -max_len=$max_len -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 \
-		"$run/$t" "$top/fuzz/corpus/$t" > "$run/$t.log" 2>&1
+		"$run/$t" "$(corpus $t)" > "$run/$t.log" 2>&1
 	rc=$?
 	after=$(find fuzz -maxdepth 1 -name 'crash-*' -o -maxdepth 1 -name 'leak-*' \
 		-o -maxdepth 1 -name 'timeout-*' -o -maxdepth 1 -name 'oom-*' | wc -l)

@@ -1171,11 +1171,14 @@ int hgt_view_html(const struct hgt_view_opts *opts)
 				 hgt_last_error());
 			hgt__set_last_error("");
 		}
-		if (v.why && !v.why->found[0] && !v.why->found[1] && !v.why->found[2])
+		if (v.why && !v.why->host)
+			snprintf(v.why_note, sizeof(v.why_note),
+				 "no host with guests among these files: no guest delay to "
+				 "explain by the host");
+		else if (v.why && !v.why->found[0] && !v.why->found[1] && !v.why->found[2])
 			snprintf(v.why_note, sizeof(v.why_note),
 				 "no guest delay to analyse: no guest wakeup or timer expiry in "
-				 "these files%s",
-				 v.why->host ? "" : " (no host with guests among them)");
+				 "these files");
 		ret = ret ?: v.err;
 	} else if (!ret && v.nr_paths) {
 		snprintf(v.why_note, sizeof(v.why_note), "guest delays not analysed (--no-why)");

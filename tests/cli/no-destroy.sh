@@ -15,9 +15,8 @@ ln -s a.dat sym.dat
 sum0=$(md5sum < a.dat)
 
 for out in ./a.dat "$t/a.dat" hard.dat sym.dat; do
-	tap_refuses "convert -i a.dat -o $out (the same file)" "a.dat" \
+	TAP_WANT="the same file as the input" tap_refuses "convert -i a.dat -o $out (the same file)" "a.dat" \
 		"$HGTRACE" convert -i a.dat -o "$out" --compression none
-	grep -q "the same file as the input" tap-err.txt || tap_fail "convert -o $out: reason: $(cat tap-err.txt)"
 done
 [ "$(md5sum < a.dat)" = "$sum0" ] && [ "$(stat -c %h a.dat)" = 2 ] && [ -L sym.dat ] &&
 	tap_ok "a.dat unchanged after four refusals ($(stat -c %s a.dat) bytes, 2 links, symlink kept)" ||
@@ -43,8 +42,7 @@ else
 	tap_skip "gen -o a device node" "mknod is not allowed here"
 fi
 mkdir adir
-tap_refuses "convert -o a directory" "" "$HGTRACE" convert -i a.dat -o adir
-grep -q "adir: a directory" tap-err.txt || tap_fail "directory: reason: $(cat tap-err.txt)"
+TAP_WANT="adir: a directory" tap_refuses "convert -o a directory" "" "$HGTRACE" convert -i a.dat -o adir
 
 # A full disk: the previous output stays as it was, and nothing is left beside it.
 if mkdir small && mount -t tmpfs -o size=40k tmpfs small 2> /dev/null; then
@@ -69,9 +67,10 @@ echo old > out.dat
 chmod 0640 out.dat
 ln -s out.dat outlink.dat
 if "$HGTRACE" convert -i a.dat -o outlink.dat --compression none 2> err.txt && [ -L outlink.dat ] &&
-	[ "$(stat -c %a out.dat)" = 640 ] && "$HGTRACE" report out.dat > got.txt &&
-	"$HGTRACE" report a.dat > want.txt && cmp -s got.txt want.txt; then
-	tap_ok "convert through a symbolic link: out.dat replaced ($(wc -l < got.txt) report lines as a.dat's), mode 640 kept, link kept"
+	[ "$(stat -c %a out.dat)" = 640 ] && trace-cmd report out.dat > got.txt 2> /dev/null &&
+	trace-cmd report a.dat > want.txt 2> /dev/null && [ "$(wc -l < want.txt)" -gt 100 ] &&
+	cmp -s got.txt want.txt; then
+	tap_ok "convert through a symbolic link: out.dat replaced (trace-cmd reports its $(wc -l < got.txt) lines as a.dat's), mode 640 kept, link kept"
 else
 	tap_fail "convert through a link: $(cat err.txt) $(ls -l out.dat outlink.dat)"
 fi
@@ -83,10 +82,8 @@ leftover=$(find . -maxdepth 1 -name '.*hgtrace*' | wc -l)
 # the host (the same trace id).
 "$HGTRACE" simulate -o s --vcpus 2 --duration-ms 50 > /dev/null || tap_fail "simulate"
 ln s-host.dat s-link.dat
-tap_refuses "attach s-host.dat s-host.dat" "s-host.dat" "$HGTRACE" attach s-host.dat s-host.dat
-grep -q "the same file as the host file" tap-err.txt || tap_fail "attach h h: $(cat tap-err.txt)"
-tap_refuses "attach s-host.dat s-link.dat (a hard link)" "s-host.dat" "$HGTRACE" attach s-host.dat s-link.dat
-grep -q "the same file as the host file" tap-err.txt || tap_fail "attach h link: $(cat tap-err.txt)"
+TAP_WANT="the same file as the host file" tap_refuses "attach s-host.dat s-host.dat" "s-host.dat" "$HGTRACE" attach s-host.dat s-host.dat
+TAP_WANT="the same file as the host file" tap_refuses "attach s-host.dat s-link.dat (a hard link)" "s-host.dat" "$HGTRACE" attach s-host.dat s-link.dat
 # through a symbolic link: refused for being the same file (not only, later, for its trace id)
 ln -s s-host.dat s-sym.dat
 tap_refuses "attach s-host.dat s-sym.dat (a symbolic link)" "s-host.dat" "$HGTRACE" attach s-host.dat s-sym.dat
@@ -97,9 +94,8 @@ else
 fi
 "$HGTRACE" attach s-host.dat s-guest.dat > /dev/null 2>&1 || tap_fail "attach of the real pair"
 cp s-host.dat s-copy.dat
-tap_refuses "attach a guest that is a copy of the host (its trace id)" "s-host.dat s-copy.dat" \
+TAP_WANT="the host's trace id" tap_refuses "attach a guest that is a copy of the host (its trace id)" "s-host.dat s-copy.dat" \
 	"$HGTRACE" attach s-host.dat s-copy.dat
-grep -q "the host's trace id" tap-err.txt || tap_fail "attach h copy: $(cat tap-err.txt)"
 
 # attach cut by a file size limit (ulimit -f, in KiB) halfway through its writes: first the
 # guest's append fails (the guest file is over the limit), then the host's (the guest file
@@ -113,15 +109,11 @@ limit_attach() { # KIB HOST
 	local k=$1 h=$2
 	bash -c 'ulimit -f "$1"; shift; exec "$@"' sh "$k" "$HGTRACE" attach -s "$off" "$h" u-guest.dat 5001
 }
-tap_refuses "attach with a file size limit below the guest file ($((gk / 2)) KiB)" \
+TAP_WANT="u-guest.dat: append failed (File too large); file left unchanged" tap_refuses "attach with a file size limit below the guest file ($((gk / 2)) KiB)" \
 	"u-host.dat u-guest.dat" limit_attach $((gk / 2)) u-host.dat
-grep -q "u-guest.dat: append failed (File too large); file left unchanged" tap-err.txt ||
-	tap_fail "limit below the guest: $(cat tap-err.txt)"
 if [ $((gk + 2)) -lt "$hk" ]; then
-	tap_refuses "attach with a file size limit between the guest ($gk KiB) and the host ($hk KiB)" \
+	TAP_WANT="u-hostbig.dat: append failed (File too large); file left unchanged" tap_refuses "attach with a file size limit between the guest ($gk KiB) and the host ($hk KiB)" \
 		"u-hostbig.dat u-guest.dat" limit_attach $((gk + 2)) u-hostbig.dat
-	grep -q "u-hostbig.dat: append failed (File too large); file left unchanged" tap-err.txt ||
-		tap_fail "limit between: $(cat tap-err.txt)"
 else
 	tap_fail "the uncompressed host ($hk KiB) is not larger than the guest ($gk KiB)"
 fi
@@ -138,10 +130,8 @@ if command -v setpriv > /dev/null && id nobody > /dev/null 2>&1; then
 	mkdir -m 1777 ww
 	echo precious > victim
 	setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups ln -s ../victim ww/r.dat
-	tap_refuses "convert -o through nobody's link in a sticky directory" "victim" \
+	TAP_WANT="ww/r.dat: a symbolic link of uid $(id -u nobody) in ww, a sticky world-writable directory: not followed" tap_refuses "convert -o through nobody's link in a sticky directory" "victim" \
 		"$HGTRACE" convert -i u-host.dat -o ww/r.dat
-	grep -q "ww/r.dat: a symbolic link of uid $(id -u nobody) in ww, a sticky world-writable directory: not followed" tap-err.txt ||
-		tap_fail "convert through the link: $(cat tap-err.txt)"
 	tap_refuses "view -o through nobody's link in a sticky directory" "victim" \
 		"$HGTRACE" view -o ww/r.dat u-host.dat
 	if [ -e /sys/kernel/tracing/trace_clock ] || mount -t tracefs nodev /sys/kernel/tracing 2> /dev/null; then

@@ -89,9 +89,15 @@ else
 fi
 rm -rf "$lt"
 # One convention for every subcommand: --help and -h print its usage on stdout, exit 0;
-# and each has a man page of its own.
+# and each has a man page of its own. The commands are those of the man pages
+# (docs/hgtrace-COMMAND.1, written apart from the binary), and hgtrace --help lists the
+# same ones.
 n=0 bad=
-for c in $("$HGTRACE" --help | sed -n 's/^  \([a-z-]*\) .*/\1/p'); do
+cmds=$(cd "$here/../docs" && ls hgtrace-*.1 | sed 's/^hgtrace-//; s/\.1$//' | sort)
+listed=$("$HGTRACE" --help | sed -n 's/^  \([a-z-]*\) .*/\1/p' | sort)
+[ "$cmds" = "$listed" ] && tap_ok "hgtrace --help lists the $(echo "$cmds" | wc -l) commands that have man pages" ||
+	tap_fail "hgtrace --help lists [$(echo $listed)], the man pages [$(echo $cmds)]"
+for c in $cmds; do
 	n=$((n + 1))
 	for h in --help -h; do
 		"$HGTRACE" "$c" $h > h.out 2> /dev/null && grep -q "^usage: hgtrace $c" h.out || bad="$bad $c$h"

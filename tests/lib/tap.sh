@@ -45,7 +45,8 @@ _tap_cleanup() {
 }
 
 # tap_refuses WHAT "FILE..." CMD...: CMD must fail with exactly one line on stderr and leave
-# every FILE byte-identical.
+# every FILE byte-identical; with TAP_WANT=TEXT set (TAP_WANT=... tap_refuses ...), that
+# line must also say TEXT (a fixed string), one check in all.
 tap_refuses() {
 	local what=$1 files=$2 f
 	shift 2
@@ -64,7 +65,11 @@ tap_refuses() {
 			return
 		fi
 	done
-	tap_ok "$what: refused, files unchanged ($(cat tap-err.txt))"
+	if [ -n "${TAP_WANT:-}" ] && ! grep -qF -- "$TAP_WANT" tap-err.txt; then
+		tap_fail "$what: the error line should say '$TAP_WANT': $(cat tap-err.txt)"
+		return
+	fi
+	tap_ok "$what: refused, files unchanged${TAP_WANT:+, saying '$TAP_WANT'} ($(cat tap-err.txt))"
 }
 
 # wait_for_line FILE REGEX [SECONDS]: until a line of FILE matches REGEX (grep -E); the

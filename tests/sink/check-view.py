@@ -108,5 +108,9 @@ if key is None or sorted(key) != sorted("exit " + r for r in reasons):
 if reasons:
     print("ok the exit key lists each of the %d exit reasons trace-cmd prints (%s)" % (
         len(reasons), ", ".join(sorted(reasons))))
-print("ok first paint after %d ms, loaded in %d ms (%d tracks, %d delays listed)" % (
-    st["firstPaintMs"], st["loadMs"], len(st["tracks"]), st["why"]))
+# the page painted before it finished loading (a script that failed never sets these)
+fp, ld = st.get("firstPaintMs"), st.get("loadMs")
+if not isinstance(fp, int) or not isinstance(ld, int) or not 0 <= fp <= ld:
+    fail("first paint %r ms, loaded %r ms: not a paint within the load" % (fp, ld))
+print("ok first paint after %d ms, within the load of %d ms (%d tracks, %d delays listed)" % (
+    fp, ld, len(st["tracks"]), st["why"]))

@@ -30,8 +30,12 @@ shot() {
 	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
 		--hide-scrollbars --user-data-dir="$t/chrome" --virtual-time-budget=20000 \
 		--window-size=1600,1000 --screenshot="$2" "file://$t/$1" > /dev/null 2>&1
-	[ -s "$2" ] && tap_ok "screenshot $(basename "$2") ($(stat -c %s "$2") bytes)" ||
-		tap_fail "no screenshot of $1"
+	# the PNG decoded by the test: its size, and a timeline drawn (tests/sink/check-png.py)
+	if [ -s "$2" ] && python3 "$here/sink/check-png.py" "$2" 1600 1000 8 > png.out 2>&1; then
+		tap_ok "screenshot $(cat png.out | sed 's/^ok //')"
+	else
+		tap_fail "screenshot of $1: $(cat png.out 2> /dev/null)"
+	fi
 }
 check() { # WHAT ARGS...
 	local what=$1
