@@ -4,6 +4,7 @@ HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib/tap.sh"
 data=$here/data
+tap_workdir
 
 check() { # WHAT WANT_RC NEEDLE ARGS...
 	local what=$1 want=$2 needle=$3 out rc
