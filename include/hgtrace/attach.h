@@ -49,6 +49,9 @@ struct hgt_attach_opts {
 	uint64_t infer_max_bound; /* refuse a bound above this, host units (0: 1 ms) */
 	int infer_drift_slices;	  /* > 1: offset over time, one sample per time slice */
 	bool infer_sched;	  /* windows from sched_switch even where kvm events exist */
+	/* the inference's entry and exit gaps (hgt_infer_opts), host TSC cycles */
+	bool infer_gaps;
+	uint64_t infer_entry_gap, infer_exit_gap;
 };
 
 struct hgt_attach_result {

@@ -42,8 +42,9 @@ enum hgt_infer_status {
 struct hgt_infer_result {
 	enum hgt_infer_status status;
 	int64_t lo, hi;	      /* feasible offsets (host = guest + c): the hull of what fits */
-	int64_t estimate;     /* the middle of [lo, hi] */
-	uint64_t bound;	      /* half-width: the truth is within estimate +- bound */
+	int64_t estimate;     /* the middle of [lo, hi], or where the gaps put it (gaps) */
+	uint64_t bound;	      /* the truth is within estimate +- bound (half-width, or the
+				 farther end of [lo, hi] from a gaps estimate) */
 	uint64_t events;      /* guest events given */
 	uint64_t in_span;     /* of them, inside the host's observed span (best interval) */
 	uint64_t reach;	      /* the most any offset could put in the span */
@@ -60,11 +61,22 @@ struct hgt_infer_result {
 	/* HGT_INFER_OK: the best-supported piece within lo..hi: every offset in it puts every
 	 * event in a window (or beside the host's span); lo..hi may hold gaps between pieces */
 	int64_t best_lo, best_hi;
+	bool by_gaps; /* the estimate rests on known gaps, not on the middle */
 };
 
 struct hgt_infer_opts {
 	size_t sz;	    /* sizeof(struct hgt_infer_opts); use HGT_OPTS() */
 	uint64_t max_bound; /* HGT_INFER_TOO_WIDE above this half-width (0: no limit) */
+	/*
+	 * The middle of [lo, hi] is the truth only when the least time from a window's start
+	 * to an event in it (the entry gap) equals the least time from an event to its
+	 * window's end (the exit gap): lo = truth - entry gap, hi = truth + exit gap. With
+	 * @gaps, the estimate is the middle moved by (entry_gap - exit_gap) / 2 (kept within
+	 * [lo, hi], the bound widened to the farther end): gaps measured on a pair whose
+	 * offset is known (hgtrace sync-check prints them), in host units.
+	 */
+	bool gaps;
+	uint64_t entry_gap, exit_gap;
 };
 
 /**
@@ -109,6 +121,8 @@ struct hgt_infer_pair_opts {
 	uint64_t max_bound; /* as in hgt_infer_opts, in host units */
 	bool sched;	    /* windows from sched_switch even where kvm events exist */
 	int drift_slices;   /* > 1: also infer per time slice (for offset over time) */
+	bool gaps;	    /* as in hgt_infer_opts, in host units */
+	uint64_t entry_gap, exit_gap;
 };
 
 /**

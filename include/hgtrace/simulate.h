@@ -89,6 +89,9 @@ struct hgt_sim_opts {
 	 * channel), with its CPUSTAT line "hgtrace sync: agent channel ... bound=N" */
 	int64_t channel_bound;
 	int64_t channel_bias;
+	/* no guest event closer than entry_gap cycles after its run's start (kvm_entry) or
+	 * exit_gap before its end (kvm_exit); 0 each: 300 */
+	uint64_t entry_gap, exit_gap;
 };
 
 struct hgt_sim_result {

@@ -14,6 +14,9 @@
 
 #define HINTS 8 /* pieces few enough to search from the previous event's windows */
 
+struct hgt_infer_result;
+static void by_gaps(struct hgt_infer_result *res, uint64_t entry_gap, uint64_t exit_gap);
+
 struct piece {
 	int64_t lo, hi;
 };
@@ -442,6 +445,8 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 	}
 	res->estimate = mid(res->lo, res->hi);
 	res->bound = (uint64_t)(((__int128)res->hi - res->lo + 1) / 2);
+	if (o.gaps)
+		by_gaps(res, o.entry_gap, o.exit_gap);
 	res->in_span = best_n;
 	res->status = HGT_INFER_OK;
 	if (o.max_bound && res->bound > o.max_bound) {
@@ -460,4 +465,19 @@ out:
 	free(b.p);
 	free(nwin);
 	return ret;
+}
+
+/* lo = truth - entry gap, hi = truth + exit gap: with both known, the truth is their
+ * average (@res->estimate moved by half their difference), kept within [lo, hi]. */
+static void by_gaps(struct hgt_infer_result *res, uint64_t entry_gap, uint64_t exit_gap)
+{
+	__int128 e = ((__int128)res->lo + entry_gap + (__int128)res->hi - exit_gap) / 2;
+
+	if (e < res->lo)
+		e = res->lo;
+	if (e > res->hi)
+		e = res->hi;
+	res->estimate = (int64_t)e;
+	res->bound = (uint64_t)(e - res->lo > res->hi - e ? e - res->lo : res->hi - e);
+	res->by_gaps = true;
 }

@@ -279,7 +279,7 @@ struct plan {
 	uint32_t t2n[4];
 	bool has_t2n;
 	uint64_t new_id;
-	char cpustat[256];
+	char cpustat[512];
 };
 
 /* The host threads named as vCPUs ("CPU N/KVM", "CPU N/TCG"): *@ids and *@pids. */
@@ -413,6 +413,24 @@ static bool usable(const struct hgt_infer_cpu *c)
 	return ok >= 2;
 }
 
+/* What an inferred estimate rests on, said with it (the bound holds either way). */
+static const char *assumption(const struct hgt_attach_opts *o, enum hgt_infer_source src)
+{
+	static __thread char buf[200];
+
+	if (o->infer_gaps) {
+		snprintf(buf, sizeof(buf), "estimate from the given gaps (entry %llu, exit %llu)",
+			 (unsigned long long)o->infer_entry_gap,
+			 (unsigned long long)o->infer_exit_gap);
+		return buf;
+	}
+	return src == HGT_INFER_KVM
+		       ? "estimate: the middle, which assumes the gap after kvm_entry equals the "
+			 "gap before kvm_exit (--gaps to correct it)"
+		       : "estimate: the middle, which assumes the gap after a switch-in equals "
+			 "the gap before a switch-out (--gaps to correct it)";
+}
+
 /*
  * TIME_SHIFT samples inferred from the trace, per guest CPU (*@vals holds the arrays):
  * one sample, or with drift slices one per slice that could be inferred, interpolated.
@@ -424,7 +442,8 @@ static int infer_samples(struct hgt_input *host, struct hgt_input *guest, const 
 {
 	HGT_OPTS(hgt_infer_pair_opts, po, .ratio = o->infer_ratio, .frac = o->infer_frac,
 		 .max_bound = max_bound(host, o), .sched = sched || o->infer_sched,
-		 .drift_slices = o->infer_drift_slices);
+		 .drift_slices = o->infer_drift_slices, .gaps = o->infer_gaps,
+		 .entry_gap = o->infer_entry_gap, .exit_gap = o->infer_exit_gap);
 	struct hgt_infer_cpu *c = calloc((size_t)ncpu, sizeof(*c));
 	uint64_t events = 0, worst = 0;
 	int ret, per = o->infer_drift_slices > 1 ? o->infer_drift_slices : 1, ok = -1;
@@ -500,18 +519,18 @@ static int infer_samples(struct hgt_input *host, struct hgt_input *guest, const 
 				fprintf(o->log, " %d", ok);
 			if (n > 1)
 				fprintf(o->log, "; %u samples over time", n);
-			fprintf(o->log, "\n");
+			fprintf(o->log, "; %s\n", assumption(o, x->source));
 		}
 	}
 	if (!ret) {
 		res->inferred = true;
 		res->infer_bound = worst;
 		snprintf(pl->cpustat, sizeof(pl->cpustat),
-			 "hgtrace sync: inferred from the trace (%s), %llu events on %d CPUs%s; "
-			 "bound=%llu\n",
+			 "hgtrace sync: inferred from the trace (%s), %llu events on %d CPUs%s, "
+			 "%s; bound=%llu\n",
 			 infer_source(c[ok].source), (unsigned long long)events, ncpu,
 			 *flags & HGT_TSYNC_INTERPOLATE ? ", offset over time" : "",
-			 (unsigned long long)worst);
+			 assumption(o, c[ok].source), (unsigned long long)worst);
 	}
 	hgt_infer_cpu_free(c, ncpu);
 	free(c);

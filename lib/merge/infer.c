@@ -311,7 +311,8 @@ static int guest_times(struct hgt_input *guest, int cpu, const struct hgt_infer_
 static int infer_cpu(struct hgt_infer_cpu *cpu, const struct thr *t, const struct wins *lost,
 		     const int64_t *g, size_t n, const struct hgt_infer_pair_opts *o)
 {
-	HGT_OPTS(hgt_infer_opts, io, .max_bound = o->max_bound);
+	HGT_OPTS(hgt_infer_opts, io, .max_bound = o->max_bound, .gaps = o->gaps,
+		 .entry_gap = o->entry_gap, .exit_gap = o->exit_gap);
 	struct hgt_infer_window *w = malloc(sizeof(*w) * (t->w.n + lost->n + 1));
 	int64_t span_lo = t->span_lo, span_hi;
 	int ret;

@@ -707,6 +707,12 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 			(unsigned long long)((hi - lo + 1) / 2), s && s->count > 1 ? "s" : "");
 		if (!s)
 			fprintf(out, "none\n");
+		else if (s->count == 1 && in && !ratio)
+			/* lo = offset - entry gap, hi = offset + exit gap: what attach --gaps
+			 * takes to infer another pair of this kind */
+			fprintf(out, "%lld: inside; the gaps it leaves: entry %lld, exit %lld\n",
+				(long long)s->offset[0], (long long)(s->offset[0] - lo),
+				(long long)(hi - s->offset[0]));
 		else if (s->count == 1)
 			fprintf(out, "%lld: %s\n", (long long)s->offset[0],
 				in     ? "inside"

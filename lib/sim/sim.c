@@ -422,11 +422,13 @@ static const enum ev_id timer_fire[4] = { EV_LOCAL_TIMER_ENTRY, EV_HRTIMER_EXPIR
 static int guest_run(struct sim *s, int cpu, uint64_t en, uint64_t ex, int xi)
 {
 	struct vcpu *v = &s->vc[cpu];
-	uint64_t margin = 300, t = en + margin, end = ex - margin;
+	uint64_t eg = s->o.entry_gap ? s->o.entry_gap : 300;
+	uint64_t xg = s->o.exit_gap ? s->o.exit_gap : 300;
+	uint64_t t = en + eg, end = ex - xg;
 	struct rec r;
 	int ret = 0, n, i;
 
-	if (ex - en < 4 * margin)
+	if (ex - en < 2 * (eg + xg))
 		return 0;
 #define STEP() (t += range(s, 200, (end - t) / 4 + 200))
 #define PUT(REC)                                     \

@@ -85,7 +85,7 @@ fi
 # 2. sync-check: consistent for both; inconsistent for a wrong offset
 for p in a t; do
 	if "$HGTRACE" sync-check $p-host.dat $p-guest.dat > $p.sc 2>&1 &&
-		[ "$(grep -c ': inside$' $p.sc)" -eq 4 ] && grep -q ' 0 outside' $p.sc; then
+		[ "$(grep -c ': inside\($\|;\)' $p.sc)" -eq 4 ] && grep -q ' 0 outside' $p.sc; then
 		tap_ok "sync-check $p: consistent, 4 stored offsets inside what fits"
 	else
 		tap_fail "sync-check $p: $(cat $p.sc)"
@@ -213,4 +213,41 @@ if grep -q "inferred from the trace +-[0-9]*; [0-9]* events: 0 outside" m2.err; 
 else
 	tap_fail "inferred guest mapping line: $(cat m2.err)"
 fi
+
+# 8. Gaps that differ: no guest event within 300 cycles after kvm_entry or 2000 before
+#    kvm_exit. The middle of what fits is then off the simulator's truth by about
+#    (2000 - 300) / 2, and attach says it assumes equal gaps. sync-check on another pair of
+#    that kind, attached with its true offset, prints the gaps it leaves; attach --gaps with
+#    them puts the estimate within 100 cycles of the truth (the gaps of two runs differ by
+#    their last step, < 100 here), and the truth stays inside the bound in both.
+simulate c --vcpus 2 --seed 11 --guest-gaps 300,2000
+# shellcheck disable=SC2086
+"$HGTRACE" attach -s "$off" c-host.dat c-guest.dat $pids > /dev/null
+read -r ge gx < <("$HGTRACE" sync-check c-host.dat c-guest.dat 2>&1 |
+	sed -n 's/.*the gaps it leaves: entry \([0-9]*\), exit \([0-9]*\)$/\1 \2/p' | head -1)
+simulate g --vcpus 2 --seed 12 --guest-gaps 300,2000
+truth=$off
+cp g-host.dat g2-host.dat
+cp g-guest.dat g2-guest.dat
+# shellcheck disable=SC2086
+"$HGTRACE" attach g-host.dat g-guest.dat $pids > mid.txt 2>&1
+# shellcheck disable=SC2086
+"$HGTRACE" attach --gaps "${ge:-0},${gx:-0}" g2-host.dat g2-guest.dat $pids > gaps.txt 2>&1
+# per CPU: "off bound" as attach printed them, against the truth
+errs() { sed -n 's/^guest CPU [0-9]*: offset \([0-9]*\) +- \([0-9]*\) .*/\1 \2/p' "$1" |
+	awk -v t="$truth" '{ d = $1 - t; printf "%d/%d ", d, $2; if (d > $2 || -d > $2) bad = 1 }
+		END { exit bad }'; }
+me=$(errs mid.txt) && ok_mid=1 || ok_mid=0
+gerr=$(errs gaps.txt) && ok_gaps=1 || ok_gaps=0
+if [ -z "$ge" ]; then
+	tap_fail "sync-check printed no gaps for a pair attached with its true offset"
+elif [ $ok_mid = 1 ] && [ $ok_gaps = 1 ] && grep -q 'assumes the gap after kvm_entry equals the gap before kvm_exit' mid.txt &&
+	echo "$me" | awk '{ for (i = 1; i <= NF; i++) { split($i, a, "/"); if (a[1] < 500) exit 1 } }' &&
+	echo "$gerr" | awk '{ for (i = 1; i <= NF; i++) { split($i, a, "/"); if (a[1] > 100 || a[1] < -100) exit 1 } }' &&
+	grep -q "estimate from the given gaps (entry $ge, exit $gx)" gaps.txt; then
+	tap_ok "gaps 300/2000: the middle is off the truth by $me(error/bound per CPU) and says it assumes equal gaps; with the gaps sync-check measured on another pair ($ge, $gx): $gerr"
+else
+	tap_fail "gaps: sync-check gave '$ge' '$gx'; middle $me (in bound: $ok_mid); with gaps $gerr (in bound: $ok_gaps): $(cat mid.txt gaps.txt | tr '\n' '|')"
+fi
+tap_refuses "attach --gaps 300 (one number)" "g-host.dat g-guest.dat" "$HGTRACE" attach --gaps 300 g-host.dat g-guest.dat
 tap_done

@@ -32,6 +32,11 @@ static void usage(FILE *f)
 		"            (those are printed beside them)\n"
 		"  --max-bound N    refuse an inferred bound above N host TSC cycles (1 ms)\n"
 		"  --drift[=N]      infer the offset over time: N slices (8), interpolated\n"
+		"  --gaps E,X       the inferred estimate from known gaps (host TSC cycles): the\n"
+		"                   least time from a window's start to a guest event (E) and "
+		"from\n"
+		"                   a guest event to its end (X), as sync-check prints them for a\n"
+		"                   pair whose offset is known; without it, the middle (E = X)\n"
 		"  --sched   infer from the threads' sched_switch intervals even with kvm events\n"
 		"  --refine  HOST GUEST only: narrow the channel sync a session (or trace-cmd)\n"
 		"            stored in GUEST with the vCPU threads' windows in HOST (the offsets\n"
@@ -82,6 +87,7 @@ int cmd_attach(int argc, char **argv)
 		{ "infer", no_argument, NULL, 'I' },
 		{ "max-bound", required_argument, NULL, 'B' },
 		{ "drift", optional_argument, NULL, 'D' },
+		{ "gaps", required_argument, NULL, 'G' },
 		{ "sched", no_argument, NULL, 'S' },
 		{ "refine", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
@@ -204,6 +210,24 @@ int cmd_attach(int argc, char **argv)
 			}
 			o.infer_drift_slices = (int)v;
 			break;
+		case 'G': {
+			unsigned long long e, x;
+			int k = -1;
+
+			if (sscanf(optarg, "%llu,%llu%n", &e, &x, &k) != 2 || k < 0 || optarg[k] ||
+			    *optarg == '-' || strchr(optarg, ',')[1] == '-' || e > (1ULL << 40) ||
+			    x > (1ULL << 40)) {
+				fprintf(stderr,
+					"hgtrace: attach: --gaps '%s': expected ENTRY,EXIT "
+					"cycles\n",
+					optarg);
+				goto out;
+			}
+			o.infer_gaps = true;
+			o.infer_entry_gap = e;
+			o.infer_exit_gap = x;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			ret = 0;
@@ -219,7 +243,7 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (refine) {
 		if (argc - optind != 2 || n || kvm_dir || o.infer || o.nr_cpus ||
-		    o.infer_drift_slices || o.infer_sched || o.infer_max_bound) {
+		    o.infer_drift_slices || o.infer_sched || o.infer_max_bound || o.infer_gaps) {
 			fprintf(stderr, "hgtrace: attach: --refine takes HOST GUEST and no other "
 					"option\n");
 			goto out;
@@ -243,7 +267,7 @@ int cmd_attach(int argc, char **argv)
 	o.samples = s;
 	o.nr_samples = n;
 	o.pids = pids;
-	if (n && (o.infer || o.infer_ratio || o.infer_drift_slices)) {
+	if (n && (o.infer || o.infer_ratio || o.infer_drift_slices || o.infer_gaps)) {
 		fprintf(stderr, "hgtrace: attach: -s OFFSET and inference: give one of them\n");
 		goto out;
 	}

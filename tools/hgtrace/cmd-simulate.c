@@ -38,6 +38,8 @@ static void usage(FILE *f)
 		"run\n"
 		"                       the guest while they run\n"
 		"  --sparse-vcpu-ids    vCPU ids 0,2,4,... (APIC ids) instead of 0,1,2,...\n"
+		"  --guest-gaps E,X     no guest event closer than E cycles after its window's\n"
+		"                       start (kvm_entry) or X before its end (300,300)\n"
 		"  --truth              also write PREFIX-truth.txt (host TSC of every guest "
 		"event)\n"
 		"  --inject CAUSE       a known cause of guest latency (repeatable, spread over "
@@ -188,7 +190,8 @@ int cmd_simulate(int argc, char **argv)
 		O_TRUTH,
 		O_VER,
 		O_COMP,
-		O_INJECT
+		O_INJECT,
+		O_GAPS
 	};
 	static const struct option lopts[] = {
 		{ "vcpus", required_argument, NULL, O_VCPUS },
@@ -210,6 +213,7 @@ int cmd_simulate(int argc, char **argv)
 		{ "file-version", required_argument, NULL, O_VER },
 		{ "compression", required_argument, NULL, O_COMP },
 		{ "inject", required_argument, NULL, O_INJECT },
+		{ "guest-gaps", required_argument, NULL, O_GAPS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -300,6 +304,21 @@ int cmd_simulate(int argc, char **argv)
 		case O_TCG:
 			o.tcg = true;
 			break;
+		case O_GAPS: {
+			char *comma = strchr(optarg, ',');
+
+			if (!comma) {
+				fprintf(stderr,
+					"hgtrace: simulate: --guest-gaps '%s': expected E,X\n",
+					optarg);
+				return 2;
+			}
+			*comma = 0;
+			if (parse_u64("--guest-gaps", optarg, &o.entry_gap) ||
+			    parse_u64("--guest-gaps", comma + 1, &o.exit_gap))
+				return 2;
+			break;
+		}
 		case O_SPARSE:
 			o.sparse_vcpu_ids = true;
 			break;
