@@ -3,7 +3,9 @@
 # N sessions of a 0.5 s workload; medians of
 #   start latency: from launching record until the workload runs (host and guest recording),
 #   stop latency:  from the workload's end until record exits with every file written,
-#   the sync bound and best round trip the session measured (cycles of x86-tsc).
+#   the sync bound and best round trip the session measured (cycles of x86-tsc), and the
+#   bound after the session refined the channel's samples with the vCPU threads' windows
+#   (only where the host knows them: the TCG guest, run with -name vm,debug-threads=on).
 # Transports: FIFO pairs and TCP loopback to an agent --serve on this machine (host and
 # "guest" on one TSC, so the true offset is 0 and the largest stored offset is printed
 # beside the bound), and virtio-serial ports of a real guest under QEMU TCG. Side by side in the same run, the same
@@ -43,15 +45,19 @@ report() {
 	if [ -s sync.txt ]; then
 		b=$(cut -d" " -f1 sync.txt | median)
 		r=$(cut -d" " -f2 sync.txt | median)
-		printf "%-34s start %5s ms  stop %5s ms  bound +-%8s  best rtt %8s  (%d runs)\n" "$1" "$s" "$st" "$b" "$r" "$(wc -l < lat.txt)"
+		f=$(cut -d" " -f3 sync.txt | grep -v '^-$' | median)
+		printf "%-34s start %5s ms  stop %5s ms  bound +-%8s  refined +-%8s  best rtt %8s  (%d runs)\n" "$1" "$s" "$st" "$b" "$f" "$r" "$(wc -l < lat.txt)"
 	else
 		printf "%-34s start %5s ms  stop %5s ms  (%d runs)\n" "$1" "$s" "$st" "$(wc -l < lat.txt)"
 	fi
 	rm -f lat.txt sync.txt
 }
 
-syncfig() { # from rec.log: "bound best_rtt"
-	sed -n 's/.*sync: agent channel.*best round trip \([0-9]*\), bound +-\([0-9]*\).*/\2 \1/p' rec.log >> sync.txt
+syncfig() { # from rec.log: "bound best_rtt refined" (refined: - when not refined)
+	local f
+	f=$(sed -n 's/.*sync: refined by the vCPU windows.* both +-\([0-9]*\).*/\1/p' rec.log | head -1)
+	sed -n 's/.*sync: agent channel.*best round trip \([0-9]*\), bound +-\([0-9]*\).*/\2 \1/p' rec.log |
+		head -1 | sed "s/\$/ ${f:--}/" >> sync.txt
 }
 
 echo "== sessions: record -A (median of $N), beside host-only recordings in the same run =="
@@ -103,7 +109,7 @@ INIT
 args=$(sed -n 's/ \\$//; /^-/p' setup.txt | tr '\n' ' ')
 # shellcheck disable=SC2086
 timeout 600 qemu-system-x86_64 -accel tcg,thread=multi -M pc -cpu max -m 512 -smp 2 -nographic \
-	-no-reboot -kernel "$kernel" -initrd initramfs.gz \
+	-no-reboot -kernel "$kernel" -initrd initramfs.gz -name vm,debug-threads=on \
 	-append "console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable" $args < /dev/null > serial.log 2>&1 &
 i=0
 while ! grep -q 'guest: serving' serial.log && [ $i -lt 600 ]; do

@@ -57,6 +57,11 @@ int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_con
 void hgt__recdir_done(struct hgt__recdir *d, bool remove);
 bool hgt__recdir_present(const struct hgt__recdir *d);
 uint64_t hgt__proc_start(int pid);
+
+/* Trace clocks for sync probes, the kernel-only ones through the trace (clockread.c). */
+bool hgt__sync_clock_readable(const char *clock);
+int hgt__sync_clock_read(const char *clock, uint64_t *ts);
+void hgt__sync_clock_close(void);
 bool hgt__owner_alive(int pid, uint64_t start);
 
 /* Instances hgtrace created, and those whose creator is gone (lib/record/stale.c). */

@@ -428,7 +428,7 @@ static int answer_probe(struct agent *a, const uint8_t *p, size_t n)
 		sched_setaffinity(0, sizeof(set), &set); /* moves this thread before it returns */
 		c = sched_getcpu();
 	}
-	if (!a->clock || hgt_trace_clock_read(a->clock, &ts))
+	if (!a->clock || hgt__sync_clock_read(a->clock, &ts))
 		c = -1; /* a clock user space cannot read: no sample */
 	cpu = (uint32_t)c;
 	memcpy(r, &seq, 4);
@@ -791,7 +791,7 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	{
 		uint64_t ts = 0;
 
-		if (hgt_trace_clock_read(hgt__record_clock(rec), &ts))
+		if (hgt__sync_clock_read(hgt__record_clock(rec), &ts))
 			ts = 0;
 		ret = send_msg(a, HGT__MSG_RECORDING, &ts, 8, NULL, 0);
 	}

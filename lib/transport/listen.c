@@ -387,7 +387,7 @@ static uint64_t host_clock(struct guest *g)
 {
 	uint64_t t = 0;
 
-	hgt_trace_clock_read(g->host_clock, &t);
+	hgt__sync_clock_read(g->host_clock, &t);
 	return t;
 }
 
@@ -420,16 +420,16 @@ static int sync_setup(struct listener *l, struct guest *g)
 
 	if (!g->host_clock)
 		return 0;
-	if (!hgt_trace_clock_readable(g->host_clock)) {
+	if (!hgt__sync_clock_readable(g->host_clock)) {
 		snprintf(s->why, sizeof(s->why),
 			 "none: the host's clock %s cannot be read from user space", g->host_clock);
 		g->host_clock = NULL;
 		return 0;
 	}
-	if (!hgt_trace_clock_readable(g->clock) || strcmp(g->clock, g->host_clock)) {
+	if (!hgt__sync_clock_readable(g->clock) || strcmp(g->clock, g->host_clock)) {
 		snprintf(s->why, sizeof(s->why),
 			 "none: the guest records with clock %s, the host with %s (use one of "
-			 "x86-tsc, mono, mono_raw, boot, tai on both)",
+			 "x86-tsc, mono, mono_raw, boot, tai, local, global, perf on both)",
 			 g->clock, g->host_clock);
 		g->host_clock = NULL;
 		return 0;
@@ -609,7 +609,7 @@ static void start_host(struct listener *l, struct guest *g)
 	ro.sz = sizeof(ro);
 	ro.output = g->host_path;
 	ro.log = NULL;
-	if (hgt_trace_clock_readable(g->clock))
+	if (hgt__sync_clock_readable(g->clock))
 		ro.clock = g->clock;
 	else
 		logf_(l,

@@ -111,7 +111,7 @@ static void on_started(void *ctx)
 {
 	struct session *s = ctx;
 
-	s->cmd_have[0] = !hgt_trace_clock_read(s->clock, &s->cmd_t[0]);
+	s->cmd_have[0] = !hgt__sync_clock_read(s->clock, &s->cmd_t[0]);
 	s->raw_ns[0] = mono_raw_ns();
 	if (s->o->started)
 		s->o->started(s->o->ctx);
@@ -153,7 +153,7 @@ static void on_stopping(void *ctx)
 {
 	struct session *s = ctx;
 
-	s->cmd_have[1] = !hgt_trace_clock_read(s->clock, &s->cmd_t[1]);
+	s->cmd_have[1] = !hgt__sync_clock_read(s->clock, &s->cmd_t[1]);
 	s->raw_ns[1] = mono_raw_ns();
 }
 
@@ -811,7 +811,7 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		char dir[4096], *slash;
 		HGT_OPTS(hgt_listen_opts, lo, .guests = lg, .nr_guests = nfifo, .start = true,
 			 .log = o.log, .stop = o.stop, .output_base = base,
-			 .sync_clock = hgt_trace_clock_readable(clock) ? clock : NULL,
+			 .sync_clock = hgt__sync_clock_readable(clock) ? clock : NULL,
 			 .sync_interval_ms = o.sync_interval_ms,
 			 .host_trace_id = hgt__record_trace_id(rec), .graceful = true,
 			 .on_started = on_started, .on_stopping = on_stopping,

@@ -14,13 +14,17 @@ why=$(tracefs_ready) || tap_skip_all "$why"
 command -v python3 > /dev/null || tap_skip_all "python3 is missing"
 tap_workdir
 
-# 1. The real agent, two sessions.
+# 1. The real agent, two sessions in x86-tsc, then one in the kernel-only clock local
+#    (read through a tracefs instance of each side: a raw marker's ring-buffer stamp).
 "$HGTRACE" setup-guest g --cpus "$(nproc)" --dir . > /dev/null
 inst=hgt_sess_$$
 "$HGTRACE" agent --serve --fifos g -B $inst -e sched:sched_switch 2> agent.log &
 apid=$!
-for n in 1 2; do
-	"$HGTRACE" record -e sched:sched_switch -A "g@fifo:$t/g" -o "h$n.dat" -- sleep 1 2> "rec$n.log"
+for n in 1 2 3; do
+	clk=
+	[ $n = 3 ] && clk="-C local"
+	# shellcheck disable=SC2086
+	"$HGTRACE" record $clk -e sched:sched_switch -A "g@fifo:$t/g" -o "h$n.dat" -- sleep 1 2> "rec$n.log"
 	rc=$?
 	hn=$(trace-cmd report "h$n.dat" 2> /dev/null | grep -c sched_switch)
 	gn=$(trace-cmd report "h$n-g.dat" 2> /dev/null | grep -c sched_switch)
@@ -33,14 +37,17 @@ for n in 1 2; do
 	ns=$(wc -l < off.txt)
 	worst=$(awk '{ v = $1 < 0 ? -$1 : $1; if (v > m) m = v } END { print m + 0 }' off.txt)
 	if [ -n "$bound" ] && [ "$ns" -ge 2 ] && [ "$worst" -le "$bound" ]; then
-		tap_ok "session $n: $ns samples, every offset within the bound of the truth 0 (worst $worst, bound +-$bound cycles)"
+		tap_ok "session $n: $ns samples, every offset within the bound of the truth 0 (worst $worst, bound +-$bound clock units)"
 	else
 		tap_fail "session $n: $ns samples, worst offset $worst, bound '$bound'"
 	fi
 	"$HGTRACE" report --no-latency "h$n.dat" "h$n-g.dat" > hr.txt 2> /dev/null
 	trace-cmd report -i "h$n.dat" -i "h$n-g.dat" > tr.txt 2> /dev/null
-	tap_cmp "session $n: merged report = trace-cmd's ($(wc -l < hr.txt) lines)" hr.txt tr.txt
+	tap_cmp "session $n${clk:+ ($clk)}: merged report = trace-cmd's ($(wc -l < hr.txt) lines)" hr.txt tr.txt
 done
+grep -q 'sync: agent channel, clock local: [0-9]* samples' rec3.log &&
+	tap_ok "session 3: clock local synced through the trace" ||
+	tap_fail "session 3 (-C local): $(grep 'sync' rec3.log | tr '\n' '|')"
 # KVM's exact path on a fake debugfs tree for a real process (the agent itself, named
 # with --guest-pid): tsc-offset 0, the truth on one machine. The exact TIME_SHIFT is
 # stored after the channel's, the channel's samples must lie within their bound of it, and
@@ -109,8 +116,12 @@ for run in INT: TERM: HUP: "INT:sleep 30" "TERM:sleep 30"; do
 done
 kill -INT $apid
 wait $apid
-grep -q 'serving sessions' agent.log && [ "$(grep -c 'agent: stopped' agent.log)" = 9 ] &&
-	tap_ok "one agent --serve ran all nine sessions" || tap_fail "agent: $(tr '\n' '|' < agent.log)"
+grep -q 'serving sessions' agent.log && [ "$(grep -c 'agent: stopped' agent.log)" = 10 ] &&
+	tap_ok "one agent --serve ran all ten sessions" || tap_fail "agent: $(tr '\n' '|' < agent.log)"
+# the clock instances of the recorders and of the agent (hgtrace-PID-clock) go with them
+left=$(ls "$TRACEFS/instances" | grep -- '-clock$')
+[ -z "$left" ] && tap_ok "no clock instance left by the recorders or the agent" ||
+	tap_fail "clock instances left: $left"
 [ -d "$TRACEFS/instances/$inst" ] && tap_fail "the agent's instance is left" ||
 	tap_ok "the agent removed its instance"
 
