@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """A screenshot of a page that drew something: a PNG of the expected size (Debian's
 chromium --screenshot), decoded here (zlib and PNG's five row filters; no image library),
-whose timeline area (below the header, bar and delays line: from 12 % of the height; right
-of the search box and the track labels: from 16 % of the width) holds at least MIN
-distinct colours. A blank page, or one whose script failed before drawing, shows one or
-two there.
+whose timeline area (below TOP % of the height, default 12: the header, the bar and the
+delays list above it; right of the search box and the track labels: from 16 % of the
+width) holds at least MIN distinct colours. A blank page, or one whose script failed
+before drawing its canvas, shows a few there.
 
-Usage: check-png.py FILE.png WIDTH HEIGHT MIN_COLOURS
+Usage: check-png.py FILE.png WIDTH HEIGHT MIN_COLOURS [TOP]
 """
 import struct
 import sys
@@ -19,6 +19,7 @@ def fail(msg):
 
 
 path, want_w, want_h, min_colours = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+top = int(sys.argv[5]) if len(sys.argv) > 5 else 12
 data = open(path, "rb").read()
 if data[:8] != b"\x89PNG\r\n\x1a\n":
     fail("%s is not a PNG" % path)
@@ -58,7 +59,7 @@ for y in range(h):
             line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
         elif f != 0:
             fail("%s: row %d has filter %d" % (path, y, f))
-    if y >= h * 12 // 100:
+    if y >= h * top // 100:
         for x in range(w * 16 // 100 * bpp, stride, bpp):
             colours.add(bytes(line[x:x + 3]))
     prev = line

@@ -26,12 +26,12 @@ browse() {
 		> "$3" 2> chrome.err
 }
 # shot PAGE PNG: a screenshot, 1600x1000
-shot() {
+shot() { # PAGE PNG [TOP %: where the tracks are sure to be drawn]
 	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
 		--hide-scrollbars --user-data-dir="$t/chrome" --virtual-time-budget=20000 \
 		--window-size=1600,1000 --screenshot="$2" "file://$t/$1" > /dev/null 2>&1
 	# the PNG decoded by the test: its size, and a timeline drawn (tests/sink/check-png.py)
-	if [ -s "$2" ] && python3 "$here/sink/check-png.py" "$2" 1600 1000 8 > png.out 2>&1; then
+	if [ -s "$2" ] && python3 "$here/sink/check-png.py" "$2" 1600 1000 8 "${3:-12}" > png.out 2>&1; then
 		tap_ok "screenshot $(cat png.out | sed 's/^ok //')"
 	else
 		tap_fail "screenshot of $1: $(cat png.out 2> /dev/null)"
@@ -69,7 +69,8 @@ browse s.html "zoom=$from,$to&search=kvm_exit&click=$k,$from" s.dom
 check "simulated session" s.dom s.tc s-host.dat s-guest.dat --zoom "$from,$to" --click "$k,$from,$line" \
 	--expect-label "s-guest.dat: its vCPUs on the host/vCPU 0 (thread 5001)=preempted by stress-ng-$hp" \
 	--expect-label "s-host.dat/CPU $(( (hp - 4000) )) tasks=stress-ng-$hp" --search kvm_exit
-shot s.html "$art/view-simulated.png"
+# its delays list (up to 120 px) and a header of sync lines: the tracks from half way down
+shot s.html "$art/view-simulated.png" 50
 # The worst delay the host caused is listed and points at the right tracks.
 gp=$(sed -n '/^injected: preempt/s/.* guest_pid=\([0-9]*\).*/\1/p' s.out)
 grep -q "wakeup of [^ ]*-$gp on s-guest.dat CPU 0: 504.500 us: the host: preempted by stress-ng-$hp (500.000 us)" s.dom &&
