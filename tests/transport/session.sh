@@ -182,6 +182,49 @@ kill -KILL $kpid 2> /dev/null
 wait $kpid 2> /dev/null
 "$HGTRACE" reset > /dev/null 2>&1
 
+# 1e. Two VMs with one name (-name d): each session takes the VMM whose command line names
+# its FIFO directory (a/d or b/d), never the other's threads; a third VMM on a/d leaves
+# two that fit, and the session stops at once naming both pids (--guest-pid chooses).
+# guest_map FILE: "vcpu=pid,..." of the host file's GUEST option, as trace-cmd dump reads it
+guest_map() {
+	trace-cmd dump --options "$1" 2> /dev/null |
+		awk '/\[guest cpu, host pid\]/ { m = m $1 "=" $2 "," } END { print m }'
+}
+declare -A vmm tids
+for d in a b; do
+	mkdir -p $d
+	"$HGTRACE" setup-guest d --cpus "$(nproc)" --dir $d > /dev/null
+	(cd $d && exec "$HGTRACE" agent --serve --fifos d -B hgt_sess_$d$$ -e sched:sched_switch) 2> agent-$d.log &
+	eval "ap_$d=\$!"
+	python3 "$here/transport/fake-vmm.py" 2 -name d,debug-threads=on \
+		-chardev "pipe,id=ctl,path=$t/$d/d/agent-ctl-path" > vmm-$d.out 2>&1 &
+	vmm[$d]=$!
+done
+for d in a b; do
+	wait_for_line vmm-$d.out '^ready ' 20 || tap_fail "stand-in VMM $d did not start"
+	set -- $(sed -n 's/^ready //p' vmm-$d.out)
+	tids[$d]="0=$1,1=$2,"
+done
+for d in a b; do
+	"$HGTRACE" record -e sched:sched_switch -A "d@fifo:$t/$d/d" -o v$d.dat -- sleep 0.3 2> v$d.log
+	rc=$?
+	got=$(guest_map v$d.dat)
+	[ $rc = 0 ] && [ "$got" = "${tids[$d]}" ] &&
+		tap_ok "two VMs named d: the session on $d/d mapped its own VMM (pid ${vmm[$d]}: $got)" ||
+		tap_fail "two VMs named d, session on $d/d: exit $rc, map '$got', want '${tids[$d]}': $(grep -i 'vmm\|guest d' v$d.log | tr '\n' '|')"
+done
+python3 "$here/transport/fake-vmm.py" 2 -name d,debug-threads=on \
+	-chardev "pipe,id=ctl,path=$t/a/d/agent-ctl-path" > vmm-c.out 2>&1 &
+vmmc=$!
+wait_for_line vmm-c.out '^ready ' 20 || tap_fail "stand-in VMM c did not start"
+TAP_WANT="2 VMM processes fit it" tap_refuses "a session with two VMMs on its FIFOs" "" \
+	"$HGTRACE" record -e sched:sched_switch -A "d@fifo:$t/a/d" -o vc.dat -- true
+grep -q "${vmm[a]}" tap-err.txt && grep -q "$vmmc" tap-err.txt &&
+	tap_ok "... naming both pids (${vmm[a]}, $vmmc)" || tap_fail "the refusal names: $(cat tap-err.txt)"
+kill "${vmm[a]}" "${vmm[b]}" $vmmc 2> /dev/null
+kill -INT $ap_a $ap_b 2> /dev/null
+wait "${vmm[a]}" "${vmm[b]}" $vmmc $ap_a $ap_b 2> /dev/null
+
 # 2. Over TCP: the agent listens (agent --serve --listen), the host dials it; two sessions.
 port=$(free_port)
 "$HGTRACE" agent --serve --listen "tcp:127.0.0.1:$port" -e sched:sched_switch 2> tagent.log &
