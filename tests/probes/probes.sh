@@ -745,7 +745,11 @@ EOF
 		# around the 5th ev_tick of the report -t shows that one event).
 		if command -v chromium > /dev/null; then
 			"$HGTRACE" view -o "$d/v.html" "$d/host.dat" "$d/app.trace" 2> "$d/verr"
-			"$HGTRACE" report --no-latency -t -i "$d/host.dat" -i "$d/app.trace" > "$d/merged-t.txt" 2> /dev/null
+			# x86-tsc: view shows ns at the TSC rate the recorder stored, when it stored one
+			# (a recording of 100 ms or more), as trace-cmd's report --stat prints it
+			hz=$(trace-cmd report --stat "$d/host.dat" 2> /dev/null |
+				sed -n 's/^hgtrace clock: x86-tsc at \([0-9]*\) Hz.*/\1/p' | tail -1)
+			"$HGTRACE" report --no-latency -t ${hz:+--ts2secs $hz} -i "$d/host.dat" -i "$d/app.trace" > "$d/merged-t.txt" 2> /dev/null
 			n=$(grep -c '^app.trace:' "$d/merged-t.txt")
 			t5=$(grep '^app.trace: .* ev_tick:' "$d/merged-t.txt" | sed -n '5s/.*\] *\([0-9]*\)\.\{0,1\}\([0-9]*\): ev_tick.*/\1\2/p')
 			timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
@@ -758,7 +762,7 @@ p = [i for i, t in enumerate(st["tracks"]) if t["group"] == "app.trace"]
 print(len(p), sum(st["tracks"][i]["n"] for i in p), sum(st["visible"][i] for i in p),
       ",".join(sorted({l for i in p for l in st["visibleLabels"][i]})))' "$d/v.dom" 2>&1)
 			if [ "$got" = "1 $n 1 ev_tick" ]; then
-				tap_ok "view ($clk): the probe file's $n events on its thread's track; at the 5th ev_tick's time, that one event"
+				tap_ok "view ($clk${hz:+, ns at the stored $hz Hz}): the probe file's $n events on its thread's track; at the 5th ev_tick's time, that one event"
 			else
 				tap_fail "view ($clk): tracks, events, in the window, labels: '$got' (want 1 $n 1 ev_tick) at $t5: $(grep "^app.trace: .* ev_tick:" "$d/merged-t.txt" | sed -n 5p) $(grep -o "\"zoom\":\[[0-9,]*\]" "$d/v.dom") $(grep -o "\"t0\":\"[0-9]*\"" "$d/v.html")"
 			fi
