@@ -16,6 +16,7 @@
 #define HGTRACE_INFER_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -112,6 +113,7 @@ struct hgt_infer_cpu {
 	int nr_slices;
 	struct hgt_infer_result *slice; /* caller frees */
 	int64_t *slice_time;		/* guest time (host units) at each slice's middle */
+	int64_t first, last;		/* guest times (host units) of its first and last event */
 };
 
 struct hgt_infer_pair_opts {
@@ -123,6 +125,8 @@ struct hgt_infer_pair_opts {
 	int drift_slices;   /* > 1: also infer per time slice (for offset over time) */
 	bool gaps;	    /* as in hgt_infer_opts, in host units */
 	uint64_t entry_gap, exit_gap;
+	uint64_t widen; /* every window widened by this on both sides (host units): an
+			   offset that moves by at most this within a slice still fits */
 };
 
 /**
@@ -161,6 +165,12 @@ struct hgt_refine_cpu {
 	int64_t lo, hi;	      /* what is kept: both (OK), else the channel's */
 	int64_t at;	      /* the offset stored: in the windows' best piece where it can be */
 	uint64_t events;      /* guest events the windows were given */
+	/* refined over time (the offset moved): @points offsets at guest times, linearly
+	 * interpolated, the truth within @reach of the line over the CPU's events; owned by
+	 * the result (NULL for a constant offset) */
+	int points;
+	int64_t *pt_time, *pt_offset;
+	uint64_t reach;
 };
 
 struct hgt_refine_result {
@@ -174,13 +184,21 @@ struct hgt_refine_result {
 	uint64_t bound;		     /* the new bound: the farthest the truth can be from a CPU's
 					stored offset within what is kept */
 	bool stored;		     /* a tighter TIME_SHIFT was appended to the guest file */
+	int over_time, slices;	     /* CPUs refined over time (the offset moved), in slices */
 };
 
 #define HGT_REFINE_NO_BOUND UINT64_MAX
 
 struct hgt_refine_opts {
 	size_t sz; /* sizeof(struct hgt_refine_opts); use HGT_OPTS() */
+	FILE *log; /* hgt_sync_refine_beside(): a line per pair (NULL: none) */
+	/* > 1: refine every CPU over time in this many slices, even where one offset fits
+	 * (without it, only a CPU whose channel samples or events fit no single offset, in
+	 * HGT_REFINE_DRIFT_SLICES) */
+	int drift_slices;
 };
+
+#define HGT_REFINE_DRIFT_SLICES 8
 
 /**
  * hgt_sync_refine - refine the channel sync of guest file @guest with the windows of its
@@ -195,6 +213,17 @@ int hgt_sync_refine(const char *host, const char *guest, const struct hgt_refine
 		    struct hgt_refine_result *res);
 
 void hgt_refine_result_free(struct hgt_refine_result *res);
+
+/**
+ * hgt_sync_refine_beside - refine every pair that file @path (just written: a restore)
+ * forms with a complete file in its directory, as the end of a session would have: @path a
+ * host file whose GUEST option names a guest file there (its TRACEID, and its TIME_SHIFT's
+ * peer is @path's), or @path such a guest file of a host file there. A file still being
+ * recorded (FILE.recording beside it), a symlink, a guest whose last sync is already a
+ * refinement or exact is left as it is. A line per pair to @opts->log: what was refined, or
+ * why not. Returns the number of pairs refined, or -errno (@path unreadable, -ENOMEM).
+ */
+int hgt_sync_refine_beside(const char *path, const struct hgt_refine_opts *opts);
 
 /** hgt_refine_summary - one line on @r: refined or not, and the three bounds. */
 void hgt_refine_summary(const struct hgt_refine_result *r, char *buf, size_t n);

@@ -323,12 +323,18 @@ static int infer_cpu(struct hgt_infer_cpu *cpu, const struct thr *t, const struc
 		memcpy(w, t->w.w, sizeof(*w) * t->w.n);
 	if (lost->n)
 		memcpy(w + t->w.n, lost->w, sizeof(*w) * lost->n);
+	for (size_t i = 0; o->widen && i < t->w.n; i++) {
+		w[i].start -= (int64_t)o->widen;
+		w[i].end += (int64_t)o->widen;
+	}
 	/* after its last record: unknown if it was still in guest mode (or running) */
 	span_hi = t->kind == K_IN ? t->open - 1 : t->last;
 	if (t->kind == K_NONE)
 		span_hi = span_lo - 1; /* never seen: no data */
 	cpu->windows = t->w.n;
 	cpu->lost_ranges = lost->n;
+	cpu->first = n ? g[0] : 0;
+	cpu->last = n ? g[n - 1] : 0;
 	ret = hgt_infer_offset(g, n, w, t->w.n + lost->n, span_lo, span_hi, &io, &cpu->r);
 	if (!ret && o->drift_slices > 1 && n) {
 		int k = o->drift_slices;
@@ -393,13 +399,14 @@ int hgt_infer_pair(struct hgt_input *host, struct hgt_input *guest, struct hgt_i
 		size_t n = 0;
 
 		cpus[i].source = src;
-		if (cpus[i].pid <= 0) {
-			cpus[i].r.status = HGT_INFER_NO_DATA;
-			continue;
-		}
 		ret = guest_times(guest, i, &o, &g, &n);
-		if (!ret)
+		if (!ret && cpus[i].pid <= 0) {
+			/* no thread known: no offset, but its events are counted */
+			cpus[i].r.status = HGT_INFER_NO_DATA;
+			cpus[i].r.events = n;
+		} else if (!ret) {
 			ret = infer_cpu(&cpus[i], &t[i], &lost, g, n, &o);
+		}
 		free(g);
 	}
 	for (int i = 0; i < ncpu; i++)

@@ -35,4 +35,15 @@ int hgt__guest_cpu_threads(const struct hgt_input *host, const struct hgt_input 
  * synccheck.c. False when there is none. */
 bool hgt__sync_stored_bound(const struct hgt_input *in, uint64_t *bound, bool *inferred);
 
+/* Whether the last "hgtrace sync: " CPUSTAT line of @in is a refinement's (synccheck.c). */
+bool hgt__sync_last_refined(const struct hgt_input *in);
+
+/* The CPUs @want[i] of @res refined over time, in @slices slices (refine-drift.c). */
+struct hgt_infer_cpu;
+struct hgt_refine_result;
+struct hgt_time_shift;
+int hgt__refine_drift(struct hgt_input *host, struct hgt_input *guest,
+		      const struct hgt_time_shift *t, struct hgt_infer_cpu *ic, const bool *want,
+		      int slices, struct hgt_refine_result *res);
+
 #endif

@@ -8,6 +8,7 @@
  * samples are kept and the guest CPU is named.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,15 +104,40 @@ static uint64_t reach(int64_t at, int64_t lo, int64_t hi)
 	return (uint64_t)max64(at - lo, hi - at) + 1;
 }
 
-/* The refined TIME_SHIFT (one sample per CPU, at the channel's first time) and its
- * CPUSTAT line, appended to @guest. */
+/* How far the truth can be from what is stored for guest CPU @o: the refined offset's
+ * reach, or, where the channel's samples are kept, the channel's bound (none for a CPU
+ * with no event to place). */
+static uint64_t cpu_reach(const struct hgt_refine_cpu *o, uint64_t channel_bound)
+{
+	if (o->status == HGT_REFINE_OK)
+		return o->points ? o->reach : reach(o->at, o->lo, o->hi);
+	return o->events ? channel_bound : 0;
+}
+
+/* What the CPUs refined over time rest on, for the summary ("" when none was). */
+static void over_time_said(const struct hgt_refine_result *r, char *buf, size_t n)
+{
+	if (!r->over_time) {
+		*buf = 0;
+		return;
+	}
+	snprintf(buf, n,
+		 ", %d over time in %d slices, interpolated, assuming the offset moves at a "
+		 "steady rate",
+		 r->over_time, r->slices);
+}
+
+/* The refined TIME_SHIFT (one sample per refined CPU, at the channel's first time; the
+ * channel's samples for the others) and its CPUSTAT line, appended to @guest. */
 static int store(const char *guest, const struct hgt_time_shift *t,
 		 const struct hgt_refine_result *res)
 {
+	int most = res->slices > 1 ? res->slices : 1;
 	struct hgt_time_shift_cpu *cpus = calloc((size_t)t->nr_cpus, sizeof(*cpus));
-	int64_t *v = calloc((size_t)t->nr_cpus * 4, sizeof(*v));
-	struct hgt_time_shift ts = { t->peer_id, 0, t->nr_cpus, cpus };
-	char line[512], ch[32] = "unknown";
+	int64_t *v = calloc((size_t)t->nr_cpus * 4 * (size_t)most, sizeof(*v));
+	struct hgt_time_shift ts = { t->peer_id, res->over_time ? HGT_TSYNC_INTERPOLATE : 0,
+				     t->nr_cpus, cpus };
+	char line[600], ch[32] = "unknown", over[160];
 	uint8_t *buf = NULL;
 	uint32_t len;
 	int ret;
@@ -123,22 +149,32 @@ static int store(const char *guest, const struct hgt_time_shift *t,
 	}
 	for (int i = 0; i < t->nr_cpus; i++) {
 		const struct hgt_refine_cpu *c = &res->cpus[i];
-		int64_t *p = v + 4 * i;
+		int64_t *p = v + 4 * (size_t)most * i;
+		uint32_t n = c->points ? (uint32_t)c->points : 1;
 
-		p[0] = t->cpus[i].count ? t->cpus[i].time[0] : 0;
-		p[1] = c->at;
-		p[2] = 1;
-		p[3] = 0;
-		cpus[i] = (struct hgt_time_shift_cpu){ 1, p, p + 1, p + 2, p + 3 };
+		if (c->status != HGT_REFINE_OK) {
+			cpus[i] = t->cpus[i]; /* not refined: the channel's samples, as they were */
+			continue;
+		}
+		for (uint32_t k = 0; k < n; k++) {
+			p[k] = c->points	  ? c->pt_time[k]
+			       : t->cpus[i].count ? t->cpus[i].time[0]
+						  : 0;
+			p[n + k] = c->points ? c->pt_offset[k] : c->at;
+			p[2 * n + k] = 1;
+			p[3 * n + k] = 0;
+		}
+		cpus[i] = (struct hgt_time_shift_cpu){ n, p, p + n, p + 2 * n, p + 3 * n };
 	}
 	ret = hgt_time_shift_option_build(&ts, &buf, &len);
+	over_time_said(res, over, sizeof(over));
 	if (res->channel_bound != HGT_REFINE_NO_BOUND)
 		snprintf(ch, sizeof(ch), "+-%llu", (unsigned long long)res->channel_bound);
 	snprintf(line, sizeof(line),
 		 "hgtrace sync: refined by the trace: channel %s, vCPU windows +-%llu, both "
-		 "+-%llu (%d of %d CPUs refined); the middle of what both allow; bound=%llu\n",
+		 "+-%llu (%d of %d CPUs refined%s); the middle of what both allow; bound=%llu\n",
 		 ch, (unsigned long long)res->trace_bound, (unsigned long long)res->bound,
-		 res->refined, res->nr_cpus, (unsigned long long)res->bound);
+		 res->refined, res->nr_cpus, over, (unsigned long long)res->bound);
 	if (!ret) {
 		struct hgt_option_blob ob[2] = {
 			{ HGT_OPT_TIME_SHIFT, len, buf },
@@ -177,6 +213,43 @@ static int refinable(struct hgt_input *host, struct hgt_input *guest,
 	return 0;
 }
 
+/* The CPUs refined over time (refine-drift.c): every CPU with events, a thread and two
+ * samples of a known bound where @opts asks for slices, else those one offset does not
+ * fit (the channel's samples moved, or the events fit no constant offset). */
+static int over_time(struct hgt_input *host, struct hgt_input *guest,
+		     const struct hgt_time_shift *t, struct hgt_infer_cpu *c,
+		     const struct hgt_refine_opts *opts, struct hgt_refine_result *res)
+{
+	int slices = opts && opts->sz > offsetof(struct hgt_refine_opts, drift_slices) &&
+				     opts->drift_slices > 1
+			     ? opts->drift_slices
+			     : 0;
+	bool *want = calloc((size_t)res->nr_cpus, sizeof(*want)), any = false;
+	int ret = 0;
+
+	if (!want)
+		return -ENOMEM;
+	for (int i = 0; i < res->nr_cpus && res->channel_bound != HGT_REFINE_NO_BOUND; i++) {
+		struct hgt_refine_cpu *o = &res->cpus[i];
+
+		if (!c[i].pid || !o->events || t->cpus[i].count < 2 ||
+		    (!slices && o->status == HGT_REFINE_OK))
+			continue;
+		o->pt_time = calloc((size_t)(slices ?: HGT_REFINE_DRIFT_SLICES), sizeof(int64_t));
+		o->pt_offset = calloc((size_t)(slices ?: HGT_REFINE_DRIFT_SLICES), sizeof(int64_t));
+		if (!o->pt_time || !o->pt_offset) {
+			ret = -ENOMEM;
+			break;
+		}
+		want[i] = any = true;
+	}
+	res->slices = slices ?: HGT_REFINE_DRIFT_SLICES;
+	if (!ret && any)
+		ret = hgt__refine_drift(host, guest, t, c, want, res->slices, res);
+	free(want);
+	return ret;
+}
+
 int hgt_sync_refine(const char *host_path, const char *guest_path,
 		    const struct hgt_refine_opts *opts, struct hgt_refine_result *res)
 {
@@ -211,7 +284,9 @@ int hgt_sync_refine(const char *host_path, const char *guest_path,
 	}
 	if (ncpu > t->nr_cpus)
 		ncpu = t->nr_cpus;
-	c = calloc((size_t)ncpu, sizeof(*c));
+	/* every CPU of the TIME_SHIFT: those with no thread known are not refined, but
+	 * their events are counted */
+	c = calloc((size_t)t->nr_cpus, sizeof(*c));
 	res->cpus = calloc((size_t)t->nr_cpus, sizeof(*res->cpus));
 	if (!c || !res->cpus) {
 		ret = -ENOMEM;
@@ -219,6 +294,7 @@ int hgt_sync_refine(const char *host_path, const char *guest_path,
 	}
 	for (int i = 0; i < ncpu; i++)
 		c[i].pid = pids[i];
+	ncpu = t->nr_cpus;
 	{
 		HGT_OPTS(hgt_infer_pair_opts, po);
 
@@ -228,18 +304,25 @@ int hgt_sync_refine(const char *host_path, const char *guest_path,
 	}
 	res->nr_cpus = t->nr_cpus;
 	for (int i = 0; i < t->nr_cpus; i++) {
-		struct hgt_infer_result none = { .status = HGT_INFER_NO_DATA };
-		struct hgt_refine_cpu *o = &res->cpus[i];
+		res->cpus[i].pid = c[i].pid;
+		refine_cpu(&res->cpus[i], &t->cpus[i], res->channel_bound, &c[i].r);
+	}
+	ret = over_time(host, guest, t, c, opts, res);
+	if (ret)
+		goto out;
+	for (int i = 0; i < t->nr_cpus; i++) {
+		const struct hgt_refine_cpu *o = &res->cpus[i];
 
-		o->pid = i < ncpu ? c[i].pid : 0;
-		refine_cpu(o, &t->cpus[i], res->channel_bound, i < ncpu ? &c[i].r : &none);
 		if (o->status == HGT_REFINE_OK) {
 			res->refined++;
-			res->trace_bound = max64((int64_t)res->trace_bound,
-						 (int64_t)(o->tr_hi - o->tr_lo + 1) / 2);
+			res->over_time += o->points > 0;
+			res->trace_bound =
+				max64((int64_t)res->trace_bound,
+				      o->points ? (int64_t)o->reach
+						: (int64_t)(o->tr_hi - o->tr_lo + 1) / 2);
 		}
 		res->disagree += o->status == HGT_REFINE_DISAGREE;
-		res->bound = max64((int64_t)res->bound, (int64_t)reach(o->at, o->lo, o->hi));
+		res->bound = max64((int64_t)res->bound, (int64_t)cpu_reach(o, res->channel_bound));
 	}
 	if (!res->refined || res->bound >= res->channel_bound || res->disagree)
 		goto out; /* nothing tighter, or a disagreement: the channel's samples stay */
@@ -257,16 +340,20 @@ out:
 
 void hgt_refine_summary(const struct hgt_refine_result *r, char *buf, size_t n)
 {
-	char ch[32] = "unknown";
+	char ch[32] = "unknown", over[160];
 
 	if (r->channel_bound != HGT_REFINE_NO_BOUND)
 		snprintf(ch, sizeof(ch), "+-%llu", (unsigned long long)r->channel_bound);
+	over_time_said(r, over, sizeof(over));
 	snprintf(buf, n,
-		 "%s by the vCPU windows (%d of %d CPUs): channel %s, windows +-%llu, both "
+		 "%s by the vCPU windows (%d of %d CPUs%s): channel %s, windows +-%llu, both "
 		 "+-%llu%s",
-		 r->stored ? "refined" : "not refined", r->refined, r->nr_cpus, ch,
+		 r->stored ? "refined" : "not refined", r->refined, r->nr_cpus, over, ch,
 		 (unsigned long long)r->trace_bound, (unsigned long long)r->bound,
-		 r->disagree ? "; they DISAGREE on some vCPUs: the channel's kept" : "");
+		 r->disagree ? "; they DISAGREE on some vCPUs: the channel's kept"
+		 : !r->stored && r->refined < r->nr_cpus
+			 ? "; a vCPU not refined keeps the channel's bound"
+			 : "");
 }
 
 void hgt_refine_disagreement(const struct hgt_refine_result *r, int c, char *buf, size_t n)
@@ -282,6 +369,10 @@ void hgt_refine_disagreement(const struct hgt_refine_result *r, int c, char *buf
 
 void hgt_refine_result_free(struct hgt_refine_result *res)
 {
+	for (int i = 0; res->cpus && i < res->nr_cpus; i++) {
+		free(res->cpus[i].pt_time);
+		free(res->cpus[i].pt_offset);
+	}
 	free(res->cpus);
 	res->cpus = NULL;
 }

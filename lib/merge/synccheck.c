@@ -94,7 +94,7 @@ static const char *base(const char *p)
  * "hgtrace sync: ... bound=N" CPUSTAT line goes with the last TIME_SHIFT, the one applied.
  */
 /* Whether the last "hgtrace sync: " line of @in is a refinement's. */
-static bool last_sync_refined(const struct hgt_input *in)
+bool hgt__sync_last_refined(const struct hgt_input *in)
 {
 	const char *b = NULL, *p = hgt_input_cpustat(in);
 
@@ -190,9 +190,9 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 			size_t l = strlen(g->mapping);
 
 			snprintf(g->mapping + l, sizeof(g->mapping) - l, ", %s +-%llu",
-				 inferred		 ? "inferred from the trace"
-				 : last_sync_refined(in) ? "synced, refined by the trace"
-							 : "synced",
+				 inferred		      ? "inferred from the trace"
+				 : hgt__sync_last_refined(in) ? "synced, refined by the trace"
+							      : "synced",
 				 (unsigned long long)g->bound);
 			if (hgt_input_tsc2nsec(host, &mult, &shift, &off) && mult)
 				g->bound = hgt_mul_u64_u32_shr(g->bound, mult, shift) + 1;

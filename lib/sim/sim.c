@@ -1036,6 +1036,16 @@ static int embed_sync(struct sim *s, struct hgt_output *guest, struct hgt_output
 			c[1] = t[1];
 			c[2] = o[0];
 			c[3] = o[1];
+			if (s->o.channel_bound > 0) {
+				/* a channel's samples of the moving offset: each within the bound
+				 */
+				uint64_t b = (uint64_t)s->o.channel_bound;
+
+				c[2] += (int64_t)range(s, 0, 2 * b) - (int64_t)b +
+					s->o.channel_bias;
+				c[3] += (int64_t)range(s, 0, 2 * b) - (int64_t)b +
+					s->o.channel_bias;
+			}
 		} else if (vc->stepped) {
 			cpus[i].count = 2;
 			c[0] = (int64_t)hgt_tsc_host_to_guest(s->t0, s->o.ratio, s->o.frac,

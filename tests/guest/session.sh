@@ -303,6 +303,44 @@ else
 	tap_skip "view of the real session" "chromium is not installed"
 fi
 
+# 2c. A session killed (SIGKILL) once both sides have pages on disk, then restored: the
+# second restore refines the pair as the session's end would have. Checked against what
+# the test computes itself: at zero tolerance (trace-cmd's report, recounted) no guest event
+# outside its vCPU thread's windows; the restored offsets (trace-cmd dump) within both
+# bounds of session 1's refined ones (TCG's guest TSC is the host's plus a constant, so the
+# two sessions share one truth); a bound of at most 50 us.
+# pages DIR: bytes of ring-buffer pages a recording directory holds
+pages() { cat "$1"/cpu* 2> /dev/null | wc -c; }
+"$HGTRACE" record -e sched:sched_switch -e sched:sched_wakeup -A "g@fifo:$t/g" -e sched:sched_switch \
+	-o kill.dat -- sleep 120 2> reck.log &
+rp=$!
+end=$((SECONDS + 100))
+until [ -e kill-g.dat.recording/options ] && [ "$(pages kill-g.dat.recording)" -ge 16384 ] &&
+	[ "$(pages kill.dat.recording)" -ge 65536 ] || [ $SECONDS -ge $end ]; do sleep 0.1; done
+kill -KILL $rp
+wait $rp 2> /dev/null
+"$HGTRACE" restore kill.dat 2> rest1.log && "$HGTRACE" restore kill-g.dat 2> rest2.log
+# stored offsets of FILE's last TIME_SHIFT, one per guest CPU, as trace-cmd dump reads them
+last_offsets() {
+	trace-cmd dump --options "$1" 2> /dev/null | awk '
+		/Option TimeShift/ { n = 0 } /\[offset \*/ { o[n++] = $1 }
+		END { for (i = 0; i < n; i++) print o[i] }'
+}
+kb=$(trace-cmd report --stat kill-g.dat 2> /dev/null | sed -n 's/.*hgtrace sync: refined by the trace.*bound=\([0-9]*\).*/\1/p' | tail -1)
+b1=$(trace-cmd report --stat host-g.dat 2> /dev/null | sed -n 's/.*hgtrace sync: refined by the trace.*bound=\([0-9]*\).*/\1/p' | tail -1)
+zt=$(zero_tol kill.dat kill-g.dat)
+zin=${zt%% inside*}
+far=$(paste -d' ' <(last_offsets kill-g.dat) <(last_offsets host-g.dat) |
+	awk -v a="${kb:-0}" -v b="${b1:-0}" '{ d = $1 - $2; if (d < 0) d = -d; if (d > a + b) bad++; n++ }
+		END { print n + 0, bad + 0 }')
+if grep -q 'sync refined by the vCPU windows' rest2.log && [ -n "$kb" ] && [ -n "$b1" ] &&
+	awk -v b="$kb" -v m="$mhz" 'BEGIN { exit !(b <= 50 * m) }' && [ "$far" = "2 0" ] &&
+	echo "$zt" | grep -q ' 0 outside' && [ "${zin:-0}" -gt 20 ]; then
+	tap_ok "SIGKILL + restore: the second restore refined the pair (+-$kb cycles; session 1 +-$b1): both vCPUs' offsets within both bounds of session 1's; at zero tolerance: $zt"
+else
+	tap_fail "SIGKILL + restore: bound '$kb' (session 1 '$b1'), offsets compared/apart '$far', zero tolerance: $zt; restore: $(tr '\n' '|' < rest2.log) $(tr '\n' '|' < rest1.log)"
+fi
+
 kill $qpid 2> /dev/null
 wait $qpid 2> /dev/null
 

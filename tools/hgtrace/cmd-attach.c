@@ -40,7 +40,9 @@ static void usage(FILE *f)
 		"  --sched   infer from the threads' sched_switch intervals even with kvm events\n"
 		"  --refine  HOST GUEST only: narrow the channel sync a session (or trace-cmd)\n"
 		"            stored in GUEST with the vCPU threads' windows in HOST (the offsets\n"
-		"            both allow); appended as a new TIME_SHIFT when tighter\n"
+		"            both allow); appended as a new TIME_SHIFT when tighter. A CPU\n"
+		"            that one offset does not fit is refined over time (8 slices);\n"
+		"            with --drift[=N] every CPU is, in N slices\n"
 		"  --kvm-debugfs DIR[:PID]  read KVM's tsc-offset and TSC scaling of VMM PID (or\n"
 		"            of the only VM) under DIR/kvm (DIR: /sys/kernel/debug); with the\n"
 		"            host's kvm_write_tsc_offset events: exact samples, scaling "
@@ -48,12 +50,13 @@ static void usage(FILE *f)
 }
 
 /* attach --refine: the channel's sync narrowed by the vCPU windows, per guest CPU. */
-static int refine_files(const char *host, const char *guest)
+static int refine_files(const char *host, const char *guest, int slices)
 {
+	HGT_OPTS(hgt_refine_opts, ro, .drift_slices = slices);
 	struct hgt_refine_result r;
-	char line[400];
+	char line[600];
 
-	if (hgt_sync_refine(host, guest, NULL, &r)) {
+	if (hgt_sync_refine(host, guest, &ro, &r)) {
 		cmd_error("attach --refine failed");
 		hgt_refine_result_free(&r);
 		return 1;
@@ -67,7 +70,19 @@ static int refine_files(const char *host, const char *guest)
 			printf("vCPU windows %lld..%lld (%llu events): ", (long long)c->tr_lo,
 			       (long long)c->tr_hi, (unsigned long long)c->events);
 		else
-			printf("no vCPU windows' offset: ");
+			printf("no vCPU windows' offset (%llu events): ",
+			       (unsigned long long)c->events);
+		if (c->status != HGT_REFINE_OK) {
+			printf("%s\n", hgt_refine_status_name(c->status));
+			continue;
+		}
+		if (c->points) {
+			printf("refined over time: %d points, offset %lld..%lld, +- %llu\n",
+			       c->points, (long long)c->pt_offset[0],
+			       (long long)c->pt_offset[c->points - 1],
+			       (unsigned long long)c->reach);
+			continue;
+		}
 		printf("%s; offset %lld +- %llu\n", hgt_refine_status_name(c->status),
 		       (long long)c->at,
 		       (unsigned long long)(c->at - c->lo > c->hi - c->at ? c->at - c->lo
@@ -242,13 +257,13 @@ int cmd_attach(int argc, char **argv)
 		goto out;
 	}
 	if (refine) {
-		if (argc - optind != 2 || n || kvm_dir || o.infer || o.nr_cpus ||
-		    o.infer_drift_slices || o.infer_sched || o.infer_max_bound || o.infer_gaps) {
+		if (argc - optind != 2 || n || kvm_dir || o.infer || o.nr_cpus || o.infer_sched ||
+		    o.infer_max_bound || o.infer_gaps) {
 			fprintf(stderr, "hgtrace: attach: --refine takes HOST GUEST and no other "
-					"option\n");
+					"option but --drift\n");
 			goto out;
 		}
-		ret = refine_files(argv[optind], argv[optind + 1]);
+		ret = refine_files(argv[optind], argv[optind + 1], o.infer_drift_slices);
 		goto out;
 	}
 	pids = calloc((size_t)(argc - optind - 2) + 1, sizeof(int));

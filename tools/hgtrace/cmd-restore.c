@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hgtrace/infer.h>
 #include <hgtrace/output.h>
 #include <hgtrace/record.h>
 
@@ -51,6 +52,13 @@ int cmd_restore(int argc, char **argv)
 	if (hgt_record_restore(argv[optind], &o)) {
 		cmd_error("restore failed");
 		return 1;
+	}
+	{
+		/* a session's pair, once both are restored: refined as its end would have */
+		HGT_OPTS(hgt_refine_opts, ro, .log = stderr);
+
+		if (hgt_sync_refine_beside(o.output ? o.output : argv[optind], &ro) < 0)
+			cmd_error("restore: the pair's sync was not refined");
 	}
 	return 0;
 }
