@@ -533,6 +533,8 @@ static int host_byte(struct agent *a, uint8_t c)
 		ret = host_message(a, type);
 		if (ret < 0)
 			return ret == -EPROTO ? 0 : ret;
+		if (type == HGT__MSG_CONFIG)
+			trace_agent_command('C');
 		return type == HGT__MSG_CONFIG ? 'C' : 0;
 	}
 	return 0;
@@ -1077,6 +1079,12 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 		for (;;) {
 			a.have_config = false;
 			a.host_lost = false;
+			/* what the last host left unread, or a message it cut off, is not the
+			 * next host's: its CONFIG is parsed from a clean start */
+			if (!a.next_cfg) {
+				a.in_len = a.in_pos = 0;
+				a.mhdr_got = 0;
+			}
 			/* no heartbeats between sessions: with no host, its FIFO would fill
 			 * (after hours) and the agent block in its write */
 			a.last_sent_ms = 0;
@@ -1096,6 +1104,7 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 			a.last_host_ms = hgt__now_ms();
 			a.session = hgt_trace_id_generate();
 			ret = send_msg(&a, HGT__MSG_READY, &a.session, 8, NULL, 0);
+			trace_agent_state("ready", ret);
 			if (!ret)
 				ret = send_data_headers(&a);
 			if (!ret)

@@ -303,6 +303,27 @@ else
 	tap_skip "view of the real session" "chromium is not installed"
 fi
 
+# 2b'. A session in the kernel-only clock "local" (-C local): host and guest each read it
+# through the trace (a raw marker's ring-buffer stamp), the channel syncs it, the end
+# refines it; checked as session 1 at zero tolerance from trace-cmd's report, and the merge
+# is trace-cmd's.
+"$HGTRACE" record -C local -e sched:sched_switch -A "g@fifo:$t/g" -e sched:sched_switch -o loc.dat \
+	-- sleep 2 2> recl.log
+lrc=$?
+"$HGTRACE" report --no-latency loc.dat loc-g.dat > loc.h 2> /dev/null
+trace-cmd report -i loc.dat -i loc-g.dat > loc.t 2> /dev/null
+lb=$(trace-cmd report --stat loc-g.dat 2> /dev/null | sed -n 's/.*hgtrace sync: .*bound=\([0-9]*\).*/\1/p' | tail -1)
+lc=$(trace-cmd report --stat loc.dat 2> /dev/null | sed -n 's/.*trace clock: \[*\([a-z0-9-]*\)\]*.*/\1/p' | head -1)
+zt=$(zero_tol loc.dat loc-g.dat)
+zin=${zt%% inside*}
+if [ $lrc = 0 ] && [ -n "$lb" ] && [ "$lb" -le 50000 ] && cmp -s loc.h loc.t &&
+	grep -q 'local' <(trace-cmd dump --options loc-g.dat 2> /dev/null | grep -A1 TRACECLOCK) &&
+	echo "$zt" | grep -q ' 0 outside' && [ "${zin:-0}" -gt 20 ]; then
+	tap_ok "-C local: synced through the trace and refined, bound +-$lb ns; merge = trace-cmd's ($(wc -l < loc.h) lines); at zero tolerance: $zt"
+else
+	tap_fail "-C local: exit $lrc, bound '$lb' ns (<= 50 us?), clock '$lc', merge $(cmp -s loc.h loc.t && echo same || echo differs), zero tolerance: $zt; $(grep -i 'sync\|clock' recl.log | tr '\n' '|')"
+fi
+
 # 2c. A session killed (SIGKILL) once both sides have pages on disk, then restored: the
 # second restore refines the pair as the session's end would have. Checked against what
 # the test computes itself: at zero tolerance (trace-cmd's report, recounted) no guest event
