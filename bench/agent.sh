@@ -44,7 +44,8 @@ fd = os.open('$T/instances/$inst/trace_marker', os.O_WRONLY)
 line = b'x' * 999 + b'\n'
 for i in range($MB * 1000): os.write(fd, line)
 "
-	pkill -INT -f "agent --.* -B $inst" 
+	# the agent is time's only child: ended by its PID
+	kill -INT "$(pgrep -P $apid)"
 	wait $apid
 	t1=$(date +%s.%N)
 	if [ "$1" = fifo ]; then wait $lpid; else sleep 0.5; kill -INT $lpid; wait $lpid; fi

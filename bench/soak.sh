@@ -48,8 +48,10 @@ for i in 1 2 3 4; do
 	# sizes differ by a MB, so each network guest's file is known by its bytes
 	python3 "$peer" good tcp $port cap $((mb + i)) > sent-t$i.txt &
 done
+hostile=()
 for m in disconnect slow silent garbage flood; do
 	python3 "$peer" $m $port cap 3600 > /dev/null 2>&1 &
+	hostile+=($!)
 done
 # every good guest written: the 4 FIFO ones, and the 4 network guests that said END
 # (hostile peers never do) each with its file
@@ -67,7 +69,7 @@ done
 t1=$(date +%s.%N)
 read -r ut st < <(awk '{ print $14, $15 }' /proc/$lpid/stat)
 hwm=$(awk '/VmHWM/ { print $2 }' /proc/$lpid/status)
-pkill -f "soak-peer.py (disconnect|slow|silent|garbage|flood)"
+kill "${hostile[@]}" 2> /dev/null
 kill -INT $lpid
 wait $lpid
 cp listen.log "$here/out/soak-listen.log" 2> /dev/null

@@ -2,6 +2,8 @@
 """Copy real event formats from a tracefs into lib/sim/sim-formats.c (the simulator's data).
 
 Usage: scripts/capture-formats.py [/sys/kernel/tracing] > lib/sim/sim-formats.c
+       clang-format -i lib/sim/sim-formats.c
+(run on Debian 12's 6.1 kernel, it rewrites the file byte for byte)
 """
 import sys
 
@@ -13,6 +15,7 @@ events = [
     "irq/irq_handler_entry", "irq/irq_handler_exit",
     "timer/hrtimer_start", "timer/hrtimer_expire_entry", "timer/hrtimer_expire_exit",
     "irq_vectors/local_timer_entry", "irq_vectors/local_timer_exit",
+    "irq/softirq_entry", "irq/softirq_exit",
 ]
 
 

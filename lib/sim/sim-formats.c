@@ -303,10 +303,10 @@ const struct hgt__sim_format hgt__sim_formats[] = {
 	  "\n"
 	  "\tfield:unsigned int vec;\toffset:8;\tsize:4;\tsigned:0;\n"
 	  "\n"
-	  "print fmt: \"vec=%u [action=%s]\", REC->vec, __print_symbolic(REC->vec, "
-	  "{ 0, \"HI\" }, { 1, \"TIMER\" }, { 2, \"NET_TX\" }, { 3, \"NET_RX\" }, { 4, \"BLOCK\" "
-	  "}, { 5, \"IRQ_POLL\" }, { 6, \"TASKLET\" }, { 7, \"SCHED\" }, { 8, \"HRTIMER\" }, { 9, "
-	  "\"RCU\" })\n" },
+	  "print fmt: \"vec=%u [action=%s]\", REC->vec, __print_symbolic(REC->vec, { 0, \"HI\" }, "
+	  "{ 1, \"TIMER\" }, { 2, \"NET_TX\" }, { 3, \"NET_RX\" }, { 4, \"BLOCK\" }, { 5, "
+	  "\"IRQ_POLL\" }, { 6, \"TASKLET\" }, { 7, \"SCHED\" }, { 8, \"HRTIMER\" }, { 9, \"RCU\" "
+	  "})\n" },
 	{ "irq", "softirq_exit",
 	  "name: softirq_exit\n"
 	  "ID: 222\n"
@@ -318,9 +318,9 @@ const struct hgt__sim_format hgt__sim_formats[] = {
 	  "\n"
 	  "\tfield:unsigned int vec;\toffset:8;\tsize:4;\tsigned:0;\n"
 	  "\n"
-	  "print fmt: \"vec=%u [action=%s]\", REC->vec, __print_symbolic(REC->vec, "
-	  "{ 0, \"HI\" }, { 1, \"TIMER\" }, { 2, \"NET_TX\" }, { 3, \"NET_RX\" }, { 4, \"BLOCK\" "
-	  "}, { 5, \"IRQ_POLL\" }, { 6, \"TASKLET\" }, { 7, \"SCHED\" }, { 8, \"HRTIMER\" }, { 9, "
-	  "\"RCU\" })\n" },
+	  "print fmt: \"vec=%u [action=%s]\", REC->vec, __print_symbolic(REC->vec, { 0, \"HI\" }, "
+	  "{ 1, \"TIMER\" }, { 2, \"NET_TX\" }, { 3, \"NET_RX\" }, { 4, \"BLOCK\" }, { 5, "
+	  "\"IRQ_POLL\" }, { 6, \"TASKLET\" }, { 7, \"SCHED\" }, { 8, \"HRTIMER\" }, { 9, \"RCU\" "
+	  "})\n" },
 	{ NULL, NULL, NULL },
 };

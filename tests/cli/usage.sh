@@ -107,6 +107,14 @@ for c in $cmds; do
 done
 [ "$n" -ge 13 ] && [ -z "$bad" ] && tap_ok "all $n subcommands answer --help and -h, each with its own man page" ||
 	tap_fail "--help/-h/man page missing:$bad ($n commands)"
+# simulate without -o writes nothing where the user did not ask: usage, exit 2, no file
+mkdir -p sim-here
+(cd sim-here && "$HGTRACE" simulate --duration-ms 10 > out.txt 2> err.txt)
+rc=$?
+left=$(ls sim-here | grep -vc '^\(out\|err\).txt$')
+[ $rc = 2 ] && [ "$left" = 0 ] && grep -q '^usage: hgtrace simulate -o PREFIX' sim-here/err.txt &&
+	tap_ok "simulate without -o: usage, exit 2, no file written" ||
+	tap_fail "simulate without -o: exit $rc, $left files: $(ls sim-here | tr '\n' ' ')"
 # ctl gives up on a program that accepts and never answers
 sock=$(mktemp -u /tmp/hgt-ctl-XXXXXX)
 python3 -c 'import socket, sys, time

@@ -15,8 +15,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hgtrace simulate [-o PREFIX] [OPTIONS]\n"
-		"  writes PREFIX-host.dat and PREFIX-guest.dat (default PREFIX: sim)\n"
+		"usage: hgtrace simulate -o PREFIX [OPTIONS]\n"
+		"  writes PREFIX-host.dat and PREFIX-guest.dat\n"
 		"  --vcpus N            guest CPUs (4)\n"
 		"  --host-cpus M        host CPUs (4)\n"
 		"  --duration-ms MS     simulated time (200)\n"
@@ -218,7 +218,7 @@ int cmd_simulate(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	HGT_OPTS(hgt_sim_opts, o, .seed = 1, .compression = HGT_COMPRESS_ZSTD);
-	const char *prefix = "sim";
+	const char *prefix = NULL;
 	char host[4096], guest[4096], truth[4096];
 	struct hgt_sim_inject inject[HGT_SIM_MAX_INJECT];
 	struct hgt_sim_result r;
@@ -355,7 +355,8 @@ int cmd_simulate(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind < argc) {
+	if (optind < argc || !prefix) {
+		/* never two files written where the user did not ask */
 		usage(stderr);
 		return 2;
 	}
