@@ -111,10 +111,9 @@ int hgt_kvm_read(const char *debugfs, int pid, struct hgt_kvm_vm *vm)
 			ret = read_num(vm->dir, de->d_name, "tsc-scaling-ratio-frac-bits", false,
 				       &x);
 			if (ret || x < 1 || x > 63) {
-				ret = hgt__errorf(EINVAL,
-						  "%s/%s: tsc-scaling-ratio without valid "
-						  "frac bits",
-						  vm->dir, de->d_name);
+				ret = hgt__errorf(
+					EINVAL, "%s/%s: tsc-scaling-ratio without valid frac bits",
+					vm->dir, de->d_name);
 				break;
 			}
 			v.frac = (unsigned int)x;

@@ -44,9 +44,9 @@ int hgt_tsc2nsec_read(uint32_t *mult, uint32_t *shift)
 			ret = hgt__errorf(errno, "tsc2nsec: perf mmap: %s", strerror(errno));
 		} else {
 			if (!pg->cap_user_time)
-				ret = hgt__errorf(EOPNOTSUPP, "tsc2nsec: the kernel does not give "
-							      "user space the TSC's conversion "
-							      "(perf cap_user_time 0)");
+				ret = hgt__errorf(
+					EOPNOTSUPP,
+					"tsc2nsec: the kernel does not give user space the TSC's conversion (perf cap_user_time 0)");
 			else if (seen && (pg->time_mult != *mult || pg->time_shift != *shift))
 				ret = hgt__errorf(EINVAL, "tsc2nsec: CPUs disagree on mult/shift");
 			*mult = pg->time_mult;
@@ -73,9 +73,8 @@ int hgt_tsc_sample_read(struct hgt_tsc_sample *s)
 
 		if (clock_gettime(CLOCK_MONOTONIC_RAW, &a) ||
 		    hgt_trace_clock_read("x86-tsc", &tsc) || clock_gettime(CLOCK_MONOTONIC_RAW, &b))
-			return hgt__errorf(errno ? errno : EOPNOTSUPP, "tsc rate: cannot read the "
-								       "TSC and "
-								       "CLOCK_MONOTONIC_RAW");
+			return hgt__errorf(errno ? errno : EOPNOTSUPP,
+					   "tsc rate: cannot read the TSC and CLOCK_MONOTONIC_RAW");
 		na = (uint64_t)a.tv_sec * 1000000000ULL + (uint64_t)a.tv_nsec;
 		nb = (uint64_t)b.tv_sec * 1000000000ULL + (uint64_t)b.tv_nsec;
 		if (nb - na < best) {
@@ -96,10 +95,10 @@ int hgt_tsc2nsec_measure(const struct hgt_tsc_sample *a, const struct hgt_tsc_sa
 	unsigned int sh = 32;
 
 	if (b->ns <= a->ns || b->tsc <= a->tsc || dns < 100000000ULL)
-		return hgt__errorf(EAGAIN,
-				   "tsc rate: %.3f s is too short to measure the TSC rate "
-				   "(100 ms at least)",
-				   (double)dns / 1e9);
+		return hgt__errorf(
+			EAGAIN,
+			"tsc rate: %.3f s is too short to measure the TSC rate (100 ms at least)",
+			(double)dns / 1e9);
 	ns_per_tick = (double)dns / (double)dtsc;
 	/* the largest shift (at most 32, as trace-cmd's mul_u64_u32_shr takes) whose mult fits */
 	while (sh > 0 && ns_per_tick * (double)(1ULL << sh) >= 4294967295.0)
@@ -133,8 +132,8 @@ int hgt__tsc_rate_line(const struct hgt_tsc_sample *t0, char *line, size_t n)
 	    hgt_tsc2nsec_measure(t0, &t1, &mult, &shift, &ppm))
 		return -EAGAIN;
 	snprintf(line, n,
-		 HGT__TSC_RATE_TAG "%.0f Hz, measured against CLOCK_MONOTONIC_RAW over %.3f s, "
-				   "+-%.2f ppm\n",
+		 HGT__TSC_RATE_TAG
+		 "%.0f Hz, measured against CLOCK_MONOTONIC_RAW over %.3f s, +-%.2f ppm\n",
 		 1e9 * (double)(t1.tsc - t0->tsc) / (double)(t1.ns - t0->ns),
 		 (double)(t1.ns - t0->ns) / 1e9, ppm);
 	return 0;

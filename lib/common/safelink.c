@@ -33,9 +33,9 @@ int hgt__link_check(const char *path, const struct stat *lst, char *why, size_t 
 	if (!(d.st_mode & S_ISVTX) || !(d.st_mode & S_IWOTH) || lst->st_uid == geteuid() ||
 	    lst->st_uid == d.st_uid)
 		return 0;
-	snprintf(why, n,
-		 "a symbolic link of uid %u in %s, a sticky world-writable directory: not "
-		 "followed (anybody could have planted it)",
-		 (unsigned)lst->st_uid, dir);
+	snprintf(
+		why, n,
+		"a symbolic link of uid %u in %s, a sticky world-writable directory: not followed (anybody could have planted it)",
+		(unsigned)lst->st_uid, dir);
 	return -EPERM;
 }

@@ -302,11 +302,10 @@ static int threads_by_name(struct hgt_input *host, int **ids, int **pids, int *n
 				int *ni, *np;
 
 				if (found++)
-					return hgt__errorf(EINVAL,
-							   "%s: several threads are named '%s' "
-							   "(several VMs?): give the vCPU thread "
-							   "PIDs of this guest",
-							   hgt_input_path(host), comm);
+					return hgt__errorf(
+						EINVAL,
+						"%s: several threads are named '%s' (several VMs?): give the vCPU thread PIDs of this guest",
+						hgt_input_path(host), comm);
 				ni = realloc(*ids, sizeof(int) * (size_t)(*n + 1));
 				if (ni)
 					*ids = ni;
@@ -351,46 +350,36 @@ static int infer_refusal(const char *gpath, int cpu, int id, const struct hgt_in
 
 	switch (r->status) {
 	case HGT_INFER_EMPTY:
-		return hgt__errorf(ERANGE,
-				   "%s: guest CPU %d (vCPU %d, host thread %d): no offset puts all "
-				   "%llu events inside the thread's %s: at the best offset of "
-				   "those that agree (%lld) %llu events disagree: another guest's "
-				   "file, the wrong threads, host records missing, or an offset "
-				   "that drifts (try --drift)",
-				   gpath, cpu, id, c->pid, (unsigned long long)r->events,
-				   infer_source(c->source), (long long)r->best,
-				   (unsigned long long)r->outside);
+		return hgt__errorf(
+			ERANGE,
+			"%s: guest CPU %d (vCPU %d, host thread %d): no offset puts all %llu events inside the thread's %s: at the best offset of those that agree (%lld) %llu events disagree: another guest's file, the wrong threads, host records missing, or an offset that drifts (try --drift)",
+			gpath, cpu, id, c->pid, (unsigned long long)r->events,
+			infer_source(c->source), (long long)r->best,
+			(unsigned long long)r->outside);
 	case HGT_INFER_NO_OVERLAP:
 		return hgt__errorf(
 			ERANGE,
-			"%s: guest CPU %d (vCPU %d, host thread %d): every offset that "
-			"fits the thread's %s puts at most %llu of the guest's events in "
-			"the host's span, where %llu could be: the events do not match this "
-			"thread (another guest's file, the wrong threads), or the offset "
-			"drifts (try --drift)",
+			"%s: guest CPU %d (vCPU %d, host thread %d): every offset that fits the thread's %s puts at most %llu of the guest's events in the host's span, where %llu could be: the events do not match this thread (another guest's file, the wrong threads), or the offset drifts (try --drift)",
 			gpath, cpu, id, c->pid, infer_source(c->source),
 			(unsigned long long)r->in_span, (unsigned long long)r->reach);
 	case HGT_INFER_AMBIGUOUS:
-		return hgt__errorf(ERANGE,
-				   "%s: guest CPU %d (vCPU %d): offsets %lld..%lld (%llu events in "
-				   "the host's span) and %lld..%lld (%llu) both fit: ambiguous, "
-				   "give -s OFFSET",
-				   gpath, cpu, id, (long long)r->lo, (long long)r->hi,
-				   (unsigned long long)r->in_span, (long long)r->alt_lo,
-				   (long long)r->alt_hi, (unsigned long long)r->alt_in_span);
+		return hgt__errorf(
+			ERANGE,
+			"%s: guest CPU %d (vCPU %d): offsets %lld..%lld (%llu events in the host's span) and %lld..%lld (%llu) both fit: ambiguous, give -s OFFSET",
+			gpath, cpu, id, (long long)r->lo, (long long)r->hi,
+			(unsigned long long)r->in_span, (long long)r->alt_lo, (long long)r->alt_hi,
+			(unsigned long long)r->alt_in_span);
 	case HGT_INFER_TOO_WIDE:
-		return hgt__errorf(ERANGE,
-				   "%s: guest CPU %d (vCPU %d): the offsets that fit all %llu "
-				   "events span %lld..%lld, a bound of +-%llu, over the limit "
-				   "%llu (--max-bound): too few events to pin it, give -s OFFSET",
-				   gpath, cpu, id, (unsigned long long)r->events, (long long)r->lo,
-				   (long long)r->hi, (unsigned long long)r->bound,
-				   (unsigned long long)limit);
+		return hgt__errorf(
+			ERANGE,
+			"%s: guest CPU %d (vCPU %d): the offsets that fit all %llu events span %lld..%lld, a bound of +-%llu, over the limit %llu (--max-bound): too few events to pin it, give -s OFFSET",
+			gpath, cpu, id, (unsigned long long)r->events, (long long)r->lo,
+			(long long)r->hi, (unsigned long long)r->bound, (unsigned long long)limit);
 	default:
-		return hgt__errorf(ENOENT,
-				   "%s: guest CPU %d (vCPU %d, host thread %d): the host has no %s "
-				   "of that thread: nothing to infer its offset from",
-				   gpath, cpu, id, c->pid, infer_source(c->source));
+		return hgt__errorf(
+			ENOENT,
+			"%s: guest CPU %d (vCPU %d, host thread %d): the host has no %s of that thread: nothing to infer its offset from",
+			gpath, cpu, id, c->pid, infer_source(c->source));
 	}
 }
 
@@ -425,10 +414,8 @@ static const char *assumption(const struct hgt_attach_opts *o, enum hgt_infer_so
 		return buf;
 	}
 	return src == HGT_INFER_KVM
-		       ? "estimate: the middle, which assumes the gap after kvm_entry equals the "
-			 "gap before kvm_exit (--gaps to correct it)"
-		       : "estimate: the middle, which assumes the gap after a switch-in equals "
-			 "the gap before a switch-out (--gaps to correct it)";
+		       ? "estimate: the middle, which assumes the gap after kvm_entry equals the gap before kvm_exit (--gaps to correct it)"
+		       : "estimate: the middle, which assumes the gap after a switch-in equals the gap before a switch-out (--gaps to correct it)";
 }
 
 /*
@@ -505,9 +492,7 @@ static int infer_samples(struct hgt_input *host, struct hgt_input *guest, const 
 			worst = bound;
 		if (o->log) {
 			fprintf(o->log,
-				"guest CPU %d: offset %lld +- %lld (inferred from %llu events in "
-				"%llu "
-				"%s of thread %d%s)",
+				"guest CPU %d: offset %lld +- %lld (inferred from %llu events in %llu %s of thread %d%s)",
 				i, (long long)b[per],
 				(long long)to_offset((int64_t)bound, o->infer_ratio,
 						     o->infer_frac) +
@@ -525,12 +510,12 @@ static int infer_samples(struct hgt_input *host, struct hgt_input *guest, const 
 	if (!ret) {
 		res->inferred = true;
 		res->infer_bound = worst;
-		snprintf(pl->cpustat, sizeof(pl->cpustat),
-			 "hgtrace sync: inferred from the trace (%s), %llu events on %d CPUs%s, "
-			 "%s; bound=%llu\n",
-			 infer_source(c[ok].source), (unsigned long long)events, ncpu,
-			 *flags & HGT_TSYNC_INTERPOLATE ? ", offset over time" : "",
-			 assumption(o, c[ok].source), (unsigned long long)worst);
+		snprintf(
+			pl->cpustat, sizeof(pl->cpustat),
+			"hgtrace sync: inferred from the trace (%s), %llu events on %d CPUs%s, %s; bound=%llu\n",
+			infer_source(c[ok].source), (unsigned long long)events, ncpu,
+			*flags & HGT_TSYNC_INTERPOLATE ? ", offset over time" : "",
+			assumption(o, c[ok].source), (unsigned long long)worst);
 	}
 	hgt_infer_cpu_free(c, ncpu);
 	free(c);
@@ -574,10 +559,10 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		return hgt__errorf(EINVAL, "attach: inference options out of range");
 	for (i = 0; i < o.nr_samples; i++)
 		if (o.samples[i].scaling <= 0 || o.samples[i].frac < 0 || o.samples[i].frac > 63)
-			return hgt__errorf(EINVAL,
-					   "attach: -s #%d: scaling must be > 0 and fraction bits "
-					   "0 to 63",
-					   i + 1);
+			return hgt__errorf(
+				EINVAL,
+				"attach: -s #%d: scaling must be > 0 and fraction bits 0 to 63",
+				i + 1);
 
 	host = hgt_input_open(host_path, &hopen);
 	if (!host)
@@ -590,8 +575,7 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 	if (hgt_same_file(host_path, guest_path) == 1) {
 		ret = hgt__errorf(
 			EINVAL,
-			"%s: the same file as the host file %s: attach needs the guest's own "
-			"recording",
+			"%s: the same file as the host file %s: attach needs the guest's own recording",
 			guest_path, host_path);
 		goto out;
 	}
@@ -606,10 +590,10 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		pl.new_id = guest_id;
 		r.new_trace_id = true;
 	} else if (guest_id == host_id) {
-		ret = hgt__errorf(EINVAL,
-				  "%s: the guest file has the host's trace id 0x%llx: the same "
-				  "recording twice?",
-				  guest_path, (unsigned long long)guest_id);
+		ret = hgt__errorf(
+			EINVAL,
+			"%s: the guest file has the host's trace id 0x%llx: the same recording twice?",
+			guest_path, (unsigned long long)guest_id);
 		goto out;
 	}
 	hclock = hgt_input_top_buffer(host) >= 0
@@ -619,17 +603,16 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			 ? hgt_input_buffer(guest, hgt_input_top_buffer(guest))->clock
 			 : NULL;
 	if (!clock_is_tsc(hclock)) {
-		ret = hgt__errorf(EINVAL,
-				  "%s: host trace clock is '%s': attach needs x86-tsc or tsc2nsec "
-				  "(record the host with -C x86-tsc or -C tsc2nsec)",
-				  host_path, hclock ? hclock : "");
+		ret = hgt__errorf(
+			EINVAL,
+			"%s: host trace clock is '%s': attach needs x86-tsc or tsc2nsec (record the host with -C x86-tsc or -C tsc2nsec)",
+			host_path, hclock ? hclock : "");
 		goto out;
 	}
 	if (!clock_is_tsc(gclock)) {
 		ret = hgt__errorf(
 			EINVAL,
-			"%s: guest trace clock is '%s', the host's is '%s': the guest must "
-			"be recorded with -C x86-tsc to be mapped onto the host's TSC",
+			"%s: guest trace clock is '%s', the host's is '%s': the guest must be recorded with -C x86-tsc to be mapped onto the host's TSC",
 			guest_path, gclock ? gclock : "", hclock);
 		goto out;
 	}
@@ -657,9 +640,7 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		if (!nf) {
 			ret = hgt__errorf(
 				ESRCH,
-				"%s: no PIDs given, the host has no GUEST entry for this "
-				"guest and no thread named 'CPU N/KVM' or 'CPU N/TCG': give "
-				"the vCPU thread PIDs",
+				"%s: no PIDs given, the host has no GUEST entry for this guest and no thread named 'CPU N/KVM' or 'CPU N/TCG': give the vCPU thread PIDs",
 				host_path);
 			goto out;
 		}
@@ -692,11 +673,10 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		by_name = sc.mapped > 0;
 	}
 	if (!sc.mapped) {
-		ret = hgt__errorf(ESRCH,
-				  "%s: none of the %d PIDs given ran a vCPU (no kvm_entry/kvm_exit "
-				  "with their common_pid, and none is named 'CPU N/KVM' or 'CPU "
-				  "N/TCG')",
-				  host_path, o.nr_pids);
+		ret = hgt__errorf(
+			ESRCH,
+			"%s: none of the %d PIDs given ran a vCPU (no kvm_entry/kvm_exit with their common_pid, and none is named 'CPU N/KVM' or 'CPU N/TCG')",
+			host_path, o.nr_pids);
 		goto out;
 	}
 	/* guest CPU i <-> i-th vCPU id in ascending order (trace-cmd's convention) */
@@ -718,8 +698,7 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		if (ids[i] == ids[i - 1]) {
 			ret = hgt__errorf(
 				EINVAL,
-				"%s: PIDs %d and %d both ran vCPU %d: give the PIDs of one "
-				"guest only",
+				"%s: PIDs %d and %d both ran vCPU %d: give the PIDs of one guest only",
 				host_path, pids[i - 1], pids[i], ids[i]);
 			goto out;
 		}
@@ -796,8 +775,7 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 		if (ncpu > sc.mapped) {
 			ret = hgt__errorf(
 				EINVAL,
-				"attach: -c %d but only %d PIDs ran vCPUs: without -s the "
-				"offsets of the others are unknown",
+				"attach: -c %d but only %d PIDs ran vCPUs: without -s the offsets of the others are unknown",
 				ncpu, sc.mapped);
 			goto out;
 		}
@@ -819,8 +797,7 @@ int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_a
 			int64_t d = tcpu[i].offset[0] - exact_off[i];
 
 			fprintf(log,
-				"guest CPU %d: kvm_write_tsc_offset says %lld: %lld from the "
-				"inferred offset, %s its bound\n",
+				"guest CPU %d: kvm_write_tsc_offset says %lld: %lld from the inferred offset, %s its bound\n",
 				i, (long long)exact_off[i], (long long)d,
 				(uint64_t)(d < 0 ? -d : d) <= r.infer_bound ? "within" : "OUTSIDE");
 		}

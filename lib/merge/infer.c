@@ -190,9 +190,7 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 	if (kvm ? !pidf : !prevf || !nextf)
 		return hgt__errorf(
 			ENOENT,
-			"%s: the host trace has neither kvm_entry/kvm_exit nor "
-			"sched_switch: nothing tells when the vCPU threads ran the guest "
-			"(record the host with -e kvm -e sched:sched_switch)",
+			"%s: the host trace has neither kvm_entry/kvm_exit nor sched_switch: nothing tells when the vCPU threads ran the guest (record the host with -e kvm -e sched:sched_switch)",
 			hgt_input_path(host));
 	*src = kvm ? HGT_INFER_KVM : HGT_INFER_SCHED;
 	m = hgt_merge_new();
@@ -214,10 +212,10 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 		int type, pid, prev, next, c = rec->cpu, err = 0;
 
 		if (rec->ts > HGT__TS_MAX) {
-			ret = hgt__errorf(ERANGE,
-					  "%s: CPU %d: timestamp %llu: out of range for a TSC "
-					  "(over 2^62)",
-					  hgt_input_path(host), c, (unsigned long long)rec->ts);
+			ret = hgt__errorf(
+				ERANGE,
+				"%s: CPU %d: timestamp %llu: out of range for a TSC (over 2^62)",
+				hgt_input_path(host), c, (unsigned long long)rec->ts);
 			break;
 		}
 
@@ -278,10 +276,10 @@ static int guest_times(struct hgt_input *guest, int cpu, const struct hgt_infer_
 		int64_t v = (int64_t)h;
 
 		if (h > HGT__TS_MAX) {
-			ret = hgt__errorf(ERANGE,
-					  "%s: CPU %d: timestamp %llu: out of range for a TSC "
-					  "(over 2^62)",
-					  hgt_input_path(guest), cpu, (unsigned long long)rec.ts);
+			ret = hgt__errorf(
+				ERANGE,
+				"%s: CPU %d: timestamp %llu: out of range for a TSC (over 2^62)",
+				hgt_input_path(guest), cpu, (unsigned long long)rec.ts);
 			break;
 		}
 

@@ -121,10 +121,10 @@ static void over_time_said(const struct hgt_refine_result *r, char *buf, size_t 
 		*buf = 0;
 		return;
 	}
-	snprintf(buf, n,
-		 ", %d over time in %d slices, interpolated, assuming the offset moves at a "
-		 "steady rate",
-		 r->over_time, r->slices);
+	snprintf(
+		buf, n,
+		", %d over time in %d slices, interpolated, assuming the offset moves at a steady rate",
+		r->over_time, r->slices);
 }
 
 /* The refined TIME_SHIFT (one sample per refined CPU, at the channel's first time; the
@@ -170,11 +170,11 @@ static int store(const char *guest, const struct hgt_time_shift *t,
 	over_time_said(res, over, sizeof(over));
 	if (res->channel_bound != HGT_REFINE_NO_BOUND)
 		snprintf(ch, sizeof(ch), "+-%llu", (unsigned long long)res->channel_bound);
-	snprintf(line, sizeof(line),
-		 "hgtrace sync: refined by the trace: channel %s, vCPU windows +-%llu, both "
-		 "+-%llu (%d of %d CPUs refined%s); the middle of what both allow; bound=%llu\n",
-		 ch, (unsigned long long)res->trace_bound, (unsigned long long)res->bound,
-		 res->refined, res->nr_cpus, over, (unsigned long long)res->bound);
+	snprintf(
+		line, sizeof(line),
+		"hgtrace sync: refined by the trace: channel %s, vCPU windows +-%llu, both +-%llu (%d of %d CPUs refined%s); the middle of what both allow; bound=%llu\n",
+		ch, (unsigned long long)res->trace_bound, (unsigned long long)res->bound,
+		res->refined, res->nr_cpus, over, (unsigned long long)res->bound);
 	if (!ret) {
 		struct hgt_option_blob ob[2] = {
 			{ HGT_OPT_TIME_SHIFT, len, buf },
@@ -345,26 +345,26 @@ void hgt_refine_summary(const struct hgt_refine_result *r, char *buf, size_t n)
 	if (r->channel_bound != HGT_REFINE_NO_BOUND)
 		snprintf(ch, sizeof(ch), "+-%llu", (unsigned long long)r->channel_bound);
 	over_time_said(r, over, sizeof(over));
-	snprintf(buf, n,
-		 "%s by the vCPU windows (%d of %d CPUs%s): channel %s, windows +-%llu, both "
-		 "+-%llu%s",
-		 r->stored ? "refined" : "not refined", r->refined, r->nr_cpus, over, ch,
-		 (unsigned long long)r->trace_bound, (unsigned long long)r->bound,
-		 r->disagree ? "; they DISAGREE on some vCPUs: the channel's kept"
-		 : !r->stored && r->refined < r->nr_cpus
-			 ? "; a vCPU not refined keeps the channel's bound"
-			 : "");
+	snprintf(
+		buf, n,
+		"%s by the vCPU windows (%d of %d CPUs%s): channel %s, windows +-%llu, both +-%llu%s",
+		r->stored ? "refined" : "not refined", r->refined, r->nr_cpus, over, ch,
+		(unsigned long long)r->trace_bound, (unsigned long long)r->bound,
+		r->disagree ? "; they DISAGREE on some vCPUs: the channel's kept"
+		: !r->stored && r->refined < r->nr_cpus
+			? "; a vCPU not refined keeps the channel's bound"
+			: "");
 }
 
 void hgt_refine_disagreement(const struct hgt_refine_result *r, int c, char *buf, size_t n)
 {
 	const struct hgt_refine_cpu *x = &r->cpus[c];
 
-	snprintf(buf, n,
-		 "vCPU %d (thread %d): the channel's offsets %lld..%lld and the vCPU windows' "
-		 "%lld..%lld do not meet: one of them is wrong",
-		 c, x->pid, (long long)x->ch_lo, (long long)x->ch_hi, (long long)x->tr_lo,
-		 (long long)x->tr_hi);
+	snprintf(
+		buf, n,
+		"vCPU %d (thread %d): the channel's offsets %lld..%lld and the vCPU windows' %lld..%lld do not meet: one of them is wrong",
+		c, x->pid, (long long)x->ch_lo, (long long)x->ch_hi, (long long)x->tr_lo,
+		(long long)x->tr_hi);
 }
 
 void hgt_refine_result_free(struct hgt_refine_result *res)
@@ -383,8 +383,7 @@ const char *hgt_refine_status_name(enum hgt_refine_status s)
 	case HGT_REFINE_OK:
 		return "refined";
 	case HGT_REFINE_DISAGREE:
-		return "DISAGREE: the channel's set and the vCPU windows' do not meet (channel "
-		       "kept)";
+		return "DISAGREE: the channel's set and the vCPU windows' do not meet (channel kept)";
 	case HGT_REFINE_NO_TRACE:
 		return "no offset from the vCPU windows (channel kept)";
 	case HGT_REFINE_CHANNEL_MOVED:

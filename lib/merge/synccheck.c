@@ -174,10 +174,10 @@ static int setup_guest(struct hgt_sync_check *sc, struct hgt_input *host, struct
 	} else if (ts_offset) {
 		snprintf(g->mapping, sizeof(g->mapping), "--ts-offset");
 	} else if (lookalike) {
-		snprintf(g->mapping, sizeof(g->mapping),
-			 "none: it looks like a guest of %s (kvm events there): run hgtrace attach "
-			 "%s %s",
-			 sc->host_name, hgt_input_path(host), hgt_input_path(in));
+		snprintf(
+			g->mapping, sizeof(g->mapping),
+			"none: it looks like a guest of %s (kvm events there): run hgtrace attach %s %s",
+			sc->host_name, hgt_input_path(host), hgt_input_path(in));
 	} else {
 		snprintf(g->mapping, sizeof(g->mapping), "none (guest clock shown as is)");
 	}
@@ -569,22 +569,18 @@ static void print_one(const struct hgt_sync_check *sc, int i, FILE *f)
 	all = st.inside + st.outside + st.unchecked;
 	if (v == HGT_SYNC_NOT_SYNCED) {
 		fprintf(f,
-			"hgtrace: sync check: input %d: time: %s: NOT SYNCED (%s): its %llu events "
-			"cannot be placed in %s's time\n",
+			"hgtrace: sync check: input %d: time: %s: NOT SYNCED (%s): its %llu events cannot be placed in %s's time\n",
 			i + 1, st.mapping, g->why_unsynced, (unsigned long long)all, sc->host_name);
 		return;
 	}
 	if (!st.mapped) {
 		fprintf(f,
-			"hgtrace: sync check: input %d: time: %s; vCPU threads unknown (no GUEST "
-			"entry for it in %s: run hgtrace attach): UNCHECKED: %llu events "
-			"unchecked\n",
+			"hgtrace: sync check: input %d: time: %s; vCPU threads unknown (no GUEST entry for it in %s: run hgtrace attach): UNCHECKED: %llu events unchecked\n",
 			i + 1, st.mapping, sc->host_name, (unsigned long long)all);
 		return;
 	}
 	fprintf(f,
-		"hgtrace: sync check: input %d: time: %s; %llu events: %llu outside their vCPU's "
-		"%s in %s (%s), %llu inside, %llu unchecked\n",
+		"hgtrace: sync check: input %d: time: %s; %llu events: %llu outside their vCPU's %s in %s (%s), %llu inside, %llu unchecked\n",
 		i + 1, st.mapping, (unsigned long long)all, (unsigned long long)st.outside,
 		sc->sched ? "thread's running intervals" : "guest windows", sc->host_name,
 		v == HGT_SYNC_INCONSISTENT ? "INCONSISTENT: time mapping WRONG?"
@@ -682,8 +678,7 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 							? HGT_SYNC_UNCHECKED
 							: HGT_SYNC_INCONSISTENT);
 			fprintf(out,
-				"hgtrace: sync check: input %d: guest CPU %d (thread %d): %llu "
-				"events: %s\n",
+				"hgtrace: sync check: input %d: guest CPU %d (thread %d): %llu events: %s\n",
 				idx + 1, i, c[i].pid, (unsigned long long)r->events,
 				!r->events ? "no events"
 				: r->status == HGT_INFER_NO_DATA
@@ -700,8 +695,7 @@ static int feasible(struct hgt_input *host, struct hgt_input *guest, int idx, FI
 		else if (near < s->count)
 			worsen(verdict, HGT_SYNC_INCONSISTENT);
 		fprintf(out,
-			"hgtrace: sync check: input %d: guest CPU %d (thread %d): %llu events fit "
-			"offsets %lld..%lld (%lld +- %llu); stored offset%s ",
+			"hgtrace: sync check: input %d: guest CPU %d (thread %d): %llu events fit offsets %lld..%lld (%lld +- %llu); stored offset%s ",
 			idx + 1, i, c[i].pid, (unsigned long long)r->events, (long long)lo,
 			(long long)hi, (long long)(lo + (hi - lo) / 2),
 			(unsigned long long)((hi - lo + 1) / 2), s && s->count > 1 ? "s" : "");
@@ -745,10 +739,9 @@ struct hgt_sync_check *hgt_sync_check_inputs(struct hgt_input *const *in, int n)
 	if (!sc) {
 		ret = errno == ENOMEM
 			      ? -ENOMEM
-			      : hgt__errorf(ENOENT,
-					    "no host + guest pair: the host needs kvm_entry/"
-					    "kvm_exit events or a GUEST option, the guest a "
-					    "TIME_SHIFT or the host's GUEST entry");
+			      : hgt__errorf(
+					ENOENT,
+					"no host + guest pair: the host needs kvm_entry/kvm_exit events or a GUEST option, the guest a TIME_SHIFT or the host's GUEST entry");
 		goto out;
 	}
 	for (int i = 0; i < n; i++)

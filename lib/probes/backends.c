@@ -77,9 +77,8 @@ static void ftrace_open(void)
 	int f;
 
 	if (tracefs_dir(dir, sizeof(dir)) < 0) {
-		fprintf(stderr, "hgtrace-probes: ftrace backend: tracefs is not mounted "
-				"(mount -t tracefs nodev /sys/kernel/tracing); ftrace events are "
-				"not recorded\n");
+		fprintf(stderr,
+			"hgtrace-probes: ftrace backend: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing); ftrace events are not recorded\n");
 		return;
 	}
 	if (inst && *inst)
@@ -91,9 +90,7 @@ static void ftrace_open(void)
 	if (f >= 0) {
 		if (read(f, &on, 1) == 1 && on == '0')
 			fprintf(stderr,
-				"hgtrace-probes: ftrace backend: %s is 0: events go to "
-				"trace_marker but the kernel records them only once tracing is "
-				"on\n",
+				"hgtrace-probes: ftrace backend: %s is 0: events go to trace_marker but the kernel records them only once tracing is on\n",
 				dir);
 		close(f);
 	}
@@ -101,8 +98,7 @@ static void ftrace_open(void)
 	marker_fd = open(dir, O_WRONLY | O_CLOEXEC);
 	if (marker_fd < 0)
 		fprintf(stderr,
-			"hgtrace-probes: ftrace backend: %s: %s; ftrace events are not "
-			"recorded\n",
+			"hgtrace-probes: ftrace backend: %s: %s; ftrace events are not recorded\n",
 			dir, strerror(errno));
 }
 

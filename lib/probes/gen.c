@@ -245,8 +245,7 @@ static void gen_h_event(struct em *e, const struct hgt_gen_opts *o, const struct
 static void gen_h_tcg(struct em *e, const struct hgt_tev *t, const struct half h[2])
 {
 	emit(e,
-	     "\n/* %s: the translation-time half fires now, the execution-time half is "
-	     "emitted into the generated code through @emit. */\n",
+	     "\n/* %s: the translation-time half fires now, the execution-time half is emitted into the generated code through @emit. */\n",
 	     t->name);
 	emit(e, "void trace_%s_exec_helper(", t->name);
 	params(e, &h[1]);
@@ -272,8 +271,8 @@ static void gen_h(struct em *e, const struct hgt_gen_opts *o, const struct hgt_t
 
 	upper_of(gu, sizeof(gu), o->group);
 	emit(e, "#ifndef HGT_TRACE_%s_H\n#define HGT_TRACE_%s_H\n\n", gu, gu);
-	emit(e, "#include <inttypes.h>\n#include <stdbool.h>\n#include <stddef.h>\n#include "
-		"<sys/types.h>\n#include <hgtrace/probes.h>\n");
+	emit(e,
+	     "#include <inttypes.h>\n#include <stdbool.h>\n#include <stddef.h>\n#include <sys/types.h>\n#include <hgtrace/probes.h>\n");
 	if (o->backends & HGT_PROBE_B_DTRACE)
 		emit(e,
 		     "#ifndef SDT_USE_VARIADIC\n#define SDT_USE_VARIADIC 1\n#endif\n"
@@ -285,11 +284,9 @@ static void gen_h(struct em *e, const struct hgt_gen_opts *o, const struct hgt_t
 	     "\n#ifndef trace_event_get_state\n"
 	     "/* Compile-time state, then one predictable branch on the event's byte. */\n"
 	     "#define trace_event_get_state(id) \\\n"
-	     "\t((id##_ENABLED) && __builtin_expect(__atomic_load_n(&_##id##_DSTATE, "
-	     "__ATOMIC_RELAXED), 0))\n"
+	     "\t((id##_ENABLED) && __builtin_expect(__atomic_load_n(&_##id##_DSTATE, __ATOMIC_RELAXED), 0))\n"
 	     "/* True when any backend (including USDT and LTTng listeners) wants the event. */\n"
-	     "#define trace_event_get_state_backends(id) ((id##_ENABLED) && "
-	     "id##_BACKEND_DSTATE())\n"
+	     "#define trace_event_get_state_backends(id) ((id##_ENABLED) && id##_BACKEND_DSTATE())\n"
 	     "#endif\n");
 	for (size_t i = 0; i < l->n; i++) {
 		struct half h[2];
@@ -637,10 +634,10 @@ static int stap_fmt(const char *f, char *buf, size_t sz, char *err, size_t errsz
 			if (pri && pri != s)
 				pri++;
 			if (!pri || pri + 3 >= p || !isalpha((unsigned char)pri[3])) {
-				snprintf(err, errsz,
-					 "'%.*s' in a format: a SystemTap format needs "
-					 "the conversion it stands for",
-					 (int)(p - s), s);
+				snprintf(
+					err, errsz,
+					"'%.*s' in a format: a SystemTap format needs the conversion it stands for",
+					(int)(p - s), s);
 				return -EINVAL;
 			}
 			PUTC(pri[3]);
@@ -862,28 +859,23 @@ static void gen_rs(struct em *e, const struct hgt_gen_opts *o, const struct hgt_
 			char b[80];
 
 			emit(e,
-			     "\n#[inline(always)]\n#[allow(dead_code)]\npub fn trace_%s_enabled() "
-			     "-> "
-			     "bool {\n",
+			     "\n#[inline(always)]\n#[allow(dead_code)]\npub fn trace_%s_enabled() -> bool {\n",
 			     h[j].name);
 			if (off)
 				emit(e, "    false\n}\n");
 			else
 				emit(e,
-				     "    unsafe { _hgt_%s__%s_dstate.load(Ordering::Relaxed) != 0 "
-				     "}\n}\n",
+				     "    unsafe { _hgt_%s__%s_dstate.load(Ordering::Relaxed) != 0 }\n}\n",
 				     o->group, h[j].name);
 			emit(e,
-			     "\n#[inline(always)]\n#[allow(dead_code, unused_variables)]\npub fn "
-			     "trace_%s(",
+			     "\n#[inline(always)]\n#[allow(dead_code, unused_variables)]\npub fn trace_%s(",
 			     h[j].name);
 			rs_params(e, &h[j], 1);
 			emit(e, ") {\n");
 			if (!off && calls) {
 				any = 0;
 				emit(e,
-				     "    if trace_%s_enabled() {\n        unsafe { "
-				     "_hgt_%s__trace_%s(",
+				     "    if trace_%s_enabled() {\n        unsafe { _hgt_%s__trace_%s(",
 				     h[j].name, o->group, h[j].name);
 				for (int a = 0; a < h[j].t->nargs; a++)
 					if (use_arg(&h[j], a)) {
@@ -1013,10 +1005,10 @@ int hgt_gen_backends(const char *list, unsigned int *out, char *err, size_t errs
 			if (strlen(b[i].name) == n && !strncmp(p, b[i].name, n))
 				break;
 		if (i == sizeof(b) / sizeof(b[0])) {
-			snprintf(err, errsz,
-				 "--backends: unknown backend '%.*s' (nop, log, simple, ftrace, "
-				 "syslog, ust, dtrace)",
-				 (int)n, p);
+			snprintf(
+				err, errsz,
+				"--backends: unknown backend '%.*s' (nop, log, simple, ftrace, syslog, ust, dtrace)",
+				(int)n, p);
 			return -EINVAL;
 		}
 		*out |= b[i].bit;
@@ -1081,8 +1073,7 @@ int hgt_gen(const struct hgt_gen_opts *o, const struct hgt_tev_list *l, FILE *ou
 	case HGT_GEN_UST_C:
 		/* the one place a shared LTTng provider's tracepoints and probes are defined */
 		emit(&e,
-		     "#define TRACEPOINT_CREATE_PROBES\n#define TRACEPOINT_DEFINE\n#include "
-		     "\"%s\"\n",
+		     "#define TRACEPOINT_CREATE_PROBES\n#define TRACEPOINT_DEFINE\n#include \"%s\"\n",
 		     o->ust_header ? o->ust_header : "probes-ust.h");
 		break;
 	}

@@ -188,10 +188,10 @@ static int rd(struct hgt_probefile *f, void *buf, size_t n, int at_boundary)
 	if (!got && at_boundary)
 		return 0;
 	f->cut = 1;
-	return bad(f, f->off - got,
-		   "the file ends %zu bytes into a %zu-byte record (cut: the records before it "
-		   "were read)",
-		   got, n);
+	return bad(
+		f, f->off - got,
+		"the file ends %zu bytes into a %zu-byte record (cut: the records before it were read)",
+		got, n);
 }
 
 /* hgtrace DESC record body (after the 8-byte header). */
@@ -339,8 +339,7 @@ static int fill(struct hgt_probefile *f)
 		size = rd32(f, hdr + 4);
 		if (size < 8 || size % 8 || size > MAX_RECORD)
 			return bad(f, at,
-				   "record type %u claims %u bytes (a multiple of 8 from 8 "
-				   "to %u)",
+				   "record type %u claims %u bytes (a multiple of 8 from 8 to %u)",
 				   type, size, MAX_RECORD);
 		body = malloc(size);
 		if (!body)
@@ -722,10 +721,10 @@ struct hgt_probefile *hgt_probefile_open(const char *path, const char *events, c
 		memcpy(&m, h + 8, 8);
 		memcpy(&v, h + 16, 8);
 		if (a != QEMU_HEADER_ID || m != QEMU_MAGIC) {
-			snprintf(err, errsz,
-				 "%s: offset 0: not a simple trace (no HGTPROBE or QEMU "
-				 "simpletrace magic)",
-				 path);
+			snprintf(
+				err, errsz,
+				"%s: offset 0: not a simple trace (no HGTPROBE or QEMU simpletrace magic)",
+				path);
 			goto fail;
 		}
 		if (v != 4) {
@@ -737,8 +736,7 @@ struct hgt_probefile *hgt_probefile_open(const char *path, const char *events, c
 		}
 		if (!events) {
 			snprintf(err, errsz,
-				 "%s: a QEMU simple trace: give its trace-events-all file "
-				 "first",
+				 "%s: a QEMU simple trace: give its trace-events-all file first",
 				 path);
 			goto fail;
 		}

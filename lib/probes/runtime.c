@@ -306,8 +306,7 @@ void hgt__probe_setup(void)
 	if (getenv("HGTRACE_SIMPLE_FORMAT") &&
 	    hgt__probe_set_file_format(getenv("HGTRACE_SIMPLE_FORMAT")) < 0)
 		fprintf(stderr,
-			"hgtrace-probes: HGTRACE_SIMPLE_FORMAT=%s: not hgtrace or qemu; using "
-			"hgtrace\n",
+			"hgtrace-probes: HGTRACE_SIMPLE_FORMAT=%s: not hgtrace or qemu; using hgtrace\n",
 			getenv("HGTRACE_SIMPLE_FORMAT"));
 	atexit(warn_unmatched);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -414,8 +413,7 @@ int hgt_probe_register_group(struct hgt_probe_group *g)
 		if (had) {
 			/* two groups may name the same event; one program may not link both */
 			fprintf(stderr,
-				"hgtrace-probes: event %s is declared by group %s and by group %s, "
-				"both linked into this program: group %s is not registered\n",
+				"hgtrace-probes: event %s is declared by group %s and by group %s, both linked into this program: group %s is not registered\n",
 				ev->name, had->name, g->name, g->name);
 			ret = -EEXIST;
 		}
@@ -610,8 +608,7 @@ int hgt_probe_command(const char *cmd, char *outbuf, size_t outsz)
 		r = cmd_file(&o, w[1], w[2]);
 	else {
 		put(&o,
-		    "error: unknown command '%s' (info trace-events [PATTERN], "
-		    "trace-event NAME on|off, trace-file [on|off|flush|set PATH])\n",
+		    "error: unknown command '%s' (info trace-events [PATTERN], trace-event NAME on|off, trace-file [on|off|flush|set PATH])\n",
 		    cmd);
 		r = -EINVAL;
 	}

@@ -181,9 +181,7 @@ static size_t ring_bytes(void)
 		if (*e < '0' || *e > '9' || errno || *end || v < 4 || v > (1ULL << 22)) {
 			if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 				fprintf(stderr,
-					"hgtrace-probes: HGTRACE_RING_KB='%s': expected a number "
-					"of "
-					"KB from 4 to 4194304; using 1024\n",
+					"hgtrace-probes: HGTRACE_RING_KB='%s': expected a number of KB from 4 to 4194304; using 1024\n",
 					e);
 		} else {
 			kb = (size_t)v;
@@ -196,8 +194,7 @@ static size_t ring_bytes(void)
 			sz >>= 1;
 		if (!__atomic_exchange_n(&capped, 1, __ATOMIC_RELAXED))
 			fprintf(stderr,
-				"hgtrace-probes: HGTRACE_RING_KB=%s: capped at %zu KB per thread "
-				"(1/64 of this machine's memory)\n",
+				"hgtrace-probes: HGTRACE_RING_KB=%s: capped at %zu KB per thread (1/64 of this machine's memory)\n",
 				e, sz / 1024);
 	}
 	return sz;
@@ -844,8 +841,8 @@ int hgt__probe_file_on_locked(void)
 		if (hgt__thread_spawn(&writer, writer_main, NULL) == 0)
 			writer_running = 1;
 		else
-			fprintf(stderr, "hgtrace-probes: no writer thread; the file is written at "
-					"exit and on trace-file flush\n");
+			fprintf(stderr,
+				"hgtrace-probes: no writer thread; the file is written at exit and on trace-file flush\n");
 	}
 	return 0;
 }

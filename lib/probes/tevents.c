@@ -161,10 +161,9 @@ static int check_fmt(const char *f, int tcg, char **second, const char *file, in
 			for (p++; *p && *p != '"'; p++) {
 				if (*p == '\\') {
 					if (p[1] == 'n')
-						return fail(err, errsz, file, line,
-							    "the format holds '\\n' (backends end "
-							    "lines "
-							    "themselves)");
+						return fail(
+							err, errsz, file, line,
+							"the format holds '\\n' (backends end lines themselves)");
 					if (p[1])
 						p++;
 				} else if (*p == '%' && p[1] == 'm') {
@@ -199,8 +198,7 @@ static int check_fmt(const char *f, int tcg, char **second, const char *file, in
 		} else {
 			return fail(
 				err, errsz, file, line,
-				"unexpected '%c' in the format (string literals, PRI macros and "
-				"format macros such as HWADDR_PRIx only)",
+				"unexpected '%c' in the format (string literals, PRI macros and format macros such as HWADDR_PRIx only)",
 				*p);
 		}
 	}
@@ -271,10 +269,10 @@ static int parse_args(char *text, struct hgt_tev *ev, const char *file, int line
 			return fail(err, errsz, file, line, "'%s' is not an argument name", name);
 		arg->kind = type_kind(type, ev->props & HGT_TEV_TCG, &tcg);
 		if (!arg->kind)
-			return fail(err, errsz, file, line,
-				    "argument '%s': type '%s' is not allowed (integers, bool, "
-				    "char *, void *)",
-				    name, type);
+			return fail(
+				err, errsz, file, line,
+				"argument '%s': type '%s' is not allowed (integers, bool, char *, void *)",
+				name, type);
 		for (int i = 0; i < ev->nargs; i++)
 			if (!strcmp(ev->args[i].name, name))
 				return fail(err, errsz, file, line, "argument '%s' twice", name);

@@ -62,8 +62,7 @@ uint64_t hgt__proc_start(int pid)
 	/* after "pid (comm)": state is field 3, starttime field 22; a zombie is gone */
 	if (!p ||
 	    sscanf(p + 2,
-		   "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-		   "%*d %*d %*d %llu",
+		   "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
 		   &state, &v) != 2 ||
 	    state == 'Z' || state == 'X')
 		return 0;
@@ -161,10 +160,10 @@ int hgt__recdir_create(struct hgt__recdir *d, const char *output, const char *in
 			ret = hgt__errorf(EBUSY, "%s: process %d is recording to %s now", d->dir,
 					  pid, output);
 		else
-			ret = hgt__errorf(EEXIST,
-					  "%s: a cut recording is there: run 'hgtrace restore %s' "
-					  "first (or remove it)",
-					  d->dir, output);
+			ret = hgt__errorf(
+				EEXIST,
+				"%s: a cut recording is there: run 'hgtrace restore %s' first (or remove it)",
+				d->dir, output);
 		goto fail;
 	}
 made:
@@ -475,10 +474,10 @@ int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_con
 	if (!head)
 		return -ENOMEM;
 	if (access(head, F_OK)) {
-		ret = hgt__errorf(ENOENT,
-				  "%s: no head.dat: the recording was cut before its metadata was "
-				  "written, so no page was recorded",
-				  dir);
+		ret = hgt__errorf(
+			ENOENT,
+			"%s: no head.dat: the recording was cut before its metadata was written, so no page was recorded",
+			dir);
 		goto out;
 	}
 	in = hgt_input_open(head, &oo);
@@ -539,8 +538,7 @@ int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_con
 	for (int i = 0; !ret && log && i < nf; i++)
 		if (files[i].dropped)
 			fprintf(log,
-				"hgtrace: %s: %llu bytes of pages kept, %llu bytes after them "
-				"dropped (%s)\n",
+				"hgtrace: %s: %llu bytes of pages kept, %llu bytes after them dropped (%s)\n",
 				files[i].name, (unsigned long long)files[i].kept,
 				(unsigned long long)files[i].dropped,
 				files[i].damaged ? "a damaged page" : "a partial page");
@@ -595,10 +593,10 @@ int hgt_record_restore(const char *output, const struct hgt_restore_opts *opts)
 	}
 	if (nothing_recorded(dir)) {
 		remove_dir(dir);
-		ret = hgt__errorf(ENOENT,
-				  "%s: the recording was cut before tracing started: nothing was "
-				  "recorded (%s removed)",
-				  output, dir);
+		ret = hgt__errorf(
+			ENOENT,
+			"%s: the recording was cut before tracing started: nothing was recorded (%s removed)",
+			output, dir);
 		goto out;
 	}
 	ret = read_state(dir, &pid, &start, inst, sizeof(inst));
@@ -613,10 +611,10 @@ int hgt_record_restore(const char *output, const struct hgt_restore_opts *opts)
 		goto out;
 	}
 	if ((!o.output || hgt_same_file(o.output, output) == 1) && !access(output, F_OK)) {
-		ret = hgt__errorf(EEXIST,
-				  "%s: exists: the recording in %s was probably written out "
-				  "before the cut; restore it elsewhere (-o) or remove one",
-				  output, dir);
+		ret = hgt__errorf(
+			EEXIST,
+			"%s: exists: the recording in %s was probably written out before the cut; restore it elsewhere (-o) or remove one",
+			output, dir);
 		goto out;
 	}
 	{

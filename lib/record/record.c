@@ -409,8 +409,7 @@ static void store_failed(struct cpu_reader *c, int e)
 	c->fulls++;
 	if (r->o.log)
 		fprintf(r->o.log,
-			"hgtrace record: CPU %d: cannot store its pages: %s; its events are lost "
-			"until there is space again\n",
+			"hgtrace record: CPU %d: cannot store its pages: %s; its events are lost until there is space again\n",
 			c->cpu, strerror(e));
 }
 
@@ -420,8 +419,7 @@ static void stored(struct cpu_reader *c)
 		return;
 	if (c->rec->o.log)
 		fprintf(c->rec->o.log,
-			"hgtrace record: CPU %d: storing its pages again after %.1f s without "
-			"space\n",
+			"hgtrace record: CPU %d: storing its pages again after %.1f s without space\n",
 			c->cpu, (double)(hgt__now_ms() - c->full_ms) / 1000.0);
 	c->full_err = 0;
 }
@@ -566,8 +564,9 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 	if (r->flush_us > r->flush_ms * 1000 / 4)
 		r->flush_us = (unsigned int)(r->flush_ms * 1000 / 4);
 	if (!tracefs_tracing_dir()) {
-		ret = hgt__errorf(ENODEV, "record: tracefs is not mounted (mount -t tracefs nodev "
-					  "/sys/kernel/tracing)");
+		ret = hgt__errorf(
+			ENODEV,
+			"record: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)");
 		goto fail;
 	}
 	if (r->o.cpumask) {
@@ -608,10 +607,10 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 	/* trace-cmd's tsc2nsec clock: the TSC, with the kernel's ns conversion stored */
 	if (!ret && r->o.clock && !strcmp(r->o.clock, "tsc2nsec")) {
 		if (hgt_tsc2nsec_read(&r->mult, &r->shift)) {
-			ret = hgt__errorf(EOPNOTSUPP,
-					  "record: -C tsc2nsec: TSC to nanosecond is "
-					  "not supported here: %s",
-					  hgt_last_error());
+			ret = hgt__errorf(
+				EOPNOTSUPP,
+				"record: -C tsc2nsec: TSC to nanosecond is not supported here: %s",
+				hgt_last_error());
 			goto fail;
 		}
 		r->tsc2nsec = true;
@@ -1179,9 +1178,7 @@ int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 			else
 				snprintf(why, sizeof(why), "use a larger -b");
 			fprintf(r->o.log,
-				"hgtrace record: CPU %d: %llu events LOST (ring buffer overrun "
-				"%llu, "
-				"dropped %llu): %s\n",
+				"hgtrace record: CPU %d: %llu events LOST (ring buffer overrun %llu, dropped %llu): %s\n",
 				i, (unsigned long long)(r->res[i].overrun + r->res[i].dropped),
 				(unsigned long long)r->res[i].overrun,
 				(unsigned long long)r->res[i].dropped, why);
@@ -1213,13 +1210,11 @@ void hgt_record_free(struct hgt_recorder *r)
 	if (r->rd.dir && r->traced && !r->finished) {
 		if (r->o.log && hgt__recdir_present(&r->rd))
 			fprintf(r->o.log,
-				"hgtrace record: the recording is kept in %s: 'hgtrace restore %s' "
-				"writes it out\n",
+				"hgtrace record: the recording is kept in %s: 'hgtrace restore %s' writes it out\n",
 				r->rd.dir, r->o.output);
 		else if (r->o.log)
 			fprintf(r->o.log,
-				"hgtrace record: the recording directory %s was removed while "
-				"recording: nothing of it is kept\n",
+				"hgtrace record: the recording directory %s was removed while recording: nothing of it is kept\n",
 				r->rd.dir);
 		hgt__recdir_done(&r->rd, false);
 	} else {

@@ -115,16 +115,14 @@ int hgt__instance_reap(const char *name, FILE *log)
 		ret = -errno;
 		if (log)
 			fprintf(log,
-				"hgtrace: tracefs instance %s, left by process %d, could not be "
-				"removed: %s\n",
+				"hgtrace: tracefs instance %s, left by process %d, could not be removed: %s\n",
 				name, pid, strerror(errno));
 	} else {
 		ret = 1;
 		hgt__instance_unregister(name);
 		if (log)
 			fprintf(log,
-				"hgtrace: removed tracefs instance %s, left behind by process %d "
-				"(no longer running)\n",
+				"hgtrace: removed tracefs instance %s, left behind by process %d (no longer running)\n",
 				name, pid);
 	}
 	tracefs_instance_free(inst);

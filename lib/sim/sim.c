@@ -1084,10 +1084,10 @@ static int embed_sync(struct sim *s, struct hgt_output *guest, struct hgt_output
 	if (!ret && s->o.embed_sync && s->o.channel_bound > 0) {
 		char line[160];
 
-		snprintf(line, sizeof(line),
-			 "hgtrace sync: agent channel (simulated), clock x86-tsc: %d samples, "
-			 "bound=%lld\n",
-			 2 * N, (long long)s->o.channel_bound);
+		snprintf(
+			line, sizeof(line),
+			"hgtrace sync: agent channel (simulated), clock x86-tsc: %d samples, bound=%lld\n",
+			2 * N, (long long)s->o.channel_bound);
 		ret = hgt_output_add_option(guest, HGT_OPT_CPUSTAT, line,
 					    (uint32_t)strlen(line) + 1);
 	}
@@ -1251,11 +1251,10 @@ int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res)
 	    (s->o.ratio && (s->o.frac > 63 || s->o.ratio < (1ULL << s->o.frac) / 4 ||
 			    s->o.ratio > (1ULL << s->o.frac) * 4)) ||
 	    (s->o.drift_ppb && (s->o.ratio || s->o.offset_step)) || s->o.offset_step < 0) {
-		ret = sim_error(s, EINVAL,
-				"bad parameters: 1-%d vCPUs, 1-1024 host CPUs, both paths, a ratio "
-				"within 1/4..4 of 1 << frac (frac <= 63), drift with neither "
-				"scaling nor an offset step",
-				HGT_SIM_MAX_VCPUS);
+		ret = sim_error(
+			s, EINVAL,
+			"bad parameters: 1-%d vCPUs, 1-1024 host CPUs, both paths, a ratio within 1/4..4 of 1 << frac (frac <= 63), drift with neither scaling nor an offset step",
+			HGT_SIM_MAX_VCPUS);
 		free(s);
 		return ret;
 	}
@@ -1270,8 +1269,7 @@ int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res)
 		     (!in->count || in->count > 100000))) {
 			ret = sim_error(
 				s, EINVAL,
-				"bad injection %d: at most %d, each 1 us to 10 s, exits and "
-				"irqs 1 to 100000 of them",
+				"bad injection %d: at most %d, each 1 us to 10 s, exits and irqs 1 to 100000 of them",
 				i + 1, HGT_SIM_MAX_INJECT);
 			free(s);
 			return ret;

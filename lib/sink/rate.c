@@ -87,8 +87,7 @@ uint64_t hgt__tsc_rate(struct hgt_input *const *in, const struct hgt_clock *clk,
 		}
 	}
 	if (best < 1e7 || ns_per_tick <= 0) {
-		*how = "its times are TSC cycles (no TSC2NSEC), no rate was stored with them and "
-		       "no 10 ms of timer expiries give one";
+		*how = "its times are TSC cycles (no TSC2NSEC), no rate was stored with them and no 10 ms of timer expiries give one";
 		return 0;
 	}
 	*how = "the timers'";

@@ -219,11 +219,9 @@ int hgt__probe_clock_check(const char *tc, const struct hgt_probefile *f, const 
 	const char *want = c == HGT_PROBE_CLOCK_TSC ? "x86-tsc" : "mono";
 
 	if (!tc || strcmp(tc, want))
-		return report_error("hgtrace: %s: its events are stamped with the %s, "
-				    "but the first trace.dat was not recorded with that clock: "
-				    "record with -C x86-tsc (HGTRACE_CLOCK=tsc) or -C mono "
-				    "(HGTRACE_CLOCK=mono)",
-				    path, c == HGT_PROBE_CLOCK_TSC ? "TSC" : "monotonic clock");
+		return report_error(
+			"hgtrace: %s: its events are stamped with the %s, but the first trace.dat was not recorded with that clock: record with -C x86-tsc (HGTRACE_CLOCK=tsc) or -C mono (HGTRACE_CLOCK=mono)",
+			path, c == HGT_PROBE_CLOCK_TSC ? "TSC" : "monotonic clock");
 	return 0;
 }
 
@@ -344,9 +342,9 @@ static int open_inputs(struct report *r)
 		if (o->nsec)
 			tep_set_flag(hgt_input_tep(h->in), TEP_NSEC_OUTPUT);
 		if (hgt_input_is_latency(h->in) && o->nr_inputs > 1)
-			return report_error("hgtrace: %s: latency traces do not work with multiple "
-					    "inputs%s",
-					    ri->path, "");
+			return report_error(
+				"hgtrace: %s: latency traces do not work with multiple inputs%s",
+				ri->path, "");
 	}
 	r->nr_top = r->nr_h;
 	for (i = 0; i < r->nr_top; i++) {
@@ -846,8 +844,7 @@ static void print_stat(struct report *r, struct handle *h)
 
 	fprintf(r->out,
 		"\nKernel buffer statistics:\n"
-		"  Note: \"entries\" are the entries left in the kernel ring buffer and are "
-		"not\n"
+		"  Note: \"entries\" are the entries left in the kernel ring buffer and are not\n"
 		"        recorded in the trace data. They should all be zero.\n\n");
 	if (*stat)
 		fprintf(r->out, "%s\n", stat);

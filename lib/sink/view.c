@@ -1003,8 +1003,7 @@ static void write_why(FILE *f, const struct viewer *v, const int *pos)
 				 (unsigned long long)(d->parts[0].ns / 1000),
 				 (unsigned long long)(d->parts[0].ns % 1000));
 		fprintf(f,
-			"%s\n{\"ev\":%d,\"vcpu\":%d,\"from\":%llu,\"to\":%llu,\"host\":%s,"
-			"\"title\":",
+			"%s\n{\"ev\":%d,\"vcpu\":%d,\"from\":%llu,\"to\":%llu,\"host\":%s,\"title\":",
 			i ? "," : "", find_track(v, pos, d->input, d->cpu, false),
 			find_track(v, pos, d->input, d->cpu, true),
 			(unsigned long long)(d->from_ns - v->t0),
@@ -1042,14 +1041,11 @@ static int write_page(struct viewer *v)
 	      "<style>",
 	      f);
 	fputs(hgt__view_css, f);
-	fputs("</style></head><body>\n<div id=\"hdr\"></div><div id=\"bar\"></div>"
-	      "<div id=\"why\"></div><div id=\"wrap\"><canvas id=\"cv\"></canvas></div>"
-	      "<div id=\"detail\"></div><pre id=\"state\"></pre>\n"
+	fputs("</style></head><body>\n<div id=\"hdr\"></div><div id=\"bar\"></div><div id=\"why\"></div><div id=\"wrap\"><canvas id=\"cv\"></canvas></div><div id=\"detail\"></div><pre id=\"state\"></pre>\n"
 	      "<script id=\"hgt-data\" type=\"application/json\">{\"version\":1",
 	      f);
 	fprintf(f,
-		",\"t0\":\"%llu\",\"span\":%llu,\"events\":%u,\"ns\":%s,\"tscHz\":%llu,"
-		"\"tscFrom\":",
+		",\"t0\":\"%llu\",\"span\":%llu,\"events\":%u,\"ns\":%s,\"tscHz\":%llu,\"tscFrom\":",
 		(unsigned long long)v->t0, (unsigned long long)span, v->nev,
 		v->ns ? "true" : "false", (unsigned long long)v->tsc_hz);
 	hgt__json_str(f, v->tsc_how ? v->tsc_how : "", v->tsc_how ? strlen(v->tsc_how) : 0);
@@ -1172,13 +1168,13 @@ int hgt_view_html(const struct hgt_view_opts *opts)
 			hgt__set_last_error("");
 		}
 		if (v.why && !v.why->host)
-			snprintf(v.why_note, sizeof(v.why_note),
-				 "no host with guests among these files: no guest delay to "
-				 "explain by the host");
+			snprintf(
+				v.why_note, sizeof(v.why_note),
+				"no host with guests among these files: no guest delay to explain by the host");
 		else if (v.why && !v.why->found[0] && !v.why->found[1] && !v.why->found[2])
-			snprintf(v.why_note, sizeof(v.why_note),
-				 "no guest delay to analyse: no guest wakeup or timer expiry in "
-				 "these files");
+			snprintf(
+				v.why_note, sizeof(v.why_note),
+				"no guest delay to analyse: no guest wakeup or timer expiry in these files");
 		ret = ret ?: v.err;
 	} else if (!ret && v.nr_paths) {
 		snprintf(v.why_note, sizeof(v.why_note), "guest delays not analysed (--no-why)");

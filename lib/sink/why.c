@@ -1158,8 +1158,7 @@ static void print_json(const struct hgt_why_result *r, FILE *f)
 		fprintf(f, ",\"cpu\":%d,\"pid\":%d,\"comm\":", d->cpu, d->pid);
 		hgt__json_str(f, d->comm, strlen(d->comm));
 		fprintf(f,
-			",\"from_ns\":%llu,\"to_ns\":%llu,\"delay_ns\":%llu,\"vcpu_thread\":%d,"
-			"\"host_ns\":%llu,\"verdict\":\"%s\",\"parts\":[",
+			",\"from_ns\":%llu,\"to_ns\":%llu,\"delay_ns\":%llu,\"vcpu_thread\":%d,\"host_ns\":%llu,\"verdict\":\"%s\",\"parts\":[",
 			(unsigned long long)d->from_ns, (unsigned long long)d->to_ns,
 			(unsigned long long)(d->to_ns - d->from_ns), d->vcpu_thread,
 			(unsigned long long)d->host_ns,
@@ -1204,8 +1203,8 @@ static void print_table(const struct hgt_why_result *r, FILE *f)
 		fprintf(f, "\n#%d %s of %s-%d on %s CPU %d: %s us, %s -> %s\n", i + 1,
 			kind_name(d->kind), d->comm, d->pid, d->input, d->cpu, len, at, to);
 		if (!d->vcpu_thread) {
-			fprintf(f, "   no host thread known for this CPU (no host trace, or no "
-				   "GUEST option naming this guest)\n");
+			fprintf(f,
+				"   no host thread known for this CPU (no host trace, or no GUEST option naming this guest)\n");
 			continue;
 		}
 		for (int k = 0; k < d->nr_parts; k++) {
@@ -1231,8 +1230,7 @@ static void print_table(const struct hgt_why_result *r, FILE *f)
 		} else if (!host_caused(d)) {
 			us3(v, sizeof(v), d->host_ns);
 			fprintf(f,
-				"   cause: inside the guest (vCPU thread %d %s most of it; the "
-				"host took %s us)\n",
+				"   cause: inside the guest (vCPU thread %d %s most of it; the host took %s us)\n",
 				d->vcpu_thread,
 				d->parts[0].state == HGT_WHY_GUEST ? "in guest mode"
 								   : "halted by it",

@@ -80,9 +80,9 @@ int hgt__append_options(const char *path, const struct hgt_option_blob *opts, in
 		return -errno;
 	if (in->version < 7) {
 		hgt_input_close(in);
-		return fail(path, EROFS,
-			    "version 6 files cannot be appended to (convert it to version 7 "
-			    "first)");
+		return fail(
+			path, EROFS,
+			"version 6 files cannot be appended to (convert it to version 7 first)");
 	}
 	if (!in->last_done_pos) {
 		hgt_input_close(in);

@@ -147,22 +147,22 @@ int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_conver
 
 		if (!fstat(in->fd, &si) && !stat(path, &so) && si.st_dev == so.st_dev &&
 		    si.st_ino == so.st_ino)
-			return hgt__errorf(EEXIST,
-					   "%s: the same file as the input %s (device %u:%u, "
-					   "inode %llu): choose another output",
-					   path, in->path, major(so.st_dev), minor(so.st_dev),
-					   (unsigned long long)so.st_ino);
+			return hgt__errorf(
+				EEXIST,
+				"%s: the same file as the input %s (device %u:%u, inode %llu): choose another output",
+				path, in->path, major(so.st_dev), minor(so.st_dev),
+				(unsigned long long)so.st_ino);
 	}
 	if (!in->latency && (in->nr_bufs < 1 || *in->bufs[0].name))
 		return hgt__error(in, in->first_options, ENOTSUP,
 				  "the file has no top instance buffer");
 	for (i = 1; i < in->nr_bufs; i++)
 		if (in->bufs[i].pub.page_size != in->bufs[0].pub.page_size)
-			return hgt__error(in, in->bufs[i].pub.section_offset, ENOTSUP,
-					  "buffer \"%s\" has %u-byte pages, the top one %u: "
-					  "mixed page sizes cannot be written",
-					  in->bufs[i].name, in->bufs[i].pub.page_size,
-					  in->bufs[0].pub.page_size);
+			return hgt__error(
+				in, in->bufs[i].pub.section_offset, ENOTSUP,
+				"buffer \"%s\" has %u-byte pages, the top one %u: mixed page sizes cannot be written",
+				in->bufs[i].name, in->bufs[i].pub.page_size,
+				in->bufs[0].pub.page_size);
 	{
 		HGT_OPTS(hgt_output_opts, oo, .version = co.version, .compression = co.compression,
 			 .page_size = in->latency ? in->page_size : in->bufs[0].pub.page_size,

@@ -159,8 +159,7 @@ static int fill_window(struct hgt_cursor *c)
 		if (c->end - c->off < 8)
 			return hgt__error(
 				in, c->off, EBADMSG,
-				"cpu %d: chunk header lies past the CPU's data (%u chunks "
-				"still expected)",
+				"cpu %d: chunk header lies past the CPU's data (%u chunks still expected)",
 				c->cpu, c->chunks_left);
 		ret = hgt__pread_all(in, sz, 8, c->off);
 		if (ret)
@@ -170,14 +169,12 @@ static int fill_window(struct hgt_cursor *c)
 		if (csize > c->end - c->off - 8)
 			return hgt__error(
 				in, c->off, EBADMSG,
-				"cpu %d: chunk claims %u compressed bytes, %llu remain in "
-				"the CPU's data",
+				"cpu %d: chunk claims %u compressed bytes, %llu remain in the CPU's data",
 				c->cpu, csize, (unsigned long long)(c->end - c->off - 8));
 		if (usize > HGT__MAX_CHUNK || usize % c->page_size)
 			return hgt__error(
 				in, c->off, EBADMSG,
-				"cpu %d: chunk claims %u uncompressed bytes (not a multiple "
-				"of the %u-byte page, or beyond %llu)",
+				"cpu %d: chunk claims %u uncompressed bytes (not a multiple of the %u-byte page, or beyond %llu)",
 				c->cpu, usize, c->page_size, (unsigned long long)HGT__MAX_CHUNK);
 		if (csize > c->cbuf_cap) {
 			uint8_t *n = realloc(c->cbuf, csize);
@@ -240,11 +237,11 @@ static int next_page(struct hgt_cursor *c)
 		commit = in->kernel_long_size == 8 ? hgt__get64(in, p + 8) : hgt__get32(in, p + 8);
 		size = (uint32_t)(commit & COMMIT_MASK);
 		if (size > c->page_size - c->hdr_size)
-			return hgt__error(in, c->page_off, EBADMSG,
-					  "cpu %d: page commit size %u exceeds the page (%u bytes "
-					  "of data)%s",
-					  c->cpu, size, c->page_size - c->hdr_size,
-					  c->compressed ? " (in the compressed chunk here)" : "");
+			return hgt__error(
+				in, c->page_off, EBADMSG,
+				"cpu %d: page commit size %u exceeds the page (%u bytes of data)%s",
+				c->cpu, size, c->page_size - c->hdr_size,
+				c->compressed ? " (in the compressed chunk here)" : "");
 		if (commit & MISSED_EVENTS) {
 			c->loss.pages_with_loss++;
 			if ((commit & MISSED_STORED) &&
@@ -299,8 +296,7 @@ int hgt_cursor_next(struct hgt_cursor *c, struct tep_record *rec)
 		    size < 0)
 			return hgt__error(
 				c->in, c->page_off, EBADMSG,
-				"cpu %d: event at page offset %ld claims %d bytes, beyond "
-				"the page's %u committed bytes",
+				"cpu %d: event at page offset %ld claims %d bytes, beyond the page's %u committed bytes",
 				c->cpu, (long)(data - c->page), size, c->commit);
 		c->at_start = c->last == NULL;
 		c->last = data;

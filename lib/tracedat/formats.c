@@ -272,8 +272,7 @@ static int helper_start(void)
 	if (__atomic_load_n(&threads_running, __ATOMIC_SEQ_CST) > 0) {
 		if (getenv("HGTRACE_STRICT_FORK")) {
 			fprintf(stderr,
-				"hgtrace: internal error: the format guard would fork "
-				"while %d worker threads run\n",
+				"hgtrace: internal error: the format guard would fork while %d worker threads run\n",
 				__atomic_load_n(&threads_running, __ATOMIC_SEQ_CST));
 			abort();
 		}
@@ -618,8 +617,7 @@ static void guard_print_formats(struct hgt_input *in)
 			continue;
 		if (!(in->flags & HGT_OPEN_QUIET))
 			fprintf(stderr,
-				"hgtrace: %s: event %s:%s: its print format divides by something "
-				"other than a nonzero constant: its fields are printed instead\n",
+				"hgtrace: %s: event %s:%s: its print format divides by something other than a nonzero constant: its fields are printed instead\n",
 				in->path, ev->system, ev->name);
 		tep_register_event_handler(in->tep, ev->id, ev->system, ev->name, print_fields_only,
 					   NULL);
@@ -645,15 +643,14 @@ int hgt__formats_parse(struct hgt_input *in)
 		in->formats[bad].bad = true;
 		if (!(in->flags & HGT_OPEN_QUIET))
 			fprintf(stderr,
-				"hgtrace: %s: offset 0x%llx: event format %d of system \"%s\" "
-				"crashes libtraceevent's parser: skipped\n",
+				"hgtrace: %s: offset 0x%llx: event format %d of system \"%s\" crashes libtraceevent's parser: skipped\n",
 				in->path, (unsigned long long)in->formats[bad].where, bad,
 				in->formats[bad].system);
 		if (++nbad > MAX_BAD_FORMATS) {
-			ret = hgt__error(in, in->formats[bad].where, EBADMSG,
-					 "more than %d event formats crash libtraceevent's "
-					 "parser: the metadata is damaged",
-					 MAX_BAD_FORMATS);
+			ret = hgt__error(
+				in, in->formats[bad].where, EBADMSG,
+				"more than %d event formats crash libtraceevent's parser: the metadata is damaged",
+				MAX_BAD_FORMATS);
 			break;
 		}
 		if (bad + 1 == in->nr_formats)

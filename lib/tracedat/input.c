@@ -135,10 +135,10 @@ static int walk_sections(struct hgt_input *in)
 		static const uint8_t zero[16];
 
 		if (in->nr_sections >= HGT__MAX_SECTIONS)
-			return hgt__error(in, off, EBADMSG,
-					  "more than %d sections: not a trace.dat written by a "
-					  "tracer",
-					  HGT__MAX_SECTIONS);
+			return hgt__error(
+				in, off, EBADMSG,
+				"more than %d sections: not a trace.dat written by a tracer",
+				HGT__MAX_SECTIONS);
 		if (in->file_size - off < 16)
 			return hgt__error(in, off, EBADMSG,
 					  "%llu trailing bytes are too few for a section header",
@@ -247,12 +247,11 @@ static int read_flyrecord_v6(struct hgt_input *in, struct hgt__rd *rd, int idx, 
 		if (ret)
 			return ret;
 		if (off > in->file_size || size > in->file_size - off)
-			return hgt__error(in, at, EBADMSG,
-					  "buffer \"%s\" cpu %d: data at 0x%llx + %llu bytes lies "
-					  "past the end of the file (size %llu)",
-					  b->name, i, (unsigned long long)off,
-					  (unsigned long long)size,
-					  (unsigned long long)in->file_size);
+			return hgt__error(
+				in, at, EBADMSG,
+				"buffer \"%s\" cpu %d: data at 0x%llx + %llu bytes lies past the end of the file (size %llu)",
+				b->name, i, (unsigned long long)off, (unsigned long long)size,
+				(unsigned long long)in->file_size);
 		b->cpus[i].offset = off;
 		b->cpus[i].size = size;
 		b->cpus[i].present = true;
@@ -272,8 +271,7 @@ static int read_flyrecord_v6(struct hgt_input *in, struct hgt__rd *rd, int idx, 
 		} else if (ret || len > 4096) {
 			if (!(in->flags & HGT_OPEN_QUIET))
 				fprintf(stderr,
-					"hgtrace: %s: offset 0x%llx: File has trace_clock bug, "
-					"using local clock\n",
+					"hgtrace: %s: offset 0x%llx: File has trace_clock bug, using local clock\n",
 					in->path, (unsigned long long)at);
 			free(b->clock);
 			b->clock = strdup("local");
@@ -486,14 +484,14 @@ struct hgt_input *hgt_input_open(const char *path, const struct hgt_open_opts *o
 	}
 	if (fstat(in->fd, &st) || !S_ISREG(st.st_mode)) {
 		ret = -EINVAL;
-		snprintf(in->err, sizeof(in->err),
-			 "%s: not a regular file (%s): trace.dat is read by offset; copy it to a "
-			 "file first",
-			 path,
-			 S_ISFIFO(st.st_mode)  ? "a FIFO"
-			 : S_ISDIR(st.st_mode) ? "a directory"
-			 : S_ISCHR(st.st_mode) ? "a character device"
-					       : "not a file");
+		snprintf(
+			in->err, sizeof(in->err),
+			"%s: not a regular file (%s): trace.dat is read by offset; copy it to a file first",
+			path,
+			S_ISFIFO(st.st_mode)  ? "a FIFO"
+			: S_ISDIR(st.st_mode) ? "a directory"
+			: S_ISCHR(st.st_mode) ? "a character device"
+					      : "not a file");
 		hgt__set_last_error(in->err);
 		goto fail;
 	}

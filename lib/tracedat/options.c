@@ -127,11 +127,11 @@ static int check_cpu_range(struct hgt_input *in, uint64_t where, const char *nam
 			   uint64_t off, uint64_t size)
 {
 	if (off > in->file_size || size > in->file_size - off)
-		return hgt__error(in, where, EBADMSG,
-				  "buffer \"%s\" cpu %u: data at 0x%llx + %llu bytes lies past the "
-				  "end of the file (size %llu)",
-				  name, cpu, (unsigned long long)off, (unsigned long long)size,
-				  (unsigned long long)in->file_size);
+		return hgt__error(
+			in, where, EBADMSG,
+			"buffer \"%s\" cpu %u: data at 0x%llx + %llu bytes lies past the end of the file (size %llu)",
+			name, cpu, (unsigned long long)off, (unsigned long long)size,
+			(unsigned long long)in->file_size);
 	return 0;
 }
 
@@ -162,10 +162,10 @@ static int opt_buffer_v7(struct hgt_input *in, const uint8_t *p, uint32_t size, 
 	if (ret)
 		goto out;
 	if (page_size < 64 || page_size > HGT__MAX_PAGE || (page_size & (page_size - 1))) {
-		ret = hgt__error(in, where, EBADMSG,
-				 "option 3 (BUFFER) \"%s\": page size %u is not a power of two "
-				 "between 64 and %u",
-				 name, page_size, HGT__MAX_PAGE);
+		ret = hgt__error(
+			in, where, EBADMSG,
+			"option 3 (BUFFER) \"%s\": page size %u is not a power of two between 64 and %u",
+			name, page_size, HGT__MAX_PAGE);
 		goto out;
 	}
 	if (n > HGT__MAX_CPUS || (uint64_t)n * 20 > size - rd.pos) {
@@ -366,8 +366,7 @@ static int handle_option(struct hgt_input *in, uint16_t id, uint32_t size, const
 	default:
 		if (!(in->flags & HGT_OPEN_QUIET))
 			fprintf(stderr,
-				"hgtrace: %s: offset 0x%llx: unknown option %u (%u bytes), "
-				"skipped\n",
+				"hgtrace: %s: offset 0x%llx: unknown option %u (%u bytes), skipped\n",
 				in->path, (unsigned long long)where, id, size);
 		return 0;
 	}
@@ -399,11 +398,11 @@ static int parse_option_list(struct hgt_input *in, struct hgt__rd *rd, uint64_t 
 		if (size > rd->end - rd->pos) {
 			at = hgt__rd_fileoff(rd);
 			if (rd->mem)
-				return hgt__rd_error(rd, EBADMSG,
-						     "option %u (%s) claims %u bytes, %llu remain "
-						     "in its section",
-						     id, hgt_option_name(id), size,
-						     (unsigned long long)(rd->end - rd->pos));
+				return hgt__rd_error(
+					rd, EBADMSG,
+					"option %u (%s) claims %u bytes, %llu remain in its section",
+					id, hgt_option_name(id), size,
+					(unsigned long long)(rd->end - rd->pos));
 			return hgt__error(
 				in, at - 6, EBADMSG,
 				"option %u (%s) claims %u bytes, %llu remain in its section", id,

@@ -245,10 +245,10 @@ struct hgt_output *hgt_output_create(const char *path, const struct hgt_output_o
 	if ((oo.version != 6 && oo.version != 7) || (oo.version == 6 && oo.compression) ||
 	    oo.page_size < 64 || oo.page_size > HGT__MAX_PAGE ||
 	    (oo.long_size != 4 && oo.long_size != 8)) {
-		snprintf(line, sizeof(line),
-			 "%s: cannot write version %d with compression %s, page size %u, long "
-			 "size %d (version 6 has no compression)",
-			 path, oo.version, comp_name(oo.compression), oo.page_size, oo.long_size);
+		snprintf(
+			line, sizeof(line),
+			"%s: cannot write version %d with compression %s, page size %u, long size %d (version 6 has no compression)",
+			path, oo.version, comp_name(oo.compression), oo.page_size, oo.long_size);
 		hgt__set_last_error(line);
 		errno = EINVAL;
 		return NULL;
@@ -350,10 +350,10 @@ int hgt_output_add_buffer(struct hgt_output *o, const char *name, const char *cl
 		return o->err;
 	if (o->data_started || nr_cpus < 0 || nr_cpus > HGT__MAX_CPUS ||
 	    (o->nr_bufs == 0) != (*name == 0))
-		return out_error(o, EINVAL,
-				 "buffer \"%s\" (%d CPUs): buffers must be declared before the "
-				 "data, the top instance (\"\") first and only once",
-				 name, nr_cpus);
+		return out_error(
+			o, EINVAL,
+			"buffer \"%s\" (%d CPUs): buffers must be declared before the data, the top instance (\"\") first and only once",
+			name, nr_cpus);
 	n = realloc(o->bufs, sizeof(*n) * (size_t)(o->nr_bufs + 1));
 	if (!n)
 		return out_error(o, ENOMEM, "out of memory");
@@ -657,10 +657,10 @@ static int seek_cpu(struct hgt_output *o, int buf, int cpu)
 	int ret;
 
 	if (buf < o->cur_buf || (buf == o->cur_buf && cpu < o->cur_cpu))
-		return out_error(o, EINVAL,
-				 "buffer %d cpu %d written after buffer %d cpu %d: write buffers "
-				 "in order and CPUs in ascending order",
-				 buf, cpu, o->cur_buf, o->cur_cpu);
+		return out_error(
+			o, EINVAL,
+			"buffer %d cpu %d written after buffer %d cpu %d: write buffers in order and CPUs in ascending order",
+			buf, cpu, o->cur_buf, o->cur_cpu);
 	if (buf == o->cur_buf && cpu == o->cur_cpu)
 		return 0;
 	ret = advance_to_buffer(o, buf);

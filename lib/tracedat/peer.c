@@ -139,8 +139,7 @@ static int parse_time_shift(struct hgt_input *in, const struct hgt_option *op)
 					free(ts);
 					return hgt__error(
 						in, op->file_offset, EBADMSG,
-						"TIME_SHIFT cpu %u sample %u: %lld fraction "
-						"bits (expected 0 to 63)",
+						"TIME_SHIFT cpu %u sample %u: %lld fraction bits (expected 0 to 63)",
 						i, j, bad);
 				}
 			}
@@ -203,8 +202,7 @@ static int parse_guest(struct hgt_input *in, const struct hgt_option *op)
 			/* trace-cmd drops such an option entirely; so do we, saying so */
 			if (!(in->flags & HGT_OPEN_QUIET))
 				fprintf(stderr,
-					"hgtrace: %s: offset 0x%llx: GUEST option maps vCPU %u but "
-					"counts %u vCPUs: ignored\n",
+					"hgtrace: %s: offset 0x%llx: GUEST option maps vCPU %u but counts %u vCPUs: ignored\n",
 					in->path, (unsigned long long)op->file_offset, vcpu, cnt);
 			in->nr_guests--;
 			free(g->name);

@@ -235,8 +235,7 @@ static int open_port(const char *dir, const char *name, int flags)
 					   name, strerror(-fd));
 	}
 	return hgt__errorf(e,
-			   "agent: %s: %s (and no virtio port named %s in "
-			   "/sys/class/virtio-ports)",
+			   "agent: %s: %s (and no virtio port named %s in /sys/class/virtio-ports)",
 			   path, strerror(e), name);
 }
 
@@ -563,8 +562,8 @@ static int wait_command(struct agent *a, int want, unsigned int silent_ms, bool 
 				 * host is gone */
 				a->host_lost = true;
 				if (a->o.log && say)
-					fprintf(a->o.log, "hgtrace agent: a new host's settings "
-							  "arrived: this session's host is gone\n");
+					fprintf(a->o.log,
+						"hgtrace agent: a new host's settings arrived: this session's host is gone\n");
 				return 1;
 			}
 			if (c == want)
@@ -579,8 +578,7 @@ static int wait_command(struct agent *a, int want, unsigned int silent_ms, bool 
 			a->host_lost = true;
 			if (a->o.log && say)
 				fprintf(a->o.log,
-					"hgtrace agent: the host was silent for %u ms: session "
-					"ended\n",
+					"hgtrace agent: the host was silent for %u ms: session ended\n",
 					silent_ms);
 			return 1;
 		}
@@ -824,8 +822,8 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	if (!ret && drain.started) {
 		/* nobody to send the end to */
 		if (a->o.log)
-			fprintf(a->o.log, "hgtrace agent: stopped: the host is gone; what it did "
-					  "not read was dropped\n");
+			fprintf(a->o.log,
+				"hgtrace agent: stopped: the host is gone; what it did not read was dropped\n");
 		ret = 1;
 	}
 	if (!ret)
@@ -847,8 +845,7 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 		}
 		if (a->o.log && !ret)
 			fprintf(a->o.log,
-				"hgtrace agent: stopped: %.1f ms of CPU in %.3f s of recording "
-				"(%.3f%% of one CPU), %.1f ms in all; %llu probes answered\n",
+				"hgtrace agent: stopped: %.1f ms of CPU in %.3f s of recording (%.3f%% of one CPU), %.1f ms in all; %llu probes answered\n",
 				(double)end[3] / 1e6, (double)end[4] / 1e9,
 				end[4] ? 100.0 * (double)end[3] / (double)end[4] : 0.0,
 				(double)end[1] / 1e6, (unsigned long long)a->probes);
@@ -1044,9 +1041,9 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 		return hgt__errorf(EINVAL, "agent: no directory for the ports or FIFOs");
 	if (a.o.serve && !a.o.listen && a.o.transport != HGT_TRANSPORT_PORTS &&
 	    a.o.transport != HGT_TRANSPORT_FIFOS)
-		return hgt__errorf(EINVAL,
-				   "agent: --serve works over virtio-serial ports or FIFOs, "
-				   "or listening (--listen)");
+		return hgt__errorf(
+			EINVAL,
+			"agent: --serve works over virtio-serial ports or FIFOs, or listening (--listen)");
 	if (a.o.listen && (!a.o.serve || (a.o.transport != HGT_TRANSPORT_TCP &&
 					  a.o.transport != HGT_TRANSPORT_VSOCK)))
 		return hgt__errorf(EINVAL, "agent: --listen is for --serve over TCP or vsock");
@@ -1061,8 +1058,8 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 	for (i = 0; i < a.nr_cpus; i++)
 		a.data[i] = -1;
 	if (a.o.transport == HGT_TRANSPORT_TCP && a.o.log)
-		fprintf(a.o.log, "hgtrace agent: WARNING: TCP is unauthenticated and unencrypted: "
-				 "anyone on the path can read or inject trace data\n");
+		fprintf(a.o.log,
+			"hgtrace agent: WARNING: TCP is unauthenticated and unencrypted: anyone on the path can read or inject trace data\n");
 	if (a.o.listen) {
 		ret = serve_listening(&a);
 		goto out;
@@ -1125,8 +1122,9 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 		ret = send_data_headers(&a);
 	if (ret && host_closed(&a))
 		/* a data channel reset because the host left: that is what to say */
-		ret = hgt__errorf(ECONNRESET, "agent: the host closed the connection before "
-					      "starting the session");
+		ret = hgt__errorf(
+			ECONNRESET,
+			"agent: the host closed the connection before starting the session");
 	if (ret)
 		goto out;
 	if (a.o.transport == HGT_TRANSPORT_STDOUT)
@@ -1138,11 +1136,12 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 	if (ret > 0 && a.host_gone && !(a.o.stop && *a.o.stop))
 		/* a one-shot agent whose host left (or refused it) before the start: an error,
 		 * said, never a silent success */
-		ret = a.refused[0] ? hgt__errorf(ECONNREFUSED, "agent: the host refused it: %s",
-						 a.refused)
-				   : hgt__errorf(ECONNRESET,
-						 "agent: the host closed the connection before "
-						 "starting the session");
+		ret = a.refused[0]
+			      ? hgt__errorf(ECONNREFUSED, "agent: the host refused it: %s",
+					    a.refused)
+			      : hgt__errorf(
+					ECONNRESET,
+					"agent: the host closed the connection before starting the session");
 	if (ret > 0)
 		ret = 0;
 out:

@@ -317,8 +317,7 @@ static int open_fifo_guest(struct listener *l, const struct hgt_listen_guest *lg
 		g->record = record;
 		if (send_config(g))
 			return hgt__errorf(errno ? errno : EIO,
-					   "listen: %s: cannot send the guest "
-					   "its settings",
+					   "listen: %s: cannot send the guest its settings",
 					   lg->dir);
 	}
 	return 0;
@@ -427,10 +426,10 @@ static int sync_setup(struct listener *l, struct guest *g)
 		return 0;
 	}
 	if (!hgt__sync_clock_readable(g->clock) || strcmp(g->clock, g->host_clock)) {
-		snprintf(s->why, sizeof(s->why),
-			 "none: the guest records with clock %s, the host with %s (use one of "
-			 "x86-tsc, mono, mono_raw, boot, tai, local, global, perf on both)",
-			 g->clock, g->host_clock);
+		snprintf(
+			s->why, sizeof(s->why),
+			"none: the guest records with clock %s, the host with %s (use one of x86-tsc, mono, mono_raw, boot, tai, local, global, perf on both)",
+			g->clock, g->host_clock);
 		g->host_clock = NULL;
 		return 0;
 	}
@@ -511,8 +510,7 @@ static void sync_round_done(struct listener *l, struct guest *g)
 			if (dg > 10 * dh + slack || dh > 10 * dg + slack) {
 				sync_fail(
 					l, g,
-					"cpu %u: its clock advanced %.0f while the host's advanced "
-					"%.0f between probes (a rate outside 1/10..10)",
+					"cpu %u: its clock advanced %.0f while the host's advanced %.0f between probes (a rate outside 1/10..10)",
 					c, dg, dh);
 				return;
 			}
@@ -613,9 +611,7 @@ static void start_host(struct listener *l, struct guest *g)
 		ro.clock = g->clock;
 	else
 		logf_(l,
-		      "guest %s: WARNING: it records with clock %s, which user space cannot read: "
-		      "the pair cannot be synced and its events will not be placed in host time "
-		      "(NOT SYNCED); give the agent -C x86-tsc or -C mono",
+		      "guest %s: WARNING: it records with clock %s, which user space cannot read: the pair cannot be synced and its events will not be placed in host time (NOT SYNCED); give the agent -C x86-tsc or -C mono",
 		      g->name, g->clock);
 	if (hgt_tsc_sample_read(&g->rate0))
 		g->rate0.tsc = 0;
@@ -767,9 +763,7 @@ static void maybe_started(struct listener *l, uint64_t t)
 	for (i = 0; i < l->nr_g; i++)
 		if (not_recording(l->g[i]))
 			logf_(l,
-			      "guest %s: WARNING: not recording %u ms after the start (%s): the "
-			      "command starts without it, and its file will miss the command's "
-			      "start",
+			      "guest %s: WARNING: not recording %u ms after the start (%s): the command starts without it, and its file will miss the command's start",
 			      l->g[i]->name, limit,
 			      !l->g[i]->hello ? "no HELLO" : "its description is still arriving");
 	l->started_called = true;
@@ -798,8 +792,7 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		memcpy(&g->session, p + 16, 8);
 		if (v[0] < HGT__PROTO_MIN || v[0] > HGT__PROTO_VERSION) {
 			fault(l, g,
-			      "HELLO rejected: protocol version %u, this listener speaks %u to %u "
-			      "(run the same hgtrace version in the guest)",
+			      "HELLO rejected: protocol version %u, this listener speaks %u to %u (run the same hgtrace version in the guest)",
 			      v[0], HGT__PROTO_MIN, HGT__PROTO_VERSION);
 			return;
 		}
@@ -816,8 +809,7 @@ static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
 		for (int k = 0; k < g->nr_data; k++)
 			if (g->data[k].cpu >= (int)v[1] || (g->page_size && g->page_size != v[2])) {
 				fault(l, g,
-				      "a data channel of cpu %d (page %u) does not fit HELLO's "
-				      "%u CPUs, page %u",
+				      "a data channel of cpu %d (page %u) does not fit HELLO's %u CPUs, page %u",
 				      g->data[k].cpu, g->page_size, v[1], v[2]);
 				return;
 			}
@@ -987,8 +979,7 @@ static void over_budget(struct listener *l)
 		}
 	if (big && live > l->o.max_total_bytes)
 		fault(l, big,
-		      "the listener holds %llu MB of control data for all guests, over its %llu "
-		      "MB: this guest holds the most (%llu MB)",
+		      "the listener holds %llu MB of control data for all guests, over its %llu MB: this guest holds the most (%llu MB)",
 		      (unsigned long long)(live >> 20),
 		      (unsigned long long)(l->o.max_total_bytes >> 20),
 		      (unsigned long long)(big->mem >> 20));
@@ -1020,8 +1011,7 @@ static void ctl_bytes(struct listener *l, struct guest *g, const uint8_t *buf, s
 				memcpy(&len, g->mhdr + 8, 4);
 				if (magic != HGT__CTL_MAGIC || len > HGT__MSG_MAX) {
 					fault(l, g,
-					      "control stream at byte %llu: bad message header "
-					      "(magic 0x%08x, %u bytes)",
+					      "control stream at byte %llu: bad message header (magic 0x%08x, %u bytes)",
 					      (unsigned long long)(g->bytes - (uint64_t)r + i -
 								   HGT__MSG_HDR),
 					      magic, len);
@@ -1143,8 +1133,7 @@ static int check_header(struct listener *l, struct guest *g, struct chan *c)
 	if (h[0] != HGT__DATA_MAGIC || h[1] < HGT__PROTO_MIN || h[1] > HGT__PROTO_VERSION ||
 	    h[2] >= MAX_CPUS || h[3] < 4096 || h[3] > 65536 || (h[3] & (h[3] - 1))) {
 		fault(l, g,
-		      "data channel header rejected (magic 0x%08x, protocol version %u, "
-		      "cpu %u, page %u)",
+		      "data channel header rejected (magic 0x%08x, protocol version %u, cpu %u, page %u)",
 		      h[0], h[1], h[2], h[3]);
 		return -1;
 	}
@@ -1415,11 +1404,11 @@ static int add_sync_options(struct listener *l, struct guest *g, struct opt_sink
 	free(tc);
 	free(ones);
 	free(zeros);
-	snprintf(line, sizeof(line),
-		 "hgtrace sync: agent channel, clock %s: %u samples in %u rounds, best round trip "
-		 "%llu, bound=%llu\\n",
-		 g->clock, total, s->rounds, (unsigned long long)s->best,
-		 (unsigned long long)s->bound);
+	snprintf(
+		line, sizeof(line),
+		"hgtrace sync: agent channel, clock %s: %u samples in %u rounds, best round trip %llu, bound=%llu\\n",
+		g->clock, total, s->rounds, (unsigned long long)s->best,
+		(unsigned long long)s->bound);
 	if (!ret)
 		ret = sink_add(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
 	if (!ret && g->agent_wall_ns) {
@@ -1478,9 +1467,7 @@ static void map_host(struct listener *l, struct guest *g)
 			memcpy(&id, g->opts[i].data, 8);
 	if (!g->vt.nr || !id) {
 		logf_(l,
-		      "guest %s: WARNING: its vCPU threads are unknown (no VMM process with "
-		      "threads 'CPU N/...' found when it started): merged by its sync samples "
-		      "alone",
+		      "guest %s: WARNING: its vCPU threads are unknown (no VMM process with threads 'CPU N/...' found when it started): merged by its sync samples alone",
 		      g->name);
 		return;
 	}
@@ -1610,8 +1597,7 @@ static int end_options(void *ctx, struct hgt_output *out)
 			continue;
 		snprintf(
 			note, sizeof(note),
-			"hgtrace listen: cpu %d: %llu bytes of pages received%s%s; %llu bytes of a "
-			"partial page dropped\n",
+			"hgtrace listen: cpu %d: %llu bytes of pages received%s%s; %llu bytes of a partial page dropped\n",
 			c->cpu, (unsigned long long)(c->bytes - part),
 			g->fault[0] ? "; stream ended: " : "", g->fault, (unsigned long long)part);
 		ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, note, (uint32_t)strlen(note) + 1);
@@ -1651,13 +1637,11 @@ static int finish_end(struct listener *l, struct guest *g)
 	if (ret) {
 		if (hgt__recdir_present(&g->rd))
 			logf_(l,
-			      "guest %s: cannot write %s: %s; what arrived is kept in %s ('hgtrace "
-			      "restore %s' writes it)",
+			      "guest %s: cannot write %s: %s; what arrived is kept in %s ('hgtrace restore %s' writes it)",
 			      g->name, g->path, g->fin_err, g->rd.dir, g->path);
 		else
 			logf_(l,
-			      "guest %s: cannot write %s: %s; its recording directory %s was "
-			      "removed: nothing of it is kept",
+			      "guest %s: cannot write %s: %s; its recording directory %s was removed: nothing of it is kept",
 			      g->name, g->path, g->fin_err, g->rd.dir);
 		hgt__recdir_done(&g->rd, false);
 		report_result(l, g, NULL);
@@ -2387,8 +2371,7 @@ int hgt_setup_guest(const char *dir, const char *name, int cpus, FILE *out)
 
 		port_name(port, sizeof(port), i);
 		fprintf(out,
-			"<channel type='pipe'>\n  <source path='%s/%s'/>\n  <target type='virtio' "
-			"name='%s'/>\n</channel>\n",
+			"<channel type='pipe'>\n  <source path='%s/%s'/>\n  <target type='virtio' name='%s'/>\n</channel>\n",
 			d, port, port);
 	}
 	return 0;

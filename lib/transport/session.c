@@ -292,14 +292,12 @@ static void cmd_share(struct session *s, struct sguest *g, const struct span *sp
 	hi = to < b ? to : b;
 	share = hi > lo ? (double)(hi - lo) / (double)(b - a) : 0;
 	fprintf(f,
-		"    command's span: %.1f%% of its %.3f s recorded (tracing on %.6f s before its "
-		"start, %s)\n",
+		"    command's span: %.1f%% of its %.3f s recorded (tracing on %.6f s before its start, %s)\n",
 		100 * share, clock_secs(s, (int64_t)(b - a)), clock_secs(s, (int64_t)(a - from)),
 		g->ended_after_stop ? "stopped after its end" : "stream ended early");
 	if (share < 1)
 		fprintf(f,
-			"hgtrace record: WARNING: guest %s recorded %.1f%% of the command's span: "
-			"%.3f s of it are missing\n",
+			"hgtrace record: WARNING: guest %s recorded %.1f%% of the command's span: %.3f s of it are missing\n",
 			g->in->name, 100 * share,
 			clock_secs(s, (int64_t)((b - a) - (hi > lo ? hi - lo : 0))));
 }
@@ -337,8 +335,7 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 			fprintf(f, "    sync: %s\n", g->refine_said);
 		if (g->samples && !g->sync_failed)
 			fprintf(f,
-				"    sync: %s, clock %s: %llu samples in %u rounds, best round "
-				"trip %llu, bound +-%llu (%s units)\n",
+				"    sync: %s, clock %s: %llu samples in %u rounds, best round trip %llu, bound +-%llu (%s units)\n",
 				g->sync, g->clock, (unsigned long long)g->samples, g->rounds,
 				(unsigned long long)g->best_rtt, (unsigned long long)g->bound,
 				g->clock);
@@ -347,8 +344,7 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 				g->sync_failed ? "FAILED, not applied: " : "", g->sync);
 		if (g->agent_wall_ns)
 			fprintf(f,
-				"    agent: %.1f ms of CPU in %.3f s of recording: %.3f%% of one "
-				"guest CPU (%.3f%% of its %d); %.1f ms to set up and describe\n",
+				"    agent: %.1f ms of CPU in %.3f s of recording: %.3f%% of one guest CPU (%.3f%% of its %d); %.1f ms to set up and describe\n",
 				(double)g->agent_cpu_ns / 1e6, (double)g->agent_wall_ns / 1e9,
 				100.0 * (double)g->agent_cpu_ns / (double)g->agent_wall_ns,
 				100.0 * (double)g->agent_cpu_ns / (double)g->agent_wall_ns /
@@ -359,23 +355,19 @@ static void summary(struct session *s, const char *host_path, const char *clock,
 				g->from_entry ? " (by their kvm_entry)" : "");
 		if (g->checked) {
 			fprintf(f,
-				"    containment: %llu guest events inside their vCPU thread's "
-				"windows, %llu outside, %llu unchecked: %s\n",
+				"    containment: %llu guest events inside their vCPU thread's windows, %llu outside, %llu unchecked: %s\n",
 				(unsigned long long)g->st.inside, (unsigned long long)g->st.outside,
 				(unsigned long long)g->st.unchecked,
 				hgt_sync_verdict_name(g->verdict));
 			if (g->verdict == HGT_SYNC_NOT_SYNCED)
 				fprintf(f,
-					"hgtrace record: WARNING: guest %s: NOT SYNCED: its events "
-					"cannot be placed in the host's time\n",
+					"hgtrace record: WARNING: guest %s: NOT SYNCED: its events cannot be placed in the host's time\n",
 					g->in->name);
 			/* a handful outside is a lost host record; more is a wrong sync */
 			for (int c = 0; g->cpu_out && c < g->nr_cpus; c++)
 				if (g->cpu_out[c] > 5)
 					fprintf(f,
-						"hgtrace record: WARNING: guest %s, vCPU %d: %llu "
-						"events outside its thread's windows: the sync is "
-						"wrong there\n",
+						"hgtrace record: WARNING: guest %s, vCPU %d: %llu events outside its thread's windows: the sync is wrong there\n",
 						g->in->name, c, (unsigned long long)g->cpu_out[c]);
 		}
 	}
@@ -471,10 +463,10 @@ static void tsc2nsec(struct session *s, const char *host_path, const char *clock
 		snprintf(why, sizeof(why), "%s", hgt_last_error());
 		if (!t0->tsc || hgt_tsc_sample_read(&t1) ||
 		    hgt_tsc2nsec_measure(t0, &t1, &mult, &shift, &ppm)) {
-			snprintf(said, n,
-				 "times in x86-tsc cycles, host and guests alike (no TSC2NSEC: %s; "
-				 "%s)",
-				 why, hgt_last_error());
+			snprintf(
+				said, n,
+				"times in x86-tsc cycles, host and guests alike (no TSC2NSEC: %s; %s)",
+				why, hgt_last_error());
 			return;
 		}
 		snprintf(how, sizeof(how),
@@ -507,9 +499,7 @@ static int map_guests(struct session *s, const char *host_path)
 			continue;
 		if (!g->have_vt || !g->vt.nr) {
 			logf_(s,
-			      "guest %s: WARNING: its vCPU threads are unknown (no VMM process "
-			      "found, or QEMU without -name %s,debug-threads=on): merged by its "
-			      "sync samples alone, no sync check",
+			      "guest %s: WARNING: its vCPU threads are unknown (no VMM process found, or QEMU without -name %s,debug-threads=on): merged by its sync samples alone, no sync check",
 			      g->in->name, g->in->name);
 			continue;
 		}
@@ -645,12 +635,12 @@ static void kvm_sync(struct session *s, struct sguest *g, const char *host_path,
 
 		ret = hgt_time_shift_option_build(&ts, &buf, &len);
 	}
-	snprintf(line, sizeof(line),
-		 "hgtrace sync: kvm debugfs %s, exact: %d offset change%s recorded%s; the agent "
-		 "channel's samples %s%lld cycles from it; bound=0\n",
-		 g->kvm.dir, nw, nw == 1 ? "" : "s",
-		 changed ? "; CHANGED WITHOUT AN EVENT on some vCPUs (not exact after it)" : "",
-		 worst >= 0 ? "within " : "not compared: ", (long long)(worst >= 0 ? worst : 0));
+	snprintf(
+		line, sizeof(line),
+		"hgtrace sync: kvm debugfs %s, exact: %d offset change%s recorded%s; the agent channel's samples %s%lld cycles from it; bound=0\n",
+		g->kvm.dir, nw, nw == 1 ? "" : "s",
+		changed ? "; CHANGED WITHOUT AN EVENT on some vCPUs (not exact after it)" : "",
+		worst >= 0 ? "within " : "not compared: ", (long long)(worst >= 0 ? worst : 0));
 	if (!ret) {
 		struct hgt_option_blob ob[2] = {
 			{ HGT_OPT_TIME_SHIFT, len, buf },
@@ -826,8 +816,7 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		lo.output_dir = slash ? dir : ".";
 		if (!lo.sync_clock)
 			logf_(&s,
-			      "WARNING: clock %s cannot be read from user space: the guests' "
-			      "clocks are not synchronised (use -C x86-tsc or mono)",
+			      "WARNING: clock %s cannot be read from user space: the guests' clocks are not synchronised (use -C x86-tsc or mono)",
 			      clock);
 		lret = hgt_listen_run(&lo);
 	}

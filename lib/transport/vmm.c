@@ -221,10 +221,10 @@ int hgt_vmm_find(const char *proc, const char *fifo_dir, const char *name)
 	for (int i = 0; i < nb; i++)
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d", i ? ", " : "",
 			 best[i].pid);
-	return hgt__errorf(ENOTUNIQ,
-			   "guest %s: %d VMM processes fit it (pids %s): choose one with "
-			   "--guest-pid",
-			   name ? name : "?", nb, list);
+	return hgt__errorf(
+		ENOTUNIQ,
+		"guest %s: %d VMM processes fit it (pids %s): choose one with --guest-pid",
+		name ? name : "?", nb, list);
 }
 
 int hgt__vcpu_of_comm(const char *comm)

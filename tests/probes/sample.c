@@ -160,8 +160,8 @@ int main(int argc, char **argv)
 		}
 		printf("computed %lu\n", computed);
 	} else {
-		fprintf(stderr, "usage: sample fire|threads N M|ticks FILE|fork "
-				"N|crash|semaphore|init FILE\n");
+		fprintf(stderr,
+			"usage: sample fire|threads N M|ticks FILE|fork N|crash|semaphore|init FILE\n");
 		return 2;
 	}
 	return 0;

@@ -391,9 +391,9 @@ static void test_infer_random_truth(void **state)
 			worst_bound = (int)r.bound;
 	}
 #undef RND
-	print_message("# 50 random models, %d events each: truth inside the bound every time, "
-		      "widest bound %d units\n",
-		      20000, worst_bound);
+	print_message(
+		"# 50 random models, %d events each: truth inside the bound every time, widest bound %d units\n",
+		20000, worst_bound);
 	assert_true(worst_bound < 2000);
 }
 

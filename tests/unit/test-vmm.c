@@ -105,16 +105,16 @@ static void test_two_named_g_by_fifo(void **state)
 		char args[PATH_MAX * 2];
 		size_t n;
 
-		n = (size_t)snprintf(args, sizeof(args),
-				     "qemu-system-x86_64%c-name%cg,debug-threads=on%c-chardev%"
-				     "cpipe,id=c,path=%s/b/g/trace-path-cpu0",
-				     0, 0, 0, 0, root) +
+		n = (size_t)snprintf(
+			    args, sizeof(args),
+			    "qemu-system-x86_64%c-name%cg,debug-threads=on%c-chardev%cpipe,id=c,path=%s/b/g/trace-path-cpu0",
+			    0, 0, 0, 0, root) +
 		    1;
 		vmm(100, args, n, "c", 2);
-		n = (size_t)snprintf(args, sizeof(args),
-				     "qemu-system-x86_64%c-name%cg,debug-threads=on%c-chardev%"
-				     "cpipe,id=c,path=%s/a/g/agent-ctl-path",
-				     0, 0, 0, 0, root) +
+		n = (size_t)snprintf(
+			    args, sizeof(args),
+			    "qemu-system-x86_64%c-name%cg,debug-threads=on%c-chardev%cpipe,id=c,path=%s/a/g/agent-ctl-path",
+			    0, 0, 0, 0, root) +
 		    1;
 		vmm(200, args, n, "c", 2);
 	}
@@ -165,8 +165,7 @@ static void test_wrapper(void **state)
 {
 	(void)state;
 	VMM(900, ".", 0,
-	    "timeout\0"
-	    "60\0qemu\0-name\0g\0-chardev\0pipe,id=x,path=a/g/agent-ctl-path");
+	    "timeout\060\0qemu\0-name\0g\0-chardev\0pipe,id=x,path=a/g/agent-ctl-path");
 	VMM(950, ".", 2, "qemu\0-name\0g\0-chardev\0pipe,id=x,path=a/g/agent-ctl-path");
 	assert_int_equal(find("a/g", "g"), 950);
 }

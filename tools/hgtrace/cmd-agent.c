@@ -211,32 +211,22 @@ int cmd_agent(int argc, char **argv)
 					goto out;
 			} else {
 				fprintf(stderr,
-					"hgtrace: agent: --listen '%s': tcp:[ADDR:]PORT or "
-					"vsock:PORT\n",
+					"hgtrace: agent: --listen '%s': tcp:[ADDR:]PORT or vsock:PORT\n",
 					optarg);
 				goto out;
 			}
 			ao.port = (unsigned int)v;
 			break;
 		case 'h':
-			printf("usage: hgtrace agent [--ports DIR | --fifos DIR | --tcp HOST:PORT "
-			       "| "
-			       "--vsock CID:PORT]\n"
-			       "                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] "
-			       "[-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
+			printf("usage: hgtrace agent [--ports DIR | --fifos DIR | --tcp HOST:PORT | --vsock CID:PORT]\n"
+			       "                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] [-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
 			       "                     [--flush-ms MS] [--silent-timeout S]\n"
 			       "                     [-- COMMAND ARGS...]\n"
-			       "  -- COMMAND: record now, run COMMAND once the host says go (or "
-			       "after "
-			       "3 s), stop when it exits\n"
-			       "  --serve: a service: record each session a host starts (hgtrace "
-			       "record -A) with\n"
-			       "           the host's settings, then wait for the next; with "
-			       "--listen\n"
+			       "  -- COMMAND: record now, run COMMAND once the host says go (or after 3 s), stop when it exits\n"
+			       "  --serve: a service: record each session a host starts (hgtrace record -A) with\n"
+			       "           the host's settings, then wait for the next; with --listen\n"
 			       "           tcp:[ADDR:]PORT or vsock:PORT the host dials the agent\n"
-			       "  --silent-timeout S: --serve ends a session whose host said "
-			       "nothing "
-			       "for S s (30)\n"
+			       "  --silent-timeout S: --serve ends a session whose host said nothing for S s (30)\n"
 			       "  -o: debug, every CPU's raw pages to stdout until SIGINT\n");
 			ret = 0;
 			goto out;
@@ -366,17 +356,11 @@ int cmd_listen(int argc, char **argv)
 			lo.max_bytes = (uint64_t)v << 20;
 			break;
 		case 'h':
-			printf("usage: hgtrace listen [-o DIR] [--fifo NAME:DIR]... [--tcp PORT "
-			       "[--bind ADDR]] [--vsock PORT]\n"
-			       "                      [--start] [--stop-after MS] [--max-mb N] "
-			       "[--max-total-mb N] [--silent-timeout S]\n"
-			       "                      [--record-host [-e SYSTEM[:EVENT]]... [-b "
-			       "KB]]\n"
-			       "  --record-host: when a guest starts recording (agent --now -- "
-			       "CMD), "
-			       "record the\n"
-			       "  host for the same span into DIR/NAME-host.dat, synced with "
-			       "trace-NAME.dat\n");
+			printf("usage: hgtrace listen [-o DIR] [--fifo NAME:DIR]... [--tcp PORT [--bind ADDR]] [--vsock PORT]\n"
+			       "                      [--start] [--stop-after MS] [--max-mb N] [--max-total-mb N] [--silent-timeout S]\n"
+			       "                      [--record-host [-e SYSTEM[:EVENT]]... [-b KB]]\n"
+			       "  --record-host: when a guest starts recording (agent --now -- CMD), record the\n"
+			       "  host for the same span into DIR/NAME-host.dat, synced with trace-NAME.dat\n");
 			ret = 0;
 			goto out;
 		default:

@@ -15,10 +15,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hgtrace attach [-c CPUS] [-s OFFSET[,SCALE[,FRAC[,TIMESTAMP]]]]... HOST "
-		"GUEST [PID...]\n"
-		"  maps the guest's vCPUs to the host PIDs that ran them (from "
-		"kvm_entry/kvm_exit,\n"
+		"usage: hgtrace attach [-c CPUS] [-s OFFSET[,SCALE[,FRAC[,TIMESTAMP]]]]... HOST GUEST [PID...]\n"
+		"  maps the guest's vCPUs to the host PIDs that ran them (from kvm_entry/kvm_exit,\n"
 		"  or the threads' names 'CPU N/KVM|TCG'; without PIDs: the host's GUEST entry or\n"
 		"  those names) and stores the guest->host TSC relation in GUEST and the vCPU map\n"
 		"  in HOST.\n"
@@ -33,8 +31,7 @@ static void usage(FILE *f)
 		"  --max-bound N    refuse an inferred bound above N host TSC cycles (1 ms)\n"
 		"  --drift[=N]      infer the offset over time: N slices (8), interpolated\n"
 		"  --gaps E,X       the inferred estimate from known gaps (host TSC cycles): the\n"
-		"                   least time from a window's start to a guest event (E) and "
-		"from\n"
+		"                   least time from a window's start to a guest event (E) and from\n"
 		"                   a guest event to its end (X), as sync-check prints them for a\n"
 		"                   pair whose offset is known; without it, the middle (E = X)\n"
 		"  --sched   infer from the threads' sched_switch intervals even with kvm events\n"
@@ -45,8 +42,7 @@ static void usage(FILE *f)
 		"            with --drift[=N] every CPU is, in N slices\n"
 		"  --kvm-debugfs DIR[:PID]  read KVM's tsc-offset and TSC scaling of VMM PID (or\n"
 		"            of the only VM) under DIR/kvm (DIR: /sys/kernel/debug); with the\n"
-		"            host's kvm_write_tsc_offset events: exact samples, scaling "
-		"included\n");
+		"            host's kvm_write_tsc_offset events: exact samples, scaling included\n");
 }
 
 /* attach --refine: the channel's sync narrowed by the vCPU windows, per guest CPU. */
@@ -143,8 +139,7 @@ int cmd_attach(int argc, char **argv)
 				snprintf(buf, sizeof(buf), "0%s", optarg);
 				if (hgt_attach_parse_sample(buf, &r) || !strchr(optarg + 1, ',')) {
 					fprintf(stderr,
-						"hgtrace: attach: -s '%s': expected ,SCALE,FRAC "
-						"(SCALE > 0, FRAC 0-63)\n",
+						"hgtrace: attach: -s '%s': expected ,SCALE,FRAC (SCALE > 0, FRAC 0-63)\n",
 						optarg);
 					goto out;
 				}
@@ -159,8 +154,7 @@ int cmd_attach(int argc, char **argv)
 			s = ns;
 			if (hgt_attach_parse_sample(optarg, &s[n])) {
 				fprintf(stderr,
-					"hgtrace: attach: -s '%s': expected OFFSET[,SCALE[,FRAC[,"
-					"TIMESTAMP]]] (SCALE > 0, FRAC 0-63)\n",
+					"hgtrace: attach: -s '%s': expected OFFSET[,SCALE[,FRAC[,TIMESTAMP]]] (SCALE > 0, FRAC 0-63)\n",
 					optarg);
 				goto out;
 			}
@@ -179,8 +173,7 @@ int cmd_attach(int argc, char **argv)
 				v = strtol(colon + 1, &end, 10);
 				if (errno || *end || v <= 0) {
 					fprintf(stderr,
-						"hgtrace: attach: --kvm-debugfs '%s': expected "
-						"DIR[:PID]\n",
+						"hgtrace: attach: --kvm-debugfs '%s': expected DIR[:PID]\n",
 						optarg);
 					goto out;
 				}
@@ -203,8 +196,7 @@ int cmd_attach(int argc, char **argv)
 			v = strtol(optarg, &end, 0);
 			if (errno || *end || v < 1) {
 				fprintf(stderr,
-					"hgtrace: attach: --max-bound '%s': expected a number of "
-					"cycles > 0\n",
+					"hgtrace: attach: --max-bound '%s': expected a number of cycles > 0\n",
 					optarg);
 				goto out;
 			}
@@ -217,8 +209,7 @@ int cmd_attach(int argc, char **argv)
 				v = strtol(optarg, &end, 0);
 				if (errno || *end || v < 2 || v > 4096) {
 					fprintf(stderr,
-						"hgtrace: attach: --drift '%s': expected a slice "
-						"count from 2 to 4096\n",
+						"hgtrace: attach: --drift '%s': expected a slice count from 2 to 4096\n",
 						optarg);
 					goto out;
 				}
@@ -233,8 +224,7 @@ int cmd_attach(int argc, char **argv)
 			    *optarg == '-' || strchr(optarg, ',')[1] == '-' || e > (1ULL << 40) ||
 			    x > (1ULL << 40)) {
 				fprintf(stderr,
-					"hgtrace: attach: --gaps '%s': expected ENTRY,EXIT "
-					"cycles\n",
+					"hgtrace: attach: --gaps '%s': expected ENTRY,EXIT cycles\n",
 					optarg);
 				goto out;
 			}
@@ -259,8 +249,8 @@ int cmd_attach(int argc, char **argv)
 	if (refine) {
 		if (argc - optind != 2 || n || kvm_dir || o.infer || o.nr_cpus || o.infer_sched ||
 		    o.infer_max_bound || o.infer_gaps) {
-			fprintf(stderr, "hgtrace: attach: --refine takes HOST GUEST and no other "
-					"option but --drift\n");
+			fprintf(stderr,
+				"hgtrace: attach: --refine takes HOST GUEST and no other option but --drift\n");
 			goto out;
 		}
 		ret = refine_files(argv[optind], argv[optind + 1], o.infer_drift_slices);

@@ -82,8 +82,7 @@ int cmd_ctl(int argc, char **argv)
 							       : NULL;
 	if (!tail || (tail > buf && tail[-1] != '\n')) {
 		fprintf(stderr,
-			"hgtrace ctl: %s: the program closed the connection without an "
-			"answer\n",
+			"hgtrace ctl: %s: the program closed the connection without an answer\n",
 			argv[1]);
 		return 1;
 	}

@@ -182,8 +182,7 @@ int cmd_dump(int argc, char **argv)
 		return 1;
 	}
 	printf("file %s: %" PRIu64 " bytes\n", path, hgt_input_file_size(in));
-	printf("header: version %d, %s endian, long %d (kernel %d), page size %u, "
-	       "compression %s %s\n",
+	printf("header: version %d, %s endian, long %d (kernel %d), page size %u, compression %s %s\n",
 	       hgt_input_version(in), hgt_input_big_endian(in) ? "big" : "little",
 	       hgt_input_long_size(in), hgt_input_kernel_long_size(in), hgt_input_page_size(in),
 	       hgt_input_compression_name(in), hgt_input_compression_version(in));

@@ -15,14 +15,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hgtrace export [--format chrome-json|perfetto] [--ts2secs HZ] [-o OUT] "
-		"FILE...\n"
+		"usage: hgtrace export [--format chrome-json|perfetto] [--ts2secs HZ] [-o OUT] FILE...\n"
 		"  the merged session of FILEs (a host and its attached guests) for\n"
 		"  ui.perfetto.dev and chrome://tracing (JSON), or Perfetto's protobuf trace:\n"
 		"  each file a process, each CPU threads; events as instants, running tasks and\n"
 		"  guest mode as slices; times in ns\n"
-		"  --ts2secs HZ   TSC cycles per second, for x86-tsc traces without TSC2NSEC "
-		"(default:\n"
+		"  --ts2secs HZ   TSC cycles per second, for x86-tsc traces without TSC2NSEC (default:\n"
 		"                 the rate the recorder stored, else the one the timers show)\n");
 }
 

@@ -15,15 +15,11 @@
 static void gen_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hgtrace gen --backends LIST --format "
-		"h|c|d|stp|ust|log-stap|simpletrace-stap\n"
-		"                   -o OUT [OPTIONS] "
-		"EVENTS-FILE...\n"
-		"  --backends LIST       nop,log,simple,ftrace,syslog,ust,dtrace (all selected "
-		"fire)\n"
+		"usage: hgtrace gen --backends LIST --format h|c|d|stp|ust|log-stap|simpletrace-stap\n"
+		"                   -o OUT [OPTIONS] EVENTS-FILE...\n"
+		"  --backends LIST       nop,log,simple,ftrace,syslog,ust,dtrace (all selected fire)\n"
 		"  --group NAME          the group: C names (default: probes)\n"
-		"  --provider NAME       DTrace and LTTng provider (default: the group; QEMU: "
-		"qemu)\n"
+		"  --provider NAME       DTrace and LTTng provider (default: the group; QEMU: qemu)\n"
 		"  --header FILE         c: the header to include (default: OUT with .c -> .h)\n"
 		"  --ust-header FILE     the LTTng provider header (default: PROVIDER-ust.h)\n"
 		"  --dtrace-header FILE  the header 'dtrace -h' makes (default: GROUP-dtrace.h)\n"
@@ -126,8 +122,7 @@ int cmd_gen(int argc, char **argv)
 		o.format = HGT_GEN_UST_C;
 	else {
 		fprintf(stderr,
-			"hgtrace gen: --format: '%s' is not h, c, d, stp, ust, ust-c, log-stap, "
-			"simpletrace-stap or rs\n",
+			"hgtrace gen: --format: '%s' is not h, c, d, stp, ust, ust-c, log-stap, simpletrace-stap or rs\n",
 			fmt);
 		return 2;
 	}

@@ -28,17 +28,14 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: hgtrace record -e SYSTEM[:EVENT]... [-C CLOCK] [-b KB] [-B INSTANCE]\n"
 		"                      [-o FILE] [-P PID]... [-M CPUMASK] [--compression C]\n"
-		"                      [-A NAME[@fifo:DIR] [--guest-pid PID] [-e ...] [-C CLOCK] "
-		"[-b KB]]...\n"
+		"                      [-A NAME[@fifo:DIR] [--guest-pid PID] [-e ...] [-C CLOCK] [-b KB]]...\n"
 		"                      [--sync-interval MS] [--flush-ms MS] [--fsync]\n"
 		"                      [-- COMMAND ARGS...]\n"
 		"  records until COMMAND exits, or until SIGINT/SIGTERM/SIGHUP without one.\n"
 		"  Pages reach FILE.recording/ at most --flush-ms (1000) late; after a kill,\n"
 		"  'hgtrace restore FILE' writes FILE from it. --fsync: also fsync each interval.\n"
-		"  Works in a tracefs instance of its own (or -B NAME) and leaves tracefs as it "
-		"was.\n"
-		"  -A/--guest NAME: also record guest NAME through its agent (hgtrace agent "
-		"--serve);\n"
+		"  Works in a tracefs instance of its own (or -B NAME) and leaves tracefs as it was.\n"
+		"  -A/--guest NAME: also record guest NAME through its agent (hgtrace agent --serve);\n"
 		"  the options after it are the guest's. Its file is trace-NAME.dat beside -o.\n");
 }
 
@@ -87,8 +84,7 @@ static int parse_guest(const char *arg, struct gopt *g)
 		v = colon ? strtoul(colon + 1, &end, 10) : 8823;
 		if ((colon && (errno || *end || !v || v > 65535)) || (tcp && (!colon || !*spec))) {
 			fprintf(stderr,
-				"hgtrace: record: -A '%s': expected NAME@tcp:HOST:PORT or "
-				"NAME@vsock:CID[:PORT]\n",
+				"hgtrace: record: -A '%s': expected NAME@tcp:HOST:PORT or NAME@vsock:CID[:PORT]\n",
 				arg);
 			return -1;
 		}
@@ -112,8 +108,7 @@ static int parse_guest(const char *arg, struct gopt *g)
 		return 0;
 	} else {
 		fprintf(stderr,
-			"hgtrace: record: -A '%s': expected NAME[@fifo:DIR], NAME@tcp:HOST:PORT "
-			"or NAME@vsock:CID[:PORT]\n",
+			"hgtrace: record: -A '%s': expected NAME[@fifo:DIR], NAME@tcp:HOST:PORT or NAME@vsock:CID[:PORT]\n",
 			arg);
 		return -1;
 	}
@@ -154,8 +149,7 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 	cmd_child_watch(&session_stop);
 	if (!cmd || !cmd[0])
 		fprintf(stderr,
-			"hgtrace record: recording host and guests; Ctrl-C (SIGINT), SIGTERM "
-			"or SIGHUP stops\n");
+			"hgtrace record: recording host and guests; Ctrl-C (SIGINT), SIGTERM or SIGHUP stops\n");
 	ret = hgt_session_run(&so);
 	cmd_child_end();
 	free(g);
@@ -347,8 +341,8 @@ int cmd_record(int argc, char **argv)
 	if (optind < argc)
 		cmd_child_spawn(argv + optind, "record");
 	else
-		fprintf(stderr, "hgtrace record: recording; Ctrl-C (SIGINT), SIGTERM or SIGHUP "
-				"stops\n");
+		fprintf(stderr,
+			"hgtrace record: recording; Ctrl-C (SIGINT), SIGTERM or SIGHUP stops\n");
 	{
 		/* blocked between the test and the wait, so that no signal falls between */
 		sigset_t block, old;

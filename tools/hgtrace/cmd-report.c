@@ -42,10 +42,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: hgtrace report [OPTIONS] [-i FILE]... [FILE]...\n"
-		"  -i FILE          input (repeatable; several inputs merge by time). Default "
-		"trace.dat\n"
-		"  -F FILTER        libtraceevent filter; before any -i for every input, after an "
-		"-i\n"
+		"  -i FILE          input (repeatable; several inputs merge by time). Default trace.dat\n"
+		"  -F FILTER        libtraceevent filter; before any -i for every input, after an -i\n"
 		"                   for that input only\n"
 		"  -v               negate the -F options that follow\n"
 		"  -t               nanosecond timestamps\n"
@@ -53,8 +51,7 @@ static void usage(FILE *f)
 		"  -R               raw format: field=value instead of the print format\n"
 		"  --cpu LIST       only these CPUs (global indexes over all inputs, e.g. 0,2-3)\n"
 		"  --ts-offset NS   add NS to the times of the preceding input\n"
-		"  --ts2secs HZ     timestamps tick at HZ; before the 2nd input for all, after it "
-		"for\n"
+		"  --ts2secs HZ     timestamps tick at HZ; before the 2nd input for all, after it for\n"
 		"                   the preceding input\n"
 		"  --ts-diff        show the time since the previous event\n"
 		"  --raw-ts         raw timestamps, no corrections or offsets\n"

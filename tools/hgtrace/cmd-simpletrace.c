@@ -86,8 +86,7 @@ int cmd_simpletrace(int argc, char **argv)
 		fprintf(stderr, "hgtrace: %s\n", hgt_probefile_error(f));
 	else if (no_hz)
 		fprintf(stderr,
-			"hgtrace: %s: no TSC frequency in the file (it was not closed); "
-			"deltas are in TSC ticks\n",
+			"hgtrace: %s: no TSC frequency in the file (it was not closed); deltas are in TSC ticks\n",
 			path);
 	hgt_probefile_close(f);
 	return r < 0 ? 1 : 0;

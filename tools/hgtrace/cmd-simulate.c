@@ -25,25 +25,20 @@ static void usage(FILE *f)
 		"  --scale RATIO,FRAC   KVM TSC scaling ratio and fraction bits (e.g. 1.25,48)\n"
 		"  --tsc-offset OFF     KVM tsc_offset (default: the VM started 60 s earlier)\n"
 		"  --offset-step D      each vCPU's tsc_offset grows by D cycles mid-trace\n"
-		"  --drift-ppb P        the offset drifts by P per 10^9 (no --scale, "
-		"--offset-step)\n"
+		"  --drift-ppb P        the offset drifts by P per 10^9 (no --scale, --offset-step)\n"
 		"  --write-tsc-offset   host trace records kvm_write_tsc_offset at VM start\n"
 		"  --embed-sync         write TIME_SHIFT and GUEST as a synced recording does\n"
 		"  --embed-guest        only the host's GUEST option: vCPU threads known, nothing\n"
 		"                       synced (as a session whose clock sync failed)\n"
-		"  --channel B[,BIAS]   embed a channel's sync (as --embed-sync): 2 samples per "
-		"CPU,\n"
+		"  --channel B[,BIAS]   embed a channel's sync (as --embed-sync): 2 samples per CPU,\n"
 		"                       each off the truth by up to B cycles (plus BIAS), bound=B\n"
-		"  --tcg                a TCG host: no kvm events; the vCPU threads (CPU N/TCG) "
-		"run\n"
+		"  --tcg                a TCG host: no kvm events; the vCPU threads (CPU N/TCG) run\n"
 		"                       the guest while they run\n"
 		"  --sparse-vcpu-ids    vCPU ids 0,2,4,... (APIC ids) instead of 0,1,2,...\n"
 		"  --guest-gaps E,X     no guest event closer than E cycles after its window's\n"
 		"                       start (kvm_entry) or X before its end (300,300)\n"
-		"  --truth              also write PREFIX-truth.txt (host TSC of every guest "
-		"event)\n"
-		"  --inject CAUSE       a known cause of guest latency (repeatable, spread over "
-		"the run):\n"
+		"  --truth              also write PREFIX-truth.txt (host TSC of every guest event)\n"
+		"  --inject CAUSE       a known cause of guest latency (repeatable, spread over the run):\n"
 		"                         preempt:US  the vCPU thread preempted by a host task\n"
 		"                         exits:REASON:N:US  N exits of REASON, each handled US\n"
 		"                         irqs:N:US   N host interrupts of US each\n"
@@ -146,8 +141,7 @@ static int parse_inject(const char *spec, struct hgt_sim_inject *in)
 		return 0;
 bad:
 	fprintf(stderr,
-		"hgtrace: simulate: --inject '%s': expected preempt:US, exits:REASON:N:US, "
-		"irqs:N:US, softirqs:N:US or guest:US (N, US >= 1)\n",
+		"hgtrace: simulate: --inject '%s': expected preempt:US, exits:REASON:N:US, irqs:N:US, softirqs:N:US or guest:US (N, US >= 1)\n",
 		spec);
 	return -1;
 }
@@ -293,8 +287,7 @@ int cmd_simulate(int argc, char **argv)
 				return 2;
 			if (o.channel_bound <= 0) {
 				fprintf(stderr,
-					"hgtrace: simulate: --channel '%s': the bound is "
-					"cycles > 0\n",
+					"hgtrace: simulate: --channel '%s': the bound is cycles > 0\n",
 					optarg);
 				return 2;
 			}
@@ -387,8 +380,7 @@ int cmd_simulate(int argc, char **argv)
 	for (i = 0; i < r.nr_injected; i++)
 		print_injected(&r.injected[i]);
 	if (r.nr_injected < o.nr_inject)
-		printf("injected: %d of %d causes (the run ended before the others' vCPUs ran "
-		       "again)\n",
+		printf("injected: %d of %d causes (the run ended before the others' vCPUs ran again)\n",
 		       r.nr_injected, o.nr_inject);
 	if (o.ratio)
 		printf("scaling %llu,%u (attach -s OFFSET,%llu,%u)\n", (unsigned long long)o.ratio,

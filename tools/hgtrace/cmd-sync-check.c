@@ -16,8 +16,7 @@ static void usage(FILE *f)
 		"  checks that every guest event lies inside its vCPU thread's guest windows on\n"
 		"  the host (kvm_entry..kvm_exit, or sched_switch running intervals), and per\n"
 		"  guest CPU which offsets fit all its events, against the stored ones.\n"
-		"  The last line is the verdict: consistent, UNCHECKED, INCONSISTENT or NOT "
-		"SYNCED.\n"
+		"  The last line is the verdict: consistent, UNCHECKED, INCONSISTENT or NOT SYNCED.\n"
 		"  Exit status 0: consistent; 1: not (or an error); 2: usage.\n");
 }
 

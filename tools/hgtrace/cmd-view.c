@@ -22,8 +22,7 @@ static void usage(FILE *f)
 		"  the merged session of FILEs (a host, its guests, probe files) as one HTML\n"
 		"  timeline (default OUT: view.html; - for stdout): per CPU its events and tasks,\n"
 		"  per vCPU what the host did with it, the worst N guest delays (20) marked\n"
-		"  --ts2secs HZ   TSC cycles per second, for x86-tsc traces without TSC2NSEC "
-		"(default:\n"
+		"  --ts2secs HZ   TSC cycles per second, for x86-tsc traces without TSC2NSEC (default:\n"
 		"                 the rate the recorder stored, else the one the timers show)\n");
 }
 
