@@ -11,5 +11,17 @@ for f in $(grep -hoE '\bhgt_[a-z0-9_]+\(' "$root"/include/hgtrace/*.h | tr -d '(
 		bad=1
 	fi
 done
+# man(7) order: NAME first, SEE ALSO last, RETURN VALUE and EXIT STATUS after DESCRIPTION
+for p in "$root"/docs/*.[0-9]; do
+	n=$((n + 1))
+	secs=$(sed -n 's/^\.SH "*\([^"]*\)"*$/\1/p' "$p" | tr '\n' '|')
+	if printf '%s' "$secs" | grep -q '^NAME|' && printf '%s' "$secs" | grep -q '|SEE ALSO|$' &&
+		! printf '%s' "$secs" | grep -qE '(RETURN VALUE|EXIT STATUS)\|.*DESCRIPTION\|'; then
+		echo "ok $n - $(basename "$p"): sections in man(7) order"
+	else
+		echo "not ok $n - $(basename "$p"): sections in man(7) order ($secs)"
+		bad=1
+	fi
+done
 echo "1..$n"
 exit $bad
