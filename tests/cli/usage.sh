@@ -96,6 +96,11 @@ rm -rf "$lt"
 n=0 bad=
 cmds=$(cd "$here/../docs" && ls hgtrace-*.1 | sed 's/^hgtrace-//; s/\.1$//' | sort)
 listed=$("$HGTRACE" --help | sed -n 's/^  \([a-z-]*\) .*/\1/p' | sort)
+# hgtrace(1) names every command's page
+miss=
+for c in $cmds; do grep -qx ".BR hgtrace-$c (1)" "$here/../docs/hgtrace.1" || miss="$miss $c"; done
+[ -z "$miss" ] && tap_ok "hgtrace(1) names all $(echo "$cmds" | wc -l) command pages" ||
+	tap_fail "hgtrace(1) misses:$miss"
 [ "$cmds" = "$listed" ] && tap_ok "hgtrace --help lists the $(echo "$cmds" | wc -l) commands that have man pages" ||
 	tap_fail "hgtrace --help lists [$(echo $listed)], the man pages [$(echo $cmds)]"
 for c in $cmds; do
