@@ -31,7 +31,7 @@ check "gen missing events file" 1 "nosuch.events: No such file or directory" gen
 check "simpletrace without a file" 2 "usage: hgtrace simpletrace" simpletrace
 check "simpletrace of a trace.dat" 1 "not a simple trace" simpletrace "$data/tsc.dat"
 check "ctl without a command" 2 "usage: hgtrace ctl" ctl /nonexistent
-check "ctl to no socket" 1 "hgtrace ctl: /nonexistent/sock: No such file or directory" ctl /nonexistent/sock info trace-events
+check "ctl to no socket" 1 "hgtrace: ctl: /nonexistent/sock: No such file or directory" ctl /nonexistent/sock info trace-events
 check "listen -o a missing directory: said at once" 1 "listen: output directory /nonexistent: No such file or directory" listen -o /nonexistent --tcp 39125
 check "listen -o a file: said at once" 1 "output directory /etc/passwd: not a directory" listen -o /etc/passwd --tcp 39125
 # listen --bind: the TCP port listens on that address only (/proc/net/tcp: 0100007F = 127.0.0.1)

@@ -75,3 +75,25 @@ void cmd_child_end(void)
 		child = -1;
 	}
 }
+
+static volatile int *stop_on_signal;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	if (stop_on_signal)
+		*stop_on_signal = 1;
+}
+
+void cmd_catch_stop(volatile int *stop)
+{
+	struct sigaction sa;
+
+	stop_on_signal = stop;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}

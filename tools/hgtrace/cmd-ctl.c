@@ -35,7 +35,7 @@ int cmd_ctl(int argc, char **argv)
 	}
 	for (int i = 2; i < argc; i++) {
 		if (strlen(cmd) + strlen(argv[i]) + 2 >= sizeof(cmd)) {
-			fprintf(stderr, "hgtrace ctl: command longer than %zu bytes\n",
+			fprintf(stderr, "hgtrace: ctl: command longer than %zu bytes\n",
 				sizeof(cmd));
 			return 2;
 		}
@@ -45,13 +45,13 @@ int cmd_ctl(int argc, char **argv)
 	}
 	strcat(cmd, "\n");
 	if (strlen(argv[1]) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "hgtrace ctl: %s: path too long for a socket\n", argv[1]);
+		fprintf(stderr, "hgtrace: ctl: %s: path too long for a socket\n", argv[1]);
 		return 1;
 	}
 	strcpy(sa.sun_path, argv[1]);
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "hgtrace ctl: %s: %s\n", argv[1], strerror(errno));
+		fprintf(stderr, "hgtrace: ctl: %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
 	{
@@ -63,7 +63,7 @@ int cmd_ctl(int argc, char **argv)
 		setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	}
 	if (write(s, cmd, strlen(cmd)) != (ssize_t)strlen(cmd)) {
-		fprintf(stderr, "hgtrace ctl: %s: write: %s\n", argv[1], strerror(errno));
+		fprintf(stderr, "hgtrace: ctl: %s: write: %s\n", argv[1], strerror(errno));
 		close(s);
 		return 1;
 	}
@@ -71,7 +71,8 @@ int cmd_ctl(int argc, char **argv)
 	while ((n = read(s, buf + got, sizeof(buf) - 1 - got)) > 0)
 		got += (size_t)n;
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-		fprintf(stderr, "hgtrace ctl: %s: no answer within %d s\n", argv[1], CTL_TIMEOUT_S);
+		fprintf(stderr, "hgtrace: ctl: %s: no answer within %d s\n", argv[1],
+			CTL_TIMEOUT_S);
 		close(s);
 		return 1;
 	}
@@ -82,7 +83,7 @@ int cmd_ctl(int argc, char **argv)
 							       : NULL;
 	if (!tail || (tail > buf && tail[-1] != '\n')) {
 		fprintf(stderr,
-			"hgtrace ctl: %s: the program closed the connection without an answer\n",
+			"hgtrace: ctl: %s: the program closed the connection without an answer\n",
 			argv[1]);
 		return 1;
 	}

@@ -47,7 +47,7 @@ int cmd_export(int argc, char **argv)
 			perfetto = !strcmp(optarg, "perfetto");
 			if (!perfetto && strcmp(optarg, "chrome-json")) {
 				fprintf(stderr,
-					"hgtrace export: --format '%s': chrome-json or perfetto\n",
+					"hgtrace: export: --format '%s': chrome-json or perfetto\n",
 					optarg);
 				return 2;
 			}
@@ -68,7 +68,7 @@ int cmd_export(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "hgtrace export: give at least one trace.dat file\n");
+		fprintf(stderr, "hgtrace: export: give at least one trace.dat file\n");
 		usage(stderr);
 		return 2;
 	}

@@ -95,7 +95,7 @@ int cmd_gen(int argc, char **argv)
 		}
 	}
 	if (!fmt || !out || optind >= argc) {
-		fprintf(stderr, "hgtrace gen: %s\n",
+		fprintf(stderr, "hgtrace: gen: %s\n",
 			!fmt   ? "--format is required"
 			: !out ? "-o OUT is required"
 			       : "no events file");
@@ -122,12 +122,12 @@ int cmd_gen(int argc, char **argv)
 		o.format = HGT_GEN_UST_C;
 	else {
 		fprintf(stderr,
-			"hgtrace gen: --format: '%s' is not h, c, d, stp, ust, ust-c, log-stap, simpletrace-stap or rs\n",
+			"hgtrace: gen: --format: '%s' is not h, c, d, stp, ust, ust-c, log-stap, simpletrace-stap or rs\n",
 			fmt);
 		return 2;
 	}
 	if (hgt_gen_backends(backends, &o.backends, err, sizeof(err)) < 0) {
-		fprintf(stderr, "hgtrace gen: %s\n", err);
+		fprintf(stderr, "hgtrace: gen: %s\n", err);
 		return 2;
 	}
 	if (!o.header) {
@@ -147,7 +147,7 @@ int cmd_gen(int argc, char **argv)
 	o.out_name = base(out);
 	for (int i = optind; i < argc; i++)
 		if (hgt_tev_parse(argv[i], &l, err, sizeof(err)) < 0) {
-			fprintf(stderr, "hgtrace gen: %s\n", err);
+			fprintf(stderr, "hgtrace: gen: %s\n", err);
 			goto out;
 		}
 	f = cmd_out_open("gen", out, &nf);
@@ -155,7 +155,7 @@ int cmd_gen(int argc, char **argv)
 		goto out;
 	c = hgt_gen(&o, &l, f, err, sizeof(err));
 	if (c < 0)
-		fprintf(stderr, "hgtrace gen: %s\n", err);
+		fprintf(stderr, "hgtrace: gen: %s\n", err);
 	c = cmd_out_close("gen", out, f, nf, c >= 0);
 	nf = NULL;
 	if (c < 0)

@@ -149,7 +149,7 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 	cmd_child_watch(&session_stop);
 	if (!cmd || !cmd[0])
 		fprintf(stderr,
-			"hgtrace record: recording host and guests; Ctrl-C (SIGINT), SIGTERM or SIGHUP stops\n");
+			"hgtrace: record: recording host and guests; Ctrl-C (SIGINT), SIGTERM or SIGHUP stops\n");
 	ret = hgt_session_run(&so);
 	cmd_child_end();
 	free(g);
@@ -248,17 +248,14 @@ int cmd_record(int argc, char **argv)
 				goto out;
 			}
 			break;
-		case O_FLUSH:
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || v < 10 || v > 3600000) {
-				fprintf(stderr,
-					"hgtrace: record: --flush-ms '%s': 10 to 3600000 ms\n",
-					optarg);
+		case O_FLUSH: {
+			int ms;
+
+			if (cmd_int_arg("record", "--flush-ms", optarg, 10, 3600000, &ms))
 				goto out;
-			}
-			o.flush_ms = (unsigned int)v;
+			o.flush_ms = (unsigned int)ms;
 			break;
+		}
 		case O_FSYNC:
 			o.sync = true;
 			break;
@@ -342,7 +339,7 @@ int cmd_record(int argc, char **argv)
 		cmd_child_spawn(argv + optind, "record");
 	else
 		fprintf(stderr,
-			"hgtrace record: recording; Ctrl-C (SIGINT), SIGTERM or SIGHUP stops\n");
+			"hgtrace: record: recording; Ctrl-C (SIGINT), SIGTERM or SIGHUP stops\n");
 	{
 		/* blocked between the test and the wait, so that no signal falls between */
 		sigset_t block, old;

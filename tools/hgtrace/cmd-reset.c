@@ -39,6 +39,6 @@ int cmd_reset(int argc, char **argv)
 		cmd_error("reset failed");
 		return 1;
 	}
-	printf("hgtrace reset: %d instance%s removed\n", n, n == 1 ? "" : "s");
+	printf("hgtrace: reset: %d instance%s removed\n", n, n == 1 ? "" : "s");
 	return 0;
 }

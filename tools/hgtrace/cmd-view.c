@@ -70,7 +70,7 @@ int cmd_view(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "hgtrace view: give at least one trace.dat file\n");
+		fprintf(stderr, "hgtrace: view: give at least one trace.dat file\n");
 		usage(stderr);
 		return 2;
 	}
@@ -86,7 +86,7 @@ int cmd_view(int argc, char **argv)
 	if (cmd_out_close("view", out, f, nf, !ret))
 		return 1;
 	if (!ret && strcmp(out, "-") && !stat(out, &st))
-		fprintf(stderr, "hgtrace view: wrote %s (%lld bytes): open it in a browser\n", out,
+		fprintf(stderr, "hgtrace: view: wrote %s (%lld bytes): open it in a browser\n", out,
 			(long long)st.st_size);
 	return ret ? 1 : 0;
 }

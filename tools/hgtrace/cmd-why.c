@@ -41,7 +41,7 @@ static int parse_us(const char *s, uint64_t *ns)
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || !(v > 0) || v > 1e12) {
-		fprintf(stderr, "hgtrace why: --threshold '%s': expected microseconds > 0\n", s);
+		fprintf(stderr, "hgtrace: why: --threshold '%s': expected microseconds > 0\n", s);
 		return -1;
 	}
 	*ns = (uint64_t)(v * 1000 + 0.5);
@@ -133,15 +133,15 @@ int cmd_why(int argc, char **argv)
 		}
 	}
 	if (!wo.from != !wo.to) {
-		fprintf(stderr, "hgtrace why: --from and --to go together\n");
+		fprintf(stderr, "hgtrace: why: --from and --to go together\n");
 		return 2;
 	}
 	if (wo.match_cpu && !wo.from) {
-		fprintf(stderr, "hgtrace why: --per-cpu is for a --from/--to pair\n");
+		fprintf(stderr, "hgtrace: why: --per-cpu is for a --from/--to pair\n");
 		return 2;
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "hgtrace why: give the host's and its guests' trace.dat files\n");
+		fprintf(stderr, "hgtrace: why: give the host's and its guests' trace.dat files\n");
 		usage(stderr);
 		return 2;
 	}

@@ -28,6 +28,10 @@ void cmd_child_watch(volatile int *stop);
 void cmd_child_spawn(char **argv, const char *who);
 void cmd_child_end(void);
 
+/* SIGINT, SIGTERM and SIGHUP set *@stop (the command ends as it would on its own); SIGPIPE
+ * is ignored (a peer that went away is an error return). */
+void cmd_catch_stop(volatile int *stop);
+
 /* Append @ev to the list *@evs of *@n (usage: -e). Returns 0 or -1 (out of memory). */
 int cmd_push_event(const char ***evs, int *n, const char *ev);
 
@@ -38,6 +42,17 @@ int cmd_compression(const char *cmd, const char *arg, enum hgt_compression *c);
 /* Option @opt's ARG @arg of command @cmd as an integer in [@lo, @hi] into *@v; otherwise
  * one error line and -1. */
 int cmd_int_arg(const char *cmd, const char *opt, const char *arg, long lo, long hi, int *v);
+
+/* @s as a number up to @max into *@v; otherwise one error line naming @what ("listen:
+ * -b") and -1. */
+int cmd_uint_arg(const char *what, const char *s, unsigned long max, unsigned long *v);
+
+/* --silent-timeout S of @cmd (agent, listen) in ms: at least 10 s (a heartbeat goes every
+ * HGT_AGENT_HEARTBEAT_MS); otherwise one error line and -1. */
+int cmd_silent_arg(const char *cmd, const char *s, unsigned int *ms);
+
+/* "A:B" split at its last colon (in place); otherwise one error line naming @what and -1. */
+int cmd_split_pair(const char *what, char *s, char **a, char **b);
 
 /* --ts2secs HZ of command @cmd (why, view, export): 0, or -1 after one error line. */
 #include <stdint.h>

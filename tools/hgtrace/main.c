@@ -10,6 +10,8 @@
 #include <hgtrace/output.h>
 #include <hgtrace/tracedat.h>
 
+#include <hgtrace/transport.h>
+
 #include "cmd.h"
 
 static const struct {
@@ -67,11 +69,55 @@ int cmd_int_arg(const char *cmd, const char *opt, const char *arg, long lo, long
 	errno = 0;
 	n = strtol(arg, &end, 10);
 	if (errno || *end || end == arg || n < lo || n > hi) {
-		fprintf(stderr, "hgtrace %s: %s '%s': expected %ld to %ld\n", cmd, opt, arg, lo,
+		fprintf(stderr, "hgtrace: %s: %s '%s': expected %ld to %ld\n", cmd, opt, arg, lo,
 			hi);
 		return -1;
 	}
 	*v = (int)n;
+	return 0;
+}
+
+int cmd_uint_arg(const char *what, const char *s, unsigned long max, unsigned long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoul(s, &end, 0);
+	if (errno || end == s || *end || *v > max || *s == '-') {
+		fprintf(stderr, "hgtrace: %s '%s': expected a number up to %lu\n", what, s, max);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_silent_arg(const char *cmd, const char *s, unsigned int *ms)
+{
+	char what[64];
+	unsigned long v;
+
+	snprintf(what, sizeof(what), "%s: --silent-timeout", cmd);
+	if (cmd_uint_arg(what, s, 86400, &v))
+		return -1;
+	if (v < 10) {
+		fprintf(stderr, "hgtrace: %s %lu: at least 10 s (a heartbeat goes every %d s)\n",
+			what, v, HGT_AGENT_HEARTBEAT_MS / 1000);
+		return -1;
+	}
+	*ms = (unsigned int)v * 1000;
+	return 0;
+}
+
+int cmd_split_pair(const char *what, char *s, char **a, char **b)
+{
+	char *c = strrchr(s, ':');
+
+	if (!c || c == s || !c[1]) {
+		fprintf(stderr, "hgtrace: %s '%s': expected A:B\n", what, s);
+		return -1;
+	}
+	*c = 0;
+	*a = s;
+	*b = c + 1;
 	return 0;
 }
 
@@ -82,7 +128,7 @@ int cmd_hz_arg(const char *cmd, const char *arg, uint64_t *hz)
 	errno = 0;
 	*hz = strtoull(arg, &end, 10);
 	if (errno || *end || end == arg || !*hz || *arg == '-') {
-		fprintf(stderr, "hgtrace %s: --ts2secs '%s': expected Hz > 0\n", cmd, arg);
+		fprintf(stderr, "hgtrace: %s: --ts2secs '%s': expected Hz > 0\n", cmd, arg);
 		return -1;
 	}
 	return 0;

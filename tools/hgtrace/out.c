@@ -22,7 +22,7 @@ FILE *cmd_out_open(const char *cmd, const char *path, struct hgt_newfile **nf)
 	*nf = hgt_newfile_open(path, HGT_NEWFILE_IN_PLACE);
 	c = *nf ? dup(hgt_newfile_fd(*nf)) : -1;
 	if (c < 0 || !(f = fdopen(c, "w"))) {
-		fprintf(stderr, "hgtrace %s: %s\n", cmd, *nf ? strerror(errno) : hgt_last_error());
+		fprintf(stderr, "hgtrace: %s: %s\n", cmd, *nf ? strerror(errno) : hgt_last_error());
 		if (c >= 0)
 			close(c);
 		hgt_newfile_abort(*nf);
@@ -37,7 +37,7 @@ int cmd_out_close(const char *cmd, const char *path, FILE *f, struct hgt_newfile
 	if (f == stdout)
 		return ok && !fflush(stdout) ? 0 : -1;
 	if (fclose(f) && ok) {
-		fprintf(stderr, "hgtrace %s: %s: %s\n", cmd, path, strerror(errno));
+		fprintf(stderr, "hgtrace: %s: %s: %s\n", cmd, path, strerror(errno));
 		ok = false;
 	}
 	if (!ok) {
@@ -45,7 +45,7 @@ int cmd_out_close(const char *cmd, const char *path, FILE *f, struct hgt_newfile
 		return -1;
 	}
 	if (hgt_newfile_commit(nf) < 0) {
-		fprintf(stderr, "hgtrace %s: %s\n", cmd, hgt_last_error());
+		fprintf(stderr, "hgtrace: %s: %s\n", cmd, hgt_last_error());
 		return -1;
 	}
 	return 0;
