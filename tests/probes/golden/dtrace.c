@@ -13,7 +13,8 @@ unsigned char _TRACE_EV_INTS_DSTATE;
 struct hgt_probe_event _TRACE_EV_INTS_EVENT = {
 	.name = "ev_ints",
 	.fmt = 
-#line 4 "sample.trace-eventsa=%" PRId8 " b=%" PRId16 " c=%" PRId32 " d=%" PRId64
+#line 4 "sample.trace-events"
+"a=%" PRId8 " b=%" PRId16 " c=%" PRId32 " d=%" PRId64
 #line 19 "dtrace.c"
 ,
 	.args = _hgt_args_ev_ints,
@@ -33,7 +34,8 @@ unsigned char _TRACE_EV_UINTS_DSTATE;
 struct hgt_probe_event _TRACE_EV_UINTS_EVENT = {
 	.name = "ev_uints",
 	.fmt = 
-#line 5 "sample.trace-eventsa=%" PRIu8 " b=%" PRIu16 " c=%" PRIu32 " d=0x%" PRIx64
+#line 5 "sample.trace-events"
+"a=%" PRIu8 " b=%" PRIu16 " c=%" PRIu32 " d=0x%" PRIx64
 #line 40 "dtrace.c"
 ,
 	.args = _hgt_args_ev_uints,
@@ -56,7 +58,8 @@ unsigned char _TRACE_EV_PLAIN_DSTATE;
 struct hgt_probe_event _TRACE_EV_PLAIN_EVENT = {
 	.name = "ev_plain",
 	.fmt = 
-#line 6 "sample.trace-eventsch=%d s=%d i=%d l=%ld u=%u ul=%lu flag=%d"
+#line 6 "sample.trace-events"
+"ch=%d s=%d i=%d l=%ld u=%u ul=%lu flag=%d"
 #line 64 "dtrace.c"
 ,
 	.args = _hgt_args_ev_plain,
@@ -76,7 +79,8 @@ unsigned char _TRACE_EV_SIZES_DSTATE;
 struct hgt_probe_event _TRACE_EV_SIZES_EVENT = {
 	.name = "ev_sizes",
 	.fmt = 
-#line 7 "sample.trace-eventssz=%zu ss=%zd up=0x%" PRIxPTR " pd=%td"
+#line 7 "sample.trace-events"
+"sz=%zu ss=%zd up=0x%" PRIxPTR " pd=%td"
 #line 85 "dtrace.c"
 ,
 	.args = _hgt_args_ev_sizes,
@@ -95,7 +99,8 @@ unsigned char _TRACE_EV_STR_DSTATE;
 struct hgt_probe_event _TRACE_EV_STR_EVENT = {
 	.name = "ev_str",
 	.fmt = 
-#line 8 "sample.trace-eventss=%s t=%s p=%p"
+#line 8 "sample.trace-events"
+"s=%s t=%s p=%p"
 #line 105 "dtrace.c"
 ,
 	.args = _hgt_args_ev_str,
@@ -123,7 +128,8 @@ unsigned char _TRACE_EV_OFF_DSTATE;
 struct hgt_probe_event _TRACE_EV_OFF_EVENT = {
 	.name = "ev_off",
 	.fmt = 
-#line 10 "sample.trace-eventsx=%d"
+#line 10 "sample.trace-events"
+"x=%d"
 #line 134 "dtrace.c"
 ,
 	.args = _hgt_args_ev_off,
@@ -141,7 +147,8 @@ unsigned char _TRACE_EV_VCPU_DSTATE;
 struct hgt_probe_event _TRACE_EV_VCPU_EVENT = {
 	.name = "ev_vcpu",
 	.fmt = 
-#line 11 "sample.trace-eventscpu=%p " "n=%d"
+#line 11 "sample.trace-events"
+"cpu=%p " "n=%d"
 #line 153 "dtrace.c"
 ,
 	.args = _hgt_args_ev_vcpu,
@@ -158,7 +165,8 @@ unsigned char _TRACE_EV_MEM_TRANS_DSTATE;
 struct hgt_probe_event _TRACE_EV_MEM_TRANS_EVENT = {
 	.name = "ev_mem_trans",
 	.fmt = 
-#line 12 "sample.trace-eventssize=%d"
+#line 12 "sample.trace-events"
+"size=%d"
 #line 171 "dtrace.c"
 ,
 	.args = _hgt_args_ev_mem_trans,
@@ -176,7 +184,8 @@ unsigned char _TRACE_EV_MEM_EXEC_DSTATE;
 struct hgt_probe_event _TRACE_EV_MEM_EXEC_EVENT = {
 	.name = "ev_mem_exec",
 	.fmt = 
-#line 12 "sample.trace-eventssize=%d addr=0x%" PRIx64
+#line 12 "sample.trace-events"
+"size=%d addr=0x%" PRIx64
 #line 190 "dtrace.c"
 ,
 	.args = _hgt_args_ev_mem_exec,
@@ -198,7 +207,8 @@ unsigned char _TRACE_EV_TICK_DSTATE;
 struct hgt_probe_event _TRACE_EV_TICK_EVENT = {
 	.name = "ev_tick",
 	.fmt = 
-#line 2 "sample2.trace-eventsn=%lu"
+#line 2 "sample2.trace-events"
+"n=%lu"
 #line 213 "dtrace.c"
 ,
 	.args = _hgt_args_ev_tick,
@@ -216,7 +226,8 @@ unsigned char _TRACE_EV_WORK_DSTATE;
 struct hgt_probe_event _TRACE_EV_WORK_EVENT = {
 	.name = "ev_work",
 	.fmt = 
-#line 3 "sample2.trace-eventsthread=%d i=%lu"
+#line 3 "sample2.trace-events"
+"thread=%d i=%lu"
 #line 232 "dtrace.c"
 ,
 	.args = _hgt_args_ev_work,

@@ -13,7 +13,8 @@ unsigned char _TRACE_EV_INTS_DSTATE;
 struct hgt_probe_event _TRACE_EV_INTS_EVENT = {
 	.name = "ev_ints",
 	.fmt = 
-#line 4 "sample.trace-eventsa=%" PRId8 " b=%" PRId16 " c=%" PRId32 " d=%" PRId64
+#line 4 "sample.trace-events"
+"a=%" PRId8 " b=%" PRId16 " c=%" PRId32 " d=%" PRId64
 #line 19 "simple.c"
 ,
 	.args = _hgt_args_ev_ints,
@@ -52,7 +53,8 @@ unsigned char _TRACE_EV_UINTS_DSTATE;
 struct hgt_probe_event _TRACE_EV_UINTS_EVENT = {
 	.name = "ev_uints",
 	.fmt = 
-#line 5 "sample.trace-eventsa=%" PRIu8 " b=%" PRIu16 " c=%" PRIu32 " d=0x%" PRIx64
+#line 5 "sample.trace-events"
+"a=%" PRIu8 " b=%" PRIu16 " c=%" PRIu32 " d=0x%" PRIx64
 #line 59 "simple.c"
 ,
 	.args = _hgt_args_ev_uints,
@@ -94,7 +96,8 @@ unsigned char _TRACE_EV_PLAIN_DSTATE;
 struct hgt_probe_event _TRACE_EV_PLAIN_EVENT = {
 	.name = "ev_plain",
 	.fmt = 
-#line 6 "sample.trace-eventsch=%d s=%d i=%d l=%ld u=%u ul=%lu flag=%d"
+#line 6 "sample.trace-events"
+"ch=%d s=%d i=%d l=%ld u=%u ul=%lu flag=%d"
 #line 102 "simple.c"
 ,
 	.args = _hgt_args_ev_plain,
@@ -139,7 +142,8 @@ unsigned char _TRACE_EV_SIZES_DSTATE;
 struct hgt_probe_event _TRACE_EV_SIZES_EVENT = {
 	.name = "ev_sizes",
 	.fmt = 
-#line 7 "sample.trace-eventssz=%zu ss=%zd up=0x%" PRIxPTR " pd=%td"
+#line 7 "sample.trace-events"
+"sz=%zu ss=%zd up=0x%" PRIxPTR " pd=%td"
 #line 148 "simple.c"
 ,
 	.args = _hgt_args_ev_sizes,
@@ -177,7 +181,8 @@ unsigned char _TRACE_EV_STR_DSTATE;
 struct hgt_probe_event _TRACE_EV_STR_EVENT = {
 	.name = "ev_str",
 	.fmt = 
-#line 8 "sample.trace-eventss=%s t=%s p=%p"
+#line 8 "sample.trace-events"
+"s=%s t=%s p=%p"
 #line 187 "simple.c"
 ,
 	.args = _hgt_args_ev_str,
@@ -235,7 +240,8 @@ unsigned char _TRACE_EV_OFF_DSTATE;
 struct hgt_probe_event _TRACE_EV_OFF_EVENT = {
 	.name = "ev_off",
 	.fmt = 
-#line 10 "sample.trace-eventsx=%d"
+#line 10 "sample.trace-events"
+"x=%d"
 #line 246 "simple.c"
 ,
 	.args = _hgt_args_ev_off,
@@ -253,7 +259,8 @@ unsigned char _TRACE_EV_VCPU_DSTATE;
 struct hgt_probe_event _TRACE_EV_VCPU_EVENT = {
 	.name = "ev_vcpu",
 	.fmt = 
-#line 11 "sample.trace-eventscpu=%p " "n=%d"
+#line 11 "sample.trace-events"
+"cpu=%p " "n=%d"
 #line 265 "simple.c"
 ,
 	.args = _hgt_args_ev_vcpu,
@@ -285,7 +292,8 @@ unsigned char _TRACE_EV_MEM_TRANS_DSTATE;
 struct hgt_probe_event _TRACE_EV_MEM_TRANS_EVENT = {
 	.name = "ev_mem_trans",
 	.fmt = 
-#line 12 "sample.trace-eventssize=%d"
+#line 12 "sample.trace-events"
+"size=%d"
 #line 298 "simple.c"
 ,
 	.args = _hgt_args_ev_mem_trans,
@@ -316,7 +324,8 @@ unsigned char _TRACE_EV_MEM_EXEC_DSTATE;
 struct hgt_probe_event _TRACE_EV_MEM_EXEC_EVENT = {
 	.name = "ev_mem_exec",
 	.fmt = 
-#line 12 "sample.trace-eventssize=%d addr=0x%" PRIx64
+#line 12 "sample.trace-events"
+"size=%d addr=0x%" PRIx64
 #line 330 "simple.c"
 ,
 	.args = _hgt_args_ev_mem_exec,
@@ -353,7 +362,8 @@ unsigned char _TRACE_EV_TICK_DSTATE;
 struct hgt_probe_event _TRACE_EV_TICK_EVENT = {
 	.name = "ev_tick",
 	.fmt = 
-#line 2 "sample2.trace-eventsn=%lu"
+#line 2 "sample2.trace-events"
+"n=%lu"
 #line 368 "simple.c"
 ,
 	.args = _hgt_args_ev_tick,
@@ -384,7 +394,8 @@ unsigned char _TRACE_EV_WORK_DSTATE;
 struct hgt_probe_event _TRACE_EV_WORK_EVENT = {
 	.name = "ev_work",
 	.fmt = 
-#line 3 "sample2.trace-eventsthread=%d i=%lu"
+#line 3 "sample2.trace-events"
+"thread=%d i=%lu"
 #line 400 "simple.c"
 ,
 	.args = _hgt_args_ev_work,

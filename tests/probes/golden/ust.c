@@ -15,7 +15,8 @@ unsigned char _TRACE_EV_INTS_DSTATE;
 struct hgt_probe_event _TRACE_EV_INTS_EVENT = {
 	.name = "ev_ints",
 	.fmt = 
-#line 4 "sample.trace-eventsa=%" PRId8 " b=%" PRId16 " c=%" PRId32 " d=%" PRId64
+#line 4 "sample.trace-events"
+"a=%" PRId8 " b=%" PRId16 " c=%" PRId32 " d=%" PRId64
 #line 21 "ust.c"
 ,
 	.args = _hgt_args_ev_ints,
@@ -35,7 +36,8 @@ unsigned char _TRACE_EV_UINTS_DSTATE;
 struct hgt_probe_event _TRACE_EV_UINTS_EVENT = {
 	.name = "ev_uints",
 	.fmt = 
-#line 5 "sample.trace-eventsa=%" PRIu8 " b=%" PRIu16 " c=%" PRIu32 " d=0x%" PRIx64
+#line 5 "sample.trace-events"
+"a=%" PRIu8 " b=%" PRIu16 " c=%" PRIu32 " d=0x%" PRIx64
 #line 42 "ust.c"
 ,
 	.args = _hgt_args_ev_uints,
@@ -58,7 +60,8 @@ unsigned char _TRACE_EV_PLAIN_DSTATE;
 struct hgt_probe_event _TRACE_EV_PLAIN_EVENT = {
 	.name = "ev_plain",
 	.fmt = 
-#line 6 "sample.trace-eventsch=%d s=%d i=%d l=%ld u=%u ul=%lu flag=%d"
+#line 6 "sample.trace-events"
+"ch=%d s=%d i=%d l=%ld u=%u ul=%lu flag=%d"
 #line 66 "ust.c"
 ,
 	.args = _hgt_args_ev_plain,
@@ -78,7 +81,8 @@ unsigned char _TRACE_EV_SIZES_DSTATE;
 struct hgt_probe_event _TRACE_EV_SIZES_EVENT = {
 	.name = "ev_sizes",
 	.fmt = 
-#line 7 "sample.trace-eventssz=%zu ss=%zd up=0x%" PRIxPTR " pd=%td"
+#line 7 "sample.trace-events"
+"sz=%zu ss=%zd up=0x%" PRIxPTR " pd=%td"
 #line 87 "ust.c"
 ,
 	.args = _hgt_args_ev_sizes,
@@ -97,7 +101,8 @@ unsigned char _TRACE_EV_STR_DSTATE;
 struct hgt_probe_event _TRACE_EV_STR_EVENT = {
 	.name = "ev_str",
 	.fmt = 
-#line 8 "sample.trace-eventss=%s t=%s p=%p"
+#line 8 "sample.trace-events"
+"s=%s t=%s p=%p"
 #line 107 "ust.c"
 ,
 	.args = _hgt_args_ev_str,
@@ -125,7 +130,8 @@ unsigned char _TRACE_EV_OFF_DSTATE;
 struct hgt_probe_event _TRACE_EV_OFF_EVENT = {
 	.name = "ev_off",
 	.fmt = 
-#line 10 "sample.trace-eventsx=%d"
+#line 10 "sample.trace-events"
+"x=%d"
 #line 136 "ust.c"
 ,
 	.args = _hgt_args_ev_off,
@@ -143,7 +149,8 @@ unsigned char _TRACE_EV_VCPU_DSTATE;
 struct hgt_probe_event _TRACE_EV_VCPU_EVENT = {
 	.name = "ev_vcpu",
 	.fmt = 
-#line 11 "sample.trace-eventscpu=%p " "n=%d"
+#line 11 "sample.trace-events"
+"cpu=%p " "n=%d"
 #line 155 "ust.c"
 ,
 	.args = _hgt_args_ev_vcpu,
@@ -160,7 +167,8 @@ unsigned char _TRACE_EV_MEM_TRANS_DSTATE;
 struct hgt_probe_event _TRACE_EV_MEM_TRANS_EVENT = {
 	.name = "ev_mem_trans",
 	.fmt = 
-#line 12 "sample.trace-eventssize=%d"
+#line 12 "sample.trace-events"
+"size=%d"
 #line 173 "ust.c"
 ,
 	.args = _hgt_args_ev_mem_trans,
@@ -178,7 +186,8 @@ unsigned char _TRACE_EV_MEM_EXEC_DSTATE;
 struct hgt_probe_event _TRACE_EV_MEM_EXEC_EVENT = {
 	.name = "ev_mem_exec",
 	.fmt = 
-#line 12 "sample.trace-eventssize=%d addr=0x%" PRIx64
+#line 12 "sample.trace-events"
+"size=%d addr=0x%" PRIx64
 #line 192 "ust.c"
 ,
 	.args = _hgt_args_ev_mem_exec,
@@ -200,7 +209,8 @@ unsigned char _TRACE_EV_TICK_DSTATE;
 struct hgt_probe_event _TRACE_EV_TICK_EVENT = {
 	.name = "ev_tick",
 	.fmt = 
-#line 2 "sample2.trace-eventsn=%lu"
+#line 2 "sample2.trace-events"
+"n=%lu"
 #line 215 "ust.c"
 ,
 	.args = _hgt_args_ev_tick,
@@ -218,7 +228,8 @@ unsigned char _TRACE_EV_WORK_DSTATE;
 struct hgt_probe_event _TRACE_EV_WORK_EVENT = {
 	.name = "ev_work",
 	.fmt = 
-#line 3 "sample2.trace-eventsthread=%d i=%lu"
+#line 3 "sample2.trace-events"
+"thread=%d i=%lu"
 #line 234 "ust.c"
 ,
 	.args = _hgt_args_ev_work,
