@@ -17,12 +17,6 @@
 
 static volatile int session_stop; /* a signal, or the workload's end */
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	session_stop = 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -195,7 +189,6 @@ int cmd_record(int argc, char **argv)
 	int *pids = NULL, nev = 0, npid = 0, c, ret = 2;
 	struct hgt_record_result res;
 	struct hgt_recorder *rec;
-	struct sigaction sa;
 	char *end;
 	long v;
 
@@ -313,13 +306,8 @@ int cmd_record(int argc, char **argv)
 	o.nr_pids = npid;
 	/* before any recording starts, -A or not: a stop request ends it with its files
 	 * written (and overrides SIGINT ignored in a script's background job) */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	/* a closed terminal or pipe must not kill the recorder while it writes the file */
-	signal(SIGPIPE, SIG_IGN);
+	cmd_catch_stop(&session_stop);
 	if (ng) {
 		ret = run_session(&o, gs, ng, (unsigned int)interval, kvm_debugfs,
 				  optind < argc ? argv + optind : NULL);
