@@ -388,6 +388,19 @@ static int open_v6(struct hgt_input *in)
 	return ret;
 }
 
+/* @b's CPUs up to @n, the new ones empty (not present). */
+static int grow_cpus(struct hgt__buffer *b, int n)
+{
+	struct hgt_cpu_data *c = realloc(b->cpus, sizeof(*c) * (size_t)n);
+
+	if (!c)
+		return -ENOMEM;
+	memset(c + b->pub.nr_cpus, 0, sizeof(*c) * (size_t)(n - b->pub.nr_cpus));
+	b->cpus = c;
+	b->pub.cpus = c;
+	b->pub.nr_cpus = n;
+	return 0;
+}
 static int open_v7(struct hgt_input *in)
 {
 	int ret, i, top = -1;
@@ -428,6 +441,13 @@ static int open_v7(struct hgt_input *in)
 
 		memmove(&in->bufs[1], &in->bufs[0], sizeof(t) * top);
 		in->bufs[0] = t;
+	}
+	/* v7 lists only the CPUs that have data: CPUCOUNT says how many the machine had
+	 * (trace-cmd's count), and the ones past the last listed are there, empty */
+	if (top >= 0 && in->version >= 7 && in->nr_cpus > in->bufs[0].pub.nr_cpus) {
+		ret = grow_cpus(&in->bufs[0], in->nr_cpus);
+		if (ret)
+			return ret;
 	}
 	if (top >= 0 && in->bufs[0].pub.nr_cpus > 0)
 		in->nr_cpus = in->bufs[0].pub.nr_cpus;
