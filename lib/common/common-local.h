@@ -3,8 +3,41 @@
 #ifndef HGTRACE_COMMON_LOCAL_H
 #define HGTRACE_COMMON_LOCAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
+
+#define HGT__ERRLEN 512
+
+/* Bounds for anything a file claims, so a hostile file cannot make us allocate without end. */
+#define HGT__MAX_META (1ULL << 30)   /* one metadata item (kallsyms can be tens of MB) */
+#define HGT__MAX_CHUNK (64ULL << 20) /* one compressed chunk, uncompressed */
+#define HGT__MAX_CPUS 8192
+#define HGT__MAX_SECTIONS (1 << 20) /* a v7 file with more is not a tracer's */
+#define HGT__MAX_PAGE (1U << 24)
+#define HGT__MAX_OPTIONS 65536
+#define HGT__MAX_EVENTS 1000000
+
+/* The thread's last error (errors.c): a line for hgt_last_error(); errorf returns -@err. */
+void hgt__set_last_error(const char *msg);
+int hgt__errorf(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Whole writes (io.c), EINTR retried: 0 or -errno. */
+int hgt__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
+int hgt__write_full(int fd, const void *buf, size_t n);
+/*
+ * hgt__write_within - write all @n bytes to @fd, a pipe, port or socket whose reader may be
+ * gone: never blocked longer than a poll slice; while there is no room, *@stop (when set)
+ * ends it with -ECANCELED, and a reader that took nothing for @stall_ms (0: no limit)
+ * with -ETIMEDOUT.
+ */
+int hgt__write_within(int fd, const void *buf, size_t n, unsigned int stall_ms,
+		      const volatile int *stop);
+/* An unnamed temporary file in @dir (falling back to /tmp), or -1. */
+int hgt__tmpfile(const char *dir);
+/* A name for files and instances: [A-Za-z0-9_.-], 1 to 64 characters, not . or .. */
+bool hgt__valid_name(const char *s);
 
 /*
  * hgt__link_check - whether @path, a symbolic link as lstat() gave @lst, may be followed to

@@ -13,18 +13,6 @@
 
 #include "tracedat-local.h"
 
-static __thread char last_error[HGT__ERRLEN];
-
-const char *hgt_last_error(void)
-{
-	return last_error;
-}
-
-void hgt__set_last_error(const char *msg)
-{
-	snprintf(last_error, sizeof(last_error), "%s", msg);
-}
-
 static int verror(struct hgt_input *in, uint64_t off, int err, const char *fmt, va_list ap)
 {
 	char what[HGT__ERRLEN];
@@ -228,89 +216,4 @@ int hgt__rd_str(struct hgt__rd *rd, char **s, uint64_t max)
 	}
 	return hgt__rd_error(rd, EBADMSG, "string is not NUL-terminated within %llu bytes",
 			     (unsigned long long)max);
-}
-
-/* Write all @n bytes, at @off (pwrite) or, with @off < 0, at the file position. */
-static int write_loop(int fd, const void *buf, size_t n, int64_t off)
-{
-	const uint8_t *p = buf;
-
-	while (n) {
-		ssize_t w = off < 0 ? write(fd, p, n) : pwrite(fd, p, n, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		p += w;
-		n -= (size_t)w;
-		if (off >= 0)
-			off += w;
-	}
-	return 0;
-}
-
-/**
- * hgt__pwrite_full - write all @n bytes at @off (EINTR retried). Returns 0 or -errno.
- */
-int hgt__pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
-{
-	return write_loop(fd, buf, n, (int64_t)off);
-}
-
-/**
- * hgt__write_full - write all @n bytes to @fd (EINTR retried). Returns 0 or -errno.
- */
-int hgt__write_full(int fd, const void *buf, size_t n)
-{
-	return write_loop(fd, buf, n, -1);
-}
-
-/**
- * hgt__valid_name - a name for files and instances: [A-Za-z0-9_.-], 1 to 64 characters.
- */
-bool hgt__valid_name(const char *s)
-{
-	size_t n = strlen(s);
-
-	/* "." and ".." name directories: a name is a file name part (setup-guest's DIR/NAME) */
-	if (!n || n > 64 || !strcmp(s, ".") || !strcmp(s, ".."))
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
-			return false;
-	return true;
-}
-
-/**
- * hgt__errorf - record a formatted error line as the thread's last error; returns -@err.
- */
-int hgt__errorf(int err, const char *fmt, ...)
-{
-	char line[HGT__ERRLEN];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	hgt__set_last_error(line);
-	return -err;
-}
-
-/**
- * hgt__tmpfile - an unnamed temporary file in directory @dir (falling back to /tmp), or -1.
- */
-int hgt__tmpfile(const char *dir)
-{
-	int fd = open(dir && *dir ? dir : ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-
-	if (fd < 0) {
-		char tmpl[] = "/tmp/hgtrace-XXXXXX";
-
-		fd = mkstemp(tmpl);
-		if (fd >= 0)
-			unlink(tmpl);
-	}
-	return fd;
 }

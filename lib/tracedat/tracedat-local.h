@@ -11,16 +11,8 @@
 
 #include <hgtrace/tracedat.h>
 
-#define HGT__ERRLEN 512
+#include "../common/common-local.h"
 
-/* Bounds for anything a file claims, so a hostile file cannot make us allocate without end. */
-#define HGT__MAX_META (1ULL << 30)   /* one metadata item (kallsyms can be tens of MB) */
-#define HGT__MAX_CHUNK (64ULL << 20) /* one compressed chunk, uncompressed */
-#define HGT__MAX_CPUS 8192
-#define HGT__MAX_SECTIONS (1 << 20) /* a v7 file with more is not a tracer's */
-#define HGT__MAX_PAGE (1U << 24)
-#define HGT__MAX_OPTIONS 65536
-#define HGT__MAX_EVENTS 1000000
 /* Zeroed bytes after every page buffer: libtraceevent follows __data_loc offsets (16 bit
  * offset + 16 bit length) without checking them against the record, so keep such reads
  * inside our buffer whatever the file says. */
@@ -123,14 +115,8 @@ int hgt__error(struct hgt_input *in, uint64_t off, int err, const char *fmt, ...
 	__attribute__((format(printf, 4, 5)));
 int hgt__rd_error(struct hgt__rd *rd, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void hgt__set_last_error(const char *msg);
-int hgt__errorf(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int hgt__pread_all(struct hgt_input *in, void *buf, uint64_t len, uint64_t off);
-int hgt__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
-int hgt__write_full(int fd, const void *buf, size_t n);
-int hgt__tmpfile(const char *dir);
-bool hgt__valid_name(const char *s);
 struct hgt_vcpu_threads;
 /* GUEST option for guest @name into a finished host file (lib/transport/vmm.c). */
 int hgt__guest_map_append(const char *host_path, const char *name, uint64_t trace_id,

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Writes that finish or say why, names that are safe as file names, temporary files.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common-local.h"
+
+/* Write all @n bytes, at @off (pwrite) or, with @off < 0, at the file position. */
+static int write_loop(int fd, const void *buf, size_t n, int64_t off)
+{
+	const uint8_t *p = buf;
+
+	while (n) {
+		ssize_t w = off < 0 ? write(fd, p, n) : pwrite(fd, p, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+		if (off >= 0)
+			off += w;
+	}
+	return 0;
+}
+
+/**
+ * hgt__pwrite_full - write all @n bytes at @off (EINTR retried). Returns 0 or -errno.
+ */
+int hgt__pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
+{
+	return write_loop(fd, buf, n, (int64_t)off);
+}
+
+/**
+ * hgt__write_full - write all @n bytes to @fd (EINTR retried). Returns 0 or -errno.
+ */
+int hgt__write_full(int fd, const void *buf, size_t n)
+{
+	return write_loop(fd, buf, n, -1);
+}
+
+/* Milliseconds of CLOCK_MONOTONIC (the clock/ part's hgt__now_ms is above this floor). */
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/**
+ * hgt__write_within - write all @n bytes to a pipe, port or socket whose reader may be
+ * gone, never blocked for good: each write waits for room in slices of 200 ms (a blocking
+ * @fd is written PIPE_BUF bytes at a time, which room for one never blocks). While there
+ * is no room, *@stop set ends it with -ECANCELED, and a reader that took nothing for
+ * @stall_ms (0: no limit) with -ETIMEDOUT. Other failures: -errno.
+ */
+int hgt__write_within(int fd, const void *buf, size_t n, unsigned int stall_ms,
+		      const volatile int *stop)
+{
+	int fl = fcntl(fd, F_GETFL);
+	size_t chunk = fl >= 0 && (fl & O_NONBLOCK) ? SIZE_MAX : PIPE_BUF;
+	const uint8_t *p = buf;
+	uint64_t moved = now_ms();
+
+	if (fl < 0)
+		return -errno;
+	while (n) {
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		int r = poll(&pfd, 1, 200);
+
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r > 0) {
+			ssize_t w;
+
+			if (pfd.revents & POLLNVAL)
+				return -EBADF;
+			w = write(fd, p, n < chunk ? n : chunk);
+			if (w > 0) {
+				p += w;
+				n -= (size_t)w;
+				moved = now_ms();
+				continue;
+			}
+			if (w == 0)
+				return -EIO;
+			if (errno != EINTR && errno != EAGAIN)
+				return -errno;
+		}
+		/* no room: this is where a reader that is gone keeps us */
+		if (stop && *stop)
+			return -ECANCELED;
+		if (stall_ms && now_ms() - moved >= stall_ms)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/**
+ * hgt__valid_name - a name for files and instances: [A-Za-z0-9_.-], 1 to 64 characters.
+ */
+bool hgt__valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	/* "." and ".." name directories: a name is a file name part (setup-guest's DIR/NAME) */
+	if (!n || n > 64 || !strcmp(s, ".") || !strcmp(s, ".."))
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
+			return false;
+	return true;
+}
+
+/**
+ * hgt__tmpfile - an unnamed temporary file in directory @dir (falling back to /tmp), or -1.
+ */
+int hgt__tmpfile(const char *dir)
+{
+	int fd = open(dir && *dir ? dir : ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		char tmpl[] = "/tmp/hgtrace-XXXXXX";
+
+		fd = mkstemp(tmpl);
+		if (fd >= 0)
+			unlink(tmpl);
+	}
+	return fd;
+}
