@@ -84,6 +84,33 @@ static uint64_t cpu_ns(void)
 	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
 }
 
+/* The host's silence that ends a serving agent's session (and a write it never reads). */
+static unsigned int silent_limit(const struct agent *a)
+{
+	return a->o.host_silent_ms ? a->o.host_silent_ms : 30000;
+}
+
+/* A write toward the host that cannot block for good: a host that died (FIFOs and ports
+ * hold no EPIPE) or a signal ends it. */
+static int chan_write(struct agent *a, int fd, const void *p, size_t n)
+{
+	int ret = hgt__write_within(fd, p, n, silent_limit(a), a->o.stop);
+
+	if (ret == -ETIMEDOUT)
+		a->host_lost = true;
+	return ret;
+}
+
+static int chan_error(const struct agent *a, int ret, const char *what)
+{
+	if (ret == -ETIMEDOUT)
+		return hgt__errorf(ETIMEDOUT, "agent: %s: the host read nothing for %u ms", what,
+				   silent_limit(a));
+	if (ret == -ECANCELED)
+		return hgt__errorf(ECANCELED, "agent: %s: stopped while writing to the host", what);
+	return hgt__errorf(-ret, "agent: %s: %s", what, strerror(-ret));
+}
+
 static int send_msg(struct agent *a, uint16_t type, const void *h, size_t hn, const void *p,
 		    size_t n)
 {
@@ -108,16 +135,16 @@ static int send_msg(struct agent *a, uint16_t type, const void *h, size_t hn, co
 			memcpy(b + sizeof(hdr), h, hn);
 		if (n)
 			memcpy(b + sizeof(hdr) + hn, p, n);
-		ret = hgt__write_full(a->ctl_w, b, sizeof(hdr) + hn + n);
+		ret = chan_write(a, a->ctl_w, b, sizeof(hdr) + hn + n);
 	} else {
-		ret = hgt__write_full(a->ctl_w, hdr, sizeof(hdr));
+		ret = chan_write(a, a->ctl_w, hdr, sizeof(hdr));
 		if (!ret && hn)
-			ret = hgt__write_full(a->ctl_w, h, hn);
+			ret = chan_write(a, a->ctl_w, h, hn);
 		if (!ret && n)
-			ret = hgt__write_full(a->ctl_w, p, n);
+			ret = chan_write(a, a->ctl_w, p, n);
 	}
 	if (ret)
-		return hgt__errorf(-ret, "agent: control channel: %s", strerror(-ret));
+		return chan_error(a, ret, "control channel");
 	a->last_sent_ms = hgt__now_ms();
 	return 0;
 }
@@ -630,10 +657,13 @@ static int send_data_headers(struct agent *a)
 
 		memcpy(b, h, 16);
 		memcpy(b + 16, &a->session, 8);
-		ret = hgt__write_full(a->data[i], b, sizeof(b));
-		if (ret)
-			ret = hgt__errorf(-ret, "agent: cpu %d data channel: %s", i,
-					  strerror(-ret));
+		ret = chan_write(a, a->data[i], b, sizeof(b));
+		if (ret) {
+			char what[48];
+
+			snprintf(what, sizeof(what), "cpu %d data channel", i);
+			ret = chan_error(a, ret, what);
+		}
 	}
 	return ret;
 }
@@ -672,6 +702,8 @@ struct drain {
 	pthread_t thread;
 	int stop;
 	bool started;
+	uint64_t from_ms; /* drain from then on: a live host's grace to take the tail */
+	size_t dropped;	  /* bytes read and dropped */
 };
 
 /* Read and drop what waits in the FIFOs; returns the bytes read. */
@@ -696,8 +728,12 @@ static void *drain_main(void *arg)
 {
 	struct drain *d = arg;
 
-	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE))
-		drain_fds(d, 100);
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		if (hgt__now_ms() < d->from_ms)
+			usleep(50000);
+		else
+			d->dropped += drain_fds(d, 100);
+	}
 	return NULL;
 }
 
@@ -742,27 +778,40 @@ static void drain_now(struct agent *a)
 	drain_close(&d);
 }
 
+static bool host_dead(const struct agent *a)
+{
+	return a->host_lost || a->host_gone;
+}
+
+/* A stopped agent (a signal) whose host is alive but not reading would wait for good: it
+ * gives the host DRAIN_GRACE_MS to take the tail, then drops what is left. */
+#define DRAIN_GRACE_MS 2000
+
 static bool drain_needed(const struct agent *a)
 {
 	return a->o.serve && a->o.transport == HGT_TRANSPORT_FIFOS &&
-	       (a->host_lost || a->host_gone);
+	       (host_dead(a) || (a->o.stop && *a->o.stop));
 }
 
 static void drain_start(struct agent *a, struct drain *d)
 {
 	*d = (struct drain){ .a = a };
-	if (drain_needed(a) && !drain_open(a, d))
+	if (drain_needed(a) && !drain_open(a, d)) {
+		d->from_ms = hgt__now_ms() + (host_dead(a) ? 0 : DRAIN_GRACE_MS);
 		d->started = !hgt__thread_create(&d->thread, drain_main, d);
+	}
 }
 
 /* After the readers stopped: the last bytes they wrote go too. */
 static void drain_end(struct drain *d)
 {
 	if (d->started) {
+		size_t n;
+
 		__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
 		hgt__thread_join(d->thread);
-		while (drain_fds(d, 0))
-			;
+		while (host_dead(d->a) && (n = drain_fds(d, 0)))
+			d->dropped += n;
 	}
 	drain_close(d);
 }
@@ -819,11 +868,12 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	drain_end(&drain);
 	if (!ret)
 		ret = i;
-	if (!ret && drain.started) {
-		/* nobody to send the end to */
+	if (!ret && drain.started && (host_dead(a) || drain.dropped)) {
+		/* nobody to send the end to, or an end that would not match what came */
 		if (a->o.log)
 			fprintf(a->o.log,
-				"hgtrace agent: stopped: the host is gone; what it did not read was dropped\n");
+				"hgtrace agent: stopped: the host %s; what it did not read was dropped (%zu bytes)\n",
+				host_dead(a) ? "is gone" : "did not read for 2 s", drain.dropped);
 		ret = 1;
 	}
 	if (!ret)
@@ -986,8 +1036,7 @@ static int serve_listening(struct agent *a)
 			if (!ret)
 				ret = send_data_headers(a);
 			if (!ret)
-				ret = session(a, false,
-					      a->o.host_silent_ms ? a->o.host_silent_ms : 30000);
+				ret = session(a, false, silent_limit(a));
 			if (ret < 0 && a->o.log)
 				fprintf(a->o.log, "hgtrace agent: session failed: %s\n",
 					hgt_last_error());
@@ -1105,8 +1154,7 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 			if (!ret)
 				ret = send_data_headers(&a);
 			if (!ret)
-				ret = session(&a, false,
-					      a.o.host_silent_ms ? a.o.host_silent_ms : 30000);
+				ret = session(&a, false, silent_limit(&a));
 			if (ret < 0 && a.o.log)
 				fprintf(a.o.log, "hgtrace agent: session failed: %s\n",
 					hgt_last_error());

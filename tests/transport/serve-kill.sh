@@ -5,7 +5,8 @@
 # trace-cmd). Half the next hosts come at once (the agent learns from their CONFIG that the
 # old host is gone, the listener skips the old session's bytes), half after the agent said
 # the host was silent (it drops what its readers were blocked writing). Then SIGTERM ends
-# the agent within 2 s and its instance is gone.
+# the agent within 2 s and its instance is gone. A host that reads nothing, and one that
+# stops mid-session, end neither the agent's service nor its response to SIGTERM.
 # Usage: serve-kill.sh HGTRACE [K]
 HGTRACE=$(realpath "$1")
 K=${2:-10}
@@ -72,6 +73,22 @@ for k in $(seq 1 "$K"); do
 	fi
 done
 
+# A host that sends its settings and its start, then reads nothing: the agent's HELLO and
+# metadata (kallsyms: more than a FIFO holds) wait for room. The agent gives up after its
+# silence limit (10 s), says so, and serves the next host. The CONFIG is written here by
+# hand from the protocol: "HGTC", type 6, flags 0, 9 bytes (buffer 0 KiB, flags 0, clock
+# ""), then the start "1".
+exec 3<> w/agent-ctl-path.in
+printf 'HGTC\x06\x00\x00\x00\x09\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00' >&3
+printf '1\n' >&3
+if wait_for_line agent.log 'control channel: the host read nothing for 10000 ms' 60; then
+	tap_ok "a host that reads nothing: the agent, blocked writing its metadata, gave up after 10 s and said so"
+	ok_session stall "after a host that read nothing"
+else
+	tap_fail "a host that reads nothing: the agent never gave up: $(tail -3 agent.log | tr '\n' '|')"
+fi
+exec 3>&-
+
 kill -TERM $apid
 t0=$(date +%s%N)
 wait_exit $apid 10
@@ -82,5 +99,48 @@ if [ $rc = 0 ] && [ $ms -le 2000 ] && [ ! -d "$TRACEFS/instances/$inst" ]; then
 else
 	tap_fail "SIGTERM: agent still running or its instance left (wait $rc, $ms ms)"
 fi
+
+# blocked_in_write PID: wait (up to 60 s) until a thread of PID sleeps in a pipe write
+blocked_in_write() {
+	local end=$((SECONDS + 60))
+	until cat /proc/"$1"/task/*/wchan 2> /dev/null | grep -q 'pipe_write\|pipe_wait_writable'; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.05
+	done
+}
+
+# A host that stops (SIGSTOP) mid-session while the guest writes more than the FIFOs hold:
+# the agent's readers wait for room. SIGTERM still ends the agent: the host has 2 s to take
+# the tail, then what waits is dropped (an agent that waited for good would never end).
+"$HGTRACE" setup-guest v --cpus "$(nproc)" --dir . > /dev/null
+inst2=hgt_sstop_$$
+"$HGTRACE" agent --serve --fifos v -B $inst2 -e sched:sched_switch 2> agent2.log &
+apid2=$!
+"$HGTRACE" record -e sched:sched_switch -A "v@fifo:$t/v" -o st.dat -- sleep 60 > /dev/null 2> st.log &
+rp=$!
+wait_for_line agent2.log 'recording (clock' 60 > /dev/null
+kill -STOP $rp
+# markers into the agent's instance, 64 KiB a round, until a reader blocks
+for i in $(seq 1 200); do
+	cat /proc/$apid2/task/*/wchan 2> /dev/null | grep -q 'pipe_write\|pipe_wait_writable' && break
+	head -c 65536 /dev/zero | tr '\0' x | fold -w 1000 > "$TRACEFS/instances/$inst2/trace_marker"
+done
+if blocked_in_write $apid2; then
+	kill -TERM $apid2
+	t0=$(date +%s%N)
+	wait_exit $apid2 10
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	if [ $rc = 0 ] && [ $ms -le 4000 ]; then
+		tap_ok "a stopped host, the agent blocked writing pages: SIGTERM ends it in $ms ms ($(grep -o 'dropped ([0-9]* bytes)' agent2.log))"
+	else
+		tap_fail "a stopped host: SIGTERM left the agent running (wait $rc, $ms ms): $(tail -3 agent2.log | tr '\n' '|')"
+	fi
+else
+	tap_fail "a stopped host: the agent never blocked writing: $(tail -3 agent2.log | tr '\n' '|')"
+fi
+kill -KILL $rp 2> /dev/null
+kill -CONT $rp 2> /dev/null
+wait $rp 2> /dev/null
 "$HGTRACE" reset > /dev/null 2>&1
 tap_done
