@@ -19,7 +19,7 @@
 #include <hgtrace/peer.h>
 #include <hgtrace/tracedat.h>
 
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
 #include "kvm-local.h"
 
 /* A number file of debugfs; 0 or -errno. */

@@ -14,7 +14,9 @@
 
 #include <hgtrace/clock.h>
 
-#include "../tracedat/tracedat-local.h"
+#include <hgtrace/tracedat.h>
+
+#include "../common/common-local.h"
 
 static int clock_id(const char *clock, clockid_t *id)
 {
@@ -69,12 +71,4 @@ int hgt_trace_clock_read(const char *clock, uint64_t *ts)
 		return -EOPNOTSUPP;
 	*ts = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 	return 0;
-}
-
-uint64_t hgt__now_ms(void)
-{
-	uint64_t t = 0;
-
-	hgt_trace_clock_read("mono", &t);
-	return t / 1000000;
 }

@@ -15,7 +15,9 @@
 
 #include <hgtrace/clock.h>
 
-#include "../tracedat/tracedat-local.h"
+#include <hgtrace/tracedat.h>
+
+#include "../common/common-local.h"
 #include "clock-local.h"
 
 int hgt_tsc2nsec_read(uint32_t *mult, uint32_t *shift)

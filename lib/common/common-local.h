@@ -34,6 +34,8 @@ int hgt__write_full(int fd, const void *buf, size_t n);
  */
 int hgt__write_within(int fd, const void *buf, size_t n, unsigned int stall_ms,
 		      const volatile int *stop);
+/* CLOCK_MONOTONIC in milliseconds (io.c). */
+uint64_t hgt__now_ms(void);
 /* An unnamed temporary file in @dir (falling back to /tmp), or -1. */
 int hgt__tmpfile(const char *dir);
 /* A name for files and instances: [A-Za-z0-9_.-], 1 to 64 characters, not . or .. */
@@ -46,5 +48,15 @@ bool hgt__valid_name(const char *s);
  * sysctl says). 0 (also for anything but a link) or -EPERM with the reason in @why.
  */
 int hgt__link_check(const char *path, const struct stat *lst, char *why, size_t n);
+
+/* a growing byte buffer (blob.c) (metadata items being built, view's page data, protobuf) */
+struct hgt__blob {
+	uint8_t *p;
+	size_t len, cap;
+	bool oom; /* a put failed */
+};
+int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n);
+int hgt__blob_varint(struct hgt__blob *b, uint64_t v);
+int hgt__blob_item(struct hgt__blob *b, const void *text, size_t n, int size_bytes);
 
 #endif

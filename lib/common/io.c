@@ -51,8 +51,10 @@ int hgt__write_full(int fd, const void *buf, size_t n)
 	return write_loop(fd, buf, n, -1);
 }
 
-/* Milliseconds of CLOCK_MONOTONIC (the clock/ part's hgt__now_ms is above this floor). */
-static uint64_t now_ms(void)
+/**
+ * hgt__now_ms - CLOCK_MONOTONIC in milliseconds.
+ */
+uint64_t hgt__now_ms(void)
 {
 	struct timespec ts;
 
@@ -73,7 +75,7 @@ int hgt__write_within(int fd, const void *buf, size_t n, unsigned int stall_ms,
 	int fl = fcntl(fd, F_GETFL);
 	size_t chunk = fl >= 0 && (fl & O_NONBLOCK) ? SIZE_MAX : PIPE_BUF;
 	const uint8_t *p = buf;
-	uint64_t moved = now_ms();
+	uint64_t moved = hgt__now_ms();
 
 	if (fl < 0)
 		return -errno;
@@ -92,7 +94,7 @@ int hgt__write_within(int fd, const void *buf, size_t n, unsigned int stall_ms,
 			if (w > 0) {
 				p += w;
 				n -= (size_t)w;
-				moved = now_ms();
+				moved = hgt__now_ms();
 				continue;
 			}
 			if (w == 0)
@@ -103,7 +105,7 @@ int hgt__write_within(int fd, const void *buf, size_t n, unsigned int stall_ms,
 		/* no room: this is where a reader that is gone keeps us */
 		if (stop && *stop)
 			return -ECANCELED;
-		if (stall_ms && now_ms() - moved >= stall_ms)
+		if (stall_ms && hgt__now_ms() - moved >= stall_ms)
 			return -ETIMEDOUT;
 	}
 	return 0;

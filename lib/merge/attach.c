@@ -31,7 +31,9 @@
 
 #include "../clock/kvm-local.h"
 #include "merge-local.h"
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
+#include "../private/tracedat.h"
+#include "../private/vmm.h"
 
 static int parse_num(const char *s, const char **end, int64_t *v)
 {

@@ -23,7 +23,7 @@
 #include <hgtrace/merge.h>
 #include <hgtrace/tracedat.h>
 
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
 #include "merge-local.h"
 
 enum { K_NONE, K_IN, K_OUT };

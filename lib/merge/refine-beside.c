@@ -19,7 +19,7 @@
 #include <hgtrace/peer.h>
 #include <hgtrace/tracedat.h>
 
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
 #include "merge-local.h"
 
 /* At most this many files of the directory are looked into. */

@@ -18,7 +18,7 @@
 #include <hgtrace/peer.h>
 #include <hgtrace/tracedat.h>
 
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
 #include "merge-local.h"
 
 static int64_t max64(int64_t a, int64_t b)

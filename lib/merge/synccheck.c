@@ -25,7 +25,7 @@
 #include <hgtrace/sync.h>
 #include <hgtrace/tracedat.h>
 
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
 #include "merge-local.h"
 
 enum { ST_UNKNOWN, ST_IN, ST_OUT };

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../thread.h"
+#include "../common/thread.h"
 #include "probes-local.h"
 
 static int ctl_fd = -1;

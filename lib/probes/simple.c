@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../thread.h"
+#include "../common/thread.h"
 #include "../common/common-local.h"
 #include "probes-local.h"
 

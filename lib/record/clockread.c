@@ -23,7 +23,9 @@
 
 #include <hgtrace/clock.h>
 
-#include "../tracedat/tracedat-local.h"
+#include <hgtrace/tracedat.h>
+
+#include "../common/common-local.h"
 #include "record-local.h"
 
 #define MARK_MAGIC 0x68677463u /* "hgtc" */

@@ -27,7 +27,8 @@
 #include <hgtrace/output.h>
 #include <hgtrace/record.h>
 
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
+#include "../private/tracedat.h"
 #include "record-local.h"
 
 #define STATE_MAGIC "hgtrace recording\n"

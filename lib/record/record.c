@@ -29,7 +29,9 @@
 #include <hgtrace/record.h>
 
 #include "../clock/clock-local.h"
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
+#include "../common/thread.h"
+#include "../private/tracedat.h"
 #include "record-local.h"
 
 struct ev {

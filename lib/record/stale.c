@@ -21,7 +21,9 @@
 
 #include <hgtrace/record.h>
 
-#include "../tracedat/tracedat-local.h"
+#include <hgtrace/tracedat.h>
+
+#include "../common/common-local.h"
 #include "record-local.h"
 
 #define REGISTRY "/run/hgtrace/instances"

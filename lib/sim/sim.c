@@ -20,7 +20,8 @@
 #include <hgtrace/peer.h>
 #include <hgtrace/simulate.h>
 
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
+#include "../private/tracedat.h"
 #include "sim-local.h"
 
 #define PAGE 4096

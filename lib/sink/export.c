@@ -23,7 +23,7 @@
 #include <hgtrace/tracedat.h>
 
 #include "sink-local.h"
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
 
 enum { TID_EVENTS = 1, TID_TASKS = 2, TID_GUEST = 3, TIDS = 3 };
 

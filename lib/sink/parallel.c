@@ -27,7 +27,9 @@
 
 #include <hgtrace/tracedat.h>
 
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
+#include "../common/thread.h"
+#include "../private/tracedat.h"
 #include "sink-local.h"
 
 #define BATCH_RECORDS 4096

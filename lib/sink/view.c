@@ -32,7 +32,9 @@
 #include <hgtrace/why.h>
 
 #include "../merge/merge-local.h"
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
+#include "../common/thread.h"
+#include "../private/tracedat.h"
 #include "sink-local.h"
 
 #define CHUNK_ITEMS 16384

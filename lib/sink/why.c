@@ -26,7 +26,7 @@
 #include <hgtrace/why.h>
 
 #include "../merge/merge-local.h"
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
 #include "sink-local.h"
 
 /* ---- a u64 -> u64 map (open addressing, backward-shift deletion) ---- */

@@ -26,7 +26,7 @@
 
 #include <traceevent/event-parse.h>
 
-#include "../thread.h"
+#include "../common/thread.h"
 #include "tracedat-local.h"
 
 #define MAX_BAD_FORMATS 64
@@ -212,44 +212,6 @@ static void helper_gone(void)
 	helper_pid = 0;
 }
 
-/*
- * The library's own worker threads now running (view's compressors, the report's
- * formatters, the recorder's readers, the listener's finishers): fork() copies only the
- * calling thread, and a lock one of them holds at that moment (a sanitizer's allocator's;
- * glibc makes its malloc safe across fork) stays held in the child forever.
- */
-static int threads_running;
-
-static void threads_forked(void) /* a child of fork() has none */
-{
-	threads_running = 0;
-}
-
-static void threads_once(void)
-{
-	pthread_atfork(NULL, NULL, threads_forked);
-}
-
-/* pthread_create() of a library worker thread, counted (joined by hgt__thread_join()). */
-int hgt__thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	int ret;
-
-	pthread_once(&once, threads_once);
-	__atomic_add_fetch(&threads_running, 1, __ATOMIC_SEQ_CST);
-	ret = hgt__thread_spawn(t, fn, arg);
-	if (ret)
-		__atomic_sub_fetch(&threads_running, 1, __ATOMIC_SEQ_CST);
-	return ret;
-}
-
-void hgt__thread_join(pthread_t t)
-{
-	pthread_join(t, NULL);
-	__atomic_sub_fetch(&threads_running, 1, __ATOMIC_SEQ_CST);
-}
-
 static int helper_start(void)
 {
 	int sv[2];
@@ -269,11 +231,11 @@ static int helper_start(void)
 	 * format crashed it), parses unguarded. The test suite sets HGTRACE_STRICT_FORK to
 	 * make that a crash it sees.
 	 */
-	if (__atomic_load_n(&threads_running, __ATOMIC_SEQ_CST) > 0) {
+	if (hgt__threads_running() > 0) {
 		if (getenv("HGTRACE_STRICT_FORK")) {
 			fprintf(stderr,
 				"hgtrace: internal error: the format guard would fork while %d worker threads run\n",
-				__atomic_load_n(&threads_running, __ATOMIC_SEQ_CST));
+				hgt__threads_running());
 			abort();
 		}
 		return -EDEADLK;

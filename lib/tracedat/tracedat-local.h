@@ -12,6 +12,8 @@
 #include <hgtrace/tracedat.h>
 
 #include "../common/common-local.h"
+#include "../common/thread.h"
+#include "../private/tracedat.h"
 
 /* Zeroed bytes after every page buffer: libtraceevent follows __data_loc offsets (16 bit
  * offset + 16 bit length) without checking them against the record, so keep such reads
@@ -117,20 +119,6 @@ int hgt__rd_error(struct hgt__rd *rd, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 int hgt__pread_all(struct hgt_input *in, void *buf, uint64_t len, uint64_t off);
-struct hgt_vcpu_threads;
-/* GUEST option for guest @name into a finished host file (lib/transport/vmm.c). */
-int hgt__guest_map_append(const char *host_path, const char *name, uint64_t trace_id,
-			  const struct hgt_vcpu_threads *vt);
-struct hgt_input;
-/* vCPU threads among a VMM's @tids from the host's kvm_entry (lib/transport/vmm.c). */
-/* The vCPU number of a thread named "CPU N/KVM" (TCG, HVF): QEMU's names; else -1. */
-int hgt__vcpu_of_comm(const char *comm);
-int hgt__vcpus_from_kvm_entry(struct hgt_input *host, const int *tids, int n,
-			      struct hgt_vcpu_threads *out);
-int hgt__vmm_tids(int pid, int **tids);
-/* CLOCK_MONOTONIC in milliseconds (lib/clock/now.c). */
-uint64_t hgt__now_ms(void);
-
 int hgt__rd_bytes(struct hgt__rd *rd, void *buf, uint64_t len);
 int hgt__rd_u16(struct hgt__rd *rd, uint16_t *v);
 int hgt__rd_u32(struct hgt__rd *rd, uint32_t *v);
@@ -164,69 +152,17 @@ const char *hgt__compression_version(enum hgt_compression comp);
 /* A ring-buffer page's commit field: data bytes (the flags above them masked). */
 #define HGT__COMMIT_MASK ((1ULL << 27) - 1)
 
-/* A recording's file of one CPU's pages (lib/record/recdir.c). */
-struct hgt__page_file {
-	int cpu;
-	int fd;
-	const char *name; /* for messages */
-	uint64_t kept;	  /* out: bytes of whole pages copied */
-	uint64_t dropped; /* out: bytes after them (a partial or damaged page onwards) */
-	bool damaged;	  /* out: the copy stopped at a damaged page */
-};
-
-struct hgt_output;
-
-/* What hgt__convert() takes from elsewhere than its input. */
-struct hgt__convert_src {
-	struct hgt__page_file *files; /* the top buffer's pages, sorted by CPU */
-	int nr_files;
-	const void *cmdlines; /* CMDLINES item (v6 encoding), or NULL for the input's */
-	size_t cmdlines_len;
-	int (*more_options)(void *ctx, struct hgt_output *out); /* after the input's */
-	void *ctx;
-	bool sync; /* fsync the output */
-};
-struct hgt_convert_opts;
-int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_convert_opts *opts,
-		 struct hgt__convert_src *src);
-
 int hgt__input_meta_blob(struct hgt_input *in, unsigned int id, uint8_t **buf, uint64_t *len);
 
 /* cursor.c: the next batch of whole pages of a cursor's CPU, without decoding them.
  * Returns 1 (*pages, *len valid until the next call), 0 at the end, or -errno. */
 int hgt__cursor_next_pages(struct hgt_cursor *c, const uint8_t **pages, size_t *len);
 
-/* append.c: appending with a way back (attach changes two files or none) */
-struct hgt_option_blob;
-struct hgt__append_undo {
-	uint64_t eof;
-	uint64_t done_pos;
-};
-int hgt__append_options(const char *path, const struct hgt_option_blob *opts, int n,
-			struct hgt__append_undo *undo);
-int hgt__append_undo(const char *path, const struct hgt__append_undo *u);
-
-/* blob.c: a growing byte buffer (metadata items being built, view's page data, protobuf) */
-struct hgt__blob {
-	uint8_t *p;
-	size_t len, cap;
-	bool oom; /* a put failed */
-};
-int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n);
-int hgt__blob_varint(struct hgt__blob *b, uint64_t v);
-int hgt__blob_item(struct hgt__blob *b, const void *text, size_t n, int size_bytes);
-
 /* formats.c */
 int hgt__format_add(struct hgt_input *in, const char *system, char *text, uint64_t size,
 		    uint64_t where);
-int hgt__formats_parse(struct hgt_input *in);
 void hgt__formats_check_start(struct hgt_input *in, bool early);
 void hgt__formats_free(struct hgt_input *in);
-int hgt__formats_helper_start(void);
-int hgt__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
-void hgt__thread_join(pthread_t t);
-void hgt__parse_lock(void);
-void hgt__parse_unlock(void);
 
 /* peer.c */
 int hgt__parse_peer_options(struct hgt_input *in);

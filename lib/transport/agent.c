@@ -32,7 +32,10 @@
 #include "trace-transport.h"
 #include "../record/record-local.h"
 #include "transport-local.h"
-#include "../tracedat/tracedat-local.h"
+#include <hgtrace/tracedat.h>
+
+#include "../common/common-local.h"
+#include "../common/thread.h"
 #include "proto.h"
 
 struct agent {

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -35,7 +36,10 @@
 
 #include "trace-transport.h"
 #include "../record/record-local.h"
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
+#include "../common/thread.h"
+#include "../private/tracedat.h"
+#include "../private/vmm.h"
 #include "proto.h"
 
 #define MAX_GUESTS 64

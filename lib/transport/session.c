@@ -27,7 +27,8 @@
 
 #include "../clock/kvm-local.h"
 #include "../record/record-local.h"
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
+#include "../private/vmm.h"
 
 struct sguest {
 	const struct hgt_session_guest *in;

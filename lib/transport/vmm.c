@@ -19,7 +19,8 @@
 #include <hgtrace/session.h>
 #include <hgtrace/tracedat.h>
 
-#include "../tracedat/tracedat-local.h"
+#include "../common/common-local.h"
+#include "../private/vmm.h"
 #include "transport-local.h"
 
 ssize_t hgt__read_small(const char *path, char *buf, size_t cap)

@@ -22,6 +22,7 @@
 #include <hgtrace/tracedat.h>
 
 #include "tracedat/tracedat-local.h"
+#include "private/vmm.h"
 
 struct cfg {
 	const char *name;

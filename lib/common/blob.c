@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tracedat-local.h"
+#include "common-local.h"
 
 int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n)
 {

@@ -56,4 +56,9 @@ static inline int hgt__thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg
 	return ret;
 }
 
+/* A library worker thread (hgt__thread_spawn), counted until hgt__thread_join (thread.c). */
+int hgt__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+void hgt__thread_join(pthread_t t);
+int hgt__threads_running(void);
+
 #endif

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What lib/tracedat/ offers the other parts of the library beyond its public API: an input
+ * stays opaque (its fields are tracedat-local.h's, private to tracedat/).
+ */
+#ifndef HGT_PRIVATE_TRACEDAT_H
+#define HGT_PRIVATE_TRACEDAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hgtrace/tracedat.h>
+
+/* A recording's file of one CPU's pages (lib/record/recdir.c). */
+struct hgt__page_file {
+	int cpu;
+	int fd;
+	const char *name; /* for messages */
+	uint64_t kept;	  /* out: bytes of whole pages copied */
+	uint64_t dropped; /* out: bytes after them (a partial or damaged page onwards) */
+	bool damaged;	  /* out: the copy stopped at a damaged page */
+};
+
+struct hgt_output;
+
+/* What hgt__convert() takes from elsewhere than its input. */
+struct hgt__convert_src {
+	struct hgt__page_file *files; /* the top buffer's pages, sorted by CPU */
+	int nr_files;
+	const void *cmdlines; /* CMDLINES item (v6 encoding), or NULL for the input's */
+	size_t cmdlines_len;
+	int (*more_options)(void *ctx, struct hgt_output *out); /* after the input's */
+	void *ctx;
+	bool sync; /* fsync the output */
+};
+struct hgt_convert_opts;
+int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_convert_opts *opts,
+		 struct hgt__convert_src *src);
+
+/* append.c: appending with a way back (attach changes two files or none) */
+struct hgt_option_blob;
+struct hgt__append_undo {
+	uint64_t eof;
+	uint64_t done_pos;
+};
+int hgt__append_options(const char *path, const struct hgt_option_blob *opts, int n,
+			struct hgt__append_undo *undo);
+int hgt__append_undo(const char *path, const struct hgt__append_undo *u);
+
+/* formats.c: the format guard's helper forked now, before the caller starts threads; the
+ * lock around libtraceevent's parser; an input's formats parsed now (0 or -errno). */
+int hgt__formats_helper_start(void);
+void hgt__parse_lock(void);
+void hgt__parse_unlock(void);
+int hgt__formats_parse(struct hgt_input *in);
+
+#endif
