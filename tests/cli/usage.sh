@@ -73,6 +73,14 @@ check "record -A bad transport" 2 "expected NAME[@fifo:DIR]" record -e sched -A 
 check "listen -e without --record-host" 2 "give --record-host" listen -e sched --tcp 1
 check "listen --record-host without -e" 2 "needs the host's events" listen --record-host --tcp 1
 check "agent: a command with --serve" 2 "do not go together" agent --serve -- true
+# numbers: out of range, not a number, trailing junk, each refused by name (exit 2)
+check "attach -c 0" 2 "attach: -c '0': expected a CPU count" attach -c 0 a b
+check "attach --drift=1" 2 "attach: --drift '1': expected a slice count from 2 to 4096" attach --drift=1 a b
+check "attach PID 12x" 2 "attach: PID '12x': expected a thread id" attach a b 12x
+check "record -b 0" 2 "record: -b '0': expected KB > 0" record -b 0 -- true
+check "record -P x" 2 "record: -P 'x': expected a PID" record -P x -- true
+check "record --sync-interval 3600001" 2 "record: --sync-interval '3600001': expected 1 to 3600000 ms" record --sync-interval 3600001 -- true
+check "convert --file-version 8" 2 "convert: --file-version '8': expected 6 or 7" convert --file-version 8 -i a -o b
 lt=$(mktemp -d)
 # a name that is a directory of its own: refused, nothing written beside --dir
 mkdir "$lt/inner"

@@ -2,6 +2,7 @@
 /* hgtrace attach: tie a guest trace to its host trace after recording (as trace-cmd attach). */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,19 +114,14 @@ int cmd_attach(int argc, char **argv)
 	bool refine = false;
 	int *pids = NULL, n = 0, c, i, ret = 2;
 	char *end;
-	long v;
+	long long v;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+c:s:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			errno = 0;
-			v = strtol(optarg, &end, 0);
-			if (errno || *end || v < 1 || v > 8192) {
-				fprintf(stderr, "hgtrace: attach: -c '%s': expected a CPU count\n",
-					optarg);
+			if (cmd_num_arg("attach", "-c", optarg, 1, 8192, "a CPU count", &v))
 				goto out;
-			}
 			o.nr_cpus = (int)v;
 			break;
 		case 's': {
@@ -192,27 +188,17 @@ int cmd_attach(int argc, char **argv)
 			refine = true;
 			break;
 		case 'B':
-			errno = 0;
-			v = strtol(optarg, &end, 0);
-			if (errno || *end || v < 1) {
-				fprintf(stderr,
-					"hgtrace: attach: --max-bound '%s': expected a number of cycles > 0\n",
-					optarg);
+			if (cmd_num_arg("attach", "--max-bound", optarg, 1, LLONG_MAX,
+					"a number of cycles > 0", &v))
 				goto out;
-			}
 			o.infer_max_bound = (uint64_t)v;
 			break;
 		case 'D':
 			v = 8;
 			if (optarg) {
-				errno = 0;
-				v = strtol(optarg, &end, 0);
-				if (errno || *end || v < 2 || v > 4096) {
-					fprintf(stderr,
-						"hgtrace: attach: --drift '%s': expected a slice count from 2 to 4096\n",
-						optarg);
+				if (cmd_num_arg("attach", "--drift", optarg, 2, 4096,
+						"a slice count from 2 to 4096", &v))
 					goto out;
-				}
 			}
 			o.infer_drift_slices = (int)v;
 			break;
@@ -260,13 +246,8 @@ int cmd_attach(int argc, char **argv)
 	if (!pids)
 		goto nomem;
 	for (i = optind + 2; i < argc; i++) {
-		errno = 0;
-		v = strtol(argv[i], &end, 0);
-		if (errno || *end || v <= 0 || v > 0x3fffffff) {
-			fprintf(stderr, "hgtrace: attach: PID '%s': expected a thread id\n",
-				argv[i]);
+		if (cmd_num_arg("attach", "PID", argv[i], 1, 0x3fffffff, "a thread id", &v))
 			goto out;
-		}
 		pids[o.nr_pids++] = (int)v;
 	}
 	o.samples = s;

@@ -30,7 +30,6 @@ int cmd_convert(int argc, char **argv)
 	const char *in_path = NULL, *out_path = NULL;
 	struct hgt_input *in;
 	bool comp_given = false;
-	char *end;
 	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "+i:o:h", lopts, NULL)) != -1) {
@@ -41,15 +40,14 @@ int cmd_convert(int argc, char **argv)
 		case 'o':
 			out_path = optarg;
 			break;
-		case 'V':
-			co.version = (int)strtol(optarg, &end, 10);
-			if (*end || (co.version != 6 && co.version != 7)) {
-				fprintf(stderr,
-					"hgtrace: convert: --file-version '%s': expected 6 or 7\n",
-					optarg);
+		case 'V': {
+			long long v;
+
+			if (cmd_num_arg("convert", "--file-version", optarg, 6, 7, "6 or 7", &v))
 				return 2;
-			}
+			co.version = (int)v;
 			break;
+		}
 		case 'c':
 			if (cmd_compression("convert", optarg, &co.compression))
 				return 2;

@@ -2,6 +2,7 @@
 /* hgtrace record: record this machine's ftrace into a trace.dat. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,7 +191,7 @@ int cmd_record(int argc, char **argv)
 	struct hgt_record_result res;
 	struct hgt_recorder *rec;
 	char *end;
-	long v;
+	long long v;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+e:C:b:B:o:P:M:A:h", lopts, NULL)) != -1) {
@@ -232,14 +233,10 @@ int cmd_record(int argc, char **argv)
 			cur->g.pid = (int)v;
 			break;
 		case O_INTERVAL:
-			errno = 0;
-			interval = strtoul(optarg, &end, 10);
-			if (errno || *end || !interval || interval > 3600000) {
-				fprintf(stderr,
-					"hgtrace: record: --sync-interval '%s': 1 to 3600000 ms\n",
-					optarg);
+			if (cmd_num_arg("record", "--sync-interval", optarg, 1, 3600000,
+					"1 to 3600000 ms", &v))
 				goto out;
-			}
+			interval = (unsigned long)v;
 			break;
 		case O_FLUSH: {
 			int ms;
@@ -253,13 +250,8 @@ int cmd_record(int argc, char **argv)
 			o.sync = true;
 			break;
 		case 'b':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || v <= 0) {
-				fprintf(stderr, "hgtrace: record: -b '%s': expected KB > 0\n",
-					optarg);
+			if (cmd_num_arg("record", "-b", optarg, 1, INT_MAX, "KB > 0", &v))
 				goto out;
-			}
 			*(cur ? &cur->ro.buffer_kb : &o.buffer_kb) = (size_t)v;
 			break;
 		case 'B':
@@ -269,13 +261,8 @@ int cmd_record(int argc, char **argv)
 			o.output = optarg;
 			break;
 		case 'P':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || v <= 0) {
-				fprintf(stderr, "hgtrace: record: -P '%s': expected a PID\n",
-					optarg);
+			if (cmd_num_arg("record", "-P", optarg, 1, INT_MAX, "a PID", &v))
 				goto out;
-			}
 			if (push(&pids, &npid, sizeof(*pids)))
 				goto nomem;
 			pids[npid++] = (int)v;

@@ -39,8 +39,12 @@ int cmd_push_event(const char ***evs, int *n, const char *ev);
 enum hgt_compression;
 int cmd_compression(const char *cmd, const char *arg, enum hgt_compression *c);
 
-/* Option @opt's ARG @arg of command @cmd as an integer in [@lo, @hi] into *@v; otherwise
- * one error line and -1. */
+/* Option @opt's ARG @arg of command @cmd as an integer in [@lo, @hi] (decimal, 0x hex or
+ * 0 octal) into *@v; otherwise one error line, "hgtrace: CMD: OPT 'ARG': expected
+ * @expect" (NULL: "LO to HI"), and -1. */
+int cmd_num_arg(const char *cmd, const char *opt, const char *arg, long long lo, long long hi,
+		const char *expect, long long *v);
+/* cmd_num_arg() into an int. */
 int cmd_int_arg(const char *cmd, const char *opt, const char *arg, long lo, long hi, int *v);
 
 /* @s as a number up to @max into *@v; otherwise one error line naming @what ("listen:

@@ -61,18 +61,33 @@ int cmd_compression(const char *cmd, const char *arg, enum hgt_compression *c)
 	return -1;
 }
 
-int cmd_int_arg(const char *cmd, const char *opt, const char *arg, long lo, long hi, int *v)
+int cmd_num_arg(const char *cmd, const char *opt, const char *arg, long long lo, long long hi,
+		const char *expect, long long *v)
 {
 	char *end;
-	long n;
+	long long n;
 
 	errno = 0;
-	n = strtol(arg, &end, 10);
+	n = strtoll(arg, &end, 0);
 	if (errno || *end || end == arg || n < lo || n > hi) {
-		fprintf(stderr, "hgtrace: %s: %s '%s': expected %ld to %ld\n", cmd, opt, arg, lo,
-			hi);
+		if (expect)
+			fprintf(stderr, "hgtrace: %s: %s '%s': expected %s\n", cmd, opt, arg,
+				expect);
+		else
+			fprintf(stderr, "hgtrace: %s: %s '%s': expected %lld to %lld\n", cmd, opt,
+				arg, lo, hi);
 		return -1;
 	}
+	*v = n;
+	return 0;
+}
+
+int cmd_int_arg(const char *cmd, const char *opt, const char *arg, long lo, long hi, int *v)
+{
+	long long n;
+
+	if (cmd_num_arg(cmd, opt, arg, lo, hi, NULL, &n))
+		return -1;
 	*v = (int)n;
 	return 0;
 }
