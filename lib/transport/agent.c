@@ -1143,8 +1143,11 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 				a.next_cfg = NULL;
 				if (ret)
 					continue;
-			} else if (wait_command(&a, 'C', 0, true)) {
-				break;
+			} else {
+				/* between sessions: the last one's recorder is freed */
+				trace_agent_state("idle", 0);
+				if (wait_command(&a, 'C', 0, true))
+					break;
 			}
 			/* what a session whose host died left in the FIFOs goes before the
 			 * new host's READY: nothing old follows it */
