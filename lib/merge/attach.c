@@ -524,417 +524,498 @@ static int infer_samples(struct hgt_input *host, struct hgt_input *guest, const 
 	return ret;
 }
 
+/* One attach: the two inputs, what is found in them, and what will be written. */
+struct attach {
+	struct hgt_attach_opts o;
+	const char *host_path, *guest_path;
+	struct hgt_input *host, *guest;
+	FILE *log;
+	struct scan sc;
+	struct plan pl;
+	struct hgt_attach_result r;
+	struct hgt_time_shift ts;
+	struct hgt_time_shift_cpu *tcpu; /* per guest CPU */
+	int64_t *vals;			 /* the samples tcpu points into */
+	int64_t *exact_off;		 /* kvm_write_tsc_offset's, beside inferred ones */
+	int *ids, *pids;		 /* vCPU id and host thread per guest CPU */
+	int *found_pids, *named_ids;	 /* from the GUEST entry or the threads' names */
+	int ncpu;
+	uint64_t host_id, guest_id;
+	char *htmp, *gtmp; /* version 7 rewrites of version 6 files */
+	bool by_name, have_writes;
+};
+
+static int check_opts(const struct hgt_attach_opts *o)
+{
+	if (o->nr_pids < 0 || (o->nr_pids && !o->pids))
+		return hgt__errorf(EINVAL, "attach: bad PID list");
+	if (o->nr_cpus < 0 || o->nr_cpus > HGT__MAX_CPUS)
+		return hgt__errorf(EINVAL, "attach: -c %d: out of range", o->nr_cpus);
+	if (o->infer_frac > 63 || o->infer_drift_slices < 0 || o->infer_drift_slices > 4096)
+		return hgt__errorf(EINVAL, "attach: inference options out of range");
+	for (int i = 0; i < o->nr_samples; i++)
+		if (o->samples[i].scaling <= 0 || o->samples[i].frac < 0 || o->samples[i].frac > 63)
+			return hgt__errorf(
+				EINVAL,
+				"attach: -s #%d: scaling must be > 0 and fraction bits 0 to 63",
+				i + 1);
+	return 0;
+}
+
+/* The guest's trace id: its own (not the host's), or a new one for a file without. */
+static int trace_ids(struct attach *a)
+{
+	hgt_input_trace_id(a->host, &a->host_id);
+	if (hgt_input_trace_id(a->guest, &a->guest_id) && a->guest_id) {
+		if (a->guest_id != a->host_id)
+			return 0;
+		return hgt__errorf(
+			EINVAL,
+			"%s: the guest file has the host's trace id 0x%llx: the same recording twice?",
+			a->guest_path, (unsigned long long)a->guest_id);
+	}
+	/* older trace-cmd and other writers: give it one */
+	while (!a->guest_id || a->guest_id == a->host_id)
+		if (getrandom(&a->guest_id, sizeof(a->guest_id), 0) != sizeof(a->guest_id))
+			return hgt__errorf(errno, "attach: getrandom: %s", strerror(errno));
+	a->pl.new_id = a->guest_id;
+	a->r.new_trace_id = true;
+	return 0;
+}
+
+static const char *top_clock(struct hgt_input *in)
+{
+	int top = hgt_input_top_buffer(in);
+
+	return top >= 0 ? hgt_input_buffer(in, top)->clock : NULL;
+}
+
+/* Both files opened, two recordings (not one twice), both in TSC cycles. */
+static int open_pair(struct attach *a)
+{
+	HGT_OPTS(hgt_open_opts, oo, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
+	const char *hclock, *gclock;
+	int ret;
+
+	a->host = hgt_input_open(a->host_path, &oo);
+	if (!a->host)
+		return -errno;
+	a->guest = hgt_input_open(a->guest_path, &oo);
+	if (!a->guest)
+		return -errno;
+	if (hgt_same_file(a->host_path, a->guest_path) == 1)
+		return hgt__errorf(
+			EINVAL,
+			"%s: the same file as the host file %s: attach needs the guest's own recording",
+			a->guest_path, a->host_path);
+	ret = trace_ids(a);
+	if (ret)
+		return ret;
+	hclock = top_clock(a->host);
+	gclock = top_clock(a->guest);
+	if (!clock_is_tsc(hclock))
+		return hgt__errorf(
+			EINVAL,
+			"%s: host trace clock is '%s': attach needs x86-tsc or tsc2nsec (record the host with -C x86-tsc or -C tsc2nsec)",
+			a->host_path, hclock ? hclock : "");
+	if (!clock_is_tsc(gclock))
+		return hgt__errorf(
+			EINVAL,
+			"%s: guest trace clock is '%s', the host's is '%s': the guest must be recorded with -C x86-tsc to be mapped onto the host's TSC",
+			a->guest_path, gclock ? gclock : "", hclock);
+	return 0;
+}
+
+/* No PIDs given: the host's map of this guest, else threads named as vCPUs. */
+static int pids_from_host(struct attach *a)
+{
+	struct hgt_guest existing;
+	int nf = 0, ret;
+
+	if (!a->r.new_trace_id && !hgt_input_guest_by_id(a->host, a->guest_id, &existing)) {
+		a->named_ids = malloc(sizeof(int) * (size_t)(existing.nr_vcpus + 1));
+		a->found_pids = malloc(sizeof(int) * (size_t)(existing.nr_vcpus + 1));
+		if (!a->named_ids || !a->found_pids)
+			return -ENOMEM;
+		for (int i = 0; i < existing.nr_vcpus; i++)
+			if (existing.cpu_pid[i] > 0) {
+				a->named_ids[nf] = i;
+				a->found_pids[nf++] = existing.cpu_pid[i];
+			}
+	} else {
+		ret = threads_by_name(a->host, &a->named_ids, &a->found_pids, &nf);
+		if (ret)
+			return ret;
+	}
+	if (!nf)
+		return hgt__errorf(
+			ESRCH,
+			"%s: no PIDs given, the host has no GUEST entry for this guest and no thread named 'CPU N/KVM' or 'CPU N/TCG': give the vCPU thread PIDs",
+			a->host_path);
+	a->o.pids = a->found_pids;
+	a->o.nr_pids = nf;
+	return 0;
+}
+
+/* Which vCPU each PID ran: from the host's kvm events, else from the threads' names. */
+static int find_vcpus(struct attach *a)
+{
+	struct scan *sc = &a->sc;
+	int i, ret;
+
+	if (!a->o.nr_pids) {
+		ret = pids_from_host(a);
+		if (ret)
+			return ret;
+	}
+	sc->vcpu_of = malloc(sizeof(int) * (size_t)a->o.nr_pids);
+	if (!sc->vcpu_of)
+		return -ENOMEM;
+	for (i = 0; i < a->o.nr_pids; i++)
+		sc->vcpu_of[i] = -1;
+	ret = scan_host(a->host, &a->o, sc, a->o.nr_samples == 0);
+	if (ret)
+		return ret;
+	if (!sc->mapped) {
+		/* no kvm events of them (QEMU TCG, or not recorded): their names say */
+		struct tep_handle *tep = hgt_input_tep(a->host);
+
+		for (i = 0; i < a->o.nr_pids; i++) {
+			const char *comm = tep_data_comm_from_pid(tep, a->o.pids[i]);
+			int v = a->named_ids ? a->named_ids[i] : hgt__vcpu_of_comm(comm);
+
+			if (v >= 0) {
+				sc->vcpu_of[i] = v;
+				sc->mapped++;
+			}
+		}
+		a->by_name = sc->mapped > 0;
+	}
+	if (!sc->mapped)
+		return hgt__errorf(
+			ESRCH,
+			"%s: none of the %d PIDs given ran a vCPU (no kvm_entry/kvm_exit with their common_pid, and none is named 'CPU N/KVM' or 'CPU N/TCG')",
+			a->host_path, a->o.nr_pids);
+	return 0;
+}
+
+/* Guest CPU i <-> the i-th vCPU id in ascending order (trace-cmd's convention). */
+static int map_ids(struct attach *a)
+{
+	const struct scan *sc = &a->sc;
+	int i, k;
+
+	a->ids = malloc(sizeof(int) * (size_t)sc->mapped);
+	a->pids = malloc(sizeof(int) * (size_t)sc->mapped);
+	if (!a->ids || !a->pids)
+		return -ENOMEM;
+	for (i = 0, k = 0; i < a->o.nr_pids; i++)
+		if (sc->vcpu_of[i] >= 0)
+			a->ids[k++] = sc->vcpu_of[i];
+	qsort(a->ids, (size_t)sc->mapped, sizeof(int), cmp_int);
+	for (i = 0; i < sc->mapped; i++)
+		for (k = 0; k < a->o.nr_pids; k++)
+			if (sc->vcpu_of[k] == a->ids[i])
+				a->pids[i] = a->o.pids[k];
+	for (i = 1; i < sc->mapped; i++)
+		if (a->ids[i] == a->ids[i - 1])
+			return hgt__errorf(
+				EINVAL,
+				"%s: PIDs %d and %d both ran vCPU %d: give the PIDs of one guest only",
+				a->host_path, a->pids[i - 1], a->pids[i], a->ids[i]);
+	a->ncpu = a->o.nr_cpus ? a->o.nr_cpus : sc->mapped;
+	a->r.nr_mapped = sc->mapped;
+	a->tcpu = calloc((size_t)a->ncpu, sizeof(*a->tcpu));
+	if (!a->tcpu)
+		return -ENOMEM;
+	/* every guest CPU has a kvm_write_tsc_offset */
+	a->have_writes = a->ncpu <= sc->mapped;
+	for (i = 0; a->have_writes && i < a->ncpu; i++) {
+		for (k = 0; k < sc->nr_w && (int)sc->w[k].vcpu != a->ids[i]; k++)
+			;
+		a->have_writes = k < sc->nr_w;
+	}
+	return 0;
+}
+
+/* -s: the samples given, the last one for the CPUs after them. */
+static int samples_given(struct attach *a)
+{
+	a->vals = calloc((size_t)a->ncpu * 4, sizeof(int64_t));
+	if (!a->vals)
+		return -ENOMEM;
+	for (int i = 0; i < a->ncpu; i++) {
+		const struct hgt_attach_sample *s =
+			&a->o.samples[i < a->o.nr_samples ? i : a->o.nr_samples - 1];
+		int64_t *v = a->vals + 4 * i;
+
+		v[0] = s->timestamp;
+		v[1] = s->offset;
+		v[2] = s->scaling;
+		v[3] = s->frac;
+		a->tcpu[i] = (struct hgt_time_shift_cpu){ 1, v, v + 1, v + 2, v + 3 };
+	}
+	return 0;
+}
+
+/* One sample per kvm_write_tsc_offset: from the write on, guest = host + next_tsc_offset. */
+static int samples_from_writes(struct attach *a)
+{
+	const struct scan *sc = &a->sc;
+	int total = sc->nr_w, off = 0;
+	int64_t *vals = calloc((size_t)(total ? total : 1) * 4, sizeof(int64_t));
+
+	if (!vals)
+		return -ENOMEM;
+	a->vals = vals;
+	for (int i = 0; i < a->ncpu; i++) {
+		struct hgt_time_shift_cpu *t = &a->tcpu[i];
+		int n = 0;
+
+		for (int k = 0; k < sc->nr_w; k++)
+			n += (int)sc->w[k].vcpu == a->ids[i];
+		*t = (struct hgt_time_shift_cpu){ (uint32_t)n, vals + off, vals + total + off,
+						  vals + 2 * total + off, vals + 3 * total + off };
+		n = 0;
+		for (int k = 0; k < sc->nr_w; k++) {
+			if ((int)sc->w[k].vcpu != a->ids[i])
+				continue;
+			vals[off + n] = (int64_t)(sc->w[k].ts + (uint64_t)sc->w[k].next);
+			vals[total + off + n] = -sc->w[k].next;
+			vals[2 * total + off + n] = 1;
+			vals[3 * total + off + n] = 0;
+			n++;
+		}
+		off += n;
+	}
+	a->r.from_write_tsc_offset = true;
+	return 0;
+}
+
+/* Offsets inferred from the trace; kvm_write_tsc_offset's, where known, printed beside. */
+static int samples_inferred(struct attach *a)
+{
+	int i, k, ret;
+
+	if (a->ncpu > a->sc.mapped)
+		return hgt__errorf(
+			EINVAL,
+			"attach: -c %d but only %d PIDs ran vCPUs: without -s the offsets of the others are unknown",
+			a->ncpu, a->sc.mapped);
+	if (a->have_writes) {
+		a->exact_off = calloc((size_t)a->ncpu, sizeof(int64_t));
+		for (i = 0; a->exact_off && i < a->ncpu; i++)
+			for (k = 0; k < a->sc.nr_w; k++)
+				if ((int)a->sc.w[k].vcpu == a->ids[i]) {
+					a->exact_off[i] = -a->sc.w[k].next;
+					break;
+				}
+	}
+	ret = infer_samples(a->host, a->guest, a->guest_path, a->ids, a->pids, a->ncpu, &a->o,
+			    a->by_name, a->tcpu, &a->vals, &a->ts.flags, &a->r, &a->pl);
+	if (ret)
+		return ret;
+	for (i = 0; a->exact_off && a->log && i < a->ncpu; i++) {
+		int64_t d = a->tcpu[i].offset[0] - a->exact_off[i];
+
+		fprintf(a->log,
+			"guest CPU %d: kvm_write_tsc_offset says %lld: %lld from the inferred offset, %s its bound\n",
+			i, (long long)a->exact_off[i], (long long)d,
+			(uint64_t)(d < 0 ? -d : d) <= a->r.infer_bound ? "within" : "OUTSIDE");
+	}
+	return 0;
+}
+
+/* TIME_SHIFT samples per guest CPU, from the first source that has them. */
+static int find_samples(struct attach *a)
+{
+	int ret;
+
+	if (a->o.nr_samples)
+		return samples_given(a);
+	if (a->o.kvm && !a->o.infer) {
+		ret = kvm_samples(a->host, a->o.kvm, a->ids, a->ncpu, a->tcpu, &a->vals);
+		a->r.from_kvm = !ret;
+		return ret;
+	}
+	if (a->have_writes && !a->o.infer)
+		return samples_from_writes(a);
+	return samples_inferred(a);
+}
+
+/* The options to append: TIME_SHIFT and TSC2NSEC for the guest, GUEST for the host. */
+static int build_options(struct attach *a)
+{
+	uint32_t mult = 0, shift = 0;
+	uint64_t toff = 0;
+	struct hgt_guest existing;
+	int ret;
+
+	a->ts.peer_id = a->host_id;
+	a->ts.nr_cpus = a->ncpu;
+	a->ts.cpus = a->tcpu;
+	ret = hgt_time_shift_option_build(&a->ts, &a->pl.shift_opt, &a->pl.shift_len);
+	if (ret)
+		return ret;
+	/* a host without TSC2NSEC shows cycles: so must the guest (trace-cmd writes a
+	 * {0,0,0} option that prints the guest in sec.usec and the host in cycles) */
+	a->pl.has_t2n = hgt_input_tsc2nsec(a->host, &mult, &shift, &toff) && mult;
+	a->pl.t2n[0] = mult;
+	a->pl.t2n[1] = shift;
+	memcpy(&a->pl.t2n[2], &toff, 8);
+	a->r.host_already_mapped = !hgt_input_guest_by_id(a->host, a->guest_id, &existing);
+	a->r.nr_cpus = a->ncpu;
+	if (a->r.host_already_mapped)
+		return 0;
+	return hgt_guest_option_build("", a->guest_id, a->sc.mapped, a->ids, a->pids,
+				      &a->pl.guest_opt, &a->pl.guest_len);
+}
+
+/* Append to both files, or to neither: a failure on the host's puts the guest's back. */
+static int append_both(struct attach *a, const char *gp, const char *hp)
+{
+	const struct plan *pl = &a->pl;
+	struct hgt_option_blob gopts[4];
+	struct hgt_option_blob hopt = { HGT_OPT_GUEST, pl->guest_len, pl->guest_opt };
+	struct hgt__append_undo gundo;
+	int ng = 0, ret;
+
+	if (pl->new_id)
+		gopts[ng++] = (struct hgt_option_blob){ HGT_OPT_TRACEID, 8, &pl->new_id };
+	gopts[ng++] = (struct hgt_option_blob){ HGT_OPT_TIME_SHIFT, pl->shift_len, pl->shift_opt };
+	if (pl->has_t2n)
+		gopts[ng++] = (struct hgt_option_blob){ HGT_OPT_TSC2NSEC, 16, pl->t2n };
+	if (pl->cpustat[0])
+		gopts[ng++] =
+			(struct hgt_option_blob){ HGT_OPT_CPUSTAT,
+						  (uint32_t)strlen(pl->cpustat) + 1, pl->cpustat };
+	ret = hgt__append_options(gp, gopts, ng, &gundo);
+	if (ret || a->r.host_already_mapped)
+		return ret;
+	ret = hgt__append_options(hp, &hopt, 1, NULL);
+	if (ret) {
+		char keep[HGT__ERRLEN + 64];
+		bool lost = !a->gtmp && hgt__append_undo(gp, &gundo);
+
+		snprintf(keep, sizeof(keep), "%s%s", hgt_last_error(),
+			 lost ? " (and the guest file could not be restored)" : "");
+		hgt__set_last_error(keep);
+	}
+	return ret;
+}
+
+/* Everything is known: version 6 files rewritten as 7 beside them, appended, renamed. */
+static int write_pair(struct attach *a)
+{
+	int ret;
+
+	if (hgt_input_version(a->guest) < 7) {
+		ret = to_v7(a->guest_path, &a->gtmp, a->log);
+		if (ret)
+			return ret;
+		a->r.converted_guest = true;
+	}
+	if (!a->r.host_already_mapped && hgt_input_version(a->host) < 7) {
+		ret = to_v7(a->host_path, &a->htmp, a->log);
+		if (ret)
+			return ret;
+		a->r.converted_host = true;
+	}
+	hgt_input_close(a->host);
+	hgt_input_close(a->guest);
+	a->host = a->guest = NULL;
+	ret = append_both(a, a->gtmp ? a->gtmp : a->guest_path, a->htmp ? a->htmp : a->host_path);
+	if (ret)
+		return ret;
+	if (a->gtmp && rename(a->gtmp, a->guest_path))
+		return hgt__errorf(errno, "%s: cannot replace it: %s", a->guest_path,
+				   strerror(errno));
+	free(a->gtmp);
+	a->gtmp = NULL;
+	if (a->htmp && rename(a->htmp, a->host_path))
+		return hgt__errorf(errno, "%s: cannot replace it: %s", a->host_path,
+				   strerror(errno));
+	return 0;
+}
+
+static void log_result(const struct attach *a)
+{
+	const struct hgt_attach_result *r = &a->r;
+	int i;
+
+	if (r->new_trace_id)
+		fprintf(a->log, "%s: no trace id: wrote one, 0x%llx\n", a->guest_path,
+			(unsigned long long)a->guest_id);
+	if (r->host_already_mapped)
+		fprintf(a->log, "Guest is already mapped in host (id=0x%llx) .. skipping ...\n",
+			(unsigned long long)a->guest_id);
+	for (i = 0; i < a->sc.mapped; i++)
+		fprintf(a->log, "guest CPU %d = vCPU %d, host thread %d%s\n", i, a->ids[i],
+			a->pids[i], a->by_name ? " (by its name)" : "");
+	for (i = 0; i < a->ncpu && !r->inferred; i++)
+		fprintf(a->log, "guest CPU %d: %u sample%s, first offset %lld%s\n", i,
+			a->tcpu[i].count, a->tcpu[i].count == 1 ? "" : "s",
+			(long long)a->tcpu[i].offset[0],
+			r->from_kvm		   ? " (KVM debugfs, exact)"
+			: r->from_write_tsc_offset ? " (from kvm_write_tsc_offset)"
+						   : "");
+}
+
+static void attach_free(struct attach *a)
+{
+	if (a->htmp) {
+		unlink(a->htmp);
+		free(a->htmp);
+	}
+	if (a->gtmp) {
+		unlink(a->gtmp);
+		free(a->gtmp);
+	}
+	hgt_input_close(a->host);
+	hgt_input_close(a->guest);
+	free(a->sc.vcpu_of);
+	free(a->sc.w);
+	free(a->ids);
+	free(a->pids);
+	free(a->found_pids);
+	free(a->named_ids);
+	free(a->exact_off);
+	free(a->tcpu);
+	free(a->vals);
+	free(a->pl.guest_opt);
+	free(a->pl.shift_opt);
+}
+
 /**
  * hgt_attach - attach a guest file to its host file.
  */
 int hgt_attach(const char *host_path, const char *guest_path, const struct hgt_attach_opts *opts,
 	       struct hgt_attach_result *res)
 {
-	HGT_OPTS(hgt_open_opts, hopen, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
-	HGT_OPTS(hgt_open_opts, gopen, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
-	struct hgt_attach_opts o = { 0 };
-	struct hgt_input *host = NULL, *guest = NULL;
-	struct scan sc = { 0 };
-	struct plan pl = { 0 };
-	struct hgt_attach_result r = { 0 };
-	struct hgt_time_shift ts = { 0 };
-	struct hgt_time_shift_cpu *tcpu = NULL;
-	int64_t *vals = NULL, *exact_off = NULL;
-	int *ids = NULL, *pids = NULL, *found_pids = NULL, *named_ids = NULL, ncpu, i, k, ret;
-	uint64_t host_id = 0, guest_id = 0;
-	const char *hclock, *gclock;
-	char *htmp = NULL, *gtmp = NULL;
-	struct hgt__append_undo gundo;
-	struct hgt_guest existing;
-	bool by_name = false, have_writes;
-	FILE *log;
+	struct attach a = { .host_path = host_path, .guest_path = guest_path };
+	int ret;
 
-	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o))
+	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(a.o))
 		return -EINVAL;
-	memcpy(&o, opts, opts->sz);
-	log = o.log;
-	if (o.nr_pids < 0 || (o.nr_pids && !o.pids))
-		return hgt__errorf(EINVAL, "attach: bad PID list");
-	if (o.nr_cpus < 0 || o.nr_cpus > HGT__MAX_CPUS)
-		return hgt__errorf(EINVAL, "attach: -c %d: out of range", o.nr_cpus);
-	if (o.infer_frac > 63 || o.infer_drift_slices < 0 || o.infer_drift_slices > 4096)
-		return hgt__errorf(EINVAL, "attach: inference options out of range");
-	for (i = 0; i < o.nr_samples; i++)
-		if (o.samples[i].scaling <= 0 || o.samples[i].frac < 0 || o.samples[i].frac > 63)
-			return hgt__errorf(
-				EINVAL,
-				"attach: -s #%d: scaling must be > 0 and fraction bits 0 to 63",
-				i + 1);
-
-	host = hgt_input_open(host_path, &hopen);
-	if (!host)
-		return -errno;
-	guest = hgt_input_open(guest_path, &gopen);
-	if (!guest) {
-		ret = -errno;
-		goto out;
-	}
-	if (hgt_same_file(host_path, guest_path) == 1) {
-		ret = hgt__errorf(
-			EINVAL,
-			"%s: the same file as the host file %s: attach needs the guest's own recording",
-			guest_path, host_path);
-		goto out;
-	}
-	hgt_input_trace_id(host, &host_id);
-	if (!hgt_input_trace_id(guest, &guest_id) || !guest_id) {
-		/* older trace-cmd and other writers: give it one */
-		while (!guest_id || guest_id == host_id)
-			if (getrandom(&guest_id, sizeof(guest_id), 0) != sizeof(guest_id)) {
-				ret = hgt__errorf(errno, "attach: getrandom: %s", strerror(errno));
-				goto out;
-			}
-		pl.new_id = guest_id;
-		r.new_trace_id = true;
-	} else if (guest_id == host_id) {
-		ret = hgt__errorf(
-			EINVAL,
-			"%s: the guest file has the host's trace id 0x%llx: the same recording twice?",
-			guest_path, (unsigned long long)guest_id);
-		goto out;
-	}
-	hclock = hgt_input_top_buffer(host) >= 0
-			 ? hgt_input_buffer(host, hgt_input_top_buffer(host))->clock
-			 : NULL;
-	gclock = hgt_input_top_buffer(guest) >= 0
-			 ? hgt_input_buffer(guest, hgt_input_top_buffer(guest))->clock
-			 : NULL;
-	if (!clock_is_tsc(hclock)) {
-		ret = hgt__errorf(
-			EINVAL,
-			"%s: host trace clock is '%s': attach needs x86-tsc or tsc2nsec (record the host with -C x86-tsc or -C tsc2nsec)",
-			host_path, hclock ? hclock : "");
-		goto out;
-	}
-	if (!clock_is_tsc(gclock)) {
-		ret = hgt__errorf(
-			EINVAL,
-			"%s: guest trace clock is '%s', the host's is '%s': the guest must be recorded with -C x86-tsc to be mapped onto the host's TSC",
-			guest_path, gclock ? gclock : "", hclock);
-		goto out;
-	}
-	if (!o.nr_pids) {
-		/* the host's map of this guest, else threads named as vCPUs */
-		int nf = 0;
-
-		if (!r.new_trace_id && !hgt_input_guest_by_id(host, guest_id, &existing)) {
-			named_ids = malloc(sizeof(int) * (size_t)(existing.nr_vcpus + 1));
-			found_pids = malloc(sizeof(int) * (size_t)(existing.nr_vcpus + 1));
-			if (!named_ids || !found_pids) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			for (i = 0; i < existing.nr_vcpus; i++)
-				if (existing.cpu_pid[i] > 0) {
-					named_ids[nf] = i;
-					found_pids[nf++] = existing.cpu_pid[i];
-				}
-		} else {
-			ret = threads_by_name(host, &named_ids, &found_pids, &nf);
-			if (ret)
-				goto out;
-		}
-		if (!nf) {
-			ret = hgt__errorf(
-				ESRCH,
-				"%s: no PIDs given, the host has no GUEST entry for this guest and no thread named 'CPU N/KVM' or 'CPU N/TCG': give the vCPU thread PIDs",
-				host_path);
-			goto out;
-		}
-		o.pids = found_pids;
-		o.nr_pids = nf;
-	}
-	sc.vcpu_of = malloc(sizeof(int) * (size_t)o.nr_pids);
-	if (!sc.vcpu_of) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < o.nr_pids; i++)
-		sc.vcpu_of[i] = -1;
-	ret = scan_host(host, &o, &sc, o.nr_samples == 0);
-	if (ret)
-		goto out;
-	if (!sc.mapped) {
-		/* no kvm events of them (QEMU TCG, or not recorded): their names say */
-		struct tep_handle *tep = hgt_input_tep(host);
-
-		for (i = 0; i < o.nr_pids; i++) {
-			const char *comm = tep_data_comm_from_pid(tep, o.pids[i]);
-			int v = named_ids ? named_ids[i] : hgt__vcpu_of_comm(comm);
-
-			if (v >= 0) {
-				sc.vcpu_of[i] = v;
-				sc.mapped++;
-			}
-		}
-		by_name = sc.mapped > 0;
-	}
-	if (!sc.mapped) {
-		ret = hgt__errorf(
-			ESRCH,
-			"%s: none of the %d PIDs given ran a vCPU (no kvm_entry/kvm_exit with their common_pid, and none is named 'CPU N/KVM' or 'CPU N/TCG')",
-			host_path, o.nr_pids);
-		goto out;
-	}
-	/* guest CPU i <-> i-th vCPU id in ascending order (trace-cmd's convention) */
-	ids = malloc(sizeof(int) * (size_t)sc.mapped);
-	pids = malloc(sizeof(int) * (size_t)sc.mapped);
-	if (!ids || !pids) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (i = 0, k = 0; i < o.nr_pids; i++)
-		if (sc.vcpu_of[i] >= 0)
-			ids[k++] = sc.vcpu_of[i];
-	qsort(ids, (size_t)sc.mapped, sizeof(int), cmp_int);
-	for (i = 0; i < sc.mapped; i++)
-		for (k = 0; k < o.nr_pids; k++)
-			if (sc.vcpu_of[k] == ids[i])
-				pids[i] = o.pids[k];
-	for (i = 1; i < sc.mapped; i++)
-		if (ids[i] == ids[i - 1]) {
-			ret = hgt__errorf(
-				EINVAL,
-				"%s: PIDs %d and %d both ran vCPU %d: give the PIDs of one guest only",
-				host_path, pids[i - 1], pids[i], ids[i]);
-			goto out;
-		}
-	ncpu = o.nr_cpus ? o.nr_cpus : sc.mapped;
-	r.nr_mapped = sc.mapped;
-
-	/* TIME_SHIFT samples per guest CPU */
-	tcpu = calloc((size_t)ncpu, sizeof(*tcpu));
-	if (!tcpu) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	have_writes = ncpu <= sc.mapped;
-	for (i = 0; have_writes && i < ncpu; i++) {
-		for (k = 0; k < sc.nr_w && (int)sc.w[k].vcpu != ids[i]; k++)
-			;
-		have_writes = k < sc.nr_w;
-	}
-	if (o.nr_samples) {
-		vals = calloc((size_t)ncpu * 4, sizeof(int64_t));
-		if (!vals) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		for (i = 0; i < ncpu; i++) {
-			const struct hgt_attach_sample *s =
-				&o.samples[i < o.nr_samples ? i : o.nr_samples - 1];
-			int64_t *v = vals + 4 * i;
-
-			v[0] = s->timestamp;
-			v[1] = s->offset;
-			v[2] = s->scaling;
-			v[3] = s->frac;
-			tcpu[i] = (struct hgt_time_shift_cpu){ 1, v, v + 1, v + 2, v + 3 };
-		}
-	} else if (o.kvm && !o.infer) {
-		ret = kvm_samples(host, o.kvm, ids, ncpu, tcpu, &vals);
-		if (ret)
-			goto out;
-		r.from_kvm = true;
-	} else if (have_writes && !o.infer) {
-		int total = sc.nr_w, off = 0;
-
-		vals = calloc((size_t)(total ? total : 1) * 4, sizeof(int64_t));
-		if (!vals) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		for (i = 0; i < ncpu; i++) {
-			int n = 0;
-
-			for (k = 0; k < sc.nr_w; k++)
-				n += (int)sc.w[k].vcpu == ids[i];
-			tcpu[i].count = (uint32_t)n;
-			tcpu[i].time = vals + off;
-			tcpu[i].offset = vals + total + off;
-			tcpu[i].scaling = vals + 2 * total + off;
-			tcpu[i].frac = vals + 3 * total + off;
-			n = 0;
-			for (k = 0; k < sc.nr_w; k++) {
-				if ((int)sc.w[k].vcpu != ids[i])
-					continue;
-				/* from the write on, guest = host + next_tsc_offset */
-				vals[off + n] = (int64_t)(sc.w[k].ts + (uint64_t)sc.w[k].next);
-				vals[total + off + n] = -sc.w[k].next;
-				vals[2 * total + off + n] = 1;
-				vals[3 * total + off + n] = 0;
-				n++;
-			}
-			off += n;
-		}
-		r.from_write_tsc_offset = true;
-	} else {
-		if (ncpu > sc.mapped) {
-			ret = hgt__errorf(
-				EINVAL,
-				"attach: -c %d but only %d PIDs ran vCPUs: without -s the offsets of the others are unknown",
-				ncpu, sc.mapped);
-			goto out;
-		}
-		/* what the exact sources say, to print beside the inferred offsets */
-		if (have_writes) {
-			exact_off = calloc((size_t)ncpu, sizeof(int64_t));
-			for (i = 0; exact_off && i < ncpu; i++)
-				for (k = 0; k < sc.nr_w; k++)
-					if ((int)sc.w[k].vcpu == ids[i]) {
-						exact_off[i] = -sc.w[k].next;
-						break;
-					}
-		}
-		ret = infer_samples(host, guest, guest_path, ids, pids, ncpu, &o, by_name, tcpu,
-				    &vals, &ts.flags, &r, &pl);
-		if (ret)
-			goto out;
-		for (i = 0; exact_off && log && i < ncpu; i++) {
-			int64_t d = tcpu[i].offset[0] - exact_off[i];
-
-			fprintf(log,
-				"guest CPU %d: kvm_write_tsc_offset says %lld: %lld from the inferred offset, %s its bound\n",
-				i, (long long)exact_off[i], (long long)d,
-				(uint64_t)(d < 0 ? -d : d) <= r.infer_bound ? "within" : "OUTSIDE");
-		}
-	}
-	ts.peer_id = host_id;
-	ts.nr_cpus = ncpu;
-	ts.cpus = tcpu;
-	ret = hgt_time_shift_option_build(&ts, &pl.shift_opt, &pl.shift_len);
-	if (ret)
-		goto out;
-	{
-		uint32_t mult = 0, shift = 0;
-		uint64_t toff = 0;
-
-		/* a host without TSC2NSEC shows cycles: so must the guest (trace-cmd writes a
-		 * {0,0,0} option that prints the guest in sec.usec and the host in cycles) */
-		pl.has_t2n = hgt_input_tsc2nsec(host, &mult, &shift, &toff) && mult;
-		pl.t2n[0] = mult;
-		pl.t2n[1] = shift;
-		memcpy(&pl.t2n[2], &toff, 8);
-	}
-	r.host_already_mapped = !hgt_input_guest_by_id(host, guest_id, &existing);
-	if (!r.host_already_mapped) {
-		ret = hgt_guest_option_build("", guest_id, sc.mapped, ids, pids, &pl.guest_opt,
-					     &pl.guest_len);
-		if (ret)
-			goto out;
-	}
-	r.nr_cpus = ncpu;
-
-	/* everything is known: now write */
-	if (hgt_input_version(guest) < 7) {
-		ret = to_v7(guest_path, &gtmp, log);
-		if (ret)
-			goto out;
-		r.converted_guest = true;
-	}
-	if (!r.host_already_mapped && hgt_input_version(host) < 7) {
-		ret = to_v7(host_path, &htmp, log);
-		if (ret)
-			goto out;
-		r.converted_host = true;
-	}
-	hgt_input_close(host);
-	hgt_input_close(guest);
-	host = guest = NULL;
-	{
-		struct hgt_option_blob gopts[4];
-		struct hgt_option_blob hopt = { HGT_OPT_GUEST, pl.guest_len, pl.guest_opt };
-		const char *gp = gtmp ? gtmp : guest_path, *hp = htmp ? htmp : host_path;
-		int ng = 0;
-
-		if (pl.new_id)
-			gopts[ng++] = (struct hgt_option_blob){ HGT_OPT_TRACEID, 8, &pl.new_id };
-		gopts[ng++] =
-			(struct hgt_option_blob){ HGT_OPT_TIME_SHIFT, pl.shift_len, pl.shift_opt };
-		if (pl.has_t2n)
-			gopts[ng++] = (struct hgt_option_blob){ HGT_OPT_TSC2NSEC, 16, pl.t2n };
-		if (pl.cpustat[0])
-			gopts[ng++] = (struct hgt_option_blob){ HGT_OPT_CPUSTAT,
-								(uint32_t)strlen(pl.cpustat) + 1,
-								pl.cpustat };
-		ret = hgt__append_options(gp, gopts, ng, &gundo);
-		if (ret)
-			goto out;
-		if (!r.host_already_mapped) {
-			ret = hgt__append_options(hp, &hopt, 1, NULL);
-			if (ret) {
-				char keep[HGT__ERRLEN + 64];
-				bool lost = !gtmp && hgt__append_undo(gp, &gundo);
-
-				snprintf(keep, sizeof(keep), "%s%s", hgt_last_error(),
-					 lost ? " (and the guest file could not be restored)" : "");
-				hgt__set_last_error(keep);
-				goto out;
-			}
-		}
-		if (gtmp && rename(gtmp, guest_path)) {
-			ret = hgt__errorf(errno, "%s: cannot replace it: %s", guest_path,
-					  strerror(errno));
-			goto out;
-		}
-		if (gtmp) {
-			free(gtmp);
-			gtmp = NULL;
-		}
-		if (htmp && rename(htmp, host_path)) {
-			ret = hgt__errorf(errno, "%s: cannot replace it: %s", host_path,
-					  strerror(errno));
-			goto out;
-		}
-	}
-	if (log) {
-		if (r.new_trace_id)
-			fprintf(log, "%s: no trace id: wrote one, 0x%llx\n", guest_path,
-				(unsigned long long)guest_id);
-		if (r.host_already_mapped)
-			fprintf(log,
-				"Guest is already mapped in host (id=0x%llx) .. skipping ...\n",
-				(unsigned long long)guest_id);
-		for (i = 0; i < sc.mapped; i++)
-			fprintf(log, "guest CPU %d = vCPU %d, host thread %d%s\n", i, ids[i],
-				pids[i], by_name ? " (by its name)" : "");
-		for (i = 0; i < ncpu && !r.inferred; i++)
-			fprintf(log, "guest CPU %d: %u sample%s, first offset %lld%s\n", i,
-				tcpu[i].count, tcpu[i].count == 1 ? "" : "s",
-				(long long)tcpu[i].offset[0],
-				r.from_kvm		  ? " (KVM debugfs, exact)"
-				: r.from_write_tsc_offset ? " (from kvm_write_tsc_offset)"
-							  : "");
-	}
-	if (res)
-		*res = r;
-	ret = 0;
-out:
-	if (htmp) {
-		unlink(htmp);
-		free(htmp);
-	}
-	if (gtmp) {
-		unlink(gtmp);
-		free(gtmp);
-	}
-	hgt_input_close(host);
-	hgt_input_close(guest);
-	free(sc.vcpu_of);
-	free(sc.w);
-	free(ids);
-	free(pids);
-	free(found_pids);
-	free(named_ids);
-	free(exact_off);
-	free(tcpu);
-	free(vals);
-	free(pl.guest_opt);
-	free(pl.shift_opt);
+	memcpy(&a.o, opts, opts->sz);
+	a.log = a.o.log;
+	ret = check_opts(&a.o);
+	if (!ret)
+		ret = open_pair(&a);
+	if (!ret)
+		ret = find_vcpus(&a);
+	if (!ret)
+		ret = map_ids(&a);
+	if (!ret)
+		ret = find_samples(&a);
+	if (!ret)
+		ret = build_options(&a);
+	if (!ret)
+		ret = write_pair(&a);
+	if (!ret && a.log)
+		log_result(&a);
+	if (!ret && res)
+		*res = a.r;
+	attach_free(&a);
 	return ret;
 }
