@@ -163,6 +163,67 @@ static void print_injected(const struct hgt_sim_injected *d)
 	putchar('\n');
 }
 
+/* --channel BOUND[,BIAS]: channel samples (embedded sync) within +-BOUND cycles. */
+static int parse_channel(char *arg, struct hgt_sim_opts *o)
+{
+	char *comma = strchr(arg, ',');
+
+	if (comma)
+		*comma = 0;
+	if (parse_i64("--channel", arg, &o->channel_bound) ||
+	    (comma && parse_i64("--channel", comma + 1, &o->channel_bias)))
+		return -1;
+	if (o->channel_bound <= 0) {
+		fprintf(stderr, "hgtrace: simulate: --channel '%s': the bound is cycles > 0\n",
+			arg);
+		return -1;
+	}
+	o->embed_sync = true;
+	return 0;
+}
+
+/* --guest-gaps E,X: cycles from kvm_entry to the guest, and from the guest to kvm_exit. */
+static int parse_gaps(char *arg, struct hgt_sim_opts *o)
+{
+	char *comma = strchr(arg, ',');
+
+	if (!comma) {
+		fprintf(stderr, "hgtrace: simulate: --guest-gaps '%s': expected E,X\n", arg);
+		return -1;
+	}
+	*comma = 0;
+	if (parse_u64("--guest-gaps", arg, &o->entry_gap) ||
+	    parse_u64("--guest-gaps", comma + 1, &o->exit_gap))
+		return -1;
+	return 0;
+}
+
+static void print_result(const struct hgt_sim_opts *o, const struct hgt_sim_result *r,
+			 const char *truth)
+{
+	int i;
+
+	printf("host:  %s (%" PRIu64 " events, trace id 0x%" PRIx64 ")\n", o->host_path,
+	       r->host_events, r->host_trace_id);
+	printf("guest: %s (%" PRIu64 " events, trace id 0x%" PRIx64 ")\n", o->guest_path,
+	       r->guest_events, r->guest_trace_id);
+	if (truth)
+		printf("truth: %s\n", truth);
+	printf("vcpus:");
+	for (i = 0; i < r->nr_vcpus; i++)
+		printf(" %d=pid%d", r->vcpu_id[i], r->vcpu_pid[i]);
+	printf("\ntsc_offset: %lld (attach with -s %lld)\n", (long long)r->tsc_offset,
+	       -(long long)r->tsc_offset);
+	for (i = 0; i < r->nr_injected; i++)
+		print_injected(&r->injected[i]);
+	if (r->nr_injected < o->nr_inject)
+		printf("injected: %d of %d causes (the run ended before the others' vCPUs ran again)\n",
+		       r->nr_injected, o->nr_inject);
+	if (o->ratio)
+		printf("scaling %llu,%u (attach -s OFFSET,%llu,%u)\n", (unsigned long long)o->ratio,
+		       o->frac, (unsigned long long)o->ratio, o->frac);
+}
+
 int cmd_simulate(int argc, char **argv)
 {
 	enum {
@@ -218,7 +279,7 @@ int cmd_simulate(int argc, char **argv)
 	struct hgt_sim_result r;
 	bool want_truth = false;
 	uint64_t v;
-	int c, i, ret;
+	int c, ret;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
@@ -277,41 +338,17 @@ int cmd_simulate(int argc, char **argv)
 		case O_EMBED_GUEST:
 			o.embed_guest = true;
 			break;
-		case O_CHANNEL: {
-			char *comma = strchr(optarg, ',');
-
-			if (comma)
-				*comma = 0;
-			if (parse_i64("--channel", optarg, &o.channel_bound) ||
-			    (comma && parse_i64("--channel", comma + 1, &o.channel_bias)))
+		case O_CHANNEL:
+			if (parse_channel(optarg, &o))
 				return 2;
-			if (o.channel_bound <= 0) {
-				fprintf(stderr,
-					"hgtrace: simulate: --channel '%s': the bound is cycles > 0\n",
-					optarg);
-				return 2;
-			}
-			o.embed_sync = true;
 			break;
-		}
 		case O_TCG:
 			o.tcg = true;
 			break;
-		case O_GAPS: {
-			char *comma = strchr(optarg, ',');
-
-			if (!comma) {
-				fprintf(stderr,
-					"hgtrace: simulate: --guest-gaps '%s': expected E,X\n",
-					optarg);
-				return 2;
-			}
-			*comma = 0;
-			if (parse_u64("--guest-gaps", optarg, &o.entry_gap) ||
-			    parse_u64("--guest-gaps", comma + 1, &o.exit_gap))
+		case O_GAPS:
+			if (parse_gaps(optarg, &o))
 				return 2;
 			break;
-		}
 		case O_SPARSE:
 			o.sparse_vcpu_ids = true;
 			break;
@@ -366,24 +403,6 @@ int cmd_simulate(int argc, char **argv)
 		cmd_error(strerror(-ret));
 		return 1;
 	}
-	printf("host:  %s (%" PRIu64 " events, trace id 0x%" PRIx64 ")\n", host, r.host_events,
-	       r.host_trace_id);
-	printf("guest: %s (%" PRIu64 " events, trace id 0x%" PRIx64 ")\n", guest, r.guest_events,
-	       r.guest_trace_id);
-	if (want_truth)
-		printf("truth: %s\n", truth);
-	printf("vcpus:");
-	for (i = 0; i < r.nr_vcpus; i++)
-		printf(" %d=pid%d", r.vcpu_id[i], r.vcpu_pid[i]);
-	printf("\ntsc_offset: %lld (attach with -s %lld)\n", (long long)r.tsc_offset,
-	       -(long long)r.tsc_offset);
-	for (i = 0; i < r.nr_injected; i++)
-		print_injected(&r.injected[i]);
-	if (r.nr_injected < o.nr_inject)
-		printf("injected: %d of %d causes (the run ended before the others' vCPUs ran again)\n",
-		       r.nr_injected, o.nr_inject);
-	if (o.ratio)
-		printf("scaling %llu,%u (attach -s OFFSET,%llu,%u)\n", (unsigned long long)o.ratio,
-		       o.frac, (unsigned long long)o.ratio, o.frac);
+	print_result(&o, &r, want_truth ? truth : NULL);
 	return 0;
 }
