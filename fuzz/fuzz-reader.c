@@ -12,7 +12,7 @@
 
 #include <hgtrace/tracedat.h>
 
-#include "sink/sink-local.h"
+#include "private/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -30,7 +30,7 @@
 #include "../common/common-local.h"
 #include "../common/thread.h"
 #include "../private/tracedat.h"
-#include "sink-local.h"
+#include "report-local.h"
 
 #define BATCH_RECORDS 4096
 

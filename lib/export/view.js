@@ -1,4 +1,4 @@
-// hgtrace view: the page's timeline (no library; data in #hgt-data, see lib/sink/view.c).
+// hgtrace view: the page's timeline (no library; data in #hgt-data, see lib/export/view.c).
 "use strict";
 (() => {
   const D = JSON.parse(document.getElementById("hgt-data").textContent);

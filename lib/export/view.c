@@ -35,7 +35,8 @@
 #include "../common/common-local.h"
 #include "../common/thread.h"
 #include "../private/tracedat.h"
-#include "sink-local.h"
+#include "../private/report.h"
+#include "../private/why.h"
 
 #define CHUNK_ITEMS 16384
 #define TEXT_CHUNK 1024

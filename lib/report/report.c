@@ -20,7 +20,8 @@
 #include <hgtrace/sync.h>
 #include <hgtrace/tracedat.h>
 
-#include "sink-local.h"
+#include "../common/common-local.h"
+#include "report-local.h"
 
 struct handle {
 	struct hgt_input *in;
@@ -116,7 +117,7 @@ static int report_error(const char *fmt, const char *a, const char *b)
 	char msg[512];
 
 	snprintf(msg, sizeof(msg), fmt, a, b);
-	hgt__set_error_line(msg);
+	hgt__set_last_error(msg);
 	return -EINVAL;
 }
 
@@ -773,7 +774,7 @@ static int print_events(struct report *r)
 		/* The cursor recorded where and why; keep what was printed. */
 		for (i = 0; i < r->nr_h; i++)
 			if (*hgt_input_error(r->h[i].in))
-				hgt__set_error_line(hgt_input_error(r->h[i].in));
+				hgt__set_last_error(hgt_input_error(r->h[i].in));
 	}
 out:
 	par_state_free(r, &ps);
@@ -822,7 +823,7 @@ static int print_first_last(struct report *r, bool last)
 			}
 			hgt_cursor_close(cur);
 			if (ret < 0) {
-				hgt__set_error_line(hgt_input_error(h->in));
+				hgt__set_last_error(hgt_input_error(h->in));
 				return ret;
 			}
 			if (!any)
@@ -899,7 +900,7 @@ int hgt_report(const struct hgt_report_opts *opts)
 		if (hgt_input_is_latency(h->in)) {
 			ret = hgt_input_write_latency(h->in, r.out);
 			if (ret)
-				hgt__set_error_line(hgt_input_error(h->in));
+				hgt__set_last_error(hgt_input_error(h->in));
 			else
 				fputc('\n', r.out); /* trace-cmd ends the text with one */
 			goto out;

@@ -14,7 +14,7 @@
 
 #include <hgtrace/report.h>
 
-#include "sink-local.h"
+#include "report-local.h"
 
 #define TRACE_FLAG_IRQS_OFF 0x01
 #define TRACE_FLAG_IRQS_NOSUPPORT 0x02

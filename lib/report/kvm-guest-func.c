@@ -13,7 +13,7 @@
 
 #include <traceevent/event-parse.h>
 
-#include "sink-local.h"
+#include "report-local.h"
 
 static __thread const struct hgt__kvm_funcs *current;
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Internal pieces of the text sink. */
-#ifndef HGT_SINK_LOCAL_H
-#define HGT_SINK_LOCAL_H
+/*
+ * What lib/report/ offers why and export: the text line of a record (trace-cmd report's),
+ * payloads' info texts, fields read safely, JSON strings, the TSC rate of a session.
+ */
+#ifndef HGT_PRIVATE_REPORT_H
+#define HGT_PRIVATE_REPORT_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -83,11 +86,11 @@ void hgt__format_time_col(char *buf, uint64_t ts, bool in_usecs, bool nsec);
 /* export.c: a JSON string of @n bytes of @p (HTML-safe: '<' escaped) */
 void hgt__json_str(FILE *f, const char *p, size_t n);
 struct tep_format_field;
-/* export.c: the bytes of a char-array or __data_loc string field (false: out of @rec) */
+/* fields.c: the bytes of a char-array or __data_loc string field (false: out of @rec) */
 bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field *f, const char **p,
 		    size_t *n);
 
-/* export.c: number field @f of @rec, 0 when NULL or outside the record */
+/* fields.c: number field @f of @rec, 0 when NULL or outside the record */
 unsigned long long hgt__field_num(const struct tep_format_field *f, const struct tep_record *rec);
 
 /* rate.c: the rate that makes a session's TSC cycles ns for why, view and export (0:
@@ -97,60 +100,9 @@ struct hgt_clock;
 uint64_t hgt__tsc_rate(struct hgt_input *const *in, const struct hgt_clock *clk, int n, int base,
 		       uint64_t given, const char **how);
 
-/* why.c: hgt_why() that also gives each vCPU thread's segments (guest input @input, its
- * CPU @cpu, host thread @pid): what the host did with it from @from to @to */
-struct hgt_why_part;
-struct hgt_why_opts;
-struct hgt_why_result;
-typedef void (*hgt__why_seg_fn)(void *arg, int input, int cpu, int pid, uint64_t from, uint64_t to,
-				const struct hgt_why_part *part);
-struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
-					 void *arg);
-
 /* report.c: may probe file @f join the time base of a trace.dat of trace clock @tc?
  * (0 or -EINVAL) */
 struct hgt_probefile;
 int hgt__probe_clock_check(const char *tc, const struct hgt_probefile *f, const char *path);
-
-/* From libhgtrace's reader. */
-void hgt__set_last_error(const char *msg);
-#define hgt__set_error_line hgt__set_last_error
-
-/* kvm-guest-func.c: host vCPU thread -> guest tep, for the kvm plugin's guest symbols */
-struct hgt__kvm_funcs {
-	int n;
-	int *pid;
-	struct tep_handle **tep;
-};
-void hgt__kvm_funcs_set(const struct hgt__kvm_funcs *f);
-const struct hgt__kvm_funcs *hgt__kvm_funcs_get(void);
-
-/* The same map by top-level input index, for the parallel workers' own teps. */
-struct hgt__kvm_map {
-	int n;
-	int *pid;
-	int *top;
-};
-
-/* parallel.c: formatting in worker threads, output in order */
-#define HGT__PAR_SLACK (128 * 1024 + 64)
-struct hgt__par;
-struct hgt__par_handle {
-	int top;		  /* index of the top-level input it reads */
-	struct hgt__line_ctx ctx; /* tep replaced by each worker's own */
-	const char *prefix;	  /* file-name column, or NULL */
-	size_t prefix_len;
-};
-struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths,
-			      struct tep_handle *const *teps, int nr_top, unsigned int open_flags,
-			      bool nsec, const struct hgt__par_handle *hs, int nr_h,
-			      const struct hgt__kvm_map *kvm, FILE *out);
-int hgt__par_add(struct hgt__par *p, int h, const struct tep_record *rec, bool boundary,
-		 unsigned long long prev_ts);
-int hgt__par_log_comm(struct hgt__par *p, int top, int pid, const char *comm);
-int hgt__par_finish(struct hgt__par *p);
-void hgt__par_free(struct hgt__par *p);
-/* --ts-diff: the value the next line compares with, after printing one at @ts */
-unsigned long long hgt__line_diff_base(const struct hgt__line_ctx *c, unsigned long long ts);
 
 #endif

@@ -27,7 +27,8 @@
 
 #include "../merge/merge-local.h"
 #include "../common/common-local.h"
-#include "sink-local.h"
+#include "../private/report.h"
+#include "../private/why.h"
 
 /* ---- a u64 -> u64 map (open addressing, backward-shift deletion) ---- */
 

@@ -22,7 +22,7 @@
 #include <hgtrace/peer.h>
 #include <hgtrace/tracedat.h>
 
-#include "sink-local.h"
+#include "../private/report.h"
 #include "../common/common-local.h"
 
 enum { TID_EVENTS = 1, TID_TASKS = 2, TID_GUEST = 3, TIDS = 3 };
@@ -65,26 +65,6 @@ struct exporter {
 	bool first;	 /* no event written yet: no comma before the next */
 	uint64_t tsc_hz; /* TSC cycles made ns at this rate (0: were ns, or no rate) */
 };
-
-/**
- * hgt__json_str - @n bytes of @p (up to a NUL) as a JSON string: bytes outside printable
- * ASCII as \u00XX each (kept, not decoded), '<' too, so it can sit in an HTML script.
- */
-void hgt__json_str(FILE *f, const char *p, size_t n)
-{
-	fputc('"', f);
-	for (size_t i = 0; i < n && p[i]; i++) {
-		unsigned char c = (unsigned char)p[i];
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f || c == '<')
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
 
 /* ---- protobuf encoding ---- */
 
@@ -280,33 +260,6 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 	fputs("}}", x->out);
 }
 
-/**
- * hgt__field_str - the bytes of string field @f (a char array or a __data_loc string) of
- * @rec in *@p and *@n (the field's room, NULs included). False when they lie outside it.
- */
-bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field *f, const char **p,
-		    size_t *n)
-{
-	unsigned int off = (unsigned int)f->offset, len = (unsigned int)f->size;
-
-	if (f->flags & TEP_FIELD_IS_DYNAMIC) {
-		unsigned int loc;
-
-		if (f->size != 4 || f->offset + 4 > rec->size)
-			return false;
-		memcpy(&loc, (const char *)rec->data + f->offset, 4);
-		off = loc & 0xffff;
-		len = loc >> 16;
-		if (f->flags & TEP_FIELD_IS_RELATIVE)
-			off += (unsigned int)f->offset + 4;
-	}
-	if ((unsigned long long)off + len > (unsigned long long)rec->size)
-		return false;
-	*p = (const char *)rec->data + off;
-	*n = len;
-	return true;
-}
-
 /* The event's own fields: numbers, and strings (char arrays); JSON members or, in
  * protobuf, debug annotations. */
 static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_event *ev,
@@ -350,19 +303,6 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_ev
 				fprintf(f, ":%llu", v);
 		}
 	}
-}
-
-/**
- * hgt__field_num - number field @f of @rec (0 when @f is NULL or lies outside the record:
- * a damaged record never makes it read past its end).
- */
-unsigned long long hgt__field_num(const struct tep_format_field *f, const struct tep_record *rec)
-{
-	unsigned long long v = 0;
-
-	if (f && f->offset + f->size <= rec->size)
-		tep_read_number_field((struct tep_format_field *)f, rec->data, &v);
-	return v;
 }
 
 static unsigned long long field_num(struct tep_event *ev, const char *name, struct tep_record *rec)

@@ -13,7 +13,7 @@
 #include <hgtrace/clock.h>
 #include <hgtrace/tracedat.h>
 
-#include "sink-local.h"
+#include "report-local.h"
 #include "../clock/clock-local.h"
 #include "../merge/merge-local.h"
 

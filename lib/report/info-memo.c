@@ -23,7 +23,7 @@
 
 #include <traceevent/event-parse.h>
 
-#include "sink-local.h"
+#include "report-local.h"
 
 #define MEMO_SLOTS 4096 /* power of two */
 #define MEMO_KEY 120	/* payload bytes kept (sched_switch: 64) */

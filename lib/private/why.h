@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What lib/why/ offers export's view: hgt_why() with each vCPU thread's segments. */
+#ifndef HGT_PRIVATE_WHY_H
+#define HGT_PRIVATE_WHY_H
+
+#include <stdint.h>
+
+/* why.c: hgt_why() that also gives each vCPU thread's segments (guest input @input, its
+ * CPU @cpu, host thread @pid): what the host did with it from @from to @to */
+struct hgt_why_part;
+struct hgt_why_opts;
+struct hgt_why_result;
+typedef void (*hgt__why_seg_fn)(void *arg, int input, int cpu, int pid, uint64_t from, uint64_t to,
+				const struct hgt_why_part *part);
+struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
+					 void *arg);
+
+#endif

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* An event's fields read safely (never past its record), and strings as JSON. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <traceevent/event-parse.h>
+
+#include "../private/report.h"
+
+/**
+ * hgt__json_str - @n bytes of @p (up to a NUL) as a JSON string: bytes outside printable
+ * ASCII as \u00XX each (kept, not decoded), '<' too, so it can sit in an HTML script.
+ */
+void hgt__json_str(FILE *f, const char *p, size_t n)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < n && p[i]; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f || c == '<')
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/**
+ * hgt__field_str - the bytes of string field @f (a char array or a __data_loc string) of
+ * @rec in *@p and *@n (the field's room, NULs included). False when they lie outside it.
+ */
+bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field *f, const char **p,
+		    size_t *n)
+{
+	unsigned int off = (unsigned int)f->offset, len = (unsigned int)f->size;
+
+	if (f->flags & TEP_FIELD_IS_DYNAMIC) {
+		unsigned int loc;
+
+		if (f->size != 4 || f->offset + 4 > rec->size)
+			return false;
+		memcpy(&loc, (const char *)rec->data + f->offset, 4);
+		off = loc & 0xffff;
+		len = loc >> 16;
+		if (f->flags & TEP_FIELD_IS_RELATIVE)
+			off += (unsigned int)f->offset + 4;
+	}
+	if ((unsigned long long)off + len > (unsigned long long)rec->size)
+		return false;
+	*p = (const char *)rec->data + off;
+	*n = len;
+	return true;
+}
+
+/**
+ * hgt__field_num - number field @f of @rec (0 when @f is NULL or lies outside the record:
+ * a damaged record never makes it read past its end).
+ */
+unsigned long long hgt__field_num(const struct tep_format_field *f, const struct tep_record *rec)
+{
+	unsigned long long v = 0;
+
+	if (f && f->offset + f->size <= rec->size)
+		tep_read_number_field((struct tep_format_field *)f, rec->data, &v);
+	return v;
+}
