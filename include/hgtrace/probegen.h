@@ -93,6 +93,12 @@ struct hgt_gen_opts {
 int hgt_gen_backends(const char *list, unsigned int *out, char *err, size_t errsz);
 
 /**
+ * hgt_gen_format_parse - an output format by its name ("h", "c", "d", "stp", "ust",
+ * "ust-c", "log-stap", "simpletrace-stap", "rs") into *@fmt. Returns 0, or -EINVAL.
+ */
+int hgt_gen_format_parse(const char *name, enum hgt_gen_format *fmt);
+
+/**
  * hgt_gen - write the @o->format output for the events of @l to @out.
  * Returns 0, or a negative errno with the reason in @err.
  */

@@ -980,6 +980,32 @@ static void gen_ust(struct em *e, const struct hgt_gen_opts *o, const struct hgt
 }
 
 /**
+ * hgt_gen_format_parse - an output format by its name.
+ */
+int hgt_gen_format_parse(const char *name, enum hgt_gen_format *fmt)
+{
+	static const struct {
+		const char *name;
+		enum hgt_gen_format fmt;
+	} f[] = { { "h", HGT_GEN_H },
+		  { "c", HGT_GEN_C },
+		  { "d", HGT_GEN_D },
+		  { "stp", HGT_GEN_STP },
+		  { "ust", HGT_GEN_UST },
+		  { "ust-c", HGT_GEN_UST_C },
+		  { "log-stap", HGT_GEN_LOG_STP },
+		  { "simpletrace-stap", HGT_GEN_SIMPLE_STP },
+		  { "rs", HGT_GEN_RS } };
+
+	for (size_t i = 0; name && i < sizeof(f) / sizeof(f[0]); i++)
+		if (!strcmp(name, f[i].name)) {
+			*fmt = f[i].fmt;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/**
  * hgt_gen_backends - parse a backend list into HGT_PROBE_B_* bits.
  * Returns 0, or -EINVAL naming the unknown backend in @err.
  */

@@ -102,25 +102,7 @@ int cmd_gen(int argc, char **argv)
 		gen_usage(stderr);
 		return 2;
 	}
-	if (!strcmp(fmt, "h"))
-		o.format = HGT_GEN_H;
-	else if (!strcmp(fmt, "c"))
-		o.format = HGT_GEN_C;
-	else if (!strcmp(fmt, "d"))
-		o.format = HGT_GEN_D;
-	else if (!strcmp(fmt, "stp"))
-		o.format = HGT_GEN_STP;
-	else if (!strcmp(fmt, "ust"))
-		o.format = HGT_GEN_UST;
-	else if (!strcmp(fmt, "log-stap"))
-		o.format = HGT_GEN_LOG_STP;
-	else if (!strcmp(fmt, "simpletrace-stap"))
-		o.format = HGT_GEN_SIMPLE_STP;
-	else if (!strcmp(fmt, "rs"))
-		o.format = HGT_GEN_RS;
-	else if (!strcmp(fmt, "ust-c"))
-		o.format = HGT_GEN_UST_C;
-	else {
+	if (hgt_gen_format_parse(fmt, &o.format)) {
 		fprintf(stderr,
 			"hgtrace: gen: --format: '%s' is not h, c, d, stp, ust, ust-c, log-stap, simpletrace-stap or rs\n",
 			fmt);
