@@ -122,12 +122,16 @@ port=$(free_port)
 "$HGTRACE" listen -o "$t" --tcp $port 2> listen.log &
 lpid=$!
 wait_listen $port $lpid
+# the helper knows the slots are full when a 65th connection of its own is refused
 python3 -c 'import socket, sys, time
 c = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for i in range(64)]
 for s in c: s.send(b"HGTC")
-time.sleep(8)' $port &
+x = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); x.send(b"HGTC")
+x.settimeout(30)
+print("full" if b"too many guests" in x.recv(4096) else "not refused", flush=True)
+time.sleep(20)' $port > full.out &
 helpers="$! $lpid"
-sleep 1
+wait_for_line full.out '^full$' 60 || tap_fail "64 connections did not fill the listener: $(cat full.out)"
 agent_fails "a refused agent" 'the host refused it: too many guests connected to this listener$'
 python3 -c 'import socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -157,7 +161,11 @@ cpu1=$(awk '{ print $14 + $15 }' /proc/$lpid/stat)
 ticks=$((cpu1 - cpu0))
 [ "$ticks" -le 30 ] && tap_ok "200 silent connections: the listener used $ticks of 300 clock ticks in 3 s" ||
 	tap_fail "200 silent connections: the listener used $ticks of 300 clock ticks in 3 s (spinning)"
-sleep 6
+# the agent comes once the 64 slots are free: their holders said nothing for 10 s
+end=$((SECONDS + 60))
+until [ "$(grep -c 'no HELLO within 10 s of connecting' idle/listen.log)" -ge 64 ] || [ $SECONDS -ge $end ]; do
+	sleep 0.1
+done
 inst=hgt_agent_i$$
 "$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -e sched:sched_switch 2> agent.log &
 apid=$!
