@@ -110,14 +110,14 @@ int cmd_attach(int argc, char **argv)
 	struct hgt_attach_result r;
 	struct hgt_kvm_vm vm = { 0 };
 	char *kvm_dir = NULL;
-	int kvm_pid = 0;
+	int kvm_pid = 0, rc;
 	bool refine = false;
 	int *pids = NULL, n = 0, c, i, ret = 2;
 	char *end;
 	long long v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+c:s:h", lopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "+c:s:h", lopts, usage, &rc)) != -1) {
 		switch (c) {
 		case 'c':
 			if (cmd_num_arg("attach", "-c", optarg, 1, 8192, "a CPU count", &v))
@@ -219,12 +219,8 @@ int cmd_attach(int argc, char **argv)
 			o.infer_exit_gap = x;
 			break;
 		}
-		case 'h':
-			usage(stdout);
-			ret = 0;
-			goto out;
-		default:
-			usage(stderr);
+		case CMD_OPT_EXIT:
+			ret = rc;
 			goto out;
 		}
 	}

@@ -30,9 +30,9 @@ int cmd_convert(int argc, char **argv)
 	const char *in_path = NULL, *out_path = NULL;
 	struct hgt_input *in;
 	bool comp_given = false;
-	int c, ret;
+	int c, ret, rc;
 
-	while ((c = getopt_long(argc, argv, "+i:o:h", lopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "+i:o:h", lopts, usage, &rc)) != -1) {
 		switch (c) {
 		case 'i':
 			in_path = optarg;
@@ -53,12 +53,8 @@ int cmd_convert(int argc, char **argv)
 				return 2;
 			comp_given = true;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		case CMD_OPT_EXIT:
+			return rc;
 		}
 	}
 	if (optind < argc && !in_path)

@@ -151,7 +151,7 @@ int cmd_dump(int argc, char **argv)
 	const char *path = NULL;
 	struct hgt_meta_info mi;
 	struct hgt_input *in;
-	int c, i;
+	int c, i, rc;
 
 	static const struct option lopts[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -159,17 +159,13 @@ int cmd_dump(int argc, char **argv)
 	};
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+hi:", lopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "+hi:", lopts, usage, &rc)) != -1) {
 		switch (c) {
 		case 'i':
 			path = optarg;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		case CMD_OPT_EXIT:
+			return rc;
 		}
 	}
 	if (!path && optind < argc)

@@ -38,10 +38,10 @@ int cmd_export(int argc, char **argv)
 	bool perfetto = false;
 	struct hgt_newfile *nf;
 	FILE *f;
-	int c, ret;
+	int c, ret, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "+o:h", lopts, usage, &rc)) != -1) {
 		switch (c) {
 		case 'f':
 			perfetto = !strcmp(optarg, "perfetto");
@@ -59,12 +59,8 @@ int cmd_export(int argc, char **argv)
 			if (cmd_hz_arg("export", optarg, &hz))
 				return 2;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		case CMD_OPT_EXIT:
+			return rc;
 		}
 	}
 	if (optind >= argc) {

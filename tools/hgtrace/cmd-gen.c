@@ -51,10 +51,10 @@ int cmd_gen(int argc, char **argv)
 	char err[1024], header[1024], ust[256], dt[256];
 	struct hgt_newfile *nf = NULL;
 	struct hgt_tev_list l = { 0 };
-	int c, ret = 1;
+	int c, ret = 1, rc;
 	FILE *f;
 
-	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "o:h", lo, gen_usage, &rc)) != -1) {
 		switch (c) {
 		case 'b':
 			backends = optarg;
@@ -86,12 +86,8 @@ int cmd_gen(int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
-		case 'h':
-			gen_usage(stdout);
-			return 0;
-		default:
-			gen_usage(stderr);
-			return 2;
+		case CMD_OPT_EXIT:
+			return rc;
 		}
 	}
 	if (!fmt || !out || optind >= argc) {

@@ -181,7 +181,7 @@ int cmd_record(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct gopt *gs = NULL, *cur = NULL;
-	int ng = 0;
+	int ng = 0, rc;
 	unsigned long interval = 0;
 	const char *kvm_debugfs = NULL;
 	HGT_OPTS(hgt_record_opts, o, .output = "trace.dat", .compression = HGT_COMPRESS_ZSTD,
@@ -194,7 +194,7 @@ int cmd_record(int argc, char **argv)
 	long long v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+e:C:b:B:o:P:M:A:h", lopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "+e:C:b:B:o:P:M:A:h", lopts, usage, &rc)) != -1) {
 		switch (c) {
 		case 'e':
 			if (cur) {
@@ -274,12 +274,8 @@ int cmd_record(int argc, char **argv)
 			if (cmd_compression("record", optarg, &o.compression))
 				goto out;
 			break;
-		case 'h':
-			usage(stdout);
-			ret = 0;
-			goto out;
-		default:
-			usage(stderr);
+		case CMD_OPT_EXIT:
+			ret = rc;
 			goto out;
 		}
 	}

@@ -26,9 +26,9 @@ int cmd_restore(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	HGT_OPTS(hgt_restore_opts, o, .compression = HGT_COMPRESS_ZSTD, .log = stderr);
-	int c;
+	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "+o:h", lopts, usage, &rc)) != -1) {
 		switch (c) {
 		case 'o':
 			o.output = optarg;
@@ -37,12 +37,8 @@ int cmd_restore(int argc, char **argv)
 			if (cmd_compression("restore", optarg, &o.compression))
 				return 2;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		case CMD_OPT_EXIT:
+			return rc;
 		}
 	}
 	if (optind != argc - 1) {

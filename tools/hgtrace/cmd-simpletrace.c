@@ -29,9 +29,9 @@ int cmd_simpletrace(int argc, char **argv)
 	char err[1024], args[8192];
 	uint64_t last = 0;
 	double per_ns = 1.0;
-	int c, r, first = 1, raw = 0, no_hz = 0, qemu = 0;
+	int c, r, first = 1, raw = 0, no_hz = 0, qemu = 0, rc;
 
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "h", lo, st_usage, &rc)) != -1) {
 		switch (c) {
 		case 'q':
 			qemu = 1;
@@ -39,12 +39,8 @@ int cmd_simpletrace(int argc, char **argv)
 		case 'r':
 			raw = 1;
 			break;
-		case 'h':
-			st_usage(stdout);
-			return 0;
-		default:
-			st_usage(stderr);
-			return 2;
+		case CMD_OPT_EXIT:
+			return rc;
 		}
 	}
 	if (argc - optind == 2)

@@ -279,10 +279,10 @@ int cmd_simulate(int argc, char **argv)
 	struct hgt_sim_result r;
 	bool want_truth = false;
 	uint64_t v;
-	int c, ret;
+	int c, ret, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "+o:h", lopts, usage, &rc)) != -1) {
 		switch (c) {
 		case 'o':
 			prefix = optarg;
@@ -377,12 +377,8 @@ int cmd_simulate(int argc, char **argv)
 			o.inject = inject;
 			o.nr_inject++;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		case CMD_OPT_EXIT:
+			return rc;
 		}
 	}
 	if (optind < argc || !prefix) {

@@ -42,10 +42,10 @@ int cmd_view(int argc, char **argv)
 	struct hgt_newfile *nf;
 	struct stat st;
 	FILE *f;
-	int c, ret;
+	int c, ret, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "+o:h", lopts, usage, &rc)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -61,12 +61,8 @@ int cmd_view(int argc, char **argv)
 			if (cmd_hz_arg("view", optarg, &vo.ts2secs))
 				return 2;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		case CMD_OPT_EXIT:
+			return rc;
 		}
 	}
 	if (optind >= argc) {

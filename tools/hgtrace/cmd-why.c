@@ -83,10 +83,10 @@ int cmd_why(int argc, char **argv)
 	struct hgt_newfile *nf;
 	bool json = false;
 	FILE *f;
-	int c, ret;
+	int c, ret, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "+o:h", lopts, usage, &rc)) != -1) {
 		switch (c) {
 		case O_WAKEUP:
 			wo.kinds |= HGT_WHY_WAKEUP;
@@ -124,12 +124,8 @@ int cmd_why(int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		case CMD_OPT_EXIT:
+			return rc;
 		}
 	}
 	if (!wo.from != !wo.to) {

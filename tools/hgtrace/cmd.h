@@ -39,6 +39,14 @@ int cmd_push_event(const char ***evs, int *n, const char *ev);
 enum hgt_compression;
 int cmd_compression(const char *cmd, const char *arg, enum hgt_compression *c);
 
+/* getopt_long() with the answers every command gives: -h/--help prints @usage on stdout
+ * (*@rc 0), an unknown option or a missing argument prints it on stderr (*@rc 2); both
+ * return CMD_OPT_EXIT, for the command to return *@rc. Otherwise the option, or -1. */
+#define CMD_OPT_EXIT (-2)
+struct option;
+int cmd_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+	       void (*usage)(FILE *), int *rc);
+
 /* Option @opt's ARG @arg of command @cmd as an integer in [@lo, @hi] (decimal, 0x hex or
  * 0 octal) into *@v; otherwise one error line, "hgtrace: CMD: OPT 'ARG': expected
  * @expect" (NULL: "LO to HI"), and -1. */

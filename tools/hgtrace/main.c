@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* hgtrace: trace KVM guests together with their host. */
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,19 @@ int cmd_compression(const char *cmd, const char *arg, enum hgt_compression *c)
 	fprintf(stderr, "hgtrace: %s: --compression '%s': expected none, zlib, zstd or any\n", cmd,
 		arg);
 	return -1;
+}
+
+int cmd_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+	       void (*usage)(FILE *), int *rc)
+{
+	int c = getopt_long(argc, argv, shortopts, longopts, NULL);
+
+	if (c == 'h' || c == '?' || c == ':') {
+		usage(c == 'h' ? stdout : stderr);
+		*rc = c == 'h' ? 0 : 2;
+		return CMD_OPT_EXIT;
+	}
+	return c;
 }
 
 int cmd_num_arg(const char *cmd, const char *opt, const char *arg, long long lo, long long hi,
