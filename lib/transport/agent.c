@@ -27,15 +27,14 @@
 
 #include <hgtrace/clock.h>
 #include <hgtrace/peer.h>
+#include <hgtrace/tracedat.h>
 #include <hgtrace/transport.h>
 
 #include "trace-transport.h"
-#include "../record/record-local.h"
-#include "transport-local.h"
-#include <hgtrace/tracedat.h>
-
 #include "../common/common-local.h"
 #include "../common/thread.h"
+#include "../record/record-local.h"
+#include "transport-local.h"
 #include "proto.h"
 
 struct agent {
