@@ -665,6 +665,24 @@ out:
 	free(buf);
 }
 
+/* What the host records for its guests beside its own events: the offsets' changes, to
+ * the cycle (kvm_write_tsc_offset), and kvm_entry where vCPU threads have no names. Sets
+ * @hro's events to the new list, which the caller frees; NULL when out of memory. */
+static const char **guest_events_on_host(struct hgt_record_opts *hro, int nr_kvm, int nr_entry)
+{
+	const char **ev = malloc(sizeof(*ev) * (size_t)(hro->nr_events + 2));
+
+	if (!ev)
+		return NULL;
+	memcpy(ev, hro->events, sizeof(*ev) * (size_t)hro->nr_events);
+	if (nr_kvm && kvm_event_exists("kvm_write_tsc_offset"))
+		ev[hro->nr_events++] = "kvm:kvm_write_tsc_offset";
+	if (nr_entry && kvm_event_exists("kvm_entry"))
+		ev[hro->nr_events++] = "kvm:kvm_entry";
+	hro->events = ev;
+	return ev;
+}
+
 int hgt_session_run(const struct hgt_session_opts *opts)
 {
 	HGT_OPTS(hgt_session_opts, o);
@@ -770,21 +788,10 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 			      g->kvm.dir, g->kvm.nr);
 		}
 	}
-	/* what the host records for its guests: the offsets' changes, to the cycle
-	 * (kvm_write_tsc_offset), and kvm_entry where vCPU threads have no names */
-	{
-		const char **ev = malloc(sizeof(*ev) * (size_t)(hro.nr_events + 2));
-
-		if (!ev) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		memcpy(ev, hro.events, sizeof(*ev) * (size_t)hro.nr_events);
-		if (nr_kvm && kvm_event_exists("kvm_write_tsc_offset"))
-			ev[hro.nr_events++] = "kvm:kvm_write_tsc_offset";
-		if (nr_entry && kvm_event_exists("kvm_entry"))
-			ev[hro.nr_events++] = "kvm:kvm_entry";
-		hro.events = host_events = ev;
+	host_events = guest_events_on_host(&hro, nr_kvm, nr_entry);
+	if (!host_events) {
+		ret = -ENOMEM;
+		goto out;
 	}
 	t_start = 0;
 	hgt_trace_clock_read("x86-tsc", &t_start);
