@@ -20,16 +20,11 @@ int cmd_reset(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, n;
+	int c, n, rc;
 
-	while ((c = getopt_long(argc, argv, "+h", lopts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		usage(stderr);
-		return 2;
-	}
+	while ((c = cmd_getopt(argc, argv, "+h", lopts, usage, &rc)) != -1)
+		if (c == CMD_OPT_EXIT)
+			return rc;
 	if (optind != argc) {
 		usage(stderr);
 		return 2;

@@ -32,22 +32,16 @@ int cmd_setup_guest(int argc, char **argv)
 	};
 	const char *dir = ".";
 	unsigned long cpus = 1;
-	int c;
+	int c, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:d:h", lopts, NULL)) != -1) {
-		if (c == 'c') {
-			if (cmd_uint_arg("setup-guest: --cpus", optarg, 1024, &cpus) || !cpus)
-				return 2;
-		} else if (c == 'd') {
-			dir = optarg;
-		} else if (c == 'h') {
-			setup_guest_usage(stdout);
-			return 0;
-		} else {
-			setup_guest_usage(stderr);
+	while ((c = cmd_getopt(argc, argv, "c:d:h", lopts, setup_guest_usage, &rc)) != -1) {
+		if (c == CMD_OPT_EXIT)
+			return rc;
+		if (c == 'c' && (cmd_uint_arg("setup-guest: --cpus", optarg, 1024, &cpus) || !cpus))
 			return 2;
-		}
+		if (c == 'd')
+			dir = optarg;
 	}
 	if (optind + 1 != argc) {
 		setup_guest_usage(stderr);

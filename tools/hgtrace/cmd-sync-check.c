@@ -28,18 +28,13 @@ int cmd_sync_check(int argc, char **argv)
 	};
 	HGT_OPTS(hgt_open_opts, oo, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
 	struct hgt_input **in = NULL;
-	int c, n = 0, ret = 2;
+	int c, n = 0, ret = 2, rc;
 	enum hgt_sync_verdict v = HGT_SYNC_CONSISTENT;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", lopts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		usage(stderr);
-		return 2;
-	}
+	while ((c = cmd_getopt(argc, argv, "+h", lopts, usage, &rc)) != -1)
+		if (c == CMD_OPT_EXIT)
+			return rc;
 	if (argc - optind < 2) {
 		usage(stderr);
 		return 2;
