@@ -12,6 +12,8 @@
 
 #include <hgtrace/infer.h>
 
+#include "../common/common-local.h"
+
 #define HINTS 8 /* pieces few enough to search from the previous event's windows */
 
 struct hgt_infer_result;
@@ -53,15 +55,8 @@ static int set_add(struct set *s, int64_t lo, int64_t hi)
 			s->p[s->n - 1].hi = hi;
 		return 0;
 	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct piece *p = realloc(s->p, sizeof(*p) * cap);
-
-		if (!p)
-			return -ENOMEM;
-		s->p = p;
-		s->cap = cap;
-	}
+	if (hgt__grow(&s->p, &s->cap, s->n + 1, sizeof(*s->p), 64))
+		return -ENOMEM;
 	s->p[s->n++] = (struct piece){ lo, hi };
 	return 0;
 }

@@ -36,6 +36,10 @@ int hgt__write_within(int fd, const void *buf, size_t n, unsigned int stall_ms,
 		      const volatile int *stop);
 /* CLOCK_MONOTONIC in milliseconds (io.c). */
 uint64_t hgt__now_ms(void);
+/* Room in *@pp, an array of @size-byte elements with *@cap of them, for @need: its
+ * capacity doubled (from @first) until it holds them (io.c). 0, or -ENOMEM with *@pp and
+ * *@cap unchanged. */
+int hgt__grow(void *pp, size_t *cap, size_t need, size_t size, size_t first);
 /* An unnamed temporary file in @dir (falling back to /tmp), or -1. */
 int hgt__tmpfile(const char *dir);
 /* A name for files and instances: [A-Za-z0-9_.-], 1 to 64 characters, not . or .. */

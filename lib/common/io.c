@@ -112,6 +112,30 @@ int hgt__write_within(int fd, const void *buf, size_t n, unsigned int stall_ms,
 }
 
 /**
+ * hgt__grow - room in a growing array for @need elements.
+ */
+int hgt__grow(void *pp, size_t *cap, size_t need, size_t size, size_t first)
+{
+	size_t c = *cap;
+	void *p, *q;
+
+	if (need <= c)
+		return 0;
+	while (c < need) {
+		if (c > SIZE_MAX / 2 / size)
+			return -ENOMEM;
+		c = c ? 2 * c : first;
+	}
+	memcpy(&p, pp, sizeof(p));
+	q = realloc(p, c * size);
+	if (!q)
+		return -ENOMEM;
+	memcpy(pp, &q, sizeof(q));
+	*cap = c;
+	return 0;
+}
+
+/**
  * hgt__valid_name - a name for files and instances: [A-Za-z0-9_.-], 1 to 64 characters.
  */
 bool hgt__valid_name(const char *s)

@@ -186,15 +186,8 @@ static int add(struct viewer *v, int tr, uint64_t t, uint64_t d, uint32_t lab, u
 {
 	struct track *k = &v->tr[tr];
 
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 1024;
-		struct item *ni = realloc(k->it, sizeof(*ni) * cap);
-
-		if (!ni)
-			return -ENOMEM;
-		k->it = ni;
-		k->cap = cap;
-	}
+	if (hgt__grow(&k->it, &k->cap, k->n + 1, sizeof(*k->it), 1024))
+		return -ENOMEM;
 	k->it[k->n++] = (struct item){ .t = t, .d = d, .label = lab, .ev = ev };
 	if (t < v->t0)
 		v->t0 = t;

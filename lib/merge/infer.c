@@ -56,15 +56,8 @@ struct thr {
 
 static int wins_add(struct wins *s, int64_t start, int64_t end)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 256;
-		struct hgt_infer_window *w = realloc(s->w, sizeof(*w) * cap);
-
-		if (!w)
-			return -ENOMEM;
-		s->w = w;
-		s->cap = cap;
-	}
+	if (hgt__grow(&s->w, &s->cap, s->n + 1, sizeof(*s->w), 256))
+		return -ENOMEM;
 	s->w[s->n++] = (struct hgt_infer_window){ start, end };
 	return 0;
 }
@@ -283,16 +276,9 @@ static int guest_times(struct hgt_input *guest, int cpu, const struct hgt_infer_
 			break;
 		}
 
-		if (*n == cap) {
-			int64_t *p;
-
-			cap = cap ? 2 * cap : 4096;
-			p = realloc(*out, sizeof(*p) * cap);
-			if (!p) {
-				ret = -ENOMEM;
-				break;
-			}
-			*out = p;
+		if (hgt__grow(out, &cap, *n + 1, sizeof(**out), 4096)) {
+			ret = -ENOMEM;
+			break;
 		}
 		if (*n && v < (*out)[*n - 1])
 			sorted = false;
