@@ -342,6 +342,23 @@ static int probe_begin(struct hgt_input *in, int start)
 	return 0;
 }
 
+/* The helper's next word into @v: the index of the format it starts on (>= 0), or -1 when
+ * it went through the request. Returns false when it died instead. */
+static bool probe_next(const struct hgt_input *in, int32_t *v)
+{
+	return !recv_all(in->probe_fd, v, sizeof(*v));
+}
+
+/* Release the helper after a request (@died: it did not finish it). */
+static void probe_release(struct hgt_input *in, bool died)
+{
+	if (died)
+		helper_gone();
+	in->probe_pid = 0;
+	in->probe_fd = -1;
+	pthread_mutex_unlock(&helper_lock);
+}
+
 /* Read the helper's answer to probe_begin() and release it. Returns -1 when all went
  * through, the index of the format it died on, or -2 when the probe itself failed. */
 static int probe_end(struct hgt_input *in)
@@ -349,18 +366,14 @@ static int probe_end(struct hgt_input *in)
 	int32_t last = -2, v;
 	bool died = true;
 
-	while (!recv_all(in->probe_fd, &v, sizeof(v))) {
+	while (probe_next(in, &v)) {
 		if (v == -1) {
 			died = false;
 			break;
 		}
 		last = v;
 	}
-	if (died)
-		helper_gone();
-	in->probe_pid = 0;
-	in->probe_fd = -1;
-	pthread_mutex_unlock(&helper_lock);
+	probe_release(in, died);
 	if (!died)
 		return -1;
 	if (last >= in->probe_start)
@@ -586,54 +599,97 @@ static void guard_print_formats(struct hgt_input *in)
 	}
 }
 
+/* Parse formats [*@done, @upto) for real, but for those found bad; *@done moves on. */
+static void parse_upto(struct hgt_input *in, int upto, int *done)
+{
+	if (*done >= upto)
+		return;
+	hgt__parse_lock();
+	for (; *done < upto; (*done)++) {
+		const struct hgt__format *f = &in->formats[*done];
+
+		/* A format libtraceevent cannot parse is skipped, as trace-cmd does. */
+		if (in->tep && !f->bad)
+			tep_parse_event(in->tep, f->text, f->size, f->system);
+	}
+	hgt__parse_unlock();
+}
+
+/* Format @bad killed the helper: report it. Returns 0, or -EBADMSG when too many did. */
+static int format_crashed(struct hgt_input *in, int bad, int *nbad)
+{
+	in->formats[bad].bad = true;
+	if (!(in->flags & HGT_OPEN_QUIET))
+		fprintf(stderr,
+			"hgtrace: %s: offset 0x%llx: event format %d of system \"%s\" crashes libtraceevent's parser: skipped\n",
+			in->path, (unsigned long long)in->formats[bad].where, bad,
+			in->formats[bad].system);
+	if (++*nbad <= MAX_BAD_FORMATS)
+		return 0;
+	return hgt__error(
+		in, in->formats[bad].where, EBADMSG,
+		"more than %d event formats crash libtraceevent's parser: the metadata is damaged",
+		MAX_BAD_FORMATS);
+}
+
+/*
+ * Follow the helper through the formats, parsing each here as soon as the helper has gone
+ * past it (it announces the next one, or the end), so that the two parses overlap. Returns
+ * 0 or -errno; *@verdict tells whether a helper went through every format.
+ */
+static int parse_behind_probe(struct hgt_input *in, int *done, bool *verdict)
+{
+	int nbad = 0, last = -2, ret;
+	int32_t v;
+
+	while (in->probe_pid > 0) {
+		bool got = probe_next(in, &v);
+
+		if (got && v >= 0) {
+			parse_upto(in, v, done); /* every format before @v went through */
+			last = v;
+			continue;
+		}
+		probe_release(in, !got || v != -1);
+		if (got && v == -1) {
+			*verdict = true;
+			return 0;
+		}
+		if (last < in->probe_start)
+			return 0; /* no verdict: the rest is parsed unguarded, as before */
+		ret = format_crashed(in, last, &nbad);
+		if (ret)
+			return ret;
+		if (last + 1 == in->nr_formats) {
+			*verdict = true;
+			return 0;
+		}
+		if (probe_begin(in, last + 1))
+			return 0;
+	}
+	return 0;
+}
+
 /**
  * hgt__formats_parse - hand every kept format to libtraceevent, except those that crash
  * (or hang) it in the probe child; then free the texts.
  */
 int hgt__formats_parse(struct hgt_input *in)
 {
-	int nbad = 0, i, ret = 0;
 	bool verdict = false; /* a child went through every format (skipping the bad ones) */
+	int i, done = 0, ret;
 
 	hgt__formats_check_start(in, false);
-	while (in->probe_pid > 0) {
-		int bad = probe_end(in);
-
-		verdict = bad == -1;
-		if (bad < 0) /* -1: all went through; -2: no verdict, parse unguarded as before */
-			break;
-		in->formats[bad].bad = true;
-		if (!(in->flags & HGT_OPEN_QUIET))
-			fprintf(stderr,
-				"hgtrace: %s: offset 0x%llx: event format %d of system \"%s\" crashes libtraceevent's parser: skipped\n",
-				in->path, (unsigned long long)in->formats[bad].where, bad,
-				in->formats[bad].system);
-		if (++nbad > MAX_BAD_FORMATS) {
-			ret = hgt__error(
-				in, in->formats[bad].where, EBADMSG,
-				"more than %d event formats crash libtraceevent's parser: the metadata is damaged",
-				MAX_BAD_FORMATS);
-			break;
-		}
-		if (bad + 1 == in->nr_formats)
-			verdict = true;
-		else if (probe_begin(in, bad + 1))
-			break;
-	}
+	ret = parse_behind_probe(in, &done, &verdict);
 	if (!ret && verdict)
 		verdicts_keep(in);
 	in->formats_checked = true;
-	hgt__parse_lock();
+	if (!ret)
+		parse_upto(in, in->nr_formats, &done);
 	for (i = 0; i < in->nr_formats; i++) {
-		struct hgt__format *f = &in->formats[i];
-
-		/* A format libtraceevent cannot parse is skipped, as trace-cmd does. */
-		if (!ret && in->tep && !f->bad)
-			tep_parse_event(in->tep, f->text, f->size, f->system);
-		free(f->text);
-		free(f->system);
+		free(in->formats[i].text);
+		free(in->formats[i].system);
 	}
-	hgt__parse_unlock();
 	free(in->formats);
 	in->formats = NULL;
 	in->nr_formats = in->max_formats = 0;
