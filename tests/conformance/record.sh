@@ -12,12 +12,17 @@ t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 cd "$t" || exit 1
 
-# What the top level looks like; it must not change.
+# What the top level looks like; it must not change. Instances: those this test's recorders
+# left (named hgtrace-*, not there at the start; a recorder may remove a dead recorder's).
+hgt_instances() {
+	ls $TRACEFS/instances | grep '^hgtrace-' | sort
+}
+hgt_instances > instances0
 top_state() {
 	for f in trace_clock buffer_size_kb tracing_on set_event_pid current_tracer tracing_cpumask; do
 		printf '%s: %s\n' $f "$(cat $TRACEFS/$f 2>/dev/null)"
 	done
-	echo "instances: $(ls $TRACEFS/instances | grep -c '^hgtrace-')"
+	echo "instances left: $(hgt_instances | comm -13 instances0 - | tr '\n' ' ')"
 }
 top_state > before
 
