@@ -55,32 +55,45 @@ count() {
 }
 
 if [ -n "$check" ]; then
-	n=0 bad=0
-	tests=$(meson introspect --tests "${BUILDDIR:-$top/build}" 2> /dev/null |
-		python3 -c 'import json, sys; print("\n".join(t["name"] for t in json.load(sys.stdin)))')
-	while IFS=$'\t' read -r f pat rep names; do
-		n=$((n + 1))
-		if [ "$f" = BAD ]; then
-			echo "not ok $n - line $pat: not FILE :: PATTERN => REPLACEMENT :: TESTS"
-			bad=$((bad + 1))
-			continue
-		fi
-		c=$(count "$top/$f" "$pat" 2> /dev/null || echo 0)
-		missing=
-		for t in $names; do
-			[ -n "$tests" ] && ! grep -qx -- "$t" <<< "$tests" && missing="$missing $t"
-		done
-		if [ "$c" = 1 ] && [ -z "$missing" ] && [ -n "$names" ]; then
-			echo "ok $n - $f: '$pat' once; tests: $names"
-		else
-			echo "not ok $n - $f: '$pat' found $c times (must be once); tests '$names'${missing:+, unknown:$missing}"
-			bad=$((bad + 1))
-		fi
-	done < <(parse)
-	echo "1..$n"
-	[ $n -ge 60 ] || { echo "# only $n mutants: the list keeps at least 60"; exit 1; }
-	[ $bad = 0 ]
-	exit
+	# one process for the whole list (a process per mutant took a minute on a busy machine)
+	tmp=$(mktemp -d)
+	meson introspect --tests "${BUILDDIR:-$top/build}" 2> /dev/null > "$tmp/tests"
+	parse > "$tmp/list"
+	python3 - "$top" "$tmp/tests" "$tmp/list" << 'PY'
+import json, sys
+top, tests_json, listed = sys.argv[1], sys.argv[2], sys.argv[3]
+try:
+    tests = {t["name"] for t in json.load(open(tests_json))}
+except (OSError, ValueError):
+    tests = set()  # no build: the names are not checked
+n = bad = 0
+for line in open(listed):
+    f, pat, rep, names = (line.rstrip("\n").split("\t") + ["", "", ""])[:4]
+    n += 1
+    if f == "BAD":
+        print("not ok %d - line %s: not FILE :: PATTERN => REPLACEMENT :: TESTS" % (n, pat))
+        bad += 1
+        continue
+    try:
+        c = open("%s/%s" % (top, f)).read().count(pat)
+    except OSError:
+        c = 0
+    missing = [t for t in names.split() if tests and t not in tests]
+    if c == 1 and not missing and names:
+        print("ok %d - %s: '%s' once; tests: %s" % (n, f, pat, names))
+    else:
+        print("not ok %d - %s: '%s' found %d times (must be once); tests '%s'%s"
+              % (n, f, pat, c, names, ", unknown: " + " ".join(missing) if missing else ""))
+        bad += 1
+print("1..%d" % n)
+if n < 60:
+    print("# only %d mutants: the list keeps at least 60" % n)
+    sys.exit(1)
+sys.exit(1 if bad else 0)
+PY
+	rc=$?
+	rm -rf "$tmp"
+	exit $rc
 fi
 
 # the scratch copy: the files git tracks or would (not ignored), as in the working tree
