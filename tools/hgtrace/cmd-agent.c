@@ -21,20 +21,169 @@ static void run_command(void *ctx)
 	cmd_child_spawn(ctx, "agent");
 }
 
+enum {
+	O_FIFOS = 256,
+	O_PORTS,
+	O_TCP,
+	O_VSOCK,
+	O_NOW,
+	O_NOSPLICE,
+	O_SERVE,
+	O_LISTEN,
+	O_FLUSH,
+	O_SILENT
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hgtrace agent [--ports DIR | --fifos DIR | --tcp HOST:PORT | --vsock CID:PORT]\n"
+		"                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] [-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
+		"                     [--flush-ms MS] [--silent-timeout S]\n"
+		"                     [-- COMMAND ARGS...]\n"
+		"  -- COMMAND: record now, run COMMAND once the host says go (or after 3 s), stop when it exits\n"
+		"  --serve: a service: record each session a host starts (hgtrace record -A) with\n"
+		"           the host's settings, then wait for the next; with --listen\n"
+		"           tcp:[ADDR:]PORT or vsock:PORT the host dials the agent\n"
+		"  --silent-timeout S: --serve ends a session whose host said nothing for S s (30)\n"
+		"  -o: debug, every CPU's raw pages to stdout until SIGINT\n");
+}
+
+/* --tcp HOST:PORT or --vsock CID:PORT: the host to dial. Returns 0 or 2 (error said). */
+static int dial_arg(int c, char *arg, struct hgt_agent_opts *ao)
+{
+	unsigned long v;
+	char *a, *b;
+
+	if (cmd_split_pair(c == O_TCP ? "agent: --tcp" : "agent: --vsock", arg, &a, &b) ||
+	    cmd_uint_arg("agent: port", b, 65535, &v))
+		return 2;
+	ao->port = (unsigned int)v;
+	if (c == O_TCP) {
+		ao->transport = HGT_TRANSPORT_TCP;
+		ao->host = a;
+		return 0;
+	}
+	ao->transport = HGT_TRANSPORT_VSOCK;
+	if (cmd_uint_arg("agent: cid", a, 0xffffffffUL, &v))
+		return 2;
+	ao->cid = (unsigned int)v;
+	return 0;
+}
+
+/* --listen tcp:[ADDR:]PORT or vsock:PORT: the host dials us. Returns 0 or 2 (error said). */
+static int listen_arg(char *arg, struct hgt_agent_opts *ao)
+{
+	unsigned long v;
+
+	ao->listen = true;
+	if (!strncmp(arg, "vsock:", 6)) {
+		ao->transport = HGT_TRANSPORT_VSOCK;
+		if (cmd_uint_arg("agent: --listen vsock:PORT", arg + 6, 65535, &v) || !v)
+			return 2;
+	} else if (!strncmp(arg, "tcp:", 4)) {
+		char *c = strrchr(arg + 4, ':');
+
+		ao->transport = HGT_TRANSPORT_TCP;
+		if (c) {
+			*c = 0;
+			ao->host = arg + 4;
+		}
+		if (cmd_uint_arg("agent: --listen tcp:[ADDR:]PORT", c ? c + 1 : arg + 4, 65535,
+				 &v) ||
+		    !v)
+			return 2;
+	} else {
+		fprintf(stderr, "hgtrace: agent: --listen '%s': tcp:[ADDR:]PORT or vsock:PORT\n",
+			arg);
+		return 2;
+	}
+	ao->port = (unsigned int)v;
+	return 0;
+}
+
+/* What the command line asked for. */
+struct agent_args {
+	struct hgt_record_opts *ro;
+	struct hgt_agent_opts *ao;
+	const char **events; /* -e */
+	int nev;
+};
+
+/* The recording's options: -e, -C, -b, -B, --no-splice, --flush-ms. Returns 0, 2 (error
+ * said), or -1 for the options that are not the recording's. */
+static int record_opt(int c, const char *arg, struct hgt_record_opts *ro, const char ***events,
+		      int *nev)
+{
+	unsigned long v;
+	int ms;
+
+	switch (c) {
+	case 'e':
+		return cmd_push_event(events, nev, arg) ? 2 : 0;
+	case 'C':
+		ro->clock = arg;
+		return 0;
+	case 'b':
+		if (cmd_uint_arg("agent: -b", arg, 1UL << 30, &v))
+			return 2;
+		ro->buffer_kb = v;
+		return 0;
+	case 'B':
+		ro->instance = arg;
+		return 0;
+	case O_NOSPLICE:
+		ro->no_splice = true;
+		return 0;
+	case O_FLUSH:
+		if (cmd_int_arg("agent", "--flush-ms", arg, 10, 3600000, &ms))
+			return 2;
+		ro->flush_ms = (unsigned int)ms;
+		return 0;
+	}
+	return -1;
+}
+
+/* The agent's own options. Returns 0 or 2 (error said). */
+static int agent_opt(int c, char *arg, struct hgt_agent_opts *ao)
+{
+	switch (c) {
+	case 'o':
+		ao->transport = HGT_TRANSPORT_STDOUT;
+		return 0;
+	case O_FIFOS:
+	case O_PORTS:
+		ao->transport = c == O_FIFOS ? HGT_TRANSPORT_FIFOS : HGT_TRANSPORT_PORTS;
+		ao->dir = arg;
+		return 0;
+	case O_TCP:
+	case O_VSOCK:
+		return dial_arg(c, arg, ao);
+	case O_LISTEN:
+		return listen_arg(arg, ao);
+	case O_NOW:
+		ao->now = true;
+		return 0;
+	case O_SERVE:
+		ao->serve = true;
+		return 0;
+	case O_SILENT:
+		return cmd_silent_arg("agent", arg, &ao->host_silent_ms) ? 2 : 0;
+	}
+	return 2; /* getopt said what was wrong */
+}
+
+/* One option of cmd_agent() (cmd_parse_opts() calls it). */
+static int an_opt(int c, char *arg, void *ctx)
+{
+	struct agent_args *a = ctx;
+	int err = record_opt(c, arg, a->ro, &a->events, &a->nev);
+
+	return err < 0 ? agent_opt(c, arg, a->ao) : err;
+}
+
 int cmd_agent(int argc, char **argv)
 {
-	enum {
-		O_FIFOS = 256,
-		O_PORTS,
-		O_TCP,
-		O_VSOCK,
-		O_NOW,
-		O_NOSPLICE,
-		O_SERVE,
-		O_LISTEN,
-		O_FLUSH,
-		O_SILENT
-	};
 	static const struct option lopts[] = {
 		{ "fifos", required_argument, NULL, O_FIFOS },
 		{ "ports", required_argument, NULL, O_PORTS },
@@ -52,123 +201,13 @@ int cmd_agent(int argc, char **argv)
 	HGT_OPTS(hgt_record_opts, ro);
 	HGT_OPTS(hgt_agent_opts, ao, .transport = HGT_TRANSPORT_PORTS, .dir = "/dev/virtio-ports",
 		 .record = &ro, .log = stderr, .stop = &stop_flag);
-	const char **events = NULL;
-	int nev = 0, c, ret = 2;
-	unsigned long v;
-	char *a, *b;
+	struct agent_args a = { .ro = &ro, .ao = &ao };
+	int ret = 2;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+e:C:b:B:oh", lopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			ao.transport = HGT_TRANSPORT_STDOUT;
-			break;
-		case 'e':
-			if (cmd_push_event(&events, &nev, optarg))
-				goto out;
-			break;
-		case 'C':
-			ro.clock = optarg;
-			break;
-		case 'b':
-			if (cmd_uint_arg("agent: -b", optarg, 1UL << 30, &v))
-				goto out;
-			ro.buffer_kb = v;
-			break;
-		case 'B':
-			ro.instance = optarg;
-			break;
-		case O_FIFOS:
-		case O_PORTS:
-			ao.transport = c == O_FIFOS ? HGT_TRANSPORT_FIFOS : HGT_TRANSPORT_PORTS;
-			ao.dir = optarg;
-			break;
-		case O_TCP:
-		case O_VSOCK:
-			if (cmd_split_pair(c == O_TCP ? "agent: --tcp" : "agent: --vsock", optarg,
-					   &a, &b) ||
-			    cmd_uint_arg("agent: port", b, 65535, &v))
-				goto out;
-			ao.port = (unsigned int)v;
-			if (c == O_TCP) {
-				ao.transport = HGT_TRANSPORT_TCP;
-				ao.host = a;
-			} else {
-				ao.transport = HGT_TRANSPORT_VSOCK;
-				if (cmd_uint_arg("agent: cid", a, 0xffffffffUL, &v))
-					goto out;
-				ao.cid = (unsigned int)v;
-			}
-			break;
-		case O_NOW:
-			ao.now = true;
-			break;
-		case O_NOSPLICE:
-			ro.no_splice = true;
-			break;
-		case O_SERVE:
-			ao.serve = true;
-			break;
-		case O_FLUSH: {
-			int ms;
-
-			if (cmd_int_arg("agent", "--flush-ms", optarg, 10, 3600000, &ms))
-				goto out;
-			ro.flush_ms = (unsigned int)ms;
-			break;
-		}
-		case O_SILENT:
-			if (cmd_silent_arg("agent", optarg, &ao.host_silent_ms))
-				goto out;
-			break;
-		case O_LISTEN:
-			/* tcp:[ADDR:]PORT or vsock:PORT */
-			ao.listen = true;
-			if (!strncmp(optarg, "vsock:", 6)) {
-				ao.transport = HGT_TRANSPORT_VSOCK;
-				if (cmd_uint_arg("agent: --listen vsock:PORT", optarg + 6, 65535,
-						 &v) ||
-				    !v)
-					goto out;
-			} else if (!strncmp(optarg, "tcp:", 4)) {
-				char *c = strrchr(optarg + 4, ':');
-
-				ao.transport = HGT_TRANSPORT_TCP;
-				if (c) {
-					*c = 0;
-					ao.host = optarg + 4;
-				}
-				if (cmd_uint_arg("agent: --listen tcp:[ADDR:]PORT",
-						 c ? c + 1 : optarg + 4, 65535, &v) ||
-				    !v)
-					goto out;
-			} else {
-				fprintf(stderr,
-					"hgtrace: agent: --listen '%s': tcp:[ADDR:]PORT or vsock:PORT\n",
-					optarg);
-				goto out;
-			}
-			ao.port = (unsigned int)v;
-			break;
-		case 'h':
-			printf("usage: hgtrace agent [--ports DIR | --fifos DIR | --tcp HOST:PORT | --vsock CID:PORT]\n"
-			       "                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] [-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
-			       "                     [--flush-ms MS] [--silent-timeout S]\n"
-			       "                     [-- COMMAND ARGS...]\n"
-			       "  -- COMMAND: record now, run COMMAND once the host says go (or after 3 s), stop when it exits\n"
-			       "  --serve: a service: record each session a host starts (hgtrace record -A) with\n"
-			       "           the host's settings, then wait for the next; with --listen\n"
-			       "           tcp:[ADDR:]PORT or vsock:PORT the host dials the agent\n"
-			       "  --silent-timeout S: --serve ends a session whose host said nothing for S s (30)\n"
-			       "  -o: debug, every CPU's raw pages to stdout until SIGINT\n");
-			ret = 0;
-			goto out;
-		default:
-			goto out;
-		}
-	}
-	ro.events = events;
-	ro.nr_events = nev;
+	if (cmd_parse_opts(argc, argv, "+e:C:b:B:oh", lopts, usage, "agent", an_opt, &a, &ret))
+		goto out;
+	ro.events = a.events;
+	ro.nr_events = a.nev;
 	if (optind < argc) {
 		/* records while the command runs (guest-driven: listen --record-host) */
 		if (ao.serve) {
@@ -189,6 +228,6 @@ int cmd_agent(int argc, char **argv)
 		ret = 1;
 	}
 out:
-	free(events);
+	free(a.events);
 	return ret;
 }

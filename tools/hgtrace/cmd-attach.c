@@ -92,6 +92,197 @@ static int refine_files(const char *host, const char *guest, int slices)
 	return 0;
 }
 
+/* What the command line asked for, beyond struct hgt_attach_opts. */
+struct attach_args {
+	struct hgt_attach_opts *o;
+	struct hgt_attach_sample *s; /* -s, n of them */
+	int n;
+	char *kvm_dir; /* --kvm-debugfs DIR[:PID] */
+	int kvm_pid;
+	bool refine;
+};
+
+/* -s OFFSET[,SCALE[,FRAC[,TIMESTAMP]]] (one more sample), or -s ,SCALE,FRAC (a known
+ * ratio, the offsets inferred). Returns 0, 1 (error said) or -ENOMEM. */
+static int sample_arg(const char *arg, struct attach_args *a, struct hgt_attach_opts *o)
+{
+	struct hgt_attach_sample *ns;
+
+	if (arg[0] == ',') {
+		struct hgt_attach_sample r;
+		char buf[64];
+
+		snprintf(buf, sizeof(buf), "0%s", arg);
+		if (hgt_attach_parse_sample(buf, &r) || !strchr(arg + 1, ',')) {
+			fprintf(stderr,
+				"hgtrace: attach: -s '%s': expected ,SCALE,FRAC (SCALE > 0, FRAC 0-63)\n",
+				arg);
+			return 1;
+		}
+		o->infer_ratio = (uint64_t)r.scaling;
+		o->infer_frac = (unsigned int)r.frac;
+		return 0;
+	}
+	ns = realloc(a->s, sizeof(*ns) * (size_t)(a->n + 1));
+	if (!ns)
+		return -ENOMEM;
+	a->s = ns;
+	if (hgt_attach_parse_sample(arg, &a->s[a->n])) {
+		fprintf(stderr,
+			"hgtrace: attach: -s '%s': expected OFFSET[,SCALE[,FRAC[,TIMESTAMP]]] (SCALE > 0, FRAC 0-63)\n",
+			arg);
+		return 1;
+	}
+	a->n++;
+	return 0;
+}
+
+/* --kvm-debugfs DIR[:PID]. Returns 0, 1 (error said) or -ENOMEM. */
+static int kvm_arg(const char *arg, struct attach_args *a)
+{
+	const char *colon = strrchr(arg, ':');
+	char *end;
+	long v;
+
+	free(a->kvm_dir);
+	a->kvm_dir = strdup(arg);
+	if (!a->kvm_dir)
+		return -ENOMEM;
+	if (!colon)
+		return 0;
+	errno = 0;
+	v = strtol(colon + 1, &end, 10);
+	if (errno || *end || v <= 0 || v > INT_MAX) {
+		fprintf(stderr, "hgtrace: attach: --kvm-debugfs '%s': expected DIR[:PID]\n", arg);
+		return 1;
+	}
+	a->kvm_pid = (int)v;
+	a->kvm_dir[colon - arg] = 0;
+	return 0;
+}
+
+/* --gaps ENTRY,EXIT. Returns 0 or 1 (error said). */
+static int gaps_arg(const char *arg, struct hgt_attach_opts *o)
+{
+	unsigned long long e, x;
+	int k = -1;
+
+	if (sscanf(arg, "%llu,%llu%n", &e, &x, &k) != 2 || k < 0 || arg[k] || *arg == '-' ||
+	    strchr(arg, ',')[1] == '-' || e > (1ULL << 40) || x > (1ULL << 40)) {
+		fprintf(stderr, "hgtrace: attach: --gaps '%s': expected ENTRY,EXIT cycles\n", arg);
+		return 1;
+	}
+	o->infer_gaps = true;
+	o->infer_entry_gap = e;
+	o->infer_exit_gap = x;
+	return 0;
+}
+
+/* One option of cmd_attach() (cmd_parse_opts() calls it). */
+static int attach_opt(int c, char *arg, void *ctx)
+{
+	struct attach_args *a = ctx;
+	struct hgt_attach_opts *o = a->o;
+	long long v;
+
+	switch (c) {
+	case 'c':
+		if (cmd_num_arg("attach", "-c", arg, 1, 8192, "a CPU count", &v))
+			return 1;
+		o->nr_cpus = (int)v;
+		return 0;
+	case 's':
+		return sample_arg(arg, a, o);
+	case 'K':
+		return kvm_arg(arg, a);
+	case 'I':
+		o->infer = true;
+		return 0;
+	case 'S':
+		o->infer_sched = true;
+		return 0;
+	case 'R':
+		a->refine = true;
+		return 0;
+	case 'B':
+		if (cmd_num_arg("attach", "--max-bound", arg, 1, LLONG_MAX,
+				"a number of cycles > 0", &v))
+			return 1;
+		o->infer_max_bound = (uint64_t)v;
+		return 0;
+	case 'D':
+		v = 8;
+		if (arg && cmd_num_arg("attach", "--drift", arg, 2, 4096,
+				       "a slice count from 2 to 4096", &v))
+			return 1;
+		o->infer_drift_slices = (int)v;
+		return 0;
+	case 'G':
+		return gaps_arg(arg, o);
+	}
+	return 1;
+}
+
+/* The options that go together, checked once all are read. Returns 0 or 1 (error said). */
+static int attach_check(const struct attach_args *a, const struct hgt_attach_opts *o, int nargs)
+{
+	if (a->refine && (nargs != 2 || a->n || a->kvm_dir || o->infer || o->nr_cpus ||
+			  o->infer_sched || o->infer_max_bound || o->infer_gaps)) {
+		fprintf(stderr,
+			"hgtrace: attach: --refine takes HOST GUEST and no other option but --drift\n");
+		return 1;
+	}
+	if (a->n && (o->infer || o->infer_ratio || o->infer_drift_slices || o->infer_gaps)) {
+		fprintf(stderr, "hgtrace: attach: -s OFFSET and inference: give one of them\n");
+		return 1;
+	}
+	if (a->n && a->kvm_dir) {
+		fprintf(stderr, "hgtrace: attach: -s and --kvm-debugfs: give one of them\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* Attach HOST GUEST with the PIDs from argv. Returns the exit status. */
+static int attach_run(char **argv, int nargs, struct attach_args *a, struct hgt_attach_opts *o)
+{
+	struct hgt_attach_result r;
+	struct hgt_kvm_vm vm = { 0 };
+	int *pids, ret = 2;
+	long long v;
+
+	pids = calloc((size_t)nargs + 1, sizeof(int));
+	if (!pids) {
+		fprintf(stderr, "hgtrace: attach: out of memory\n");
+		return 1;
+	}
+	for (int i = 2; i < nargs; i++) {
+		if (cmd_num_arg("attach", "PID", argv[i], 1, 0x3fffffff, "a thread id", &v))
+			goto out;
+		pids[o->nr_pids++] = (int)v;
+	}
+	o->samples = a->s;
+	o->nr_samples = a->n;
+	o->pids = pids;
+	ret = 1;
+	if (a->kvm_dir) {
+		if (hgt_kvm_read(a->kvm_dir, a->kvm_pid, &vm)) {
+			cmd_error("attach: cannot read KVM's debugfs");
+			goto out;
+		}
+		o->kvm = &vm;
+	}
+	if (hgt_attach(argv[0], argv[1], o, &r)) {
+		cmd_error("attach failed");
+		goto out;
+	}
+	ret = 0;
+out:
+	hgt_kvm_vm_free(&vm);
+	free(pids);
+	return ret;
+}
+
 int cmd_attach(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -106,180 +297,23 @@ int cmd_attach(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	HGT_OPTS(hgt_attach_opts, o, .log = stdout);
-	struct hgt_attach_sample *s = NULL;
-	struct hgt_attach_result r;
-	struct hgt_kvm_vm vm = { 0 };
-	char *kvm_dir = NULL;
-	int kvm_pid = 0, rc;
-	bool refine = false;
-	int *pids = NULL, n = 0, c, i, ret = 2;
-	char *end;
-	long long v;
+	struct attach_args a = { .o = &o };
+	int ret = 2;
 
-	optind = 1;
-	while ((c = cmd_getopt(argc, argv, "+c:s:h", lopts, usage, &rc)) != -1) {
-		switch (c) {
-		case 'c':
-			if (cmd_num_arg("attach", "-c", optarg, 1, 8192, "a CPU count", &v))
-				goto out;
-			o.nr_cpus = (int)v;
-			break;
-		case 's': {
-			struct hgt_attach_sample *ns;
-
-			if (optarg[0] == ',') {
-				/* ",SCALE,FRAC": a known ratio, the offset inferred */
-				struct hgt_attach_sample r;
-				char buf[64];
-
-				snprintf(buf, sizeof(buf), "0%s", optarg);
-				if (hgt_attach_parse_sample(buf, &r) || !strchr(optarg + 1, ',')) {
-					fprintf(stderr,
-						"hgtrace: attach: -s '%s': expected ,SCALE,FRAC (SCALE > 0, FRAC 0-63)\n",
-						optarg);
-					goto out;
-				}
-				o.infer_ratio = (uint64_t)r.scaling;
-				o.infer_frac = (unsigned int)r.frac;
-				break;
-			}
-			ns = realloc(s, sizeof(*s) * (size_t)(n + 1));
-
-			if (!ns)
-				goto nomem;
-			s = ns;
-			if (hgt_attach_parse_sample(optarg, &s[n])) {
-				fprintf(stderr,
-					"hgtrace: attach: -s '%s': expected OFFSET[,SCALE[,FRAC[,TIMESTAMP]]] (SCALE > 0, FRAC 0-63)\n",
-					optarg);
-				goto out;
-			}
-			n++;
-			break;
-		}
-		case 'K': {
-			char *colon = strrchr(optarg, ':');
-
-			free(kvm_dir);
-			kvm_dir = strdup(optarg);
-			if (!kvm_dir)
-				goto nomem;
-			if (colon) {
-				errno = 0;
-				v = strtol(colon + 1, &end, 10);
-				if (errno || *end || v <= 0) {
-					fprintf(stderr,
-						"hgtrace: attach: --kvm-debugfs '%s': expected DIR[:PID]\n",
-						optarg);
-					goto out;
-				}
-				kvm_pid = (int)v;
-				kvm_dir[colon - optarg] = 0;
-			}
-			break;
-		}
-		case 'I':
-			o.infer = true;
-			break;
-		case 'S':
-			o.infer_sched = true;
-			break;
-		case 'R':
-			refine = true;
-			break;
-		case 'B':
-			if (cmd_num_arg("attach", "--max-bound", optarg, 1, LLONG_MAX,
-					"a number of cycles > 0", &v))
-				goto out;
-			o.infer_max_bound = (uint64_t)v;
-			break;
-		case 'D':
-			v = 8;
-			if (optarg) {
-				if (cmd_num_arg("attach", "--drift", optarg, 2, 4096,
-						"a slice count from 2 to 4096", &v))
-					goto out;
-			}
-			o.infer_drift_slices = (int)v;
-			break;
-		case 'G': {
-			unsigned long long e, x;
-			int k = -1;
-
-			if (sscanf(optarg, "%llu,%llu%n", &e, &x, &k) != 2 || k < 0 || optarg[k] ||
-			    *optarg == '-' || strchr(optarg, ',')[1] == '-' || e > (1ULL << 40) ||
-			    x > (1ULL << 40)) {
-				fprintf(stderr,
-					"hgtrace: attach: --gaps '%s': expected ENTRY,EXIT cycles\n",
-					optarg);
-				goto out;
-			}
-			o.infer_gaps = true;
-			o.infer_entry_gap = e;
-			o.infer_exit_gap = x;
-			break;
-		}
-		case CMD_OPT_EXIT:
-			ret = rc;
-			goto out;
-		}
-	}
+	if (cmd_parse_opts(argc, argv, "+c:s:h", lopts, usage, "attach", attach_opt, &a, &ret))
+		goto out;
 	if (argc - optind < 2) {
 		usage(stderr);
 		goto out;
 	}
-	if (refine) {
-		if (argc - optind != 2 || n || kvm_dir || o.infer || o.nr_cpus || o.infer_sched ||
-		    o.infer_max_bound || o.infer_gaps) {
-			fprintf(stderr,
-				"hgtrace: attach: --refine takes HOST GUEST and no other option but --drift\n");
-			goto out;
-		}
+	if (attach_check(&a, &o, argc - optind))
+		goto out;
+	if (a.refine)
 		ret = refine_files(argv[optind], argv[optind + 1], o.infer_drift_slices);
-		goto out;
-	}
-	pids = calloc((size_t)(argc - optind - 2) + 1, sizeof(int));
-	if (!pids)
-		goto nomem;
-	for (i = optind + 2; i < argc; i++) {
-		if (cmd_num_arg("attach", "PID", argv[i], 1, 0x3fffffff, "a thread id", &v))
-			goto out;
-		pids[o.nr_pids++] = (int)v;
-	}
-	o.samples = s;
-	o.nr_samples = n;
-	o.pids = pids;
-	if (n && (o.infer || o.infer_ratio || o.infer_drift_slices || o.infer_gaps)) {
-		fprintf(stderr, "hgtrace: attach: -s OFFSET and inference: give one of them\n");
-		goto out;
-	}
-	if (kvm_dir) {
-		if (n) {
-			fprintf(stderr,
-				"hgtrace: attach: -s and --kvm-debugfs: give one of them\n");
-			goto out;
-		}
-		if (hgt_kvm_read(kvm_dir, kvm_pid, &vm)) {
-			cmd_error("attach: cannot read KVM's debugfs");
-			ret = 1;
-			goto out;
-		}
-		o.kvm = &vm;
-	}
-	if (hgt_attach(argv[optind], argv[optind + 1], &o, &r)) {
-		cmd_error("attach failed");
-		ret = 1;
-		goto out;
-	}
-	ret = 0;
-	goto out;
-nomem:
-	fprintf(stderr, "hgtrace: attach: out of memory\n");
-	ret = 1;
+	else
+		ret = attach_run(argv + optind, argc - optind, &a, &o);
 out:
-	hgt_kvm_vm_free(&vm);
-	free(kvm_dir);
-	free(s);
-	free(pids);
+	free(a.kvm_dir);
+	free(a.s);
 	return ret;
 }

@@ -155,6 +155,8 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 	return 0;
 }
 
+enum { O_GUEST_PID = 256, O_INTERVAL, O_KVM, O_FLUSH, O_FSYNC };
+
 static int push(void *arrp, int *n, size_t size)
 {
 	void **arr = arrp;
@@ -166,9 +168,171 @@ static int push(void *arrp, int *n, size_t size)
 	return 0;
 }
 
+/* What the command line asked for, beyond struct hgt_record_opts. */
+struct record_args {
+	struct hgt_record_opts *o;
+	struct gopt *gs, *cur; /* -A, ng of them; cur: the last (its options follow it) */
+	int ng;
+	unsigned long interval; /* --sync-interval */
+	const char *kvm_debugfs;
+	const char **events; /* -e before any -A */
+	int nev;
+	int *pids; /* -P */
+	int npid;
+};
+
+/* -e: for the host, or for the guest of the last -A. Returns 0 or -ENOMEM. */
+static int event_arg(const char *arg, struct record_args *a)
+{
+	struct gopt *cur = a->cur;
+
+	if (cur) {
+		if (push(&cur->events, &cur->nev, sizeof(*cur->events)))
+			return -ENOMEM;
+		cur->events[cur->nev++] = arg;
+		return 0;
+	}
+	if (push(&a->events, &a->nev, sizeof(*a->events)))
+		return -ENOMEM;
+	a->events[a->nev++] = arg;
+	return 0;
+}
+
+/* -A NAME..., and the options that follow it. Returns 0, 1 (error said) or -ENOMEM. */
+static int guest_arg(int c, const char *arg, struct record_args *a)
+{
+	char *end;
+	long v;
+
+	if (c == 'A') {
+		if (push(&a->gs, &a->ng, sizeof(*a->gs)))
+			return -ENOMEM;
+		a->cur = &a->gs[a->ng++];
+		memset(a->cur, 0, sizeof(*a->cur));
+		return parse_guest(arg, a->cur) ? 1 : 0;
+	}
+	errno = 0; /* --guest-pid */
+	v = strtol(arg, &end, 10);
+	if (!a->cur || errno || *end || v <= 0 || v > INT_MAX) {
+		fprintf(stderr, "hgtrace: record: --guest-pid '%s': a PID, after -A\n", arg);
+		return 1;
+	}
+	a->cur->g.pid = (int)v;
+	return 0;
+}
+
+/* One option of cmd_record() (cmd_parse_opts() calls it). */
+static int record_opt(int c, char *arg, void *ctx)
+{
+	struct record_args *a = ctx;
+	struct hgt_record_opts *o = a->o;
+	long long v;
+	int ms;
+
+	switch (c) {
+	case 'e':
+		return event_arg(arg, a);
+	case 'A':
+	case O_GUEST_PID:
+		return guest_arg(c, arg, a);
+	case 'C':
+		*(a->cur ? &a->cur->ro.clock : &o->clock) = arg;
+		return 0;
+	case O_KVM:
+		a->kvm_debugfs = arg;
+		return 0;
+	case O_INTERVAL:
+		if (cmd_num_arg("record", "--sync-interval", arg, 1, 3600000, "1 to 3600000 ms",
+				&v))
+			return 1;
+		a->interval = (unsigned long)v;
+		return 0;
+	case O_FLUSH:
+		if (cmd_int_arg("record", "--flush-ms", arg, 10, 3600000, &ms))
+			return 1;
+		o->flush_ms = (unsigned int)ms;
+		return 0;
+	case O_FSYNC:
+		o->sync = true;
+		return 0;
+	case 'b':
+		if (cmd_num_arg("record", "-b", arg, 1, INT_MAX, "KB > 0", &v))
+			return 1;
+		*(a->cur ? &a->cur->ro.buffer_kb : &o->buffer_kb) = (size_t)v;
+		return 0;
+	case 'B':
+		o->instance = arg;
+		return 0;
+	case 'o':
+		o->output = arg;
+		return 0;
+	case 'P':
+		if (cmd_num_arg("record", "-P", arg, 1, INT_MAX, "a PID", &v))
+			return 1;
+		if (push(&a->pids, &a->npid, sizeof(*a->pids)))
+			return -ENOMEM;
+		a->pids[a->npid++] = (int)v;
+		return 0;
+	case 'M':
+		o->cpumask = arg;
+		return 0;
+	case 'Z':
+		return cmd_compression("record", arg, &o->compression) ? 1 : 0;
+	}
+	return 1;
+}
+
+/* Wait for the stop: the workload's end or a signal (blocked between the test and the
+ * wait, so that none falls between). */
+static void wait_stop(void)
+{
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGCHLD);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	while (!session_stop)
+		sigsuspend(&old);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Record this machine alone, around the workload @cmd (NULL: until a signal). Returns the
+ * exit status. */
+static int record_host(const struct hgt_record_opts *o, char **cmd)
+{
+	struct hgt_record_result res;
+	struct hgt_recorder *rec;
+	int ret = 0;
+
+	rec = hgt_record_start(o);
+	if (!rec) {
+		cmd_error("record failed");
+		return 1;
+	}
+	/* the workload as record -A runs it (child.c): none of the recorder's files (its
+	 * trace_pipe_raw fds held the instance after a crash), default signal dispositions;
+	 * its end, or a signal, stops the recording */
+	cmd_child_watch(&session_stop);
+	if (cmd)
+		cmd_child_spawn(cmd, "record");
+	else
+		fprintf(stderr,
+			"hgtrace: record: recording; Ctrl-C (SIGINT), SIGTERM or SIGHUP stops\n");
+	wait_stop();
+	cmd_child_end();
+	if (hgt_record_stop(rec, &res)) {
+		cmd_error("record failed");
+		ret = 1;
+	}
+	hgt_record_free(rec);
+	return ret;
+}
+
 int cmd_record(int argc, char **argv)
 {
-	enum { O_GUEST_PID = 256, O_INTERVAL, O_KVM, O_FLUSH, O_FSYNC };
 	static const struct option lopts[] = {
 		{ "compression", required_argument, NULL, 'Z' },
 		{ "guest", required_argument, NULL, 'A' },
@@ -180,171 +344,40 @@ int cmd_record(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct gopt *gs = NULL, *cur = NULL;
-	int ng = 0, rc;
-	unsigned long interval = 0;
-	const char *kvm_debugfs = NULL;
 	HGT_OPTS(hgt_record_opts, o, .output = "trace.dat", .compression = HGT_COMPRESS_ZSTD,
 		 .log = stderr);
-	const char **events = NULL;
-	int *pids = NULL, nev = 0, npid = 0, c, ret = 2;
-	struct hgt_record_result res;
-	struct hgt_recorder *rec;
-	char *end;
-	long long v;
+	struct record_args a = { .o = &o };
+	int ret = 2;
+	char **cmd;
 
-	optind = 1;
-	while ((c = cmd_getopt(argc, argv, "+e:C:b:B:o:P:M:A:h", lopts, usage, &rc)) != -1) {
-		switch (c) {
-		case 'e':
-			if (cur) {
-				if (push(&cur->events, &cur->nev, sizeof(*cur->events)))
-					goto nomem;
-				cur->events[cur->nev++] = optarg;
-				break;
-			}
-			if (push(&events, &nev, sizeof(*events)))
-				goto nomem;
-			events[nev++] = optarg;
-			break;
-		case 'C':
-			*(cur ? &cur->ro.clock : &o.clock) = optarg;
-			break;
-		case O_KVM:
-			kvm_debugfs = optarg;
-			break;
-		case 'A':
-			if (push(&gs, &ng, sizeof(*gs)))
-				goto nomem;
-			cur = &gs[ng++];
-			memset(cur, 0, sizeof(*cur));
-			if (parse_guest(optarg, cur))
-				goto out;
-			break;
-		case O_GUEST_PID:
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (!cur || errno || *end || v <= 0) {
-				fprintf(stderr,
-					"hgtrace: record: --guest-pid '%s': a PID, after -A\n",
-					optarg);
-				goto out;
-			}
-			cur->g.pid = (int)v;
-			break;
-		case O_INTERVAL:
-			if (cmd_num_arg("record", "--sync-interval", optarg, 1, 3600000,
-					"1 to 3600000 ms", &v))
-				goto out;
-			interval = (unsigned long)v;
-			break;
-		case O_FLUSH: {
-			int ms;
-
-			if (cmd_int_arg("record", "--flush-ms", optarg, 10, 3600000, &ms))
-				goto out;
-			o.flush_ms = (unsigned int)ms;
-			break;
-		}
-		case O_FSYNC:
-			o.sync = true;
-			break;
-		case 'b':
-			if (cmd_num_arg("record", "-b", optarg, 1, INT_MAX, "KB > 0", &v))
-				goto out;
-			*(cur ? &cur->ro.buffer_kb : &o.buffer_kb) = (size_t)v;
-			break;
-		case 'B':
-			o.instance = optarg;
-			break;
-		case 'o':
-			o.output = optarg;
-			break;
-		case 'P':
-			if (cmd_num_arg("record", "-P", optarg, 1, INT_MAX, "a PID", &v))
-				goto out;
-			if (push(&pids, &npid, sizeof(*pids)))
-				goto nomem;
-			pids[npid++] = (int)v;
-			break;
-		case 'M':
-			o.cpumask = optarg;
-			break;
-		case 'Z':
-			if (cmd_compression("record", optarg, &o.compression))
-				goto out;
-			break;
-		case CMD_OPT_EXIT:
-			ret = rc;
-			goto out;
-		}
-	}
-	if (!nev) {
+	if (cmd_parse_opts(argc, argv, "+e:C:b:B:o:P:M:A:h", lopts, usage, "record", record_opt, &a,
+			   &ret))
+		goto out;
+	if (!a.nev) {
 		fprintf(stderr, "hgtrace: record: no events given (-e SYSTEM[:EVENT])\n");
 		goto out;
 	}
-	o.events = events;
-	o.nr_events = nev;
-	o.pids = pids;
-	o.nr_pids = npid;
+	o.events = a.events;
+	o.nr_events = a.nev;
+	o.pids = a.pids;
+	o.nr_pids = a.npid;
+	cmd = optind < argc ? argv + optind : NULL;
 	/* before any recording starts, -A or not: a stop request ends it with its files
-	 * written (and overrides SIGINT ignored in a script's background job) */
-	/* a closed terminal or pipe must not kill the recorder while it writes the file */
+	 * written (and overrides SIGINT ignored in a script's background job); a closed
+	 * terminal or pipe must not kill the recorder while it writes the file */
 	cmd_catch_stop(&session_stop);
-	if (ng) {
-		ret = run_session(&o, gs, ng, (unsigned int)interval, kvm_debugfs,
-				  optind < argc ? argv + optind : NULL);
-		goto out;
-	}
-	rec = hgt_record_start(&o);
-	if (!rec) {
-		cmd_error("record failed");
-		ret = 1;
-		goto out;
-	}
-	/* the workload as record -A runs it (child.c): none of the recorder's files (its
-	 * trace_pipe_raw fds held the instance after a crash), default signal dispositions;
-	 * its end, or a signal, stops the recording */
-	cmd_child_watch(&session_stop);
-	if (optind < argc)
-		cmd_child_spawn(argv + optind, "record");
+	if (a.ng)
+		ret = run_session(&o, a.gs, a.ng, (unsigned int)a.interval, a.kvm_debugfs, cmd);
 	else
-		fprintf(stderr,
-			"hgtrace: record: recording; Ctrl-C (SIGINT), SIGTERM or SIGHUP stops\n");
-	{
-		/* blocked between the test and the wait, so that no signal falls between */
-		sigset_t block, old;
-
-		sigemptyset(&block);
-		sigaddset(&block, SIGCHLD);
-		sigaddset(&block, SIGINT);
-		sigaddset(&block, SIGTERM);
-		sigaddset(&block, SIGHUP);
-		sigprocmask(SIG_BLOCK, &block, &old);
-		while (!session_stop)
-			sigsuspend(&old);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-	}
-	cmd_child_end();
-	if (hgt_record_stop(rec, &res)) {
-		cmd_error("record failed");
-		ret = 1;
-	} else {
-		ret = 0;
-	}
-	hgt_record_free(rec);
-	goto out;
-nomem:
-	fprintf(stderr, "hgtrace: record: out of memory\n");
-	ret = 1;
+		ret = record_host(&o, cmd);
 out:
-	for (int i = 0; i < ng; i++) {
-		free(gs[i].events);
-		free(gs[i].name);
-		free(gs[i].dir);
+	for (int i = 0; i < a.ng; i++) {
+		free(a.gs[i].events);
+		free(a.gs[i].name);
+		free(a.gs[i].dir);
 	}
-	free(gs);
-	free(events);
-	free(pids);
+	free(a.gs);
+	free(a.events);
+	free(a.pids);
 	return ret;
 }

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,156 @@ static bool parse_ll(const char *opt, const char *s, long long *v)
 	return true;
 }
 
+/* What the command line asked for, beyond struct hgt_report_opts. */
+struct report_args {
+	struct hgt_report_opts *o;
+	struct input *ins; /* -i and the file arguments */
+	int nr_in;
+	struct hgt_report_filter *global; /* -F before any -i */
+	int nr_global;
+	int *cpus; /* --cpu */
+	int nr_cpus;
+	bool neg; /* -v seen: the -F that follow are negated */
+};
+
+/* The options without an argument that set a flag or the mode. False for the others. */
+static bool flag_opt(int c, struct hgt_report_opts *o)
+{
+#define FLAG(opt, field)                                     \
+	{                                                    \
+		opt, offsetof(struct hgt_report_opts, field) \
+	}
+	static const struct {
+		int opt;
+		size_t off;
+	} flags[] = {
+		FLAG('t', nsec),
+		FLAG('N', no_plugins),
+		FLAG('R', raw),
+		FLAG('q', quiet),
+		FLAG(OPT_TS_DIFF, ts_diff),
+		FLAG(OPT_RAW_TS, raw_ts),
+		FLAG(OPT_NODATE, nodate),
+		FLAG(OPT_BOUNDARY, boundary),
+		FLAG(OPT_NO_LAT, no_latency),
+		FLAG(OPT_TSYNC_COMPAT, tsync_compat),
+		FLAG(OPT_NO_SYNC_CHECK, no_sync_check),
+	};
+#undef FLAG
+	static const struct {
+		int opt;
+		enum hgt_report_mode mode;
+	} modes[] = {
+		{ OPT_FIRST, HGT_REPORT_FIRST_EVENT }, { OPT_LAST, HGT_REPORT_LAST_EVENT },
+		{ OPT_STAT, HGT_REPORT_STAT },	       { OPT_CPUS, HGT_REPORT_CPUS },
+		{ OPT_UNAME, HGT_REPORT_UNAME },       { OPT_VERSION, HGT_REPORT_VERSION },
+	};
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		if (flags[i].opt == c) {
+			*(bool *)((char *)o + flags[i].off) = true;
+			return true;
+		}
+	}
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (modes[i].opt == c) {
+			o->mode = modes[i].mode;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* --ts-offset NS (after an -i) and --ts2secs HZ. Returns 0 or 2 (error said). */
+static int time_opt(int c, const char *arg, struct report_args *a, struct hgt_report_opts *o)
+{
+	struct input *last = a->nr_in ? &a->ins[a->nr_in - 1] : NULL;
+	long long v;
+
+	if (c == OPT_TS_OFFSET) {
+		if (!last) {
+			fprintf(stderr, "hgtrace: report: --ts-offset must come after -i\n");
+			return 2;
+		}
+		if (!parse_ll("--ts-offset", arg, &v))
+			return 2;
+		/* As trace-cmd: only from the second input on (never the first file). */
+		if (a->nr_in >= 2) {
+			last->pub.has_ts_offset = true;
+			last->pub.ts_offset = v;
+		}
+		return 0;
+	}
+	if (!parse_ll("--ts2secs", arg, &v))
+		return 2;
+	if (v <= 0) {
+		fprintf(stderr, "hgtrace: report: --ts2secs '%s': must be > 0\n", arg);
+		return 2;
+	}
+	if (a->nr_in >= 2)
+		last->pub.ts2secs = (uint64_t)v;
+	else
+		o->ts2secs = (uint64_t)v;
+	return 0;
+}
+
+/* One option of cmd_report() (cmd_parse_opts() calls it). */
+static int report_opt(int c, char *arg, void *ctx)
+{
+	struct report_args *a = ctx;
+	struct hgt_report_opts *o = a->o;
+	struct input *last = a->nr_in ? &a->ins[a->nr_in - 1] : NULL;
+
+	if (flag_opt(c, o))
+		return 0;
+	switch (c) {
+	case 'i':
+		return add_input(&a->ins, &a->nr_in, arg);
+	case 'F':
+		return last ? add_filter(&last->filters, &last->nr_filters, arg, a->neg)
+			    : add_filter(&a->global, &a->nr_global, arg, a->neg);
+	case 'v':
+		a->neg = true;
+		return 0;
+	case OPT_CPU:
+		return parse_cpus(arg, &a->cpus, &a->nr_cpus) ? 2 : 0;
+	case OPT_TS_OFFSET:
+	case OPT_TS2SECS:
+		return time_opt(c, arg, a, o);
+	}
+	return 2;
+}
+
+/* The inputs and the options, handed to hgt_report(). Returns the exit status. */
+static int report_run(struct report_args *a, struct hgt_report_opts *o)
+{
+	struct hgt_report_input *pub = calloc((size_t)a->nr_in, sizeof(*pub));
+	int ret;
+
+	if (!pub) {
+		fprintf(stderr, "hgtrace: report: out of memory\n");
+		return 1;
+	}
+	for (int i = 0; i < a->nr_in; i++) {
+		pub[i] = a->ins[i].pub;
+		pub[i].filters = a->ins[i].filters;
+		pub[i].nr_filters = a->ins[i].nr_filters;
+	}
+	o->inputs = pub;
+	o->nr_inputs = a->nr_in;
+	o->filters = a->global;
+	o->nr_filters = a->nr_global;
+	o->cpus = a->cpus;
+	o->nr_cpus = a->nr_cpus;
+	ret = hgt_report(o);
+	if (ret < 0) {
+		cmd_error(strerror(-ret));
+		ret = 1;
+	}
+	free(pub);
+	return ret;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -165,155 +316,27 @@ int cmd_report(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	HGT_OPTS(hgt_report_opts, o);
-	struct hgt_report_filter *global = NULL;
-	struct hgt_report_input *pub = NULL;
-	struct input *ins = NULL;
-	int nr_in = 0, nr_global = 0, *cpus = NULL, nr_cpus = 0;
-	bool neg = false;
-	int c, i, ret = 2;
-	long long v;
+	struct report_args a = { .o = &o };
+	int i, ret = 2, err = 0;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+hi:F:vtNRq", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			usage(stdout);
-			ret = 0;
-			goto out;
-		case 'i':
-			if (add_input(&ins, &nr_in, optarg))
-				goto nomem;
-			break;
-		case 'F':
-			if (nr_in ? add_filter(&ins[nr_in - 1].filters, &ins[nr_in - 1].nr_filters,
-					       optarg, neg)
-				  : add_filter(&global, &nr_global, optarg, neg))
-				goto nomem;
-			break;
-		case 'v':
-			neg = true;
-			break;
-		case 't':
-			o.nsec = true;
-			break;
-		case 'N':
-			o.no_plugins = true;
-			break;
-		case 'R':
-			o.raw = true;
-			break;
-		case 'q':
-			o.quiet = true;
-			break;
-		case OPT_CPU:
-			if (parse_cpus(optarg, &cpus, &nr_cpus))
-				goto out;
-			break;
-		case OPT_TS_OFFSET:
-			if (!nr_in) {
-				fprintf(stderr,
-					"hgtrace: report: --ts-offset must come after -i\n");
-				goto out;
-			}
-			if (!parse_ll("--ts-offset", optarg, &v))
-				goto out;
-			/* As trace-cmd: only from the second input on (never the first file). */
-			if (nr_in >= 2) {
-				ins[nr_in - 1].pub.has_ts_offset = true;
-				ins[nr_in - 1].pub.ts_offset = v;
-			}
-			break;
-		case OPT_TS2SECS:
-			if (!parse_ll("--ts2secs", optarg, &v))
-				goto out;
-			if (v <= 0) {
-				fprintf(stderr, "hgtrace: report: --ts2secs '%s': must be > 0\n",
-					optarg);
-				goto out;
-			}
-			if (nr_in >= 2)
-				ins[nr_in - 1].pub.ts2secs = (uint64_t)v;
-			else
-				o.ts2secs = (uint64_t)v;
-			break;
-		case OPT_TS_DIFF:
-			o.ts_diff = true;
-			break;
-		case OPT_RAW_TS:
-			o.raw_ts = true;
-			break;
-		case OPT_NODATE:
-			o.nodate = true;
-			break;
-		case OPT_FIRST:
-			o.mode = HGT_REPORT_FIRST_EVENT;
-			break;
-		case OPT_LAST:
-			o.mode = HGT_REPORT_LAST_EVENT;
-			break;
-		case OPT_STAT:
-			o.mode = HGT_REPORT_STAT;
-			break;
-		case OPT_CPUS:
-			o.mode = HGT_REPORT_CPUS;
-			break;
-		case OPT_UNAME:
-			o.mode = HGT_REPORT_UNAME;
-			break;
-		case OPT_VERSION:
-			o.mode = HGT_REPORT_VERSION;
-			break;
-		case OPT_BOUNDARY:
-			o.boundary = true;
-			break;
-		case OPT_NO_LAT:
-			o.no_latency = true;
-			break;
-		case OPT_TSYNC_COMPAT:
-			o.tsync_compat = true;
-			break;
-		case OPT_NO_SYNC_CHECK:
-			o.no_sync_check = true;
-			break;
-		default:
-			usage(stderr);
-			goto out;
-		}
-	}
-	for (i = optind; i < argc; i++)
-		if (add_input(&ins, &nr_in, argv[i]))
-			goto nomem;
-	if (!nr_in && add_input(&ins, &nr_in, "trace.dat"))
-		goto nomem;
-	pub = calloc(nr_in, sizeof(*pub));
-	if (!pub)
-		goto nomem;
-	for (i = 0; i < nr_in; i++) {
-		pub[i] = ins[i].pub;
-		pub[i].filters = ins[i].filters;
-		pub[i].nr_filters = ins[i].nr_filters;
-	}
-	o.inputs = pub;
-	o.nr_inputs = nr_in;
-	o.filters = global;
-	o.nr_filters = nr_global;
-	o.cpus = cpus;
-	o.nr_cpus = nr_cpus;
-	ret = hgt_report(&o);
-	if (ret < 0) {
-		cmd_error(strerror(-ret));
+	if (cmd_parse_opts(argc, argv, "+hi:F:vtNRq", longopts, usage, "report", report_opt, &a,
+			   &ret))
+		goto out;
+	for (i = optind; !err && i < argc; i++)
+		err = add_input(&a.ins, &a.nr_in, argv[i]);
+	if (!err && !a.nr_in)
+		err = add_input(&a.ins, &a.nr_in, "trace.dat");
+	if (err == -ENOMEM) {
+		fprintf(stderr, "hgtrace: report: out of memory\n");
 		ret = 1;
 	}
-	goto out;
-nomem:
-	fprintf(stderr, "hgtrace: report: out of memory\n");
-	ret = 1;
+	if (!err)
+		ret = report_run(&a, &o);
 out:
-	for (i = 0; i < nr_in; i++)
-		free(ins[i].filters);
-	free(ins);
-	free(pub);
-	free(global);
-	free(cpus);
+	for (i = 0; i < a.nr_in; i++)
+		free(a.ins[i].filters);
+	free(a.ins);
+	free(a.global);
+	free(a.cpus);
 	return ret;
 }

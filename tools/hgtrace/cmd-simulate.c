@@ -224,30 +224,151 @@ static void print_result(const struct hgt_sim_opts *o, const struct hgt_sim_resu
 		       o->frac, (unsigned long long)o->ratio, o->frac);
 }
 
+enum {
+	O_VCPUS = 256,
+	O_HOST,
+	O_DUR,
+	O_EVENTS,
+	O_SEED,
+	O_SCALE,
+	O_OFF,
+	O_STEP,
+	O_DRIFT,
+	O_WTO,
+	O_EMBED,
+	O_EMBED_GUEST,
+	O_CHANNEL,
+	O_TCG,
+	O_SPARSE,
+	O_TRUTH,
+	O_VER,
+	O_COMP,
+	O_INJECT,
+	O_GAPS
+};
+
+/* What the command line asked for, beyond struct hgt_sim_opts. */
+struct sim_args {
+	struct hgt_sim_opts *o;
+	const char *prefix; /* -o */
+	bool want_truth;
+	struct hgt_sim_inject inject[HGT_SIM_MAX_INJECT];
+};
+
+/* --vcpus N or --host-cpus N. Returns 0 or 2 (error said). */
+static int cpus_arg(int c, const char *arg, struct hgt_sim_opts *o)
+{
+	const char *name = c == O_VCPUS ? "--vcpus" : "--host-cpus";
+	uint64_t v;
+
+	if (parse_u64(name, arg, &v))
+		return 2;
+	if (v < 1 || v > (c == O_VCPUS ? HGT_SIM_MAX_VCPUS : 1024)) {
+		fprintf(stderr, "hgtrace: simulate: %s %s: out of range\n", name, arg);
+		return 2;
+	}
+	*(c == O_VCPUS ? &o->nr_vcpus : &o->nr_host_cpus) = (int)v;
+	return 0;
+}
+
+/* --inject CAUSE@...: one more. Returns 0 or 2 (error said). */
+static int inject_arg(const char *arg, struct sim_args *a, struct hgt_sim_opts *o)
+{
+	if (o->nr_inject == HGT_SIM_MAX_INJECT) {
+		fprintf(stderr, "hgtrace: simulate: at most %d --inject\n", HGT_SIM_MAX_INJECT);
+		return 2;
+	}
+	if (parse_inject(arg, &a->inject[o->nr_inject]))
+		return 2;
+	o->inject = a->inject;
+	o->nr_inject++;
+	return 0;
+}
+
+/* The options that set a flag. Returns false for the others. */
+static bool flag_opt(int c, struct sim_args *a, struct hgt_sim_opts *o)
+{
+	switch (c) {
+	case O_WTO:
+		o->write_tsc_offset = true;
+		return true;
+	case O_EMBED:
+		o->embed_sync = true;
+		return true;
+	case O_EMBED_GUEST:
+		o->embed_guest = true;
+		return true;
+	case O_TCG:
+		o->tcg = true;
+		return true;
+	case O_SPARSE:
+		o->sparse_vcpu_ids = true;
+		return true;
+	case O_TRUTH:
+		a->want_truth = true;
+		return true;
+	}
+	return false;
+}
+
+/* One option of cmd_simulate() (cmd_parse_opts() calls it): 0 or 2 (error said). */
+static int simulate_opt(int c, char *arg, void *ctx)
+{
+	struct sim_args *a = ctx;
+	struct hgt_sim_opts *o = a->o;
+	uint64_t v;
+
+	if (flag_opt(c, a, o))
+		return 0;
+	switch (c) {
+	case 'o':
+		a->prefix = arg;
+		return 0;
+	case O_VCPUS:
+	case O_HOST:
+		return cpus_arg(c, arg, o);
+	case O_DUR:
+		if (parse_u64("--duration-ms", arg, &v) || !v || v > 86400000ULL)
+			return 2;
+		o->duration_us = v * 1000;
+		return 0;
+	case O_EVENTS:
+		if (parse_u64("--events", arg, &o->max_events))
+			return 2;
+		if (!o->duration_us)
+			o->duration_us = 3600ULL * 1000000; /* until the count is reached */
+		return 0;
+	case O_SEED:
+		return parse_u64("--seed", arg, &o->seed) ? 2 : 0;
+	case O_SCALE:
+		return parse_scale(arg, &o->ratio, &o->frac) ? 2 : 0;
+	case O_OFF:
+		return parse_i64("--tsc-offset", arg, &o->tsc_offset) ? 2 : 0;
+	case O_STEP:
+		return parse_i64("--offset-step", arg, &o->offset_step) ? 2 : 0;
+	case O_DRIFT:
+		return parse_i64("--drift-ppb", arg, &o->drift_ppb) ? 2 : 0;
+	case O_CHANNEL:
+		return parse_channel(arg, o) ? 2 : 0;
+	case O_GAPS:
+		return parse_gaps(arg, o) ? 2 : 0;
+	case O_VER:
+		if (parse_u64("--file-version", arg, &v) || (v != 6 && v != 7)) {
+			fprintf(stderr, "hgtrace: simulate: --file-version: 6 or 7\n");
+			return 2;
+		}
+		o->version = (int)v;
+		return 0;
+	case O_COMP:
+		return cmd_compression("simulate", arg, &o->compression) ? 2 : 0;
+	case O_INJECT:
+		return inject_arg(arg, a, o);
+	}
+	return 2;
+}
+
 int cmd_simulate(int argc, char **argv)
 {
-	enum {
-		O_VCPUS = 256,
-		O_HOST,
-		O_DUR,
-		O_EVENTS,
-		O_SEED,
-		O_SCALE,
-		O_OFF,
-		O_STEP,
-		O_DRIFT,
-		O_WTO,
-		O_EMBED,
-		O_EMBED_GUEST,
-		O_CHANNEL,
-		O_TCG,
-		O_SPARSE,
-		O_TRUTH,
-		O_VER,
-		O_COMP,
-		O_INJECT,
-		O_GAPS
-	};
 	static const struct option lopts[] = {
 		{ "vcpus", required_argument, NULL, O_VCPUS },
 		{ "host-cpus", required_argument, NULL, O_HOST },
@@ -273,132 +394,31 @@ int cmd_simulate(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	HGT_OPTS(hgt_sim_opts, o, .seed = 1, .compression = HGT_COMPRESS_ZSTD);
-	const char *prefix = NULL;
 	char host[4096], guest[4096], truth[4096];
-	struct hgt_sim_inject inject[HGT_SIM_MAX_INJECT];
+	struct sim_args a = { .o = &o };
 	struct hgt_sim_result r;
-	bool want_truth = false;
-	uint64_t v;
-	int c, ret, rc;
+	int ret, rc;
 
-	optind = 1;
-	while ((c = cmd_getopt(argc, argv, "+o:h", lopts, usage, &rc)) != -1) {
-		switch (c) {
-		case 'o':
-			prefix = optarg;
-			break;
-		case O_VCPUS:
-		case O_HOST:
-			if (parse_u64(c == O_VCPUS ? "--vcpus" : "--host-cpus", optarg, &v))
-				return 2;
-			if (v < 1 || v > (c == O_VCPUS ? HGT_SIM_MAX_VCPUS : 1024)) {
-				fprintf(stderr, "hgtrace: simulate: %s %s: out of range\n",
-					c == O_VCPUS ? "--vcpus" : "--host-cpus", optarg);
-				return 2;
-			}
-			*(c == O_VCPUS ? &o.nr_vcpus : &o.nr_host_cpus) = (int)v;
-			break;
-		case O_DUR:
-			if (parse_u64("--duration-ms", optarg, &v) || !v || v > 86400000ULL)
-				return 2;
-			o.duration_us = v * 1000;
-			break;
-		case O_EVENTS:
-			if (parse_u64("--events", optarg, &o.max_events))
-				return 2;
-			if (!o.duration_us)
-				o.duration_us = 3600ULL * 1000000; /* until the count is reached */
-			break;
-		case O_SEED:
-			if (parse_u64("--seed", optarg, &o.seed))
-				return 2;
-			break;
-		case O_SCALE:
-			if (parse_scale(optarg, &o.ratio, &o.frac))
-				return 2;
-			break;
-		case O_OFF:
-			if (parse_i64("--tsc-offset", optarg, &o.tsc_offset))
-				return 2;
-			break;
-		case O_STEP:
-			if (parse_i64("--offset-step", optarg, &o.offset_step))
-				return 2;
-			break;
-		case O_DRIFT:
-			if (parse_i64("--drift-ppb", optarg, &o.drift_ppb))
-				return 2;
-			break;
-		case O_WTO:
-			o.write_tsc_offset = true;
-			break;
-		case O_EMBED:
-			o.embed_sync = true;
-			break;
-		case O_EMBED_GUEST:
-			o.embed_guest = true;
-			break;
-		case O_CHANNEL:
-			if (parse_channel(optarg, &o))
-				return 2;
-			break;
-		case O_TCG:
-			o.tcg = true;
-			break;
-		case O_GAPS:
-			if (parse_gaps(optarg, &o))
-				return 2;
-			break;
-		case O_SPARSE:
-			o.sparse_vcpu_ids = true;
-			break;
-		case O_TRUTH:
-			want_truth = true;
-			break;
-		case O_VER:
-			if (parse_u64("--file-version", optarg, &v) || (v != 6 && v != 7)) {
-				fprintf(stderr, "hgtrace: simulate: --file-version: 6 or 7\n");
-				return 2;
-			}
-			o.version = (int)v;
-			break;
-		case O_COMP:
-			if (cmd_compression("simulate", optarg, &o.compression))
-				return 2;
-			break;
-		case O_INJECT:
-			if (o.nr_inject == HGT_SIM_MAX_INJECT) {
-				fprintf(stderr, "hgtrace: simulate: at most %d --inject\n",
-					HGT_SIM_MAX_INJECT);
-				return 2;
-			}
-			if (parse_inject(optarg, &inject[o.nr_inject]))
-				return 2;
-			o.inject = inject;
-			o.nr_inject++;
-			break;
-		case CMD_OPT_EXIT:
-			return rc;
-		}
-	}
-	if (optind < argc || !prefix) {
+	if (cmd_parse_opts(argc, argv, "+o:h", lopts, usage, "simulate", simulate_opt, &a, &rc))
+		return rc;
+	if (optind < argc || !a.prefix) {
 		/* never two files written where the user did not ask */
 		usage(stderr);
 		return 2;
 	}
 	if (o.version == 6)
 		o.compression = HGT_COMPRESS_NONE;
-	snprintf(host, sizeof(host), "%s-host.dat", prefix);
-	snprintf(guest, sizeof(guest), "%s-guest.dat", prefix);
-	snprintf(truth, sizeof(truth), "%s-truth.txt", prefix);
+	snprintf(host, sizeof(host), "%s-host.dat", a.prefix);
+	snprintf(guest, sizeof(guest), "%s-guest.dat", a.prefix);
+	snprintf(truth, sizeof(truth), "%s-truth.txt", a.prefix);
 	o.host_path = host;
 	o.guest_path = guest;
-	o.truth_path = want_truth ? truth : NULL;
+	o.truth_path = a.want_truth ? truth : NULL;
 	ret = hgt_simulate(&o, &r);
 	if (ret) {
 		cmd_error(strerror(-ret));
 		return 1;
 	}
-	print_result(&o, &r, want_truth ? truth : NULL);
+	print_result(&o, &r, a.want_truth ? truth : NULL);
 	return 0;
 }

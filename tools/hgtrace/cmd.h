@@ -47,6 +47,14 @@ struct option;
 int cmd_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
 	       void (*usage)(FILE *), int *rc);
 
+/* Every option of argv through cmd_getopt(), each handed to @opt with @ctx (it returns 0,
+ * -ENOMEM, or another value once it said what was wrong). Returns 0 with optind at the
+ * first operand, or -1 for the command to return *@rc: 0 after -h, 1 out of memory
+ * ("hgtrace: @cmd: out of memory" said), 2 for a usage error. */
+int cmd_parse_opts(int argc, char **argv, const char *shortopts, const struct option *longopts,
+		   void (*usage)(FILE *), const char *cmd, int (*opt)(int c, char *arg, void *ctx),
+		   void *ctx, int *rc);
+
 /* Option @opt's ARG @arg of command @cmd as an integer in [@lo, @hi] (decimal, 0x hex or
  * 0 octal) into *@v; otherwise one error line, "hgtrace: CMD: OPT 'ARG': expected
  * @expect" (NULL: "LO to HI"), and -1. */

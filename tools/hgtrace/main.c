@@ -75,6 +75,30 @@ int cmd_getopt(int argc, char **argv, const char *shortopts, const struct option
 	return c;
 }
 
+int cmd_parse_opts(int argc, char **argv, const char *shortopts, const struct option *longopts,
+		   void (*usage)(FILE *), const char *cmd, int (*opt)(int c, char *arg, void *ctx),
+		   void *ctx, int *rc)
+{
+	int c, err;
+
+	optind = 1;
+	while ((c = cmd_getopt(argc, argv, shortopts, longopts, usage, rc)) != -1) {
+		if (c == CMD_OPT_EXIT)
+			return -1;
+		err = opt(c, optarg, ctx);
+		if (err == -ENOMEM) {
+			fprintf(stderr, "hgtrace: %s: out of memory\n", cmd);
+			*rc = 1;
+			return -1;
+		}
+		if (err) {
+			*rc = 2;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int cmd_num_arg(const char *cmd, const char *opt, const char *arg, long long lo, long long hi,
 		const char *expect, long long *v)
 {
