@@ -293,6 +293,176 @@ static uint64_t outside_at(const int64_t *g, size_t n, const struct allowed *al,
 /**
  * hgt_infer_offset - offsets that put every guest event inside the host's windows.
  */
+/* The most events any offset could put in the span: what fits must come close. */
+static uint64_t max_reach(const int64_t *g, size_t n, int64_t span_lo, int64_t span_hi)
+{
+	uint64_t reach = 0;
+
+	for (size_t i = 0, j = 0; i < n; i++) {
+		while ((__int128)g[i] - g[j] > (__int128)span_hi - span_lo)
+			j++;
+		if (i - j + 1 > reach)
+			reach = i - j + 1;
+	}
+	return reach;
+}
+
+/*
+ * The order events constrain the set in: far apart ones first (first, last, bisection
+ * order) until the set is down to a few pieces (*@sorted becomes true), then every event
+ * in time order. The event of @step in *@i; returns 0 to use it, 1 to skip the step, -1
+ * when every event was seen. @step may move on (to the start of the time order).
+ */
+static int event_at(size_t *step, unsigned int bits, size_t n, size_t pieces, bool *sorted,
+		    size_t *i)
+{
+	size_t order = (size_t)1 << bits;
+
+	if (*step == 0) {
+		*i = 0;
+	} else if (*step == 1) {
+		*i = n - 1;
+	} else if (!*sorted && *step < order + 2) {
+		if ((*i = bitrev(*step - 2, bits)) == 0 || *i >= n - 1)
+			return 1;
+		if ((*step >= 66 && pieces == 1) || (*step >= 4096 && pieces <= HINTS)) {
+			*sorted = true; /* the rest in time order */
+			*step = order + 1;
+		}
+	} else {
+		if (!*sorted)
+			return -1; /* the bisection order saw every event */
+		*i = *step - (order + 2);
+		if (*i >= n)
+			return -1;
+	}
+	return 0;
+}
+
+/* The piece of @cur holding the most events in the span (the first of equals; @first_wins
+ * false: a later piece must hold more), its count in *@best_n. */
+static size_t best_piece(const int64_t *g, size_t n, const struct allowed *al,
+			 const struct set *cur, uint64_t *best_n, bool first_wins)
+{
+	size_t best = 0;
+
+	for (size_t k = 0; k < cur->n; k++) {
+		uint64_t s = in_span(g, n, al, mid(cur->p[k].lo, cur->p[k].hi));
+
+		if (s > *best_n || (first_wins && k == 0)) {
+			*best_n = s;
+			best = k;
+		}
+	}
+	return best;
+}
+
+/* The set left after every event: the best-supported piece, the hull of those with
+ * enough support, and whether that is narrow enough. */
+static void conclude(const int64_t *g, size_t n, const struct allowed *al, const struct set *cur,
+		     const struct hgt_infer_opts *o, struct hgt_infer_result *res)
+{
+	uint64_t best_n = 0, alt_n = 0;
+	size_t best = best_piece(g, n, al, cur, &best_n, false), alt = SIZE_MAX;
+
+	res->in_span = best_n;
+	if (weak(best_n, res->reach)) {
+		res->status = HGT_INFER_NO_OVERLAP;
+		res->best = mid(cur->p[best].lo, cur->p[best].hi);
+		return;
+	}
+	res->lo = res->best_lo = cur->p[best].lo;
+	res->hi = res->best_hi = cur->p[best].hi;
+	for (size_t k = 0; k < cur->n; k++) {
+		uint64_t s = in_span(g, n, al, mid(cur->p[k].lo, cur->p[k].hi));
+
+		if (weak(s, res->reach)) {
+			res->weak_pieces++;
+			continue;
+		}
+		if (cur->p[k].lo < res->lo)
+			res->lo = cur->p[k].lo;
+		if (cur->p[k].hi > res->hi)
+			res->hi = cur->p[k].hi;
+		res->pieces++;
+		if (k != best && (alt == SIZE_MAX || s > alt_n)) {
+			alt = k;
+			alt_n = s;
+		}
+	}
+	res->estimate = mid(res->lo, res->hi);
+	res->bound = (uint64_t)(((__int128)res->hi - res->lo + 1) / 2);
+	if (o->gaps)
+		by_gaps(res, o->entry_gap, o->exit_gap);
+	res->status = HGT_INFER_OK;
+	if (!o->max_bound || res->bound <= o->max_bound)
+		return;
+	res->status = alt != SIZE_MAX ? HGT_INFER_AMBIGUOUS : HGT_INFER_TOO_WIDE;
+	if (alt != SIZE_MAX) {
+		/* the two best-supported pieces, for the message */
+		res->lo = cur->p[best].lo;
+		res->hi = cur->p[best].hi;
+		res->alt_lo = cur->p[alt].lo;
+		res->alt_hi = cur->p[alt].hi;
+		res->alt_in_span = alt_n;
+	}
+}
+
+/*
+ * Constrain the set of offsets by every event (each must fall in a window or outside the
+ * span). Returns 0 with the set in *@cur, 1 when a verdict was reached early (res set: the
+ * set emptied, or only pieces beside the host's recording were left), or -errno.
+ */
+static int narrow(const int64_t *g, size_t n, const struct allowed *al, struct set **cur,
+		  struct set **next, struct hgt_infer_result *res)
+{
+	size_t hints[HINTS], nhints = 0;
+	uint64_t best_n = 0, pruned_best = 0;
+	unsigned int bits = 0;
+	bool sorted = false;
+	int ret = 0, r;
+
+	while (((size_t)1 << bits) < n)
+		bits++;
+	for (size_t step = 0, end = ((size_t)1 << bits) + 2 + n; !ret && step < end; step++) {
+		size_t i, best;
+		struct set *t;
+
+		r = event_at(&step, bits, n, (*cur)->n, &sorted, &i);
+		if (r < 0)
+			break;
+		if (r > 0)
+			continue;
+		if (sorted && (*cur)->n != nhints) { /* pieces changed: searches start afresh */
+			nhints = (*cur)->n;
+			memset(hints, 0, sizeof(hints));
+		}
+		ret = constrain(al, *cur, g[i], *next, sorted && (*cur)->n <= HINTS ? hints : NULL);
+		if (ret)
+			return ret;
+		if (!(*next)->n) {
+			/* the last non-empty set: its best-supported offset */
+			best = best_piece(g, n, al, *cur, &best_n, true);
+			res->status = HGT_INFER_EMPTY;
+			res->best = mid((*cur)->p[best].lo, (*cur)->p[best].hi);
+			res->outside = outside_at(g, n, al, res->best);
+			res->in_span = best_n;
+			return 1;
+		}
+		if ((*next)->n > 1 && (*next)->n != (*cur)->n &&
+		    prune(g, n, al, *next, res->reach, &pruned_best, &res->weak_pieces)) {
+			/* only pieces beside the host's recording were left */
+			res->status = HGT_INFER_NO_OVERLAP;
+			res->in_span = pruned_best;
+			return 1;
+		}
+		t = *cur;
+		*cur = *next;
+		*next = t;
+	}
+	return ret;
+}
+
 int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *w, size_t nw,
 		     int64_t span_lo, int64_t span_hi, const struct hgt_infer_opts *opts,
 		     struct hgt_infer_result *res)
@@ -301,11 +471,6 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 	struct set a = { 0 }, b = { 0 }, *cur = &a, *next = &b;
 	struct allowed al = { .span_lo = span_lo, .span_hi = span_hi };
 	struct hgt_infer_window *nwin = NULL;
-	uint64_t best_n = 0, alt_n = 0, pruned_best = 0;
-	size_t hints[HINTS], nhints = 0;
-	bool sorted = false;
-	size_t best = 0, alt = SIZE_MAX;
-	unsigned int bits = 0;
 	int ret = 0;
 
 	if (opts) {
@@ -330,131 +495,15 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 		res->status = HGT_INFER_NO_DATA;
 		goto out;
 	}
-	/* the most events any offset could put in the span: what fits must come close */
-	for (size_t i = 0, j = 0; i < n; i++) {
-		while ((__int128)g[i] - g[j] > (__int128)span_hi - span_lo)
-			j++;
-		if (i - j + 1 > res->reach)
-			res->reach = i - j + 1;
-	}
+	res->reach = max_reach(g, n, span_lo, span_hi);
 	/* at least one event in the span */
 	ret = set_add(cur, sat_sub(span_lo, g[n - 1]), sat_sub(span_hi, g[0]));
-	while (!ret && ((size_t)1 << bits) < n)
-		bits++;
-	/*
-	 * Far apart events first (first, last, bisection order) until the set is down to a
-	 * few pieces, then every event in time order, each piece's window search starting
-	 * where the previous event's ended (an event seen twice changes nothing).
-	 */
-	for (size_t step = 0, end = ((size_t)1 << bits) + 2 + n; !ret && step < end; step++) {
-		size_t i;
-		struct set *t;
-
-		if (step == 0) {
-			i = 0;
-		} else if (step == 1) {
-			i = n - 1;
-		} else if (!sorted && step < ((size_t)1 << bits) + 2) {
-			if ((i = bitrev(step - 2, bits)) == 0 || i >= n - 1)
-				continue;
-			if ((step >= 66 && cur->n == 1) || (step >= 4096 && cur->n <= HINTS)) {
-				sorted = true; /* the rest in time order */
-				step = ((size_t)1 << bits) + 1;
-			}
-		} else {
-			if (!sorted)
-				break; /* the bisection order saw every event */
-			i = step - (((size_t)1 << bits) + 2);
-			if (i >= n)
-				break;
-		}
-		if (sorted && cur->n != nhints) { /* pieces changed: searches start afresh */
-			nhints = cur->n;
-			memset(hints, 0, sizeof(hints));
-		}
-		ret = constrain(&al, cur, g[i], next, sorted && cur->n <= HINTS ? hints : NULL);
-		if (ret)
-			break;
-		if (!next->n) {
-			/* the last non-empty set: its best-supported offset */
-			for (size_t k = 0; k < cur->n; k++) {
-				uint64_t s = in_span(g, n, &al, mid(cur->p[k].lo, cur->p[k].hi));
-
-				if (s > best_n || k == 0) {
-					best_n = s;
-					best = k;
-				}
-			}
-			res->status = HGT_INFER_EMPTY;
-			res->best = mid(cur->p[best].lo, cur->p[best].hi);
-			res->outside = outside_at(g, n, &al, res->best);
-			res->in_span = best_n;
-			goto out;
-		}
-		if (next->n > 1 && next->n != cur->n &&
-		    prune(g, n, &al, next, res->reach, &pruned_best, &res->weak_pieces)) {
-			/* only pieces beside the host's recording were left */
-			res->status = HGT_INFER_NO_OVERLAP;
-			res->in_span = pruned_best;
-			goto out;
-		}
-		t = cur;
-		cur = next;
-		next = t;
-	}
-	if (ret)
-		goto out;
-	/* the best-supported piece, and the hull of those with enough support */
-	for (size_t k = 0; k < cur->n; k++) {
-		uint64_t s = in_span(g, n, &al, mid(cur->p[k].lo, cur->p[k].hi));
-
-		if (s > best_n) {
-			best_n = s;
-			best = k;
-		}
-	}
-	if (weak(best_n, res->reach)) {
-		res->status = HGT_INFER_NO_OVERLAP;
-		res->best = mid(cur->p[best].lo, cur->p[best].hi);
-		res->in_span = best_n;
-		goto out;
-	}
-	res->lo = res->best_lo = cur->p[best].lo;
-	res->hi = res->best_hi = cur->p[best].hi;
-	for (size_t k = 0; k < cur->n; k++) {
-		uint64_t s = in_span(g, n, &al, mid(cur->p[k].lo, cur->p[k].hi));
-
-		if (weak(s, res->reach)) {
-			res->weak_pieces++;
-			continue;
-		}
-		if (cur->p[k].lo < res->lo)
-			res->lo = cur->p[k].lo;
-		if (cur->p[k].hi > res->hi)
-			res->hi = cur->p[k].hi;
-		res->pieces++;
-		if (k != best && (alt == SIZE_MAX || s > alt_n)) {
-			alt = k;
-			alt_n = s;
-		}
-	}
-	res->estimate = mid(res->lo, res->hi);
-	res->bound = (uint64_t)(((__int128)res->hi - res->lo + 1) / 2);
-	if (o.gaps)
-		by_gaps(res, o.entry_gap, o.exit_gap);
-	res->in_span = best_n;
-	res->status = HGT_INFER_OK;
-	if (o.max_bound && res->bound > o.max_bound) {
-		res->status = alt != SIZE_MAX ? HGT_INFER_AMBIGUOUS : HGT_INFER_TOO_WIDE;
-		if (alt != SIZE_MAX) {
-			/* the two best-supported pieces, for the message */
-			res->lo = cur->p[best].lo;
-			res->hi = cur->p[best].hi;
-			res->alt_lo = cur->p[alt].lo;
-			res->alt_hi = cur->p[alt].hi;
-			res->alt_in_span = alt_n;
-		}
-	}
+	if (!ret)
+		ret = narrow(g, n, &al, &cur, &next, res);
+	if (!ret)
+		conclude(g, n, &al, cur, &o, res);
+	else if (ret > 0)
+		ret = 0;
 out:
 	free(a.p);
 	free(b.p);
