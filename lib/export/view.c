@@ -591,43 +591,33 @@ static int rate(struct viewer *v, struct src *s, int n, int ns)
 }
 
 /* The trace.dat inputs merged as the report merges them. */
-static int pass(struct viewer *v)
+/* Open every input; the number of sources (inputs and their instances) in *@ns. */
+static int open_inputs(struct viewer *v, struct hgt_input **ins, int *ns)
 {
 	HGT_OPTS(hgt_open_opts, oo, .flags = v->o.quiet ? HGT_OPEN_QUIET : 0);
+
+	*ns = v->nr_paths;
+	for (int i = 0; i < v->nr_paths; i++) {
+		ins[i] = hgt_input_open(v->paths[i], &oo);
+		if (!ins[i])
+			return -errno;
+		if (hgt_input_top_buffer(ins[i]) < 0)
+			return hgt__errorf(ENOTSUP, "%s: a latency trace: nothing to view",
+					   v->paths[i]);
+		*ns += hgt_input_nr_buffers(ins[i]) - 1; /* its instances, sources of their own */
+	}
+	return 0;
+}
+
+/* The sources: the top buffers first (source i = input i), then the instances, as the
+ * report, each with its clock. */
+static void make_sources(struct viewer *v, struct hgt_input **ins, struct src *s)
+{
 	/* why made raw TSC cycles ns: the same rate here, or its vCPU tracks would not fit */
 	HGT_OPTS(hgt_clock_opts, co, .ts2secs = v->why ? v->why->tsc_hz : v->o.ts2secs);
-	int n = v->nr_paths, ns = n, ret = 0;
-	struct src *s = NULL;
-	struct hgt_input **ins = calloc((size_t)n + 1, sizeof(*ins));
-	struct hgt_sync_check *sc = NULL;
-	struct hgt_merge *m = hgt_merge_new();
-	struct tep_record *rec;
-	void *user;
-	int src;
+	int n = v->nr_paths;
 
-	if (!ins || !m) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (int i = 0; i < n && !ret; i++) {
-		ins[i] = hgt_input_open(v->paths[i], &oo);
-		if (!ins[i]) {
-			ret = -errno;
-			break;
-		}
-		if (hgt_input_top_buffer(ins[i]) < 0)
-			ret = hgt__errorf(ENOTSUP, "%s: a latency trace: nothing to view",
-					  v->paths[i]);
-		ns += hgt_input_nr_buffers(ins[i]) - 1; /* its instances, sources of their own */
-	}
-	/* the top buffers first (source i = input i), then the instances, as the report */
-	s = ret ? NULL : calloc((size_t)ns + 1, sizeof(*s));
-	v->ev_track = calloc((size_t)ns + 1, sizeof(int *));
-	v->task_track = calloc((size_t)ns + 1, sizeof(int *));
-	v->nr_cpus = calloc((size_t)ns + 1, sizeof(int));
-	if (!ret && (!s || !v->ev_track || !v->task_track || !v->nr_cpus))
-		ret = -ENOMEM;
-	for (int i = 0, k = n; i < n && !ret; i++) {
+	for (int i = 0, k = n; i < n; i++) {
 		const char *b = strrchr(v->paths[i], '/');
 
 		s[i].in = ins[i];
@@ -647,63 +637,71 @@ static int pass(struct viewer *v)
 			k++;
 		}
 	}
-	v->nr_src = ns;
-	if (!ret)
-		ret = rate(v, s, n, ns);
-	if (!ret) {
-		sc = hgt_sync_check_new(ins, n, NULL);
-		v->host = sc ? hgt_sync_check_host(sc) : -1;
-	}
-	for (int i = 0; i < ns && !ret; i++) {
-		struct tep_handle *tep = hgt_input_tep(s[i].in);
-		const struct hgt_buffer *buf = hgt_input_buffer(s[i].in, s[i].buffer);
-		int nc = buf->nr_cpus, order = i == v->host ? 0 : 2 + (i < n ? i : n);
+}
 
-		v->nr_cpus[i] = nc;
-		s[i].cur = calloc((size_t)nc + 1, sizeof(*s[i].cur));
-		s[i].run = calloc((size_t)nc + 1, sizeof(*s[i].run));
-		s[i].last = calloc((size_t)nc + 1, sizeof(*s[i].last));
-		v->ev_track[i] = calloc((size_t)nc + 1, sizeof(int));
-		v->task_track[i] = calloc((size_t)nc + 1, sizeof(int));
-		if (!s[i].cur || !s[i].run || !s[i].last || !v->ev_track[i] || !v->task_track[i]) {
-			ret = -ENOMEM;
-			break;
-		}
-		s[i].sw = tep_find_event_by_name(tep, "sched", "sched_switch");
-		if (s[i].sw) {
-			s[i].prev_pid = tep_find_field(s[i].sw, "prev_pid");
-			s[i].next_pid = tep_find_field(s[i].sw, "next_pid");
-			s[i].prev_comm = tep_find_field(s[i].sw, "prev_comm");
-			s[i].next_comm = tep_find_field(s[i].sw, "next_comm");
-			if (!s[i].prev_pid || !s[i].next_pid)
-				s[i].sw = NULL;
-		}
-		for (int c = 0; c < nc && ret >= 0; c++) {
-			ret = v->ev_track[i][c] = new_track(v, K_EVENTS, s[i].name, "CPU %d", c, 0);
-			if (ret >= 0)
-				v->tr[ret].order = order;
-			ret = ret < 0 ? ret
-				      : (v->task_track[i][c] = new_track(v, K_TASKS, s[i].name,
-									 "CPU %d tasks", c, 0));
-			if (ret >= 0)
-				v->tr[ret].order = order;
-			if (ret >= 0 && buf->cpus[c].present) {
-				s[i].cur[c] = hgt_cursor_open(s[i].in, s[i].buffer, c);
-				ret = s[i].cur[c] ? hgt_merge_add(m, s[i].cur[c], &s[i].clk,
-								  (void *)(intptr_t)i)
-						  : -errno;
-			}
-		}
-		ret = ret < 0 ? ret : 0;
-	}
-	while (!ret && (ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
-		int i = (int)(intptr_t)user;
+/* Source @i's sched_switch fields, when it has the event. */
+static void find_switch(struct src *s)
+{
+	s->sw = tep_find_event_by_name(hgt_input_tep(s->in), "sched", "sched_switch");
+	if (!s->sw)
+		return;
+	s->prev_pid = tep_find_field(s->sw, "prev_pid");
+	s->next_pid = tep_find_field(s->sw, "next_pid");
+	s->prev_comm = tep_find_field(s->sw, "prev_comm");
+	s->next_comm = tep_find_field(s->sw, "next_comm");
+	if (!s->prev_pid || !s->next_pid)
+		s->sw = NULL;
+}
 
-		ret = record(v, &s[i], i, rec);
-		if (sc && i < n)
-			hgt_sync_check_record(sc, i, rec);
+/* A track of @kind for CPU @c of source @s, placed by @order. Returns its index or
+ * -errno. */
+static int cpu_track(struct viewer *v, int kind, const struct src *s, const char *fmt, int c,
+		     int order)
+{
+	int t = new_track(v, kind, s->name, fmt, c, 0);
+
+	if (t >= 0)
+		v->tr[t].order = order;
+	return t;
+}
+
+/* Source @i: its per-CPU state and tracks, its CPUs' cursors in the merge. */
+static int add_source(struct viewer *v, struct src *s, int i, struct hgt_merge *m)
+{
+	const struct hgt_buffer *buf = hgt_input_buffer(s[i].in, s[i].buffer);
+	int nc = buf->nr_cpus, n = v->nr_paths, ret = 0;
+	int order = i == v->host ? 0 : 2 + (i < n ? i : n);
+
+	v->nr_cpus[i] = nc;
+	s[i].cur = calloc((size_t)nc + 1, sizeof(*s[i].cur));
+	s[i].run = calloc((size_t)nc + 1, sizeof(*s[i].run));
+	s[i].last = calloc((size_t)nc + 1, sizeof(*s[i].last));
+	v->ev_track[i] = calloc((size_t)nc + 1, sizeof(int));
+	v->task_track[i] = calloc((size_t)nc + 1, sizeof(int));
+	if (!s[i].cur || !s[i].run || !s[i].last || !v->ev_track[i] || !v->task_track[i])
+		return -ENOMEM;
+	find_switch(&s[i]);
+	for (int c = 0; c < nc && ret >= 0; c++) {
+		ret = v->ev_track[i][c] = cpu_track(v, K_EVENTS, &s[i], "CPU %d", c, order);
+		if (ret >= 0)
+			ret = v->task_track[i][c] =
+				cpu_track(v, K_TASKS, &s[i], "CPU %d tasks", c, order);
+		if (ret >= 0 && buf->cpus[c].present) {
+			s[i].cur[c] = hgt_cursor_open(s[i].in, s[i].buffer, c);
+			ret = s[i].cur[c] ? hgt_merge_add(m, s[i].cur[c], &s[i].clk,
+							  (void *)(intptr_t)i)
+					  : -errno;
+		}
 	}
-	for (int i = 0; i < ns && !ret; i++) {
+	return ret < 0 ? ret : 0;
+}
+
+/* After the last record: the tasks still running, and each CPU's losses. */
+static int finish_sources(struct viewer *v, struct src *s)
+{
+	int ret = 0;
+
+	for (int i = 0; i < v->nr_src && !ret; i++) {
 		ret = finish_tasks(v, &s[i], i);
 		for (int c = 0; !ret && c < v->nr_cpus[i]; c++) {
 			struct hgt_loss l = { 0 };
@@ -714,7 +712,13 @@ static int pass(struct viewer *v)
 				ret = loss_line(v, s[i].name, c, &l);
 		}
 	}
-	if (!ret && sc) {
+	return ret;
+}
+
+/* The sync check's text, and what the page needs of the first input's clock. */
+static void keep_summary(struct viewer *v, struct src *s, struct hgt_sync_check *sc)
+{
+	if (sc) {
 		FILE *f = open_memstream(&v->sync_text, &v->sync_len);
 
 		if (f) {
@@ -722,13 +726,68 @@ static int pass(struct viewer *v)
 			fclose(f);
 		}
 	}
-	if (!ret && n) {
+	if (v->nr_paths) {
 		v->probe_clock = s[0].clk;
 		snprintf(v->first_clock, sizeof(v->first_clock), "%s",
 			 hgt_input_trace_clock(s[0].in) ? hgt_input_trace_clock(s[0].in) : "");
 		v->ns = hgt_input_in_usecs(s[0].in) || s[0].clk.ts2secs != 0;
 	}
-out:
+}
+
+/* Every record of every input, merged in time, into the tracks. */
+static int merge_records(struct viewer *v, struct src *s, struct hgt_merge *m,
+			 struct hgt_sync_check *sc)
+{
+	struct tep_record *rec;
+	void *user;
+	int src, ret;
+
+	while ((ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
+		int i = (int)(intptr_t)user;
+
+		ret = record(v, &s[i], i, rec);
+		if (ret)
+			break;
+		if (sc && i < v->nr_paths)
+			hgt_sync_check_record(sc, i, rec);
+	}
+	return ret;
+}
+
+static int pass(struct viewer *v)
+{
+	int n = v->nr_paths, ns = n, ret;
+	struct src *s = NULL;
+	struct hgt_input **ins = calloc((size_t)n + 1, sizeof(*ins));
+	struct hgt_sync_check *sc = NULL;
+	struct hgt_merge *m = hgt_merge_new();
+
+	ret = !ins || !m ? -ENOMEM : open_inputs(v, ins, &ns);
+	if (!ret) {
+		s = calloc((size_t)ns + 1, sizeof(*s));
+		v->ev_track = calloc((size_t)ns + 1, sizeof(int *));
+		v->task_track = calloc((size_t)ns + 1, sizeof(int *));
+		v->nr_cpus = calloc((size_t)ns + 1, sizeof(int));
+		if (!s || !v->ev_track || !v->task_track || !v->nr_cpus)
+			ret = -ENOMEM;
+	}
+	if (!ret) {
+		make_sources(v, ins, s);
+		v->nr_src = ns;
+		ret = rate(v, s, n, ns);
+	}
+	if (!ret) {
+		sc = hgt_sync_check_new(ins, n, NULL);
+		v->host = sc ? hgt_sync_check_host(sc) : -1;
+	}
+	for (int i = 0; i < ns && !ret; i++)
+		ret = add_source(v, s, i, m);
+	if (!ret)
+		ret = merge_records(v, s, m, sc);
+	if (!ret)
+		ret = finish_sources(v, s);
+	if (!ret)
+		keep_summary(v, s, sc);
 	hgt_merge_free(m);
 	for (int i = 0; i < ns && s && v->nr_cpus; i++) {
 		for (int c = 0; s[i].cur && c < v->nr_cpus[i]; c++)
