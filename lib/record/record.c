@@ -530,96 +530,78 @@ struct hgt_recorder *hgt_record_start(const struct hgt_record_opts *opts)
 	return hgt__record_start(opts, NULL, NULL, NULL);
 }
 
-/**
- * hgt__record_start - hgt_record_start(), with the per-CPU pages going to @cpu_fds (one
- * per CPU, owned by the caller) instead of temporary files when given, and @before_on
- * called before tracing is switched on (the agent describes the recording there, so its
- * one-time work stays out of the trace).
- */
-struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const int *cpu_fds,
-				       int (*before_on)(void *ctx, struct hgt_recorder *r),
-				       void *ctx)
+/* The options that can be checked before tracefs is touched. Returns 0 or -errno. */
+static int check_opts(const struct hgt_recorder *r)
 {
-	struct hgt_recorder *r;
-	char name[64], *v;
-	int i, ret = 0;
+	const char *v;
 
-	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(r->o)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	/* the recording is made a trace.dat here, after its reader threads started: the
-	 * format guard's helper is forked before them (formats.c) */
-	if (!cpu_fds)
-		hgt__formats_helper_start();
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return NULL;
-	memcpy(&r->o, opts, opts->sz);
-	r->trace_id = hgt_trace_id_generate();
-	r->own_fds = !cpu_fds;
-	/* streaming readers hand pages on at most this late; a file recorder's blocking
-	 * reads wait in the kernel for half a buffer and rarely get here */
-	r->flush_us = cpu_fds ? 200000 : 10000;
-	/* and a partial page goes out (to the file, or the agent's host) after this long */
-	r->flush_ms = r->o.flush_ms ? r->o.flush_ms : 1000;
-	if (r->flush_us > r->flush_ms * 1000 / 4)
-		r->flush_us = (unsigned int)(r->flush_ms * 1000 / 4);
-	if (!tracefs_tracing_dir()) {
-		ret = hgt__errorf(
+	if (!tracefs_tracing_dir())
+		return hgt__errorf(
 			ENODEV,
 			"record: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)");
-		goto fail;
-	}
 	if (r->o.cpumask) {
-		for (v = (char *)r->o.cpumask + (strncmp(r->o.cpumask, "0x", 2) ? 0 : 2); *v; v++)
-			if (!strchr("0123456789abcdefABCDEF", *v)) {
-				ret = hgt__errorf(EINVAL,
-						  "record: -M '%s': expected a hex CPU mask",
-						  r->o.cpumask);
-				goto fail;
-			}
+		for (v = r->o.cpumask + (strncmp(r->o.cpumask, "0x", 2) ? 0 : 2); *v; v++)
+			if (!strchr("0123456789abcdefABCDEF", *v))
+				return hgt__errorf(EINVAL,
+						   "record: -M '%s': expected a hex CPU mask",
+						   r->o.cpumask);
 	}
-	ret = parse_events(r);
-	if (ret)
-		goto fail;
+	if (r->o.instance && !hgt__valid_name(r->o.instance))
+		return hgt__errorf(EINVAL, "record: -B '%s': not a valid instance name",
+				   r->o.instance);
+	return 0;
+}
+
+/* The output's directory (a file recorder) and the tracefs instance. Returns 0 or -errno. */
+static int make_instance(struct hgt_recorder *r)
+{
+	char name[64];
+	const char *inst = r->o.instance ? r->o.instance : name;
+	int ret;
+
 	snprintf(name, sizeof(name), "hgtrace-%d", (int)getpid());
-	if (r->o.instance && !hgt__valid_name(r->o.instance)) {
-		ret = hgt__errorf(EINVAL, "record: -B '%s': not a valid instance name",
-				  r->o.instance);
-		goto fail;
-	}
 	if (r->own_fds) {
 		/* where this one goes, then instances earlier recorders left behind */
-		ret = hgt__recdir_create(&r->rd, r->o.output, r->o.instance ? r->o.instance : name);
+		ret = hgt__recdir_create(&r->rd, r->o.output, inst);
 		if (ret)
-			goto fail;
+			return ret;
 		hgt_record_reset(r->o.log);
 	}
-	r->created = !tracefs_instance_exists(r->o.instance ? r->o.instance : name);
-	r->inst = tracefs_instance_create(r->o.instance ? r->o.instance : name);
-	if (!r->inst) {
-		ret = hgt__errorf(errno ? errno : EIO, "record: cannot create tracefs instance %s",
-				  r->o.instance ? r->o.instance : name);
-		goto fail;
-	}
+	r->created = !tracefs_instance_exists(inst);
+	r->inst = tracefs_instance_create(inst);
+	if (!r->inst)
+		return hgt__errorf(errno ? errno : EIO, "record: cannot create tracefs instance %s",
+				   inst);
 	if (r->created)
 		hgt__instance_register(tracefs_instance_get_name(r->inst));
-	ret = set_saved(r, "tracing_on", "0");
-	/* trace-cmd's tsc2nsec clock: the TSC, with the kernel's ns conversion stored */
-	if (!ret && r->o.clock && !strcmp(r->o.clock, "tsc2nsec")) {
-		if (hgt_tsc2nsec_read(&r->mult, &r->shift)) {
-			ret = hgt__errorf(
-				EOPNOTSUPP,
-				"record: -C tsc2nsec: TSC to nanosecond is not supported here: %s",
-				hgt_last_error());
-			goto fail;
-		}
-		r->tsc2nsec = true;
-		ret = set_saved(r, "trace_clock", "x86-tsc");
-	} else if (!ret && r->o.clock) {
-		ret = set_saved(r, "trace_clock", r->o.clock);
-	}
+	return 0;
+}
+
+/* -C: the instance's clock (tsc2nsec: the TSC, with the kernel's ns conversion stored). */
+static int set_clock(struct hgt_recorder *r)
+{
+	if (!r->o.clock)
+		return 0;
+	if (strcmp(r->o.clock, "tsc2nsec"))
+		return set_saved(r, "trace_clock", r->o.clock);
+	if (hgt_tsc2nsec_read(&r->mult, &r->shift))
+		return hgt__errorf(
+			EOPNOTSUPP,
+			"record: -C tsc2nsec: TSC to nanosecond is not supported here: %s",
+			hgt_last_error());
+	r->tsc2nsec = true;
+	return set_saved(r, "trace_clock", "x86-tsc");
+}
+
+/* The instance's settings from the options (each saved, to restore), then the clock it
+ * has. @streaming: the agent's recorder. Returns 0 or -errno. */
+static int configure_instance(struct hgt_recorder *r, bool streaming)
+{
+	int ret = set_saved(r, "tracing_on", "0");
+	char *v;
+
+	if (!ret)
+		ret = set_clock(r);
 	if (!ret && r->o.buffer_kb) {
 		char kb[32];
 
@@ -630,40 +612,48 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 		char pids[4096];
 		int n = 0;
 
-		for (i = 0; i < r->o.nr_pids && n < (int)sizeof(pids) - 16; i++)
+		for (int i = 0; i < r->o.nr_pids && n < (int)sizeof(pids) - 16; i++)
 			n += snprintf(pids + n, sizeof(pids) - (size_t)n, "%d ", r->o.pids[i]);
 		ret = set_saved(r, "set_event_pid", pids);
 	}
 	if (!ret && r->o.cpumask)
 		ret = set_saved(r, "tracing_cpumask", r->o.cpumask);
 	/* streaming (the agent): hand over every completed page, not half a buffer's worth */
-	if (!ret && cpu_fds && tracefs_file_exists(r->inst, "buffer_percent"))
+	if (!ret && streaming && tracefs_file_exists(r->inst, "buffer_percent"))
 		ret = set_saved(r, "buffer_percent", "0");
 	if (ret)
-		goto fail;
+		return ret;
 	r->clock = selected_clock(v = inst_read(r, "trace_clock"));
 	free(v);
-	for (i = 0; i < r->nr_evs; i++) {
+	return 0;
+}
+
+/* Enable the events (their old state kept), then empty the ring buffer. */
+static int enable_events(struct hgt_recorder *r)
+{
+	for (int i = 0; i < r->nr_evs; i++) {
 		char rel[512];
 
 		snprintf(rel, sizeof(rel), "events/%s/%s/enable", r->evs[i].system, r->evs[i].name);
 		r->evs[i].old_enable = inst_read(r, rel);
-		if (tracefs_instance_file_write(r->inst, rel, "1") < 0) {
-			ret = hgt__errorf(errno ? errno : EIO, "record: cannot enable %s:%s",
-					  r->evs[i].system, r->evs[i].name);
-			goto fail;
-		}
+		if (tracefs_instance_file_write(r->inst, rel, "1") < 0)
+			return hgt__errorf(errno ? errno : EIO, "record: cannot enable %s:%s",
+					   r->evs[i].system, r->evs[i].name);
 	}
-	/* a clean ring buffer */
 	tracefs_instance_file_write(r->inst, "trace", "\n");
+	return 0;
+}
+
+/* One reader thread per CPU of the mask, writing to @cpu_fds or the recording's files. */
+static int start_readers(struct hgt_recorder *r, const int *cpu_fds)
+{
+	int i;
 
 	r->nr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
 	r->r = calloc((size_t)r->nr_cpus, sizeof(*r->r));
 	r->res = calloc((size_t)r->nr_cpus, sizeof(*r->res));
-	if (!r->r || !r->res) {
-		ret = -ENOMEM;
-		goto fail;
-	}
+	if (!r->r || !r->res)
+		return -ENOMEM;
 	for (i = 0; i < r->nr_cpus; i++)
 		r->r[i].fd = -1;
 	for (i = 0; i < r->nr_cpus; i++) {
@@ -675,43 +665,39 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 			continue;
 		c->fd = cpu_fds ? cpu_fds[i] : hgt__recdir_file(&r->rd, i, 0);
 		c->own_file = !cpu_fds;
-		if (c->fd < 0) {
-			ret = c->fd;
-			goto fail;
-		}
+		if (c->fd < 0)
+			return c->fd;
 		/* Non-blocking: with buffer_percent 0 a blocking splice of a ring holding only
 		 * a partial page loops inside the kernel (6.1: wait_on_pipe(0) returns at once,
 		 * no full page, again), a whole CPU per reader; and a blocking one waits for
 		 * half a buffer, which a file recorder cannot wait for (a kill would lose it).
 		 * Non-blocking it returns EAGAIN and the reader sleeps. */
 		c->tcpu = tracefs_cpu_open(r->inst, i, true);
-		if (!c->tcpu) {
-			ret = hgt__errorf(errno ? errno : EIO,
-					  "record: cpu %d: cannot open trace_pipe_raw: %s", i,
-					  strerror(errno ? errno : EIO));
-			goto fail;
-		}
-		if (hgt__thread_create(&c->thread, reader_main, c)) {
-			ret = hgt__errorf(EAGAIN, "record: cannot start the reader of cpu %d", i);
-			goto fail;
-		}
+		if (!c->tcpu)
+			return hgt__errorf(errno ? errno : EIO,
+					   "record: cpu %d: cannot open trace_pipe_raw: %s", i,
+					   strerror(errno ? errno : EIO));
+		if (hgt__thread_create(&c->thread, reader_main, c))
+			return hgt__errorf(EAGAIN, "record: cannot start the reader of cpu %d", i);
 		c->started = true;
 	}
-	if (before_on) {
-		ret = before_on(ctx, r);
-		if (ret)
-			goto fail;
-	}
+	return 0;
+}
+
+/* Switch tracing on (the file recorder's metadata written first), then what runs beside
+ * it: the TSC rate's first sample, the keeper. */
+static int switch_on(struct hgt_recorder *r)
+{
+	int ret;
+
 	/* the metadata reaches the disk before the first page */
 	if (r->own_fds) {
 		ret = write_head(r);
 		if (ret)
-			goto fail;
+			return ret;
 	}
-	if (tracefs_trace_on(r->inst) < 0) {
-		ret = hgt__errorf(errno ? errno : EIO, "record: cannot switch tracing on");
-		goto fail;
-	}
+	if (tracefs_trace_on(r->inst) < 0)
+		return hgt__errorf(errno ? errno : EIO, "record: cannot switch tracing on");
 	r->traced = true;
 	/* -C x86-tsc: the rate is measured from here to the end (the report shows cycles, as
 	 * trace-cmd's; why, view and export show ns) */
@@ -724,10 +710,72 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 			"hgtrace record: %d event types enabled, clock %s, instance %s, %d CPUs\n",
 			r->nr_evs, r->clock ? r->clock : "?", tracefs_instance_get_name(r->inst),
 			r->nr_cpus);
+	return 0;
+}
+
+/* A new recorder's state from @opts, before anything is touched. */
+static struct hgt_recorder *recorder_new(const struct hgt_record_opts *opts, const int *cpu_fds)
+{
+	struct hgt_recorder *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	memcpy(&r->o, opts, opts->sz);
+	r->trace_id = hgt_trace_id_generate();
+	r->own_fds = !cpu_fds;
+	/* streaming readers hand pages on at most this late; a file recorder's blocking
+	 * reads wait in the kernel for half a buffer and rarely get here */
+	r->flush_us = cpu_fds ? 200000 : 10000;
+	/* and a partial page goes out (to the file, or the agent's host) after this long */
+	r->flush_ms = r->o.flush_ms ? r->o.flush_ms : 1000;
+	if (r->flush_us > r->flush_ms * 1000 / 4)
+		r->flush_us = (unsigned int)(r->flush_ms * 1000 / 4);
 	return r;
-fail:
+}
+
+/**
+ * hgt__record_start - hgt_record_start(), with the per-CPU pages going to @cpu_fds (one
+ * per CPU, owned by the caller) instead of temporary files when given, and @before_on
+ * called before tracing is switched on (the agent describes the recording there, so its
+ * one-time work stays out of the trace).
+ */
+struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const int *cpu_fds,
+				       int (*before_on)(void *ctx, struct hgt_recorder *r),
+				       void *ctx)
+{
+	struct hgt_recorder *r;
+	int ret;
+
+	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(r->o)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* the recording is made a trace.dat here, after its reader threads started: the
+	 * format guard's helper is forked before them (formats.c) */
+	if (!cpu_fds)
+		hgt__formats_helper_start();
+	r = recorder_new(opts, cpu_fds);
+	if (!r)
+		return NULL;
+	ret = check_opts(r);
+	if (!ret)
+		ret = parse_events(r);
+	if (!ret)
+		ret = make_instance(r);
+	if (!ret)
+		ret = configure_instance(r, cpu_fds != NULL);
+	if (!ret)
+		ret = enable_events(r);
+	if (!ret)
+		ret = start_readers(r, cpu_fds);
+	if (!ret && before_on)
+		ret = before_on(ctx, r);
+	if (!ret)
+		ret = switch_on(r);
+	if (!ret)
+		return r;
 	r->stop = 1;
-	for (i = 0; r->r && i < r->nr_cpus; i++)
+	for (int i = 0; r->r && i < r->nr_cpus; i++)
 		if (r->r[i].tcpu)
 			tracefs_cpu_stop(r->r[i].tcpu);
 	hgt_record_free(r);
