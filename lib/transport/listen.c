@@ -317,197 +317,256 @@ static void maybe_started(struct listener *l, uint64_t t)
 	l->o.on_started(l->o.ctx);
 }
 
-/* A whole control message arrived. */
-static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
+/* HELLO's checks: the protocol, then the shape (CPUs, page, long size, clock name) and
+ * the data channels already open. Returns false when it said what was rejected. */
+static bool hello_ok(struct listener *l, struct guest *g, const uint8_t *p, size_t n,
+		     const uint32_t *v)
 {
-	const uint8_t *p = g->msg;
-	size_t n = g->msg_len;
+	if (v[0] < HGT__PROTO_MIN || v[0] > HGT__PROTO_VERSION) {
+		hgt__listen_fault(
+			l, g,
+			"HELLO rejected: protocol version %u, this listener speaks %u to %u (run the same hgtrace version in the guest)",
+			v[0], HGT__PROTO_MIN, HGT__PROTO_VERSION);
+		return false;
+	}
+	if (!v[1] || v[1] > MAX_CPUS || v[2] < 4096 || v[2] > 65536 || (v[2] & (v[2] - 1)) ||
+	    (v[3] != 4 && v[3] != 8) || !memchr(p + 24, 0, n - 24) ||
+	    strlen((const char *)p + 24) >= sizeof(g->clock) ||
+	    !hgt__valid_name((const char *)p + 24)) {
+		hgt__listen_fault(l, g,
+				  "HELLO rejected: version %u, %u CPUs, page size %u, long size %u",
+				  v[0], v[1], v[2], v[3]);
+		return false;
+	}
+	for (int k = 0; k < g->nr_data; k++)
+		if (g->data[k].cpu >= (int)v[1] || (g->page_size && g->page_size != v[2])) {
+			hgt__listen_fault(
+				l, g,
+				"a data channel of cpu %d (page %u) does not fit HELLO's %u CPUs, page %u",
+				g->data[k].cpu, g->page_size, v[1], v[2]);
+			return false;
+		}
+	return true;
+}
+
+/* HELLO: the guest's protocol, CPUs, page size, long size and clock. */
+static void msg_hello(struct listener *l, struct guest *g, const uint8_t *p, size_t n)
+{
 	uint32_t v[4];
 
-	trace_listen_message(g->name, type, n);
+	if (n < 25 || g->hello) {
+		hgt__listen_fault(l, g, "HELLO of %zu bytes%s", n,
+				  g->hello ? " (a second one)" : "");
+		return;
+	}
+	memcpy(v, p, 16);
+	if (g->ready && memcmp(&g->session, p + 16, 8)) {
+		hgt__listen_fault(l, g, "HELLO names another session than READY");
+		return;
+	}
+	memcpy(&g->session, p + 16, 8);
+	if (!hello_ok(l, g, p, n, v))
+		return;
+	g->proto = v[0];
+	g->nr_cpus = v[1];
+	g->page_size = v[2];
+	trace_listen_guest(g->name, (int)v[1], (const char *)p + 24);
+	g->long_size = v[3];
+	snprintf(g->clock, sizeof(g->clock), "%s", (const char *)p + 24);
+	g->hello = true;
+	g->t_start = hgt__now_ms(); /* --stop-after counts from the guest's start */
+	hgt__listen_log(l, "guest %s: %u CPUs, clock %s", g->name, g->nr_cpus, g->clock);
+	if (l->o.record_host && !g->record) {
+		start_host(l, g);
+	} else {
+		g->host_clock = l->o.sync_clock;
+		g->host_trace_id = l->o.host_trace_id;
+	}
+	if (hgt__listen_sync_setup(l, g)) {
+		hgt__listen_fault(l, g, "out of memory");
+		return;
+	}
+	/* the first round starts once the metadata is through (TRACEID comes last):
+	 * the agent answers probes only then */
+	g->sync.next_ms = UINT64_MAX;
+}
+
+/* META: one metadata item. Returns false when malformed. */
+static bool msg_meta(struct guest *g, const uint8_t *p, size_t n)
+{
+	uint32_t id;
+
+	if (n < 4)
+		return false;
+	memcpy(&id, p, 4);
+	if (id < HGT_OPT_HEADER_INFO || id > HGT_OPT_CMDLINES)
+		return false;
+	/* the message's buffer becomes the item's: no second copy of a big one */
+	free(g->meta[id - HGT_OPT_HEADER_INFO]);
+	memmove(g->msg, g->msg + 4, n - 4);
+	g->meta[id - HGT_OPT_HEADER_INFO] = g->msg;
+	g->meta_len[id - HGT_OPT_HEADER_INFO] = n - 4;
+	g->msg = NULL;
+	g->msg_cap = 0;
+	return true;
+}
+
+/* Keep option @id's @n bytes: the last of each wins, except CPUSTAT (one per CPU, all
+ * kept). Returns 0 or -ENOMEM. */
+static int keep_option(struct guest *g, uint32_t id, const uint8_t *data, size_t n)
+{
+	int i;
+
+	for (i = 0; id != HGT_OPT_CPUSTAT && i < g->nr_opts; i++)
+		if (g->opts[i].id == id)
+			break;
+	if (id == HGT_OPT_CPUSTAT || i == g->nr_opts) {
+		struct opt *o = realloc(g->opts, sizeof(*o) * (size_t)(g->nr_opts + 1));
+
+		if (!o)
+			return -ENOMEM;
+		g->opts = o;
+		i = g->nr_opts++;
+		g->opts[i].data = NULL;
+	}
+	free(g->opts[i].data);
+	g->opts[i].id = (uint16_t)id;
+	g->opts[i].size = (uint32_t)n;
+	g->opts[i].data = malloc(n ? n : 1);
+	if (!g->opts[i].data) {
+		g->opts[i].size = 0;
+		return -ENOMEM;
+	}
+	memcpy(g->opts[i].data, data, n);
+	return 0;
+}
+
+/* TRACEID, the last option of the description, arrived: the head is written, the host
+ * told, the first sync round started. */
+static void traceid_arrived(struct listener *l, struct guest *g, const uint8_t *data, size_t n)
+{
+	if (n == 8 && l->o.on_guest_id) {
+		uint64_t tid;
+
+		memcpy(&tid, data, 8);
+		l->o.on_guest_id(l->o.ctx, g->name, tid);
+	}
+	if (g->proto < 3)
+		g->recording = true; /* a version 2 agent switches tracing on next */
+	if (g->sync.on && g->sync.next_ms == UINT64_MAX) {
+		g->sync.next_ms =
+			hgt__now_ms() + (l->o.sync_interval_ms ? l->o.sync_interval_ms : 1000);
+		hgt__listen_sync_round(l, g, SYNC_FIRST);
+	}
+}
+
+/* OPTION: one of the options a guest may send. Returns false when malformed. */
+static bool msg_option(struct listener *l, struct guest *g, const uint8_t *p, size_t n)
+{
+	static const uint16_t allowed[] = { HGT_OPT_DATE,    HGT_OPT_CPUSTAT, HGT_OPT_TRACECLOCK,
+					    HGT_OPT_UNAME,   HGT_OPT_OFFSET,  HGT_OPT_VERSION,
+					    HGT_OPT_TRACEID, HGT_OPT_TSC2NSEC };
+	uint32_t id;
+	int k = -1;
+
+	if (n < 4 || g->nr_opts > 4096)
+		return false;
+	memcpy(&id, p, 4);
+	for (int i = 0; i < (int)(sizeof(allowed) / sizeof(allowed[0])); i++)
+		if (id == allowed[i])
+			k = i;
+	if (k < 0)
+		return false;
+	if (keep_option(g, id, p + 4, n - 4)) {
+		hgt__listen_fault(l, g, "out of memory");
+		return true;
+	}
+	/* TRACEID ends the description: it reaches the disk before any page */
+	if ((id == HGT_OPT_TRACEID || g->head_written) && !guest_head(l, g, 0))
+		g->head_written = true;
+	if (id == HGT_OPT_TRACEID)
+		traceid_arrived(l, g, p + 4, n - 4);
+	return true;
+}
+
+/* END: the agent stopped; its per-CPU byte counts and CPU times. */
+static void msg_end(struct listener *l, struct guest *g, const uint8_t *p, size_t n)
+{
+	if (n >= 40 + 8 * (size_t)g->nr_cpus && g->nr_cpus && !g->end_bytes) {
+		g->end_bytes = malloc(8 * (size_t)g->nr_cpus);
+		if (g->end_bytes)
+			memcpy(g->end_bytes, p + 40, 8 * (size_t)g->nr_cpus);
+	}
+	if (n >= 40) {
+		memcpy(&g->agent_setup_cpu_ns, p + 8, 8);
+		memcpy(&g->agent_cpu_ns, p + 24, 8);
+		memcpy(&g->agent_wall_ns, p + 32, 8);
+		if (g->agent_setup_cpu_ns >= g->agent_cpu_ns)
+			g->agent_setup_cpu_ns -= g->agent_cpu_ns;
+	}
+	g->ended = true;
+	hgt__listen_log(l, "guest %s: stopped", g->name);
+}
+
+/* The messages with a small body. Returns false when malformed. */
+static bool msg_small(struct listener *l, struct guest *g, uint16_t type, const uint8_t *p,
+		      size_t n)
+{
 	switch (type) {
-	case HGT__MSG_HELLO:
-		if (n < 25 || g->hello) {
-			hgt__listen_fault(l, g, "HELLO of %zu bytes%s", n,
-					  g->hello ? " (a second one)" : "");
-			return;
-		}
-		memcpy(v, p, 16);
-		if (g->ready && memcmp(&g->session, p + 16, 8)) {
-			hgt__listen_fault(l, g, "HELLO names another session than READY");
-			return;
-		}
-		memcpy(&g->session, p + 16, 8);
-		if (v[0] < HGT__PROTO_MIN || v[0] > HGT__PROTO_VERSION) {
-			hgt__listen_fault(
-				l, g,
-				"HELLO rejected: protocol version %u, this listener speaks %u to %u (run the same hgtrace version in the guest)",
-				v[0], HGT__PROTO_MIN, HGT__PROTO_VERSION);
-			return;
-		}
-		g->proto = v[0];
-		if (!v[1] || v[1] > MAX_CPUS || v[2] < 4096 || v[2] > 65536 ||
-		    (v[2] & (v[2] - 1)) || (v[3] != 4 && v[3] != 8) || !memchr(p + 24, 0, n - 24) ||
-		    strlen((const char *)p + 24) >= sizeof(g->clock) ||
-		    !hgt__valid_name((const char *)p + 24)) {
-			hgt__listen_fault(
-				l, g,
-				"HELLO rejected: version %u, %u CPUs, page size %u, long size %u",
-				v[0], v[1], v[2], v[3]);
-			return;
-		}
-		for (int k = 0; k < g->nr_data; k++)
-			if (g->data[k].cpu >= (int)v[1] || (g->page_size && g->page_size != v[2])) {
-				hgt__listen_fault(
-					l, g,
-					"a data channel of cpu %d (page %u) does not fit HELLO's %u CPUs, page %u",
-					g->data[k].cpu, g->page_size, v[1], v[2]);
-				return;
-			}
-		g->nr_cpus = v[1];
-		g->page_size = v[2];
-		trace_listen_guest(g->name, (int)v[1], (const char *)p + 24);
-		g->long_size = v[3];
-		snprintf(g->clock, sizeof(g->clock), "%s", (const char *)p + 24);
-		g->hello = true;
-		g->t_start = hgt__now_ms(); /* --stop-after counts from the guest's start */
-		hgt__listen_log(l, "guest %s: %u CPUs, clock %s", g->name, g->nr_cpus, g->clock);
-		if (l->o.record_host && !g->record) {
-			start_host(l, g);
-		} else {
-			g->host_clock = l->o.sync_clock;
-			g->host_trace_id = l->o.host_trace_id;
-		}
-		if (hgt__listen_sync_setup(l, g)) {
-			hgt__listen_fault(l, g, "out of memory");
-			return;
-		}
-		/* the first round starts once the metadata is through (TRACEID comes last):
-		 * the agent answers probes only then */
-		g->sync.next_ms = UINT64_MAX;
-		return;
-	case HGT__MSG_META: {
-		uint32_t id;
-
-		if (n < 4)
-			goto bad;
-		memcpy(&id, p, 4);
-		if (id < HGT_OPT_HEADER_INFO || id > HGT_OPT_CMDLINES)
-			goto bad;
-		/* the message's buffer becomes the item's: no second copy of a big one */
-		free(g->meta[id - HGT_OPT_HEADER_INFO]);
-		memmove(g->msg, g->msg + 4, n - 4);
-		g->meta[id - HGT_OPT_HEADER_INFO] = g->msg;
-		g->meta_len[id - HGT_OPT_HEADER_INFO] = n - 4;
-		g->msg = NULL;
-		g->msg_cap = 0;
-		return;
-	}
-	case HGT__MSG_OPTION: {
-		static const uint16_t allowed[] = { HGT_OPT_DATE,	HGT_OPT_CPUSTAT,
-						    HGT_OPT_TRACECLOCK, HGT_OPT_UNAME,
-						    HGT_OPT_OFFSET,	HGT_OPT_VERSION,
-						    HGT_OPT_TRACEID,	HGT_OPT_TSC2NSEC };
-		uint32_t id;
-		int i, k = -1;
-		struct opt *o;
-
-		if (n < 4 || g->nr_opts > 4096)
-			goto bad;
-		memcpy(&id, p, 4);
-		for (i = 0; i < (int)(sizeof(allowed) / sizeof(allowed[0])); i++)
-			if (id == allowed[i])
-				k = i;
-		if (k < 0)
-			goto bad;
-		/* the last of each wins, except CPUSTAT: one per CPU, all kept */
-		for (i = 0; id != HGT_OPT_CPUSTAT && i < g->nr_opts; i++)
-			if (g->opts[i].id == id)
-				break;
-		if (id == HGT_OPT_CPUSTAT || i == g->nr_opts) {
-			o = realloc(g->opts, sizeof(*o) * (size_t)(g->nr_opts + 1));
-			if (!o) {
-				hgt__listen_fault(l, g, "out of memory");
-				return;
-			}
-			g->opts = o;
-			i = g->nr_opts++;
-			g->opts[i].data = NULL;
-		}
-		free(g->opts[i].data);
-		g->opts[i].id = (uint16_t)id;
-		g->opts[i].size = (uint32_t)(n - 4);
-		g->opts[i].data = malloc(n - 4 ? n - 4 : 1);
-		if (!g->opts[i].data) {
-			g->opts[i].size = 0;
-			hgt__listen_fault(l, g, "out of memory");
-			return;
-		}
-		memcpy(g->opts[i].data, p + 4, n - 4);
-		/* TRACEID ends the description: it reaches the disk before any page */
-		if ((id == HGT_OPT_TRACEID || g->head_written) && !guest_head(l, g, 0))
-			g->head_written = true;
-		if (id == HGT_OPT_TRACEID && n - 4 == 8 && l->o.on_guest_id) {
-			uint64_t tid;
-
-			memcpy(&tid, p + 4, 8);
-			l->o.on_guest_id(l->o.ctx, g->name, tid);
-		}
-		if (id == HGT_OPT_TRACEID && g->proto < 3)
-			g->recording = true; /* a version 2 agent switches tracing on next */
-		if (id == HGT_OPT_TRACEID && g->sync.on && g->sync.next_ms == UINT64_MAX) {
-			g->sync.next_ms = hgt__now_ms() +
-					  (l->o.sync_interval_ms ? l->o.sync_interval_ms : 1000);
-			hgt__listen_sync_round(l, g, SYNC_FIRST);
-		}
-		return;
-	}
 	case HGT__MSG_READY:
 		if ((n != 8 && !(n == 16 && g->peer)) || g->ready) {
 			hgt__listen_fault(l, g, "READY of %zu bytes%s", n,
 					  g->ready ? " (a second one)" : "");
-			return;
+			return true;
 		}
 		memcpy(&g->session, p, 8);
 		g->ready = true;
 		if (g->peer)
 			hgt__listen_dial_data(l, g, p + 8);
-		return;
-	case HGT__MSG_PROBE_REPLY:
-		hgt__listen_sync_reply(l, g, p, n);
-		return;
+		return true;
 	case HGT__MSG_HEARTBEAT:
-		if (n)
-			goto bad;
-		return; /* its arrival updated t_last */
+		return !n; /* its arrival updated t_last */
 	case HGT__MSG_RECORDING:
 		if (n != 8 || !g->hello || g->recording)
-			goto bad;
+			return false;
 		memcpy(&g->recording_ts, p, 8);
 		g->recording = true;
 		hgt__listen_log(l, "guest %s: recording", g->name);
-		return;
+		return true;
+	}
+	return false;
+}
+
+/* A whole control message arrived. */
+static void handle_msg(struct listener *l, struct guest *g, uint16_t type)
+{
+	const uint8_t *p = g->msg;
+	size_t n = g->msg_len;
+	bool ok = true;
+
+	trace_listen_message(g->name, type, n);
+	switch (type) {
+	case HGT__MSG_HELLO:
+		msg_hello(l, g, p, n);
+		break;
+	case HGT__MSG_META:
+		ok = msg_meta(g, p, n);
+		break;
+	case HGT__MSG_OPTION:
+		ok = msg_option(l, g, p, n);
+		break;
+	case HGT__MSG_PROBE_REPLY:
+		hgt__listen_sync_reply(l, g, p, n);
+		break;
 	case HGT__MSG_END:
-		if (n >= 40 + 8 * (size_t)g->nr_cpus && g->nr_cpus && !g->end_bytes) {
-			g->end_bytes = malloc(8 * (size_t)g->nr_cpus);
-			if (g->end_bytes)
-				memcpy(g->end_bytes, p + 40, 8 * (size_t)g->nr_cpus);
-		}
-		if (n >= 40) {
-			memcpy(&g->agent_setup_cpu_ns, p + 8, 8);
-			memcpy(&g->agent_cpu_ns, p + 24, 8);
-			memcpy(&g->agent_wall_ns, p + 32, 8);
-			if (g->agent_setup_cpu_ns >= g->agent_cpu_ns)
-				g->agent_setup_cpu_ns -= g->agent_cpu_ns;
-		}
-		g->ended = true;
-		hgt__listen_log(l, "guest %s: stopped", g->name);
-		return;
+		msg_end(l, g, p, n);
+		break;
 	default:
+		ok = msg_small(l, g, type, p, n);
 		break;
 	}
-bad:
-	hgt__listen_fault(l, g, "control message type %u of %zu bytes rejected", type, n);
+	if (!ok)
+		hgt__listen_fault(l, g, "control message type %u of %zu bytes rejected", type, n);
 }
 
 /*
