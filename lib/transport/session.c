@@ -683,23 +683,220 @@ static const char **guest_events_on_host(struct hgt_record_opts *hro, int nr_kvm
 	return ev;
 }
 
+/* Where the listener meets the guests: FIFO/port folders, and peers it dials. */
+struct endpoints {
+	struct hgt_listen_guest *lg;
+	const struct hgt_record_opts **lgr; /* each folder's recording options */
+	int nfifo;
+	struct hgt_listen_peer *peers;
+	int npeers;
+	int nr_kvm, nr_entry; /* guests synced from KVM's debugfs; mapped from kvm_entry */
+};
+
+/* Guest @i's name is valid and given once. Returns 0 or -EINVAL (error set). */
+static int guest_name_ok(const struct session *s, int i)
+{
+	const struct hgt_session_guest *in = s->g[i].in;
+
+	if (!hgt__valid_name(in->name) || (!in->dir && in->transport != HGT_TRANSPORT_TCP &&
+					   in->transport != HGT_TRANSPORT_VSOCK))
+		return hgt__errorf(EINVAL, "record: -A '%s': a guest name is [A-Za-z0-9_.-]",
+				   in->name ? in->name : "");
+	for (int k = 0; k < i; k++)
+		if (!strcmp(s->g[k].in->name, in->name))
+			return hgt__errorf(EINVAL, "record: guest %s given twice", in->name);
+	return 0;
+}
+
+/* The VMM process of @g (given, or found by its channel and name) and its vCPU threads.
+ * Returns its PID, 0 when none was found, or -ENOTUNIQ when two fit. */
+static int guest_vmm(struct session *s, struct sguest *g)
+{
+	char cid[64];
+	const char *channel = g->in->dir;
+	int pid;
+
+	if (g->in->transport == HGT_TRANSPORT_VSOCK) {
+		snprintf(cid, sizeof(cid), "=guest-cid=%u", g->in->cid);
+		channel = cid;
+	}
+	pid = g->in->pid > 0 ? g->in->pid : hgt_vmm_find(NULL, channel, g->in->name);
+	if (pid == -ENOTUNIQ)
+		return pid; /* two VMMs fit: taking either could be the wrong one */
+	if (pid > 0 && !hgt_vmm_vcpu_threads(NULL, pid, &g->vt)) {
+		g->have_vt = true;
+		logf_(s, "guest %s: VMM process %d, %d vCPU threads", g->in->name, pid, g->vt.nr);
+	} else {
+		logf_(s, "guest %s: WARNING: no VMM process found", g->in->name);
+	}
+	return pid > 0 ? pid : 0;
+}
+
+/* Guest @i: its recording options, its VMM, its endpoint, how it will be mapped and
+ * synced. Returns 0 or -errno. */
+static int setup_guest(struct session *s, int i, const struct hgt_record_opts *hro,
+		       struct endpoints *ep)
+{
+	struct sguest *g = &s->g[i];
+	int pid, ret;
+
+	g->in = &s->o->guests[i];
+	ret = guest_name_ok(s, i);
+	if (ret)
+		return ret;
+	g->ro = g->in->record ? *g->in->record : *hro;
+	g->ro.sz = sizeof(g->ro);
+	g->ro.output = NULL;
+	if (!g->ro.clock)
+		g->ro.clock = hro->clock;
+	pid = guest_vmm(s, g);
+	if (pid < 0)
+		return pid;
+	if (g->in->transport == HGT_TRANSPORT_TCP || g->in->transport == HGT_TRANSPORT_VSOCK) {
+		ep->peers[ep->npeers++] = (struct hgt_listen_peer){ .name = g->in->name,
+								    .transport = g->in->transport,
+								    .host = g->in->host,
+								    .cid = g->in->cid,
+								    .port = g->in->port,
+								    .record = &g->ro };
+	} else {
+		ep->lg[ep->nfifo] =
+			(struct hgt_listen_guest){ .name = g->in->name, .dir = g->in->dir };
+		ep->lgr[ep->nfifo++] = &g->ro;
+	}
+	/* unnamed vCPU threads: mapped at the end from kvm_entry's vcpu_id */
+	if (pid > 0 && g->have_vt && !g->vt.nr) {
+		g->nr_tids = hgt__vmm_tids(pid, &g->tids);
+		if (g->nr_tids > 0)
+			ep->nr_entry++;
+	}
+	if (pid > 0 && !hgt_kvm_read(s->o->kvm_debugfs, pid, &g->kvm)) {
+		g->have_kvm = true;
+		ep->nr_kvm++;
+		logf_(s, "guest %s: KVM VM %s, %d vCPUs: exact sync", g->in->name, g->kvm.dir,
+		      g->kvm.nr);
+	}
+	return 0;
+}
+
+/* Run the guests' side while the host records: the listener, until the command ends or
+ * a stop. Returns hgt_listen_run()'s result. */
+static int listen_guests(struct session *s, const char *output, const struct endpoints *ep,
+			 const char *base)
+{
+	char dir[4096], *slash;
+	HGT_OPTS(hgt_listen_opts, lo, .guests = ep->lg, .nr_guests = ep->nfifo, .start = true,
+		 .log = s->o->log, .stop = s->o->stop, .output_base = base,
+		 .sync_clock = hgt__sync_clock_readable(s->clock) ? s->clock : NULL,
+		 .sync_interval_ms = s->o->sync_interval_ms,
+		 .host_trace_id = hgt__record_trace_id(s->rec), .graceful = true,
+		 .on_started = on_started, .on_stopping = on_stopping,
+		 .on_guest_done = on_guest_done, .on_guest_id = on_guest_id, .ctx = s,
+		 .guest_record = ep->lgr, .peers = ep->peers, .nr_peers = ep->npeers);
+
+	/* the listener's temporary files go beside the output */
+	snprintf(dir, sizeof(dir), "%s", output);
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash[slash == dir] = 0;
+	lo.output_dir = slash ? dir : ".";
+	if (!lo.sync_clock)
+		logf_(s,
+		      "WARNING: clock %s cannot be read from user space: the guests' clocks are not synchronised (use -C x86-tsc or mono)",
+		      s->clock);
+	return hgt_listen_run(&lo);
+}
+
+/* The host's recording is stopped: map, sync, refine, check and sum up the pair of
+ * files. Returns 0 or -errno. */
+static int finish_files(struct session *s, const char *output, uint64_t t_start,
+			const struct hgt_tsc_sample *rate0, const struct hgt_record_result *hr)
+{
+	char units[300];
+	int i, ret;
+
+	for (i = 0; i < s->n; i++)
+		if (s->g[i].nr_tids > 0)
+			map_from_kvm_entry(s, &s->g[i], output);
+	ret = map_guests(s, output);
+	if (ret)
+		logf_(s, "%s: cannot add the guests' vCPU map: %s", output, hgt_last_error());
+	for (i = 0; i < s->n; i++)
+		if (s->g[i].have_kvm && s->g[i].path[0])
+			kvm_sync(s, &s->g[i], output, s->clock, t_start,
+				 hgt__record_trace_id(s->rec));
+	for (i = 0; i < s->n; i++)
+		if (s->g[i].path[0])
+			refine(s, &s->g[i], output);
+	tsc2nsec(s, output, s->clock, rate0, units, sizeof(units));
+	containment(s, output);
+	summary(s, output, s->clock, hr);
+	if (units[0])
+		logf_(s, "%s", units);
+	return ret;
+}
+
+static void session_free(struct session *s)
+{
+	for (int i = 0; s->g && i < s->n; i++) {
+		hgt_vcpu_threads_free(&s->g[i].vt);
+		hgt_kvm_vm_free(&s->g[i].kvm);
+		free(s->g[i].cpu_out);
+		free(s->g[i].tids);
+		free(s->g[i].cpu_bytes);
+	}
+	free(s->g);
+}
+
+/* Record the host, with the listener beside it for the guests, then finish the files. */
+static int record_with_guests(struct session *s, struct hgt_record_opts *hro,
+			      const struct endpoints *ep, const char *base)
+{
+	struct hgt_record_result hr = { 0 };
+	struct hgt_tsc_sample rate0 = { 0 };
+	const char **host_events;
+	uint64_t t_start = 0;
+	char *clock = NULL;
+	int ret, lret;
+
+	host_events = guest_events_on_host(hro, ep->nr_kvm, ep->nr_entry);
+	if (!host_events)
+		return -ENOMEM;
+	hgt_trace_clock_read("x86-tsc", &t_start);
+	if (hgt_tsc_sample_read(&rate0))
+		rate0.tsc = 0;
+	s->rec = hgt_record_start(hro);
+	if (!s->rec) {
+		ret = -errno;
+		goto out;
+	}
+	clock = strdup(hgt__record_clock(s->rec));
+	s->clock = clock ? clock : "";
+	lret = listen_guests(s, hro->output, ep, base);
+	if (lret)
+		logf_(s, "guests: %s", hgt_last_error());
+	ret = hgt_record_stop(s->rec, &hr);
+	if (ret)
+		goto out;
+	ret = finish_files(s, hro->output, t_start, &rate0, &hr);
+	if (!ret && lret)
+		ret = hgt__errorf(-lret, "record: not every guest's file could be written");
+out:
+	hgt_record_free(s->rec);
+	s->rec = NULL;
+	free(host_events);
+	free(clock);
+	return ret;
+}
+
 int hgt_session_run(const struct hgt_session_opts *opts)
 {
 	HGT_OPTS(hgt_session_opts, o);
 	struct session s = { .o = &o };
 	struct hgt_record_opts hro;
-	struct hgt_listen_guest *lg = NULL;
-	const struct hgt_record_opts **lgr = NULL;
-	struct hgt_listen_peer *peers = NULL;
-	int nfifo = 0, npeers = 0;
-	char cid[64], units[300];
-	struct hgt_recorder *rec = NULL;
-	struct hgt_record_result hr = { 0 };
-	char *base = NULL, *clock = NULL;
-	const char **host_events = NULL;
-	uint64_t t_start;
-	struct hgt_tsc_sample rate0 = { 0 };
-	int i, ret = 0, lret, rret, nr_kvm = 0, nr_entry = 0;
+	struct endpoints ep = { 0 };
+	char *base = NULL;
+	int i, ret = 0;
 
 	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o) || !opts->host ||
 	    !opts->host->output || opts->nr_guests < 1)
@@ -712,164 +909,20 @@ int hgt_session_run(const struct hgt_session_opts *opts)
 		hro.clock = "x86-tsc";
 	s.n = o.nr_guests;
 	s.g = calloc((size_t)s.n, sizeof(*s.g));
-	lg = calloc((size_t)s.n, sizeof(*lg));
-	lgr = calloc((size_t)s.n, sizeof(*lgr));
-	peers = calloc((size_t)s.n, sizeof(*peers));
+	ep.lg = calloc((size_t)s.n, sizeof(*ep.lg));
+	ep.lgr = calloc((size_t)s.n, sizeof(*ep.lgr));
+	ep.peers = calloc((size_t)s.n, sizeof(*ep.peers));
 	base = guest_base(hro.output);
-	if (!s.g || !lg || !lgr || !peers || !base) {
+	if (!s.g || !ep.lg || !ep.lgr || !ep.peers || !base)
 		ret = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < s.n; i++) {
-		struct sguest *g = &s.g[i];
-		int pid;
-
-		g->in = &o.guests[i];
-		if (!hgt__valid_name(g->in->name) ||
-		    (!g->in->dir && g->in->transport != HGT_TRANSPORT_TCP &&
-		     g->in->transport != HGT_TRANSPORT_VSOCK)) {
-			ret = hgt__errorf(EINVAL, "record: -A '%s': a guest name is [A-Za-z0-9_.-]",
-					  g->in->name ? g->in->name : "");
-			goto out;
-		}
-		for (int k = 0; k < i; k++)
-			if (!strcmp(s.g[k].in->name, g->in->name)) {
-				ret = hgt__errorf(EINVAL, "record: guest %s given twice",
-						  g->in->name);
-				goto out;
-			}
-		g->ro = g->in->record ? *g->in->record : hro;
-		g->ro.sz = sizeof(g->ro);
-		g->ro.output = NULL;
-		if (!g->ro.clock)
-			g->ro.clock = hro.clock;
-		if (g->in->transport == HGT_TRANSPORT_VSOCK)
-			snprintf(cid, sizeof(cid), "=guest-cid=%u", g->in->cid);
-		pid = g->in->pid > 0 ? g->in->pid
-				     : hgt_vmm_find(NULL,
-						    g->in->transport == HGT_TRANSPORT_VSOCK ? cid
-						    : g->in->dir ? g->in->dir
-								 : NULL,
-						    g->in->name);
-		if (pid == -ENOTUNIQ) {
-			ret = pid; /* two VMMs fit: taking either could be the wrong one */
-			goto out;
-		}
-		if (pid > 0 && !hgt_vmm_vcpu_threads(NULL, pid, &g->vt)) {
-			g->have_vt = true;
-			logf_(&s, "guest %s: VMM process %d, %d vCPU threads", g->in->name, pid,
-			      g->vt.nr);
-		} else {
-			logf_(&s, "guest %s: WARNING: no VMM process found", g->in->name);
-		}
-		if (g->in->transport == HGT_TRANSPORT_TCP ||
-		    g->in->transport == HGT_TRANSPORT_VSOCK) {
-			peers[npeers++] = (struct hgt_listen_peer){ .name = g->in->name,
-								    .transport = g->in->transport,
-								    .host = g->in->host,
-								    .cid = g->in->cid,
-								    .port = g->in->port,
-								    .record = &g->ro };
-		} else {
-			lg[nfifo] =
-				(struct hgt_listen_guest){ .name = g->in->name, .dir = g->in->dir };
-			lgr[nfifo++] = &g->ro;
-		}
-		/* unnamed vCPU threads: mapped at the end from kvm_entry's vcpu_id */
-		if (pid > 0 && g->have_vt && !g->vt.nr) {
-			g->nr_tids = hgt__vmm_tids(pid, &g->tids);
-			if (g->nr_tids > 0)
-				nr_entry++;
-		}
-		if (pid > 0 && !hgt_kvm_read(o.kvm_debugfs, pid, &g->kvm)) {
-			g->have_kvm = true;
-			nr_kvm++;
-			logf_(&s, "guest %s: KVM VM %s, %d vCPUs: exact sync", g->in->name,
-			      g->kvm.dir, g->kvm.nr);
-		}
-	}
-	host_events = guest_events_on_host(&hro, nr_kvm, nr_entry);
-	if (!host_events) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	t_start = 0;
-	hgt_trace_clock_read("x86-tsc", &t_start);
-	if (hgt_tsc_sample_read(&rate0))
-		rate0.tsc = 0;
-	rec = hgt_record_start(&hro);
-	if (!rec) {
-		ret = -errno;
-		goto out;
-	}
-	s.rec = rec;
-	clock = strdup(hgt__record_clock(rec));
-	s.clock = clock ? clock : "";
-	{
-		char dir[4096], *slash;
-		HGT_OPTS(hgt_listen_opts, lo, .guests = lg, .nr_guests = nfifo, .start = true,
-			 .log = o.log, .stop = o.stop, .output_base = base,
-			 .sync_clock = hgt__sync_clock_readable(clock) ? clock : NULL,
-			 .sync_interval_ms = o.sync_interval_ms,
-			 .host_trace_id = hgt__record_trace_id(rec), .graceful = true,
-			 .on_started = on_started, .on_stopping = on_stopping,
-			 .on_guest_done = on_guest_done, .on_guest_id = on_guest_id, .ctx = &s,
-			 .guest_record = lgr, .peers = peers, .nr_peers = npeers);
-
-		/* the listener's temporary files go beside the output */
-		snprintf(dir, sizeof(dir), "%s", hro.output);
-		slash = strrchr(dir, '/');
-		if (slash)
-			slash[slash == dir] = 0;
-		lo.output_dir = slash ? dir : ".";
-		if (!lo.sync_clock)
-			logf_(&s,
-			      "WARNING: clock %s cannot be read from user space: the guests' clocks are not synchronised (use -C x86-tsc or mono)",
-			      clock);
-		lret = hgt_listen_run(&lo);
-	}
-	if (lret)
-		logf_(&s, "guests: %s", hgt_last_error());
-	rret = hgt_record_stop(rec, &hr);
-	if (rret) {
-		ret = rret;
-		goto out;
-	}
-	for (i = 0; i < s.n; i++)
-		if (s.g[i].nr_tids > 0)
-			map_from_kvm_entry(&s, &s.g[i], hro.output);
-	ret = map_guests(&s, hro.output);
-	if (ret)
-		logf_(&s, "%s: cannot add the guests' vCPU map: %s", hro.output, hgt_last_error());
-	for (i = 0; i < s.n; i++)
-		if (s.g[i].have_kvm && s.g[i].path[0])
-			kvm_sync(&s, &s.g[i], hro.output, clock, t_start,
-				 hgt__record_trace_id(rec));
-	for (i = 0; i < s.n; i++)
-		if (s.g[i].path[0])
-			refine(&s, &s.g[i], hro.output);
-	tsc2nsec(&s, hro.output, clock, &rate0, units, sizeof(units));
-	containment(&s, hro.output);
-	summary(&s, hro.output, clock, &hr);
-	if (units[0])
-		logf_(&s, "%s", units);
-	if (!ret && lret)
-		ret = hgt__errorf(-lret, "record: not every guest's file could be written");
-out:
-	hgt_record_free(rec);
-	for (i = 0; s.g && i < s.n; i++) {
-		hgt_vcpu_threads_free(&s.g[i].vt);
-		hgt_kvm_vm_free(&s.g[i].kvm);
-		free(s.g[i].cpu_out);
-		free(s.g[i].tids);
-		free(s.g[i].cpu_bytes);
-	}
-	free(s.g);
-	free(lg);
-	free(lgr);
-	free(peers);
-	free(host_events);
+	for (i = 0; !ret && i < s.n; i++)
+		ret = setup_guest(&s, i, &hro, &ep);
+	if (!ret)
+		ret = record_with_guests(&s, &hro, &ep, base);
+	session_free(&s);
+	free(ep.lg);
+	free(ep.lgr);
+	free(ep.peers);
 	free(base);
-	free(clock);
 	return ret;
 }
