@@ -332,11 +332,19 @@ fi
 # two sessions share one truth); a bound of at most 50 us.
 # pages DIR: bytes of ring-buffer pages a recording directory holds
 pages() { cat "$1"/cpu* 2> /dev/null | wc -c; }
+# least_cpu DIR: bytes of pages of the CPU holding the fewest (its files cpuN, cpuN.K), 0
+# before there are two (each vCPU's windows need events of their own to be narrowed)
+least_cpu() {
+	ls -l "$1" 2> /dev/null | awk '$NF ~ /^cpu[0-9]+(\.[0-9]+)?$/ {
+		c = $NF; sub(/\..*/, "", c); b[c] += $5 }
+		END { n = 0; for (c in b) { n++; if (min == "" || b[c] < min) min = b[c] }
+		      print (n >= 2 ? min : 0) }'
+}
 "$HGTRACE" record -e sched:sched_switch -e sched:sched_wakeup -A "g@fifo:$t/g" -e sched:sched_switch \
 	-o kill.dat -- sleep 120 2> reck.log &
 rp=$!
 end=$((SECONDS + 100))
-until [ -e kill-g.dat.recording/options ] && [ "$(pages kill-g.dat.recording)" -ge 16384 ] &&
+until [ -e kill-g.dat.recording/options ] && [ "$(least_cpu kill-g.dat.recording)" -ge 16384 ] &&
 	[ "$(pages kill.dat.recording)" -ge 65536 ] || [ $SECONDS -ge $end ]; do sleep 0.1; done
 kill -KILL $rp
 wait $rp 2> /dev/null
