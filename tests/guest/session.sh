@@ -321,7 +321,7 @@ if [ $lrc = 0 ] && [ -n "$lb" ] && [ "$lb" -le 50000 ] && cmp -s loc.h loc.t &&
 	echo "$zt" | grep -q ' 0 outside' && [ "${zin:-0}" -gt 20 ]; then
 	tap_ok "-C local: synced through the trace and refined, bound +-$lb ns; merge = trace-cmd's ($(wc -l < loc.h) lines); at zero tolerance: $zt"
 else
-	tap_fail "-C local: exit $lrc, bound '$lb' ns (<= 50 us?), clock '$lc', merge $(cmp -s loc.h loc.t && echo same || echo differs), zero tolerance: $zt; $(grep -i 'sync\|clock' recl.log | tr '\n' '|')"
+	tap_fail "-C local: exit $lrc, bound '$lb' ns (<= 50 us?), clock '$lc', merge $(cmp -s loc.h loc.t && echo same || echo differs), zero tolerance: $zt; record: $(tail -8 recl.log | tr '\n' '|') guest: $(tail -5 serial.log | tr -d '\r' | tr '\n' '|')"
 fi
 
 # 2c. A session killed (SIGKILL) once both sides have pages on disk, then restored: the
@@ -367,7 +367,7 @@ if grep -q 'sync refined by the vCPU windows' rest2.log && [ -n "$kb" ] && [ -n 
 	echo "$zt" | grep -q ' 0 outside' && [ "${zin:-0}" -gt 20 ]; then
 	tap_ok "SIGKILL + restore: the second restore refined the pair (+-$kb cycles; session 1 +-$b1): both vCPUs' offsets within both bounds of session 1's; at zero tolerance: $zt"
 else
-	tap_fail "SIGKILL + restore: bound '$kb' (session 1 '$b1'), offsets compared/apart '$far', zero tolerance: $zt; restore: $(tr '\n' '|' < rest2.log) $(tr '\n' '|' < rest1.log)"
+	tap_fail "SIGKILL + restore: bound '$kb' (session 1 '$b1'), offsets compared/apart '$far', zero tolerance: $zt; restore: $(tr '\n' '|' < rest2.log) $(tr '\n' '|' < rest1.log) record: $(tail -6 reck.log | tr '\n' '|') guest: $(tail -5 serial.log | tr -d '\r' | tr '\n' '|')"
 fi
 
 kill $qpid 2> /dev/null
