@@ -92,6 +92,9 @@ if grep -q "s-sym.dat: the same file as the host file s-host.dat" tap-err.txt; t
 else
 	tap_fail "attach h symlink: reason: $(cat tap-err.txt)"
 fi
+# and the symbolic link as the host (each side's link is followed)
+TAP_WANT="s-host.dat: the same file as the host file s-sym.dat" tap_refuses "attach s-sym.dat s-host.dat (the host a symbolic link)" \
+	"s-host.dat" "$HGTRACE" attach s-sym.dat s-host.dat
 "$HGTRACE" attach s-host.dat s-guest.dat > /dev/null 2>&1 || tap_fail "attach of the real pair"
 cp s-host.dat s-copy.dat
 TAP_WANT="the host's trace id" tap_refuses "attach a guest that is a copy of the host (its trace id)" "s-host.dat s-copy.dat" \

@@ -11,6 +11,8 @@ HELLO, metadata and TRACEID, then answers the host's probes as MODE says:
   mute    never answers
   unsent  answers a probe that was never sent
   flood   sends garbage on the control channel without end
+  stale   puts an earlier session's whole data header and a page (4,120 bytes) before
+          cpu 0's header, as a FIFO a killed host left unread holds them; never answers
 and stops on '0' (sending END), or when killed.
 Usage: fake-agent.py DIR MODE
 """
@@ -62,6 +64,9 @@ while time.time() < deadline:
     for m in messages(0.05):
         if state == "config" and m[0] == "msg" and m[1] == 6:
             send(5, struct.pack("<Q", session))  # READY
+            if mode == "stale":
+                os.write(data[0], struct.pack("<IIIIQ", 0x44544748, 2, 0, 4096, session ^ 2)
+                         + os.urandom(4096))
             for i, fd in enumerate(data):
                 os.write(fd, struct.pack("<IIIIQ", 0x44544748, 2, i, 4096, session))
             state = "wait"

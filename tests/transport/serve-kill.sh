@@ -73,6 +73,20 @@ for k in $(seq 1 "$K"); do
 	fi
 done
 
+# A session longer than the agent's silence limit (10 s) with no sync round after the first
+# (--sync-interval 60 s): only the host's heartbeats (every 5 s) tell the agent it is there.
+# The agent must not end the session as silent, and the session must end well.
+s0=$(grep -c 'silent for' agent.log)
+timeout 60 "$HGTRACE" record -e sched:sched_switch -A "w@fifo:$t/w" -o long.dat --sync-interval 60000 \
+	-- sleep 13 > /dev/null 2> long.log
+rc=$?
+gn=$(trace-cmd report long-w.dat 2> /dev/null | grep -c 'sched_switch:')
+if [ $rc = 0 ] && [ "$gn" -gt 0 ] && [ "$(grep -c 'silent for' agent.log)" = "$s0" ]; then
+	tap_ok "a 13 s session quiet but for the host's heartbeats: the agent (silent after 10 s) kept it; $gn guest events"
+else
+	tap_fail "a 13 s session with heartbeats only: exit $rc, $gn guest events: $(tr '\n' '|' < long.log) agent: $(tail -3 agent.log | tr '\n' '|')"
+fi
+
 # A host that sends its settings and its start, then reads nothing: the agent's HELLO and
 # metadata (kallsyms: more than a FIFO holds) wait for room. The agent gives up after its
 # silence limit (10 s), says so, and serves the next host. The CONFIG is written here by

@@ -148,6 +148,41 @@ static void test_tsync_step_after_last_sample(void **state)
 	assert_int_equal(hgt_clock_convert(&f.clk, 5000, 0), 5010);
 }
 
+/* A CPU the TIME_SHIFT does not list is left alone, even where the array has room beyond
+ * nr_cpus (a file may store fewer CPUs than the guest had). */
+static void test_tsync_cpu_beyond_nr_cpus(void **state)
+{
+	int64_t time[1] = { 0 }, off[2] = { 1000, 7000 }, one[1] = { 1 }, zero[1] = { 0 };
+	struct hgt_time_shift_cpu cpus[2] = { { 1, time, off, one, zero },
+					      { 1, time, off + 1, one, zero } };
+	struct hgt_time_shift ts = { .nr_cpus = 1, .cpus = cpus };
+	struct hgt_clock clk = { .tsync = &ts };
+
+	assert_int_equal(hgt_clock_convert(&clk, 50000, 0), 51000);
+	assert_int_equal(hgt_clock_convert(&clk, 50000, 1), 50000);
+	assert_int_equal(hgt_clock_convert(&clk, 50000, 2), 50000);
+	assert_int_equal(hgt_clock_convert(&clk, 50000, -1), 50000);
+}
+
+/* The measured TSC rate, by hand: 2.1 GHz over 1 s is 0.476190476... ns a tick, times 2^32 =
+ * 2045222521.9, rounded to 2045222522 (shift 32); the error bound (2 x 50 ns over 1 s) is
+ * 0.1 ppm; samples 50 ms apart are refused (100 ms at least). */
+static void test_tsc2nsec_measure_by_hand(void **state)
+{
+	struct hgt_tsc_sample a = { 1000, 5000000000ULL, 50 };
+	struct hgt_tsc_sample b = { 1000 + 2100000000ULL, 6000000000ULL, 50 };
+	struct hgt_tsc_sample c = { 1000 + 105000000ULL, 5050000000ULL, 50 };
+	uint32_t mult = 0, shift = 0;
+	double ppm = 0;
+
+	assert_int_equal(hgt_tsc2nsec_measure(&a, &b, &mult, &shift, &ppm), 0);
+	assert_int_equal(mult, 2045222522u);
+	assert_int_equal(shift, 32);
+	assert_true(ppm > 0.0999 && ppm < 0.1001);
+	assert_int_equal(hgt_tsc2nsec_measure(&a, &c, &mult, &shift, NULL), -EAGAIN);
+	assert_int_equal(hgt_tsc2nsec_measure(&b, &a, &mult, &shift, NULL), -EAGAIN);
+}
+
 static uint64_t rng(uint64_t *x)
 {
 	*x ^= *x << 13;
@@ -405,6 +440,8 @@ int main(void)
 		cmocka_unit_test(test_tsync_interpolate_rounds),
 		cmocka_unit_test(test_tsync_compat_scaling_as_trace_cmd),
 		cmocka_unit_test(test_tsync_step_after_last_sample),
+		cmocka_unit_test(test_tsync_cpu_beyond_nr_cpus),
+		cmocka_unit_test(test_tsc2nsec_measure_by_hand),
 		cmocka_unit_test(test_tsc_forward_by_hand),
 		cmocka_unit_test(test_tsc_inverse_is_exact),
 		cmocka_unit_test(test_tsync_native_no_wrap),
