@@ -359,6 +359,18 @@ static void test_infer_empty(void **state)
 		assert_true(r.status == HGT_INFER_EMPTY || r.status == HGT_INFER_NO_OVERLAP ||
 			    r.status == HGT_INFER_OK);
 	}
+	/* the host's span ends at 20, outside its one window [0,10]: an event at 0 may be
+	 * placed in the window (c in [0,10]) or after the span (c >= 21), and only the
+	 * window puts it in the span; 20 itself is in the span and in no window */
+	{
+		const struct hgt_infer_window x[] = { { 0, 10 } };
+		const int64_t e[] = { 0 };
+
+		assert_int_equal(hgt_infer_offset(e, 1, x, 1, 0, 20, NULL, &r), 0);
+		assert_int_equal(r.status, HGT_INFER_OK);
+		assert_int_equal(r.lo, 0);
+		assert_int_equal(r.hi, 10);
+	}
 	/* unsorted events are refused */
 	{
 		const int64_t bad[] = { 5, 4 };
