@@ -27,6 +27,11 @@ static void test_header_and_options(void **state)
 	assert_int_equal(hgt_input_top_buffer(in), 0);
 	assert_non_null(hgt_input_option(in, HGT_OPT_UNAME));
 	assert_non_null(hgt_input_tep(in));
+	/* the options by index: the last one, and nothing on either side */
+	assert_true(hgt_input_nr_options(in) > 0);
+	assert_non_null(hgt_input_option_at(in, hgt_input_nr_options(in) - 1));
+	assert_null(hgt_input_option_at(in, hgt_input_nr_options(in)));
+	assert_null(hgt_input_option_at(in, -1));
 	hgt_input_close(in);
 }
 
