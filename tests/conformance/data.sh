@@ -56,4 +56,16 @@ if zcat expected/inst.dat.0.txt.gz | grep -q 'EVENTS DROPPED'; then
 else
 	tap_fail "the instance recording carries dropped-events markers"
 fi
+# --boundary marks each page's first event: as many marks per CPU as pages, counted from
+# the CPU's data size that trace-cmd dump gives (uncompressed files; every page holds events)
+for f in tsc-v6.dat local-v7none.dat; do
+	want=$(trace-cmd dump --flyrecord --options "$f" 2> /dev/null | awk '
+		/\[offset, size of cpu/ { sub(/\]/, "", $NF); print $NF ":" $2 / 4096 }
+		/\[id, data offset and size\]/ && !seen[$1]++ { print $1 ":" $3 / 4096 }' | sort)
+	got=$("$HGTRACE" report --boundary "$f" 2> /dev/null | sed -n 's/^CPU:\([0-9]*\) \[SUBBUFFER START\]$/\1/p' |
+		sort | uniq -c | awk '{ print $2 ":" $1 }' | sort)
+	[ -n "$want" ] && [ "$got" = "$want" ] &&
+		tap_ok "$f report --boundary: a mark per page, per CPU as trace-cmd dump's sizes say ($(echo $want))" ||
+		tap_fail "$f report --boundary: marks per CPU '$(echo $got)', pages '$(echo $want)'"
+done
 tap_done

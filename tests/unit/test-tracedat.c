@@ -9,6 +9,7 @@
 
 #include <traceevent/event-parse.h>
 
+#include <hgtrace/output.h>
 #include <hgtrace/tracedat.h>
 
 static void test_header_and_options(void **state)
@@ -33,6 +34,43 @@ static void test_header_and_options(void **state)
 	assert_null(hgt_input_option_at(in, hgt_input_nr_options(in)));
 	assert_null(hgt_input_option_at(in, -1));
 	hgt_input_close(in);
+}
+
+/* Settings no trace.dat can have are refused before any file is made: version 6 with
+ * compression, version 5 or 8, a page under 64 bytes, a long of 2 bytes. */
+static void test_output_refuses_impossible_files(void **state)
+{
+	char dir[] = "/tmp/hgt-out-XXXXXX", path[64];
+	const struct {
+		int version, compression;
+		uint32_t page;
+		int lsize;
+	} bad[] = { { 6, HGT_COMPRESS_ZSTD, 0, 0 },
+		    { 6, HGT_COMPRESS_ZLIB, 0, 0 },
+		    { 5, 0, 0, 0 },
+		    { 8, 0, 0, 0 },
+		    { 7, 0, 32, 0 },
+		    { 7, 0, 0, 2 } };
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/o.dat", dir);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		HGT_OPTS(hgt_output_opts, oo, .version = bad[i].version,
+			 .compression = (enum hgt_compression)bad[i].compression,
+			 .page_size = bad[i].page, .long_size = bad[i].lsize);
+
+		assert_null(hgt_output_create(path, &oo));
+		assert_int_equal(errno, EINVAL);
+		assert_int_equal(access(path, F_OK), -1);
+	}
+	{
+		HGT_OPTS(hgt_output_opts, oo, .version = 6);
+		struct hgt_output *o = hgt_output_create(path, &oo);
+
+		assert_non_null(o);
+		hgt_output_abort(o);
+	}
+	assert_int_equal(rmdir(dir), 0);
 }
 
 /* Every event of every CPU, as (ts, size, bytes), must be the same in v6 and v7-zstd. */
@@ -252,6 +290,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_header_and_options),
+		cmocka_unit_test(test_output_refuses_impossible_files),
 		cmocka_unit_test(test_v6_and_v7_zstd_hold_the_same_events),
 		cmocka_unit_test(test_instance_buffer_and_losses),
 		cmocka_unit_test(test_bad_magic_version_truncation),
