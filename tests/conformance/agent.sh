@@ -140,6 +140,17 @@ c, a = s.accept(); c.recv(65536); c.close()' $port &
 helpers=$!
 wait_listen $port
 agent_fails "an agent whose host leaves before the start" 'the host closed the connection before starting the session'
+# a host whose refusal holds a terminal escape, a bell and a newline: the agent's one line
+# shows each as '?' (a hostile host must not drive the user's terminal or split the line)
+python3 -c 'import socket, struct, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+c, a = s.accept()
+why = b"evil\x1b[2J\x07host\nsecond\0"
+c.sendall(struct.pack("<IHHI", 0x43544748, 9, 0, len(why)) + why); c.recv(65536); c.close()' $port &
+helpers=$!
+wait_listen $port
+agent_fails "an agent refused with control characters" 'the host refused it: evil?\[2J?host?second$'
 
 # 2c. 200 connections that say "control" and then nothing: the listener does not spin, and
 # after 10 s without a HELLO their slots are freed: a real agent then records through it.
