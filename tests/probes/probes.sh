@@ -179,6 +179,19 @@ else
 fi
 sed -E 's/^[0-9]+@[0-9.]+://' "$t/log/log.txt" > "$t/log/got.txt"
 tap_cmp "log: every argument type, field by field" "$t/want.txt" "$t/log/got.txt"
+# a bracket pattern (no * or ?) selects as the shell's glob does (fnmatch): only ev_ints
+(cd "$t/log" && HGTRACE_EVENTS='ev_[iu]nts' ./sample fire 2> br.txt)
+sed -E 's/^[0-9]+@[0-9.]+://' "$t/log/br.txt" > "$t/log/br-got.txt"
+while read -r l; do
+	# shellcheck disable=SC2053
+	[[ ${l%% *} == ev_[iu]nts ]] && echo "$l"
+done < "$t/want.txt" > "$t/log/br-want.txt"
+if [ -s "$t/log/br-want.txt" ]; then
+	tap_cmp "log: HGTRACE_EVENTS='ev_[iu]nts' enables what the glob matches ($(wc -l < "$t/log/br-want.txt") line)" \
+		"$t/log/br-want.txt" "$t/log/br-got.txt"
+else
+	tap_fail "log: the expected lines of ev_[iu]nts are missing from want.txt"
+fi
 (cd "$t/log" && ./sample fire 2> quiet.txt)
 [ ! -s "$t/log/quiet.txt" ] && tap_ok "log: nothing when no event is enabled" ||
 	tap_fail "log: printed without events enabled"
