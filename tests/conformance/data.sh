@@ -56,6 +56,27 @@ if zcat expected/inst.dat.0.txt.gz | grep -q 'EVENTS DROPPED'; then
 else
 	tap_fail "the instance recording carries dropped-events markers"
 fi
+# A page that lost exactly one event (the kernel's "missed events" flags with the count 1
+# stored after its data), made here in a copy of local-v7none.dat at CPU 0's fourth page
+# (offset from trace-cmd dump): the report prints "[1 EVENTS DROPPED]" as trace-cmd does.
+off=$(trace-cmd dump --options local-v7none.dat 2> /dev/null | awk '$1 == 0 && /data offset and size/ { print $2; exit }')
+python3 - "$off" "$t/m1.dat" << 'PY'
+import struct, sys
+d = bytearray(open("local-v7none.dat", "rb").read())
+page = int(sys.argv[1]) + 3 * 4096
+commit = struct.unpack_from("<Q", d, page + 8)[0]
+assert commit + 16 + 8 <= 4096
+struct.pack_into("<Q", d, page + 8, commit | 1 << 31 | 1 << 30)  # missed, count stored
+struct.pack_into("<Q", d, page + 16 + commit, 1)
+open(sys.argv[2], "wb").write(d)
+PY
+hgt_report_nolat "$t/m1.dat" > "$t/got"
+trace-cmd report "$t/m1.dat" > "$t/want" 2> /dev/null
+if grep -q '^CPU:0 \[1 EVENTS DROPPED\]$' "$t/want"; then
+	tap_cmp "one event dropped on a page: '$(grep -m1 DROPPED "$t/want")' as trace-cmd ($(wc -l < "$t/want") lines)" "$t/got" "$t/want"
+else
+	tap_fail "the copy with one dropped event: trace-cmd prints no '[1 EVENTS DROPPED]' (offset '$off')"
+fi
 # --boundary marks each page's first event: as many marks per CPU as pages, counted from
 # the CPU's data size that trace-cmd dump gives (uncompressed files; every page holds events)
 for f in tsc-v6.dat local-v7none.dat; do
