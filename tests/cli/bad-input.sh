@@ -82,6 +82,23 @@ read -r off _ < <(sections "$t/optsize6.dat" | awk '$2 == 0' | head -1)
 patch "$t/optsize6.dat" $((off + 12)) ffffff7f
 expect_error "v6 option size past the file" "$t/optsize6.dat" "remain in its section"
 
+# A CPU whose data size would wrap past 2^64 (2^64 - 2 bytes: offset + size + the chunk
+# count's 4 bytes lands 2 bytes after the offset): the BUFFER option's cpu 0 entry, found
+# by the offset and size trace-cmd dump gives for it.
+cp "$data/tsc.dat" "$t/wrap.dat"
+read -r doff dsize < <(trace-cmd dump --options "$t/wrap.dat" 2> /dev/null |
+	awk '$1 == 0 && /data offset and size/ { print $2, $3; exit }')
+python3 - "$t/wrap.dat" "$doff" "$dsize" << 'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+entry = struct.pack("<IQQ", 0, int(sys.argv[2]), int(sys.argv[3]))
+assert d.count(entry) == 1
+i = d.index(entry)
+struct.pack_into("<Q", d, i + 12, (1 << 64) - 2)
+open(sys.argv[1], "wb").write(d)
+PY
+expect_error "cpu data size that wraps past 2^64" "$t/wrap.dat" "bytes lies past the end of the file"
+
 # A page whose commit size exceeds the page (uncompressed v6: cpu 0's first page).
 cp "$data/tsc-v6.dat" "$t/commit.dat"
 coff=$(cpu0_offset "$t/commit.dat")
