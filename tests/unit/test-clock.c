@@ -371,6 +371,18 @@ static void test_infer_empty(void **state)
 		assert_int_equal(r.lo, 0);
 		assert_int_equal(r.hi, 10);
 	}
+	/* window [10,19], span [0,20], events 0 and 3: 0 needs c in [10,19]; 3 needs c + 3
+	 * in [10,19] (c in [7,16]) or past 20 (c >= 18). c = 17 puts 3 at 20: in the span,
+	 * in no window. Left: [10,16] (both in the span) and [18,19] (one: weak): [10,16] */
+	{
+		const struct hgt_infer_window x[] = { { 10, 19 } };
+		const int64_t e[] = { 0, 3 };
+
+		assert_int_equal(hgt_infer_offset(e, 2, x, 1, 0, 20, NULL, &r), 0);
+		assert_int_equal(r.status, HGT_INFER_OK);
+		assert_int_equal(r.lo, 10);
+		assert_int_equal(r.hi, 16);
+	}
 	/* unsorted events are refused */
 	{
 		const int64_t bad[] = { 5, 4 };
