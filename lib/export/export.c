@@ -34,7 +34,8 @@ struct track {
 	int pid;
 	unsigned long long guest_start; /* guest mode since (0: not in guest mode) */
 	int vcpu;
-	unsigned int named; /* TID_* bits whose thread_name was written */
+	unsigned int named;		  /* TID_* bits whose thread_name was written */
+	unsigned long long end[TIDS + 1]; /* where the last slice of each TID_* ended */
 };
 
 struct src {
@@ -227,8 +228,13 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 		     unsigned long long from, unsigned long long to, int pid, const char *key,
 		     const char *val, size_t n)
 {
-	if (!from || to < from)
+	unsigned long long *end = &x->s[si].tr[cpu].end[kind];
+
+	/* none that ends before it begins or overlaps the last: a CPU whose time stepped back
+	 * (a damaged page, a clock set back) has its events, not a slice across the step */
+	if (!from || to < from || from < *end)
 		return;
+	*end = to;
 	thread_name(x, si, cpu, kind);
 	if (x->pb) { /* a slice: its begin and its end */
 		pb_uint(&x->ev, TE_TYPE, TYPE_SLICE_BEGIN);

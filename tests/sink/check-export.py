@@ -33,6 +33,19 @@ threads = {}
 for e in evs:
     if e["ph"] == "X":
         threads.setdefault((e["pid"], e["tid"]), []).append((ns(e["ts"]), ns(e["dur"])))
+# and each lies within its file's span: from its first event to its last (a slice that
+# ended before it began would stretch past the end)
+span = {}
+for e in evs:
+    if e["ph"] == "i":
+        t = ns(e["ts"])
+        lo, hi = span.get(e["pid"], (t, t))
+        span[e["pid"]] = (min(lo, t), max(hi, t))
+for (pid, tid), v in threads.items():
+    lo, hi = span.get(pid, (0, -1))
+    for a, d in v:
+        if a < lo or a + d > hi or d < 0:
+            fail("thread %s: [%d, +%d] is not within its file's events, [%d, %d]" % ((pid, tid), a, d, lo, hi))
 n = 0
 for k, v in threads.items():
     v.sort()
@@ -42,7 +55,7 @@ for k, v in threads.items():
     n += len(v)
 if n == 0:
     fail("no complete events")
-print("ok %d complete events on %d threads, none overlapping" % (n, len(threads)))
+print("ok %d complete events on %d threads, none overlapping, each within its file's events" % (n, len(threads)))
 if "--guest-mode" in sys.argv:
     gm = [e for e in evs if e["ph"] == "X" and e["name"].startswith("vCPU ")]
     exits = sum(c for k, c in want.items() if k[3] == "kvm_exit")

@@ -72,6 +72,29 @@ if "$HGTRACE" export -o t.json t-host.dat t-guest.dat 2> err.txt; then
 else
 	tap_fail "export TCG host + guest: $(cat err.txt)"
 fi
+# A page stamped back in time (damaged, or a clock that stepped back): CPU 0's third page
+# of the host file begins before its second did, as trace-cmd's report shows; the slices
+# across the step would end before they began, so there are none, and every event is still
+# an instant at trace-cmd's time. The page's place from trace-cmd dump.
+simulate b --seed 3 --duration-ms 100 --compression none || tap_fail "simulate b"
+cpu0=$(trace-cmd dump --flyrecord -i b-host.dat 2> /dev/null | awk '$1 == 0 && $4 == "[id," { print $2 }')
+python3 - b-host.dat "$cpu0" << 'PY'
+import struct, sys
+f, at = open(sys.argv[1], "r+b"), int(sys.argv[2])
+f.seek(at + 4096)
+t1 = struct.unpack("<Q", f.read(8))[0]
+f.seek(at + 2 * 4096)
+f.write(struct.pack("<Q", t1 - 1))
+PY
+trace-cmd report -t b-host.dat > b.tc 2> /dev/null
+back=$(awk '$2 == "[000]" { t = $3 + 0; if (n++ && t < l) b++; l = t } END { print b + 0 }' b.tc)
+if [ -z "$cpu0" ] || [ "$back" != 1 ]; then
+	tap_fail "a page stamped back: trace-cmd's report shows $back step(s) back on CPU 0 (cpu 0 data at '$cpu0')"
+elif "$HGTRACE" export -o b.json b-host.dat 2> err.txt; then
+	check "a page stamped back" b.json b.tc
+else
+	tap_fail "export of a page stamped back: $(cat err.txt)"
+fi
 # Bad input: one line, non-zero, no output file.
 tap_refuses "export of a file that is not a trace" "" "$HGTRACE" export -o bad.json /etc/passwd
 [ -e bad.json ] && tap_fail "a failed export left bad.json"
@@ -83,8 +106,12 @@ check_rc=$("$HGTRACE" export --format protobuf s-host.dat > /dev/null 2> err.txt
 # JSON and checked the same way against trace-cmd.
 if command -v protoc > /dev/null && /usr/bin/python3 -c 'import google.protobuf' 2> /dev/null; then
 	protoc --python_out=. -I"$here/sink" "$here/sink/perfetto.proto"
-	for f in s t tsc inst; do
-		if [ $f = s ] || [ $f = t ]; then set -- $f-host.dat $f-guest.dat; else set -- "$here/data/$f.dat"; fi
+	for f in s t tsc inst b; do
+		case $f in
+		s | t) set -- $f-host.dat $f-guest.dat ;;
+		b) set -- b-host.dat ;;
+		*) set -- "$here/data/$f.dat" ;;
+		esac
 		if "$HGTRACE" export --format perfetto -o "$f.pftrace" "$@" 2> err.txt &&
 			PYTHONPATH=. /usr/bin/python3 "$here/sink/perfetto-to-json.py" "$f.pftrace" "$f.pf.json" > dec.txt 2>&1; then
 			tap_ok "perfetto $f: $(cat dec.txt)"
