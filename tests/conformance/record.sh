@@ -13,21 +13,33 @@ trap 'rm -rf "$t"' EXIT
 cd "$t" || exit 1
 
 # What the top level looks like; it must not change. Instances: those this test's recorders
-# left (named hgtrace-*, not there at the start; a recorder may remove a dead recorder's).
-hgt_instances() {
-	ls $TRACEFS/instances | grep '^hgtrace-' | sort
+# left (hgtrace-PID and hgtrace-PID-clock of their pids; the tests running beside this one
+# have recorders of their own). The top level is shared with the tests that record on it
+# (tests/lib/record.sh's record_top): it is read under their lock.
+hgt() { # hgtrace, its pid noted: hgt record ...
+	"$HGTRACE" "$@" &
+	local p=$!
+	echo $p >> "$t/pids"
+	wait $p
 }
-hgt_instances > instances0
+: > "$t/pids"
+own_instances() {
+	[ -s "$t/pids" ] || return 0
+	ls $TRACEFS/instances | grep -E "^hgtrace-($(paste -sd'|' "$t/pids"))(-clock)?\$" | sort
+}
 top_state() {
-	for f in trace_clock buffer_size_kb tracing_on set_event_pid current_tracer tracing_cpumask; do
-		printf '%s: %s\n' $f "$(cat $TRACEFS/$f 2>/dev/null)"
-	done
-	echo "instances left: $(hgt_instances | comm -13 instances0 - | tr '\n' ' ')"
+	(
+		flock 9
+		for f in trace_clock buffer_size_kb tracing_on set_event_pid current_tracer tracing_cpumask; do
+			printf '%s: %s\n' $f "$(cat $TRACEFS/$f 2>/dev/null)"
+		done
+	) 9>/tmp/hgtrace-tracefs-top.lock
+	echo "instances left: $(own_instances | tr '\n' ' ')"
 }
 top_state > before
 
 # 1. A recording with a workload.
-if "$HGTRACE" record -e sched -e irq -e timer -o rec.dat -- sh -c '
+if hgt record -e sched -e irq -e timer -o rec.dat -- sh -c '
 	for i in $(seq 100); do ls /usr/share/doc > /dev/null; done' 2> log; then
 	tap_ok "record -e sched -e irq -e timer -- workload ($(tail -1 log))"
 else
@@ -59,7 +71,7 @@ tap_cmp "top-level tracefs untouched and no instance left" after before
 # 2. -P: only that task's events.
 sh -c 'while :; do cat /proc/self/stat > /dev/null; done' &
 busy=$!
-"$HGTRACE" record -e raw_syscalls -P $busy -o pid.dat -- sleep 0.3 2> log
+hgt record -e raw_syscalls -P $busy -o pid.dat -- sleep 0.3 2> log
 kill $busy
 wait $busy 2> /dev/null
 others=$("$HGTRACE" report pid.dat | grep -v '^cpus=' | grep -vc -- "-$busy ")
@@ -72,7 +84,7 @@ fi
 
 # 3. -M 1: only CPU 0.
 # The workload is pinned to CPU 0, so that CPU has events to record.
-"$HGTRACE" record -e sched -e irq -M 1 -o mask.dat -- taskset -c 0 sh -c 'ls -R /usr/share/doc > /dev/null' 2> log
+hgt record -e sched -e irq -M 1 -o mask.dat -- taskset -c 0 sh -c 'ls -R /usr/share/doc > /dev/null' 2> log
 on=$("$HGTRACE" report mask.dat | grep -v '^cpus=' | grep -c ' \[000\] ')
 off=$("$HGTRACE" report mask.dat | grep -v '^cpus=' | grep -vc ' \[000\] ')
 if [ "$on" -gt 0 ] && [ "$off" = 0 ]; then
@@ -86,7 +98,7 @@ trace-cmd report mask.dat > t.txt 2> /dev/null
 tap_cmp "-M 1: hgtrace report = trace-cmd report ($(head -1 t.txt), $(wc -l < t.txt) lines)" h.txt t.txt
 
 # 4. -C x86-tsc: the file says so, trace-cmd prints raw counters as we do.
-"$HGTRACE" record -e sched -C x86-tsc -o tsc.dat -- sleep 0.1 2> log
+hgt record -e sched -C x86-tsc -o tsc.dat -- sleep 0.1 2> log
 if "$HGTRACE" dump tsc.dat | grep -q 'x86-tsc'; then
 	tap_ok "-C x86-tsc is stored"
 else
@@ -102,7 +114,7 @@ mkdir $TRACEFS/instances/$name
 echo 77 > $TRACEFS/instances/$name/buffer_size_kb
 echo mono > $TRACEFS/instances/$name/trace_clock
 kb=$(cat $TRACEFS/instances/$name/buffer_size_kb)
-"$HGTRACE" record -e sched -B $name -b 512 -C local -o inst.dat -- sleep 0.1 2> log
+hgt record -e sched -B $name -b 512 -C local -o inst.dat -- sleep 0.1 2> log
 n=$("$HGTRACE" report inst.dat | grep -c 'sched_')
 if [ "$n" -gt 0 ] && [ "$(cat $TRACEFS/instances/$name/buffer_size_kb)" = "$kb" ] &&
 	grep -q '\[mono\]' $TRACEFS/instances/$name/trace_clock &&
@@ -112,7 +124,7 @@ else
 	tap_fail "-B existing instance: $n sched events; $(cat $TRACEFS/instances/$name/buffer_size_kb) KB, $(cat $TRACEFS/instances/$name/trace_clock)"
 fi
 rmdir $TRACEFS/instances/$name
-"$HGTRACE" record -e sched -B hgt_new_$$ -o inst2.dat -- sleep 0.1 2> log
+hgt record -e sched -B hgt_new_$$ -o inst2.dat -- sleep 0.1 2> log
 n=$("$HGTRACE" report inst2.dat | grep -c 'sched_')
 if [ -d $TRACEFS/instances/hgt_new_$$ ]; then
 	tap_fail "-B new instance removed"
@@ -124,7 +136,7 @@ else
 fi
 
 # 6. A tiny buffer and a burst: losses are reported, never silent.
-"$HGTRACE" record -e raw_syscalls -e sched -b 4 -o small.dat -- sh -c '
+hgt record -e raw_syscalls -e sched -b 4 -o small.dat -- sh -c '
 	for i in $(seq 3000); do :; done; ls -R /usr > /dev/null 2>&1' 2> log
 lost=$(trace-cmd report --stat small.dat 2> /dev/null | awk '/^overrun:/ { s += $2 } END { print s + 0 }')
 if [ "$lost" -gt 0 ]; then
@@ -138,7 +150,7 @@ else
 fi
 
 # 7. Bad input: one line, non-zero, nothing left behind.
-if "$HGTRACE" record -e nosuchsystem -o bad.dat -- true 2> err; then
+if hgt record -e nosuchsystem -o bad.dat -- true 2> err; then
 	tap_fail "an unknown event system is refused"
 elif [ "$(wc -l < err)" = 1 ] && [ ! -e bad.dat ]; then
 	tap_ok "an unknown event system is refused ($(cat err))"
