@@ -28,10 +28,11 @@ struct hgt_session_guest {
 						 output is ignored); clock NULL: the host's */
 	int pid; /* its VMM (QEMU) process; 0: found from the FIFO path or the name */
 	/* an agent that listens (agent --serve --listen), dialed by the host */
-	enum hgt_transport transport; /* 0 (FIFOs), HGT_TRANSPORT_TCP or HGT_TRANSPORT_VSOCK */
+	enum hgt_transport transport; /* 0 (FIFOs), HGT_TRANSPORT_TCP, _VSOCK or _HVSOCK */
 	const char *host;	      /* TCP */
 	unsigned int cid;	      /* VSOCK (the VMM is then the process with guest-cid=CID) */
-	unsigned int port;
+	unsigned int port;	      /* TCP, VSOCK; HVSOCK: the guest's vsock port */
+	const char *path;	      /* HVSOCK: the VMM's UNIX socket (Firecracker's uds_path) */
 };
 
 struct hgt_session_opts {

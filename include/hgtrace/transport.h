@@ -37,6 +37,8 @@ enum hgt_transport {
 	HGT_TRANSPORT_VSOCK,	 /* cid:port */
 	HGT_TRANSPORT_STDOUT,	 /* debug (virtio-trace's -o): every CPU's raw pages to stdout,
 				    interleaved; starts at once, stops on *stop */
+	HGT_TRANSPORT_HVSOCK,	 /* hybrid vsock (Firecracker, Cloud Hypervisor): the VMM's UNIX
+				    socket, "CONNECT PORT\n" answered "OK ...\n" (host side) */
 };
 
 struct hgt_agent_opts {
@@ -105,12 +107,13 @@ struct hgt_listen_result {
 /* A guest whose agent listens (agent --serve --listen): the host dials it. Initialise
  * whole (designated initialisers): fields may be added at the end. */
 struct hgt_listen_peer {
-	const char *name;	      /* its file name part, as for FIFO guests */
-	enum hgt_transport transport; /* HGT_TRANSPORT_TCP or HGT_TRANSPORT_VSOCK */
-	const char *host;	      /* TCP */
-	unsigned int cid;	      /* VSOCK */
-	unsigned int port;
+	const char *name;		      /* its file name part, as for FIFO guests */
+	enum hgt_transport transport;	      /* HGT_TRANSPORT_TCP, _VSOCK or _HVSOCK */
+	const char *host;		      /* TCP */
+	unsigned int cid;		      /* VSOCK */
+	unsigned int port;		      /* TCP, VSOCK; HVSOCK: the guest's vsock port */
 	const struct hgt_record_opts *record; /* its settings (CONFIG) */
+	const char *path; /* HVSOCK: the VMM's UNIX socket (Firecracker's uds_path) */
 };
 
 /* An agent never goes longer than this without a control message (a heartbeat when it has
@@ -167,6 +170,11 @@ struct hgt_listen_opts {
 	/* called when guest @name's description ends with its TRACEID (before its pages): a
 	 * session can then write the host's GUEST option where a kill leaves it (restore) */
 	void (*on_guest_id)(void *ctx, const char *name, uint64_t trace_id);
+	/* guests that connect through a hybrid-vsock VMM: the UNIX socket it forwards their
+	 * connections to (Firecracker: uds_path + "_" + the port they connect to; NULL:
+	 * none). Made here, removed at the end; a path that exists and is not a stale
+	 * socket is refused */
+	const char *hvsock_path;
 };
 
 /**

@@ -146,6 +146,8 @@ struct listener {
 	struct guest *g[MAX_GUESTS];
 	int nr_g;
 	int tcp_fd, vsock_fd;
+	int unix_fd;	   /* o.hvsock_path's, or -1 */
+	uint64_t unix_ino; /* its inode: removed at the end if still there */
 	struct pending pend[MAX_PENDING];
 	uint64_t mem; /* the guests' mem, together */
 	int nr_pend;
@@ -194,6 +196,7 @@ void hgt__listen_sync_tick(struct listener *l, struct guest *g, uint64_t t);
 void hgt__listen_accept_one(struct listener *l, int lfd);
 void hgt__listen_dial_data(struct listener *l, struct guest *g, const uint8_t *p);
 int hgt__listen_socket(struct listener *l, int family, unsigned int port);
+int hgt__listen_unix_socket(const char *path);
 int hgt__listen_open_peer(struct listener *l, const struct hgt_listen_peer *pr);
 void hgt__listen_pending_read(struct listener *l, struct pending *p);
 void hgt__listen_pending_tick(struct listener *l);

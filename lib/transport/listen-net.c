@@ -9,18 +9,113 @@
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <linux/vm_sockets.h>
 
 #include "../common/common-local.h"
 #include "listen-local.h"
 
-/* A connection to a peer's agent (TCP or vsock), non-blocking once made; -errno. */
+/* How long a hybrid-vsock VMM has to answer CONNECT (it answers once the guest accepts). */
+#define HVSOCK_ACK_MS 10000
+
+/* Read the VMM's answer to CONNECT, a byte at a time (what follows it is the agent's):
+ * "OK" then optionally " PORT", then '\n'. 0, -ECONNABORTED (closed: nobody listens on that
+ * guest port), -ETIMEDOUT or -EPROTO. */
+static int hvsock_ack(int fd)
+{
+	char line[64];
+	size_t n = 0;
+	uint64_t end = hgt__now_ms() + HVSOCK_ACK_MS;
+
+	for (;;) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		uint64_t now = hgt__now_ms();
+		ssize_t r;
+
+		if (now >= end)
+			return -ETIMEDOUT;
+		if (poll(&pf, 1, (int)(end - now)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (!pf.revents)
+			continue;
+		r = read(fd, line + n, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r ? -errno : -ECONNABORTED;
+		if (line[n] == '\n')
+			break;
+		if (++n == sizeof(line))
+			return -EPROTO;
+	}
+	line[n] = 0;
+	if (strncmp(line, "OK", 2) ||
+	    (line[2] && (line[2] != ' ' || !line[3] || strspn(line + 3, "0123456789") != n - 3)))
+		return -EPROTO;
+	return 0;
+}
+
+/* A connection to guest port @port through the hybrid-vsock VMM listening on @path. */
+static int dial_hvsock(const char *path, unsigned int port)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char req[32];
+	int fd, e;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(req, sizeof(req), "CONNECT %u\n", port);
+	/* a VMM gone before the request is an error, not a SIGPIPE */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req))
+		e = errno ? -errno : -EIO;
+	else
+		e = hvsock_ack(fd);
+	if (e) {
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* What a failed dial (-errno @e) says. */
+static const char *dial_error(const struct hgt_listen_peer *pr, int e)
+{
+	if (pr->transport != HGT_TRANSPORT_HVSOCK)
+		return strerror(-e);
+	switch (e) {
+	case -ECONNABORTED:
+		return "the VMM closed the connection without OK (nothing listens on that guest port?)";
+	case -ETIMEDOUT:
+		return "the VMM did not answer CONNECT within 10 s";
+	case -EPROTO:
+		return "the VMM's answer to CONNECT is not \"OK [PORT]\"";
+	default:
+		return strerror(-e);
+	}
+}
+
+/* A connection to a peer's agent (TCP, vsock, or through a hybrid-vsock VMM), non-blocking
+ * once made; -errno. */
 static int dial(const struct hgt_listen_peer *pr)
 {
 	int fd = -1, e = 0, one = 1;
 
-	if (pr->transport == HGT_TRANSPORT_VSOCK) {
+	if (pr->transport == HGT_TRANSPORT_HVSOCK) {
+		fd = dial_hvsock(pr->path, pr->port);
+		if (fd < 0)
+			return fd;
+	} else if (pr->transport == HGT_TRANSPORT_VSOCK) {
 		struct sockaddr_vm sa = { .svm_family = AF_VSOCK,
 					  .svm_cid = pr->cid,
 					  .svm_port = pr->port };
@@ -81,7 +176,7 @@ void hgt__listen_dial_data(struct listener *l, struct guest *g, const uint8_t *p
 			if (fd >= 0)
 				close(fd);
 			hgt__listen_fault(l, g, "cannot open the data connection of cpu %u: %s",
-					  cpu, strerror(fd < 0 ? -fd : errno));
+					  cpu, fd < 0 ? dial_error(g->peer, fd) : strerror(errno));
 			return;
 		}
 	}
@@ -93,8 +188,10 @@ int hgt__listen_open_peer(struct listener *l, const struct hgt_listen_peer *pr)
 	struct guest *g = NULL;
 	int fd;
 
-	if (pr->transport != HGT_TRANSPORT_TCP && pr->transport != HGT_TRANSPORT_VSOCK)
-		return hgt__errorf(EINVAL, "listen: guest %s: dial TCP or vsock", pr->name);
+	if (pr->transport != HGT_TRANSPORT_TCP && pr->transport != HGT_TRANSPORT_VSOCK &&
+	    (pr->transport != HGT_TRANSPORT_HVSOCK || !pr->path))
+		return hgt__errorf(EINVAL, "listen: guest %s: dial TCP, vsock or hybrid vsock",
+				   pr->name);
 	fd = hgt__listen_named_guest(l, pr->name, &g);
 	if (fd)
 		return fd;
@@ -102,7 +199,10 @@ int hgt__listen_open_peer(struct listener *l, const struct hgt_listen_peer *pr)
 	g->record = pr->record;
 	fd = dial(pr);
 	if (fd < 0) {
-		if (pr->transport == HGT_TRANSPORT_VSOCK)
+		if (pr->transport == HGT_TRANSPORT_HVSOCK)
+			hgt__listen_fault(l, g, "cannot connect to unix:%s:%u: %s", pr->path,
+					  pr->port, dial_error(pr, fd));
+		else if (pr->transport == HGT_TRANSPORT_VSOCK)
 			hgt__listen_fault(l, g, "cannot connect to vsock %u:%u: %s", pr->cid,
 					  pr->port, strerror(-fd));
 		else
@@ -155,6 +255,47 @@ fail:
 	return hgt__errorf(e, "listen: %s port %s%s%u: %s", family == AF_VSOCK ? "vsock" : "tcp",
 			   family != AF_VSOCK && l->o.bind_addr ? l->o.bind_addr : "",
 			   family != AF_VSOCK && l->o.bind_addr ? ":" : "", port, strerror(e));
+}
+
+/*
+ * A listening UNIX socket at @path (where a hybrid-vsock VMM forwards its guests'
+ * connections). A socket left there by an earlier run that nobody answers on is replaced;
+ * anything else at @path (a file, a link, a live socket) is refused, never removed.
+ */
+int hgt__listen_unix_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, e;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return hgt__errorf(ENAMETOOLONG,
+				   "listen: --unix '%s': path too long (at most %zu bytes)", path,
+				   sizeof(sa.sun_path) - 1);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (!lstat(path, &st)) {
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		bool live = probe < 0 || !S_ISSOCK(st.st_mode) ||
+			    !connect(probe, (struct sockaddr *)&sa, sizeof(sa)) ||
+			    errno != ECONNREFUSED;
+
+		if (probe >= 0)
+			close(probe);
+		if (live)
+			return hgt__errorf(EEXIST, "listen: --unix '%s': %s exists", path,
+					   S_ISSOCK(st.st_mode) ? "a socket someone listens on"
+								: "a file that is not a socket");
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return hgt__errorf(errno, "listen: socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64)) {
+		e = errno;
+		close(fd);
+		return hgt__errorf(e, "listen: --unix '%s': %s", path, strerror(e));
+	}
+	return fd;
 }
 
 /* Close a refused connection once its peer has read the refusal: closing with its bytes

@@ -1324,6 +1324,15 @@ static int open_sources(struct listener *l)
 		return l->tcp_fd;
 	if (l->o.vsock_port && (l->vsock_fd = hgt__listen_socket(l, AF_VSOCK, l->o.vsock_port)) < 0)
 		return l->vsock_fd;
+	if (l->o.hvsock_path) {
+		struct stat st;
+
+		l->unix_fd = hgt__listen_unix_socket(l->o.hvsock_path);
+		if (l->unix_fd < 0)
+			return l->unix_fd;
+		if (!lstat(l->o.hvsock_path, &st))
+			l->unix_ino = st.st_ino;
+	}
 	return 0;
 }
 
@@ -1504,6 +1513,8 @@ static void poll_fill(struct listener *l, struct poll_set *ps)
 		poll_add(ps, l->tcp_fd, 0, 0, 0);
 	if (l->vsock_fd >= 0 && l->nr_pend < MAX_PENDING && !l->accept_paused)
 		poll_add(ps, l->vsock_fd, 0, 0, 0);
+	if (l->unix_fd >= 0 && l->nr_pend < MAX_PENDING && !l->accept_paused)
+		poll_add(ps, l->unix_fd, 0, 0, 0);
 	for (i = 0; i < l->nr_pend; i++)
 		poll_add(ps, l->pend[i].fd, 1, i, 0);
 	for (i = 0; i < l->nr_g && ps->n < POLL_MAX - 1; i++) {
@@ -1545,7 +1556,7 @@ static void poll_serve(struct listener *l, const struct poll_set *ps, bool *read
  * left to wait for. */
 static bool loop_over(const struct listener *l, bool stopping, int active)
 {
-	bool listening = l->tcp_fd >= 0 || l->vsock_fd >= 0;
+	bool listening = l->tcp_fd >= 0 || l->vsock_fd >= 0 || l->unix_fd >= 0;
 
 	if (stopping && (!l->o.graceful || !active))
 		return true;
@@ -1621,6 +1632,15 @@ static int listen_end(struct listener *l, int ret)
 		close(l->tcp_fd);
 	if (l->vsock_fd >= 0)
 		close(l->vsock_fd);
+	if (l->unix_fd >= 0) {
+		struct stat st;
+
+		close(l->unix_fd);
+		/* ours, unless something else was put there meanwhile */
+		if (!lstat(l->o.hvsock_path, &st) && S_ISSOCK(st.st_mode) &&
+		    st.st_ino == l->unix_ino)
+			unlink(l->o.hvsock_path);
+	}
 	if (!ret && l->failures)
 		ret = hgt__errorf(EPROTO, "listen: %d guest file%s could not be written",
 				  l->failures, l->failures == 1 ? "" : "s");
@@ -1629,7 +1649,7 @@ static int listen_end(struct listener *l, int ret)
 
 int hgt_listen_run(const struct hgt_listen_opts *opts)
 {
-	struct listener l = { .tcp_fd = -1, .vsock_fd = -1 };
+	struct listener l = { .tcp_fd = -1, .vsock_fd = -1, .unix_fd = -1 };
 	int ret;
 
 	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(l.o))

@@ -693,13 +693,19 @@ struct endpoints {
 	int nr_kvm, nr_entry; /* guests synced from KVM's debugfs; mapped from kvm_entry */
 };
 
+/* Whether guest @in's agent listens and the host dials it (TCP, vsock, hybrid vsock). */
+static bool dialed(const struct hgt_session_guest *in)
+{
+	return in->transport == HGT_TRANSPORT_TCP || in->transport == HGT_TRANSPORT_VSOCK ||
+	       (in->transport == HGT_TRANSPORT_HVSOCK && in->path);
+}
+
 /* Guest @i's name is valid and given once. Returns 0 or -EINVAL (error set). */
 static int guest_name_ok(const struct session *s, int i)
 {
 	const struct hgt_session_guest *in = s->g[i].in;
 
-	if (!hgt__valid_name(in->name) || (!in->dir && in->transport != HGT_TRANSPORT_TCP &&
-					   in->transport != HGT_TRANSPORT_VSOCK))
+	if (!hgt__valid_name(in->name) || (!in->dir && !dialed(in)))
 		return hgt__errorf(EINVAL, "record: -A '%s': a guest name is [A-Za-z0-9_.-]",
 				   in->name ? in->name : "");
 	for (int k = 0; k < i; k++)
@@ -719,6 +725,8 @@ static int guest_vmm(struct session *s, struct sguest *g)
 	if (g->in->transport == HGT_TRANSPORT_VSOCK) {
 		snprintf(cid, sizeof(cid), "=guest-cid=%u", g->in->cid);
 		channel = cid;
+	} else if (g->in->transport == HGT_TRANSPORT_HVSOCK) {
+		channel = NULL; /* its socket is set through its API, not its command line */
 	}
 	pid = g->in->pid > 0 ? g->in->pid : hgt_vmm_find(NULL, channel, g->in->name);
 	if (pid == -ENOTUNIQ)
@@ -752,13 +760,14 @@ static int setup_guest(struct session *s, int i, const struct hgt_record_opts *h
 	pid = guest_vmm(s, g);
 	if (pid < 0)
 		return pid;
-	if (g->in->transport == HGT_TRANSPORT_TCP || g->in->transport == HGT_TRANSPORT_VSOCK) {
+	if (dialed(g->in)) {
 		ep->peers[ep->npeers++] = (struct hgt_listen_peer){ .name = g->in->name,
 								    .transport = g->in->transport,
 								    .host = g->in->host,
 								    .cid = g->in->cid,
 								    .port = g->in->port,
-								    .record = &g->ro };
+								    .record = &g->ro,
+								    .path = g->in->path };
 	} else {
 		ep->lg[ep->nfifo] =
 			(struct hgt_listen_guest){ .name = g->in->name, .dir = g->in->dir };

@@ -15,6 +15,31 @@
 
 static volatile int stop_flag;
 
+/* --unix PATH:PORT: guests behind a hybrid-vsock VMM (Firecracker, Cloud Hypervisor)
+ * connecting to host vsock port PORT reach the UNIX socket PATH_PORT, made here. Returns 0
+ * with *@out allocated, or 2 (error said). */
+static int unix_arg(const char *arg, char **out)
+{
+	const char *colon = strrchr(arg, ':');
+	unsigned long v;
+
+	if (!colon || colon == arg) {
+		fprintf(stderr,
+			"hgtrace: listen: --unix '%s': expected PATH:PORT (the VMM's socket, the vsock port the guests connect to)\n",
+			arg);
+		return 2;
+	}
+	if (cmd_uint_arg("listen: --unix PATH:PORT", colon + 1, 0xfffffffeUL, &v) || !v)
+		return 2;
+	free(*out);
+	if (asprintf(out, "%.*s_%lu", (int)(colon - arg), arg, v) < 0) {
+		*out = NULL;
+		fprintf(stderr, "hgtrace: listen: out of memory\n");
+		return 2;
+	}
+	return 0;
+}
+
 int cmd_listen(int argc, char **argv)
 {
 	enum {
@@ -27,7 +52,8 @@ int cmd_listen(int argc, char **argv)
 		O_RECORD_HOST,
 		O_BIND,
 		O_MAX_TOTAL,
-		O_SILENT
+		O_SILENT,
+		O_UNIX
 	};
 	static const struct option lopts[] = {
 		{ "fifo", required_argument, NULL, O_FIFO },
@@ -36,6 +62,7 @@ int cmd_listen(int argc, char **argv)
 		{ "silent-timeout", required_argument, NULL, O_SILENT },
 		{ "tcp", required_argument, NULL, O_TCP },
 		{ "vsock", required_argument, NULL, O_VSOCK },
+		{ "unix", required_argument, NULL, O_UNIX },
 		{ "start", no_argument, NULL, O_START },
 		{ "stop-after", required_argument, NULL, O_STOP },
 		{ "max-mb", required_argument, NULL, O_MAX },
@@ -46,6 +73,7 @@ int cmd_listen(int argc, char **argv)
 	HGT_OPTS(hgt_listen_opts, lo, .output_dir = ".", .log = stderr, .stop = &stop_flag);
 	HGT_OPTS(hgt_record_opts, hro, .compression = HGT_COMPRESS_ZSTD);
 	struct hgt_listen_guest *gs = NULL;
+	char *hvsock = NULL;
 	const char **events = NULL;
 	int c, ret = 2, nev = 0;
 	unsigned long v;
@@ -85,6 +113,11 @@ int cmd_listen(int argc, char **argv)
 				goto out;
 			*(c == O_TCP ? &lo.tcp_port : &lo.vsock_port) = (unsigned int)v;
 			break;
+		case O_UNIX:
+			if (unix_arg(optarg, &hvsock))
+				goto out;
+			lo.hvsock_path = hvsock;
+			break;
 		case O_BIND:
 			lo.bind_addr = optarg;
 			break;
@@ -112,19 +145,22 @@ int cmd_listen(int argc, char **argv)
 			break;
 		case 'h':
 			printf("usage: hgtrace listen [-o DIR] [--fifo NAME:DIR]... [--tcp PORT [--bind ADDR]] [--vsock PORT]\n"
+			       "                      [--unix PATH:PORT]\n"
 			       "                      [--start] [--stop-after MS] [--max-mb N] [--max-total-mb N] [--silent-timeout S]\n"
 			       "                      [--record-host [-e SYSTEM[:EVENT]]... [-b KB]]\n"
 			       "  --record-host: when a guest starts recording (agent --now -- CMD), record the\n"
-			       "  host for the same span into DIR/NAME-host.dat, synced with trace-NAME.dat\n");
+			       "  host for the same span into DIR/NAME-host.dat, synced with trace-NAME.dat\n"
+			       "  --unix PATH:PORT: guests of a hybrid-vsock VMM (Firecracker, Cloud Hypervisor)\n"
+			       "  whose socket is PATH, connecting to vsock port PORT: listens on PATH_PORT\n");
 			ret = 0;
 			goto out;
 		default:
 			goto out;
 		}
 	}
-	if (!lo.nr_guests && !lo.tcp_port && !lo.vsock_port) {
+	if (!lo.nr_guests && !lo.tcp_port && !lo.vsock_port && !lo.hvsock_path) {
 		fprintf(stderr,
-			"hgtrace: listen: give --fifo NAME:DIR, --tcp PORT or --vsock PORT\n");
+			"hgtrace: listen: give --fifo NAME:DIR, --tcp PORT, --vsock PORT or --unix PATH:PORT\n");
 		goto out;
 	}
 	if (lo.record_host && !nev) {
@@ -146,6 +182,7 @@ int cmd_listen(int argc, char **argv)
 	}
 out:
 	free(gs);
+	free(hvsock);
 	free(events);
 	return ret;
 }

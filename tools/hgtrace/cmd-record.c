@@ -23,7 +23,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: hgtrace record -e SYSTEM[:EVENT]... [-C CLOCK] [-b KB] [-B INSTANCE]\n"
 		"                      [-o FILE] [-P PID]... [-M CPUMASK] [--compression C]\n"
-		"                      [-A NAME[@fifo:DIR] [--guest-pid PID] [-e ...] [-C CLOCK] [-b KB]]...\n"
+		"                      [-A NAME[@fifo:DIR|@tcp:HOST:PORT|@vsock:CID[:PORT]|@unix:PATH:PORT]\n"
+		"                          [--guest-pid PID] [-e ...] [-C CLOCK] [-b KB]]...\n"
 		"                      [--sync-interval MS] [--flush-ms MS] [--fsync]\n"
 		"                      [-- COMMAND ARGS...]\n"
 		"  records until COMMAND exits, or until SIGINT/SIGTERM/SIGHUP without one.\n"
@@ -44,7 +45,37 @@ struct gopt {
 	char *name;
 };
 
-/* NAME[@fifo:DIR], NAME@tcp:HOST:PORT or NAME@vsock:CID[:PORT] (port 8823); a bare NAME
+/* NAME@unix:PATH:PORT (@spec: PATH:PORT): the agent listens on vsock PORT of a guest whose
+ * hybrid-vsock VMM (Firecracker, Cloud Hypervisor) listens on the UNIX socket PATH. */
+static int parse_hvsock(const char *arg, const char *spec, struct gopt *g)
+{
+	char *path = strdup(spec), *colon, *end;
+	unsigned long v = 0;
+
+	if (!path)
+		return -1;
+	g->dir = path; /* owns the path */
+	colon = strrchr(path, ':');
+	if (colon) {
+		*colon = 0;
+		errno = 0;
+		v = strtoul(colon + 1, &end, 10);
+	}
+	if (!colon || !*path || errno || *end || !v || v > 0xfffffffeUL) {
+		fprintf(stderr,
+			"hgtrace: record: -A '%s': expected NAME@unix:PATH:PORT (the VMM's socket, the agent's vsock port)\n",
+			arg);
+		return -1;
+	}
+	g->g.transport = HGT_TRANSPORT_HVSOCK;
+	g->g.path = path;
+	g->g.port = (unsigned int)v;
+	g->g.name = g->name;
+	return 0;
+}
+
+/* NAME[@fifo:DIR], NAME@tcp:HOST:PORT, NAME@vsock:CID[:PORT] (port 8823) or
+ * NAME@unix:PATH:PORT (a hybrid-vsock VMM's socket); a bare NAME
  * is DIR = $HGTRACE_GUEST_DIR or /var/lib/hgtrace, + /NAME. */
 static int parse_guest(const char *arg, struct gopt *g)
 {
@@ -63,6 +94,8 @@ static int parse_guest(const char *arg, struct gopt *g)
 		snprintf(g->dir, n, "%s/%s", root ? root : "/var/lib/hgtrace", g->name);
 	} else if (!strncmp(at + 1, "fifo:", 5) && at[6]) {
 		g->dir = strdup(at + 6);
+	} else if (!strncmp(at + 1, "unix:", 5)) {
+		return parse_hvsock(arg, at + 6, g);
 	} else if (!strncmp(at + 1, "tcp:", 4) || !strncmp(at + 1, "vsock:", 6)) {
 		/* an agent --serve --listen: tcp:HOST:PORT, vsock:CID[:PORT] */
 		bool tcp = at[1] == 't';
@@ -103,7 +136,7 @@ static int parse_guest(const char *arg, struct gopt *g)
 		return 0;
 	} else {
 		fprintf(stderr,
-			"hgtrace: record: -A '%s': expected NAME[@fifo:DIR], NAME@tcp:HOST:PORT or NAME@vsock:CID[:PORT]\n",
+			"hgtrace: record: -A '%s': expected NAME[@fifo:DIR], NAME@tcp:HOST:PORT, NAME@vsock:CID[:PORT] or NAME@unix:PATH:PORT\n",
 			arg);
 		return -1;
 	}
