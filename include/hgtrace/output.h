@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <hgtrace/clock.h>
 #include <hgtrace/tracedat.h>
 
 #ifdef __cplusplus
@@ -171,6 +172,13 @@ struct hgt_convert_opts {
 	size_t sz;			  /* sizeof(struct hgt_convert_opts); use HGT_OPTS() */
 	int version;			  /* 6 or 7 (0: 7) */
 	enum hgt_compression compression; /* version 7 only */
+	/* @window: of each CPU only the pages that may hold a time within [@from, @to]
+	 * (a page from its own stamp up to the next page's), in report time: the file's
+	 * stamps as hgt_clock_init(@clock) converts them (NULL: no options). Metadata and
+	 * options are copied whole, so a window of an attached pair is still one. */
+	bool window;
+	uint64_t from, to;
+	const struct hgt_clock_opts *clock;
 };
 
 /**

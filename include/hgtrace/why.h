@@ -97,6 +97,24 @@ struct hgt_why_result *hgt_why(const struct hgt_why_opts *opts);
  */
 int hgt_why_print(const struct hgt_why_result *r, FILE *f, bool json);
 
+struct hgt_why_save_opts {
+	size_t sz;		   /* sizeof(struct hgt_why_save_opts); use HGT_OPTS() */
+	const char *const *inputs; /* the files hgt_why() read, in its order */
+	int nr_inputs;
+	const char *prefix; /* PREFIX-K.dat (the host), PREFIX-K-BASE.dat (the others) */
+	uint64_t around_ns; /* how much before and after the delay */
+	FILE *log;	    /* a line per file written (NULL: none) */
+};
+
+/**
+ * hgt_why_save - write delay @k (0-based) of @r as a pair the way it was recorded: of each
+ * input, the pages that may hold a time from @opts->around_ns before the delay to as long
+ * after it, with the file's metadata and options whole (a host + guest pair stays tied by
+ * its GUEST option and TIME_SHIFT; trace-cmd reads and merges it). Returns 0 or -errno
+ * (hgt_last_error() says why; a file written before the failure stays).
+ */
+int hgt_why_save(const struct hgt_why_result *r, int k, const struct hgt_why_save_opts *opts);
+
 /** hgt_why_free - free a result of hgt_why(). */
 void hgt_why_free(struct hgt_why_result *r);
 

@@ -26,6 +26,7 @@
 #include <hgtrace/tracedat.h>
 
 #include "../common/common-local.h"
+#include "../private/tracedat.h"
 #include "merge-local.h"
 
 enum { ST_UNKNOWN, ST_IN, ST_OUT };
@@ -70,6 +71,11 @@ struct hgt_sync_check {
 	int nr_threads;
 	struct gin *g;
 	char host_name[64];
+	unsigned long long host_last; /* the host's last record so far */
+	/* a saved window (HGT__WINDOW_TAG in the host's CPUSTAT): only guest events within
+	 * it are decided; the threads' states start over at its start */
+	bool windowed, win_started;
+	unsigned long long win_from, win_to;
 };
 
 static int thread_index(struct hgt_sync_check *sc, int pid)
@@ -312,6 +318,14 @@ struct hgt_sync_check *hgt_sync_check_new(struct hgt_input *const *in, int n, co
 			sc->last_switch[i] = sc->first_ts[i] = TS_UNSEEN;
 	}
 	snprintf(sc->host_name, sizeof(sc->host_name), "%s", base(hgt_input_path(in[host])));
+	{
+		const char *w = strstr(hgt_input_cpustat(in[host]), HGT__WINDOW_TAG);
+
+		sc->windowed = w &&
+			       sscanf(w + strlen(HGT__WINDOW_TAG), "%llu %llu", &sc->win_from,
+				      &sc->win_to) == 2 &&
+			       sc->win_from <= sc->win_to;
+	}
 	for (i = 0; i < n; i++) {
 		struct hgt_guest gu;
 		uint64_t id = 0;
@@ -432,11 +446,27 @@ static void host_switch(struct hgt_sync_check *sc, const struct tep_record *rec)
 	sc->last_switch[c] = ts;
 }
 
+/* A saved window's start: before it the host's CPUs were not all recorded, so what the
+ * threads did then is not known; waiting events cannot be placed. */
+static void window_start(struct hgt_sync_check *sc, unsigned long long ts)
+{
+	if (!sc->windowed || sc->win_started || ts < sc->win_from)
+		return;
+	sc->win_started = true;
+	for (int i = 0; i < sc->nr_threads; i++) {
+		resolve(sc, &sc->threads[i], ~0ULL, true);
+		sc->threads[i].state = ST_UNKNOWN;
+	}
+}
+
 void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_record *rec)
 {
+	window_start(sc, rec->ts);
 	if (idx == sc->host) {
 		int type, pid, ti;
 
+		if (rec->ts > sc->host_last)
+			sc->host_last = rec->ts;
 		if (rec->size < 8)
 			return;
 		if (sc->sched && rec->cpu >= 0 && rec->cpu < sc->nr_host_cpus &&
@@ -460,6 +490,10 @@ void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_
 				sc->threads[ti].state == ST_UNKNOWN);
 			sc->threads[ti].state = ST_IN;
 		} else {
+			/* a first exit: the thread was in guest mode since before the host saw
+			 * it, so what waited since cannot be placed (inside, or before) */
+			if (sc->threads[ti].state == ST_UNKNOWN)
+				resolve(sc, &sc->threads[ti], ~0ULL, true);
 			sc->threads[ti].state = ST_OUT;
 			sc->threads[ti].last_exit = rec->ts;
 		}
@@ -471,7 +505,8 @@ void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_
 		struct gin *g = &sc->g[idx];
 		struct thread *t;
 
-		if (!g->st.mapped || rec->cpu < 0 || rec->cpu >= g->nr_cpus) {
+		if (!g->st.mapped || rec->cpu < 0 || rec->cpu >= g->nr_cpus ||
+		    (sc->windowed && (rec->ts < sc->win_from || rec->ts > sc->win_to))) {
 			g->st.unchecked++;
 			return;
 		}
@@ -491,18 +526,32 @@ void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_
 	}
 }
 
+/* Of @t's waiting events, those the host recorded past with no window of @t: outside
+ * (none while @t was never seen in the host: unknown). */
+static uint64_t pend_in_host(const struct hgt_sync_check *sc, const struct thread *t)
+{
+	uint64_t n = 0;
+
+	if (t->state == ST_UNKNOWN)
+		return 0;
+	for (int k = 0; k < t->nr_pend && t->pend[k] <= sc->host_last; k++)
+		n++;
+	return n;
+}
+
 int hgt_sync_check_stats(const struct hgt_sync_check *sc, int idx, struct hgt_sync_stats *st)
 {
 	if (idx < 0 || idx >= sc->n || !sc->g[idx].st.is_guest)
 		return -ENOENT;
 	*st = sc->g[idx].st;
-	/* events still waiting: no window came after them */
+	/* events still waiting: no window came after them while the host recorded; after
+	 * its last record nothing can be said of them */
 	for (int i = 0; i < sc->nr_threads; i++)
 		if (sc->threads[i].gidx == idx) {
-			if (sc->threads[i].state == ST_UNKNOWN)
-				st->unchecked += (uint64_t)sc->threads[i].nr_pend;
-			else
-				st->outside += (uint64_t)sc->threads[i].nr_pend;
+			uint64_t out = pend_in_host(sc, &sc->threads[i]);
+
+			st->outside += out;
+			st->unchecked += (uint64_t)sc->threads[i].nr_pend - out;
 		}
 	return 0;
 }
@@ -517,9 +566,9 @@ uint64_t hgt_sync_check_cpu_outside(const struct hgt_sync_check *sc, int idx, in
 		return 0;
 	g = &sc->g[idx];
 	n = g->cpu_out[cpu];
-	/* events still waiting after a window that never came */
-	if (g->thread[cpu] >= 0 && sc->threads[g->thread[cpu]].state != ST_UNKNOWN)
-		n += (uint64_t)sc->threads[g->thread[cpu]].nr_pend;
+	/* events still waiting after a window that never came (while the host recorded) */
+	if (g->thread[cpu] >= 0)
+		n += pend_in_host(sc, &sc->threads[g->thread[cpu]]);
 	return n;
 }
 

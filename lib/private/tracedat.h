@@ -55,4 +55,10 @@ void hgt__parse_lock(void);
 void hgt__parse_unlock(void);
 int hgt__formats_parse(struct hgt_input *in);
 
+/* The CPUSTAT line of a saved window's files (hgt_why_save()): "hgtrace window: FROM TO\n",
+ * the delay's span and what was asked around it, in the report time of the file's stamps
+ * (TSC cycles where the file has no TSC2NSEC). The sync check decides only the guest events
+ * within it: outside it the host's CPUs are not all there. */
+#define HGT__WINDOW_TAG "hgtrace window: "
+
 #endif

@@ -11,6 +11,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <hgtrace/clock.h>
 #include <hgtrace/output.h>
 
 #include "tracedat-local.h"
@@ -23,7 +24,36 @@ static bool layout_option(unsigned int id)
 	       id == HGT_OPT_BTF_FILE || id == HGT_OPT_MODULES_FILE;
 }
 
-static int copy_cpu(struct hgt_input *in, struct hgt_output *out, int buf, int cpu)
+/* The window of a copy: its bounds and the clock that puts a page's stamp in them. */
+struct window {
+	uint64_t from, to;
+	struct hgt_clock clk;
+	uint32_t page_size;
+	uint8_t *held; /* the page before (kept once the next one's stamp is known) */
+	uint64_t held_ts;
+	bool have;
+};
+
+/* Page @p of @cpu, seen in order: the page before it is written when it may hold a time in
+ * the window (its stamp at most @to, this one's at least @from); @p NULL ends the CPU. */
+static int window_page(struct hgt_input *in, struct hgt_output *out, int buf, int cpu,
+		       struct window *w, const uint8_t *p)
+{
+	uint64_t ts = p ? hgt_clock_convert(&w->clk, hgt__get64(in, p), cpu) : UINT64_MAX;
+	int ret = 0;
+
+	if (w->have && w->held_ts <= w->to && ts >= w->from)
+		ret = hgt_output_write_cpu(out, buf, cpu, w->held, w->page_size);
+	w->have = p != NULL;
+	if (p) {
+		memcpy(w->held, p, w->page_size);
+		w->held_ts = ts;
+	}
+	return ret;
+}
+
+static int copy_cpu(struct hgt_input *in, struct hgt_output *out, int buf, int cpu,
+		    struct window *w)
 {
 	struct hgt_cursor *c = hgt_cursor_open(in, buf, cpu);
 	const uint8_t *pages;
@@ -32,11 +62,21 @@ static int copy_cpu(struct hgt_input *in, struct hgt_output *out, int buf, int c
 
 	if (!c)
 		return -errno;
+	if (w)
+		w->have = false;
 	while ((ret = hgt__cursor_next_pages(c, &pages, &len)) > 0) {
-		ret = hgt_output_write_cpu(out, buf, cpu, pages, len);
+		if (!w) {
+			ret = hgt_output_write_cpu(out, buf, cpu, pages, len);
+		} else {
+			ret = 0;
+			for (size_t k = 0; !ret && k + w->page_size <= len; k += w->page_size)
+				ret = window_page(in, out, buf, cpu, w, pages + k);
+		}
 		if (ret)
 			break;
 	}
+	if (!ret && w)
+		ret = window_page(in, out, buf, cpu, w, NULL);
 	hgt_cursor_close(c);
 	return ret;
 }
@@ -131,6 +171,7 @@ int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_conver
 		 struct hgt__convert_src *src)
 {
 	struct hgt_convert_opts co = { 0 };
+	struct window win = { 0 };
 	struct hgt_output *out;
 	uint32_t cpucount = 0;
 	int i, ret = 0;
@@ -156,6 +197,9 @@ int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_conver
 	if (!in->latency && (in->nr_bufs < 1 || *in->bufs[0].name))
 		return hgt__error(in, in->first_options, ENOTSUP,
 				  "the file has no top instance buffer");
+	if (co.window && (in->latency || (src && src->files)))
+		return hgt__error(in, 0, ENOTSUP,
+				  "a time window of a latency trace or a recording");
 	for (i = 1; i < in->nr_bufs; i++)
 		if (in->bufs[i].pub.page_size != in->bufs[0].pub.page_size)
 			return hgt__error(
@@ -208,6 +252,13 @@ int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_conver
 		if (ret > 0)
 			ret = 0;
 	}
+	if (!ret && co.window) {
+		win.from = co.from;
+		win.to = co.to;
+		win.page_size = in->bufs[0].pub.page_size;
+		win.held = malloc(win.page_size);
+		ret = win.held ? hgt_clock_init(&win.clk, in, co.clock) : -ENOMEM;
+	}
 	for (i = 0; !ret && !in->latency && i < in->nr_bufs; i++) {
 		if (i == 0 && src && src->files) {
 			/* the files in CPU order (the caller sorted them) */
@@ -217,8 +268,9 @@ int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_conver
 			continue;
 		}
 		for (int c = 0; !ret && c < in->bufs[i].pub.nr_cpus; c++)
-			ret = copy_cpu(in, out, i, c);
+			ret = copy_cpu(in, out, i, c, co.window ? &win : NULL);
 	}
+	free(win.held);
 	if (ret) {
 		hgt_output_abort(out);
 		return ret;

@@ -4,7 +4,8 @@
 # it, bounds included. A thread switched out with no switch to it seen (this machine's kernel
 # often records no switch from the idle task) ran since the previous switch on that CPU, no
 # earlier; one that another switch on its CPU replaced ran until then. Events of a thread not yet seen
-# switching are unchecked (it may have run since before the host's recording). Prints "N
+# switching are unchecked (it may have run since before the host's recording), and so are
+# those after the host's last record with no window after them. Prints "N
 # inside, M outside, K unchecked".
 # Variables: host=FILE (the host's file name as trace-cmd prints it), pids="P0 P1 ..." (guest
 # CPU i runs in the i-th thread).
@@ -17,6 +18,7 @@ BEGIN { n = split(pids, p, " "); for (i = 1; i <= n; i++) { thread[i - 1] = p[i]
 	# keep the digits (mawk makes a large number a key by CONVFMT, "%.6g")
 	cpu = f[2] + 0; tss = f[3]; ev = f[4]; gsub(/\./, "", tss); ts = tss + 0
 	if (file == host) {
+		hlast = ts
 		if (ev != "sched_switch") next
 		# "PREV_COMM:PREV_PID [PRIO] STATE ==> NEXT_COMM:NEXT_PID [PRIO]" (comms may hold
 		# blanks: "CPU 0/TCG"), or the raw "prev_pid=P ... next_pid=Q"
@@ -65,6 +67,11 @@ function settle(t, ts, in_,   k, q) {
 	}
 }
 END {
-	for (k in pend) { split(k, q, SUBSEP); if (seen[q[1]]) outside += pend[k]; else unchecked += pend[k] }
+	# still waiting: outside when the host recorded past them, else nothing can be said
+	for (k in pend) {
+		split(k, q, SUBSEP)
+		if (seen[q[1]] && q[2] + 0 <= hlast) outside += pend[k]
+		else unchecked += pend[k]
+	}
 	printf "%d inside, %d outside, %d unchecked\n", inside, outside, unchecked
 }

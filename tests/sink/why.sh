@@ -92,6 +92,46 @@ trace-cmd report -t -i b-host.dat -i b-guest.dat > b.tc 2> /dev/null
 "$HGTRACE" why --json --threshold 1 b-host.dat b-guest.dat > b-all.json 2> err.txt &&
 	check "attached" b-all.json b.tc b-host.dat b-guest.dat "$pids" --injected b.inj "$expect" ||
 	tap_fail "why on the attached pair: $(cat err.txt)"
+# 2b. --save: the three worst delays' windows (20 ms around each) as pairs, checked against
+# trace-cmd's report of the whole pair by check-window.py; why on a saved pair finds the
+# delay again, split the same way, and its sync check still calls the pair consistent.
+if "$HGTRACE" why --top 3 --save w --save-around 20 b-host.dat b-guest.dat > w.txt 2> w.err; then
+	for k in 1 2 3; do
+		read -r from to < <(sed -n "s/^#$k .*: *[0-9.]* us, *\([0-9.]*\) -> *\([0-9.]*\)\$/\1 \2/p" w.txt)
+		trace-cmd report -t -i "w-$k.dat" -i "w-$k-b-guest.dat" > "w$k.tc" 2> /dev/null
+		if python3 "$here/sink/check-window.py" b.tc b-host.dat b-guest.dat "w$k.tc" "w-$k.dat" \
+			"w-$k-b-guest.dat" "$from" "$to" 20000000 > check.out 2>&1; then
+			while read -r l; do tap_ok "--save, delay $k: ${l#ok }"; done < check.out
+		else
+			tap_fail "--save, delay $k ($from -> $to): $(tr '\n' ' ' < check.out)"
+		fi
+		# why on the saved pair finds delay k again, split the same: its block (header and
+		# parts) among the saved pair's delays, the guest file's name aside
+		"$HGTRACE" why --top 20 "w-$k.dat" "w-$k-b-guest.dat" > "w$k.txt" 2> /dev/null
+		blocks() { awk '/^#[0-9]+ / { n++; sub(/^#[0-9]+ /, "") } n { print n "\t" $0 }' "$1"; }
+		want=$(blocks w.txt | awk -F'\t' -v k="$k" '$1 == k { print $2 }' | sed "s/b-guest\.dat/w-$k-b-guest.dat/")
+		found=0
+		for j in $(seq 1 20); do
+			[ "$(blocks "w$k.txt" | awk -F'\t' -v k="$j" '$1 == k { print $2 }')" = "$want" ] && found=$j
+		done
+		if [ -n "$want" ] && [ "$found" != 0 ]; then
+			tap_ok "--save, delay $k: why on the saved pair finds it again (its #$found), split the same ($(head -1 <<< "$want" | cut -c1-50))"
+		else
+			tap_fail "--save, delay $k: not among the saved pair's delays: '$(head -1 <<< "$want")'"
+		fi
+		sc=$("$HGTRACE" report "w-$k.dat" "w-$k-b-guest.dat" 2>&1 > /dev/null | grep -m1 ': time: ')
+		inside=$(sed -n 's/.*, \([0-9]*\) inside, .*/\1/p' <<< "$sc")
+		if grep -q ': 0 outside .*(consistent)' <<< "$sc" && [ "${inside:-0}" -gt 1000 ]; then
+			tap_ok "--save, delay $k: the saved pair's sync check: consistent, $inside events inside"
+		else
+			tap_fail "--save, delay $k: sync check of the saved pair: $sc"
+		fi
+	done
+	[ "$(grep -c 'saved w-[123]' w.err)" = 6 ] && tap_ok "--save: six files, each said" ||
+		tap_fail "--save said: $(cat w.err)"
+else
+	tap_fail "why --save: $(cat w.err)"
+fi
 # A scaled TSC (ratio 1.25): trace-cmd maps such a guest otherwise, so the causes alone.
 # shellcheck disable=SC2086
 simulate c --seed 9 --duration-ms 300 --scale 1.25,48 --embed-sync $inject ||

@@ -29,7 +29,10 @@ static void usage(FILE *f)
 		"                       (default: the rate the trace's timer events show)\n"
 		"  --host-only          only the delays the host caused most of\n"
 		"  --json               one JSON object instead of the table\n"
-		"  -o FILE              write to FILE\n");
+		"  -o FILE              write to FILE\n"
+		"  --save PREFIX        each delay's window as files PREFIX-K.dat (the host),\n"
+		"                       PREFIX-K-GUEST.dat: a pair trace-cmd and hgtrace read\n"
+		"  --save-around MS     that much before and after each delay (100)\n");
 }
 
 /* microseconds, decimals allowed: "250", "0.5" */
@@ -60,7 +63,9 @@ int cmd_why(int argc, char **argv)
 		O_THRESH,
 		O_JSON,
 		O_HZ,
-		O_HOST
+		O_HOST,
+		O_SAVE,
+		O_AROUND
 	};
 	static const struct option lopts[] = {
 		{ "wakeup", no_argument, NULL, O_WAKEUP },
@@ -73,11 +78,14 @@ int cmd_why(int argc, char **argv)
 		{ "json", no_argument, NULL, O_JSON },
 		{ "ts2secs", required_argument, NULL, O_HZ },
 		{ "host-only", no_argument, NULL, O_HOST },
+		{ "save", required_argument, NULL, O_SAVE },
+		{ "save-around", required_argument, NULL, O_AROUND },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	HGT_OPTS(hgt_why_opts, wo);
+	HGT_OPTS(hgt_why_save_opts, so, .around_ns = 100000000, .log = stderr);
 	const char *out = NULL;
 	struct hgt_why_result *r;
 	struct hgt_newfile *nf;
@@ -121,6 +129,17 @@ int cmd_why(int argc, char **argv)
 			if (cmd_hz_arg("why", optarg, &wo.ts2secs))
 				return 2;
 			break;
+		case O_SAVE:
+			so.prefix = optarg;
+			break;
+		case O_AROUND: {
+			int ms;
+
+			if (cmd_int_arg("why", "--save-around", optarg, 0, 3600000, &ms))
+				return 2;
+			so.around_ns = (uint64_t)ms * 1000000;
+			break;
+		}
 		case 'o':
 			out = optarg;
 			break;
@@ -154,8 +173,16 @@ int cmd_why(int argc, char **argv)
 		return 1;
 	}
 	ret = hgt_why_print(r, f, json);
-	hgt_why_free(r);
 	if (ret)
 		cmd_error("why: write failed");
-	return cmd_out_close("why", out, f, nf, !ret) ? 1 : 0;
+	rc = cmd_out_close("why", out, f, nf, !ret) ? 1 : 0;
+	so.inputs = wo.inputs;
+	so.nr_inputs = wo.nr_inputs;
+	for (int k = 0; so.prefix && !rc && k < r->nr; k++)
+		if (hgt_why_save(r, k, &so)) {
+			cmd_error("why: --save");
+			rc = 1;
+		}
+	hgt_why_free(r);
+	return rc;
 }
