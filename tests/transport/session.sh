@@ -14,8 +14,17 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 why=$(tracefs_ready) || tap_skip_all "$why"
 command -v python3 > /dev/null || tap_skip_all "python3 is missing"
 tap_workdir
-# clock instances (hgtrace-PID-clock) there before this test: not its own
-ls "$TRACEFS/instances" | grep -- '-clock$' | sort > clock0
+# every hgtrace this test runs goes through a wrapper that notes its pid (exec keeps it):
+# the clock instances it checks are those of its own processes (tests of other suites may
+# run beside it on a developer's machine)
+cat > hgt-wrap << EOF
+#!/bin/sh
+echo \$\$ >> "$t/pids"
+exec "$HGTRACE" "\$@"
+EOF
+chmod +x hgt-wrap
+: > pids
+HGTRACE=$t/hgt-wrap
 
 # 1. The real agent, two sessions in x86-tsc, then one in the kernel-only clock local
 #    (read through a tracefs instance of each side: a raw marker's ring-buffer stamp).
@@ -79,13 +88,15 @@ tap_cmp "kvm debugfs: merged report = trace-cmd's ($(wc -l < hr.txt) lines)" hr.
 # The guest records all of the command: it starts once the guest's tracing is on (its
 # RECORDING), so the guest's own file holds the command's exec and its exit (one kernel
 # here: the guest's instance sees the same process as the host's). The pid comes from the
-# host's file, both read by trace-cmd.
+# host's file, both read by trace-cmd; the command is a copy of sleep named for this test
+# (the tests beside it exec sleep too).
+cp "$(command -v sleep)" "hgtcmd$$"
 "$HGTRACE" record -e sched:sched_process_exec -e sched:sched_process_exit -A "g@fifo:$t/g" \
-	-e sched:sched_process_exec -e sched:sched_process_exit -o x.dat -- sleep 0.2 2> recx.log
-cpid=$(trace-cmd report x.dat 2> /dev/null | sed -n 's/.*sched_process_exec: *filename=[^ ]*\/sleep pid=\([0-9]*\).*/\1/p' | head -1)
+	-e sched:sched_process_exec -e sched:sched_process_exit -o x.dat -- "./hgtcmd$$" 0.2 2> recx.log
+cpid=$(trace-cmd report x.dat 2> /dev/null | sed -n "s/.*sched_process_exec: *filename=[^ ]*hgtcmd$$ pid=\([0-9]*\).*/\1/p" | head -1)
 trace-cmd report x-g.dat > xg.txt 2> /dev/null
-if [ -n "$cpid" ] && grep -q "sched_process_exec: *filename=[^ ]*/sleep pid=$cpid " xg.txt &&
-	grep -q "sched_process_exit: *comm=sleep pid=$cpid " xg.txt &&
+if [ -n "$cpid" ] && grep -q "sched_process_exec: *filename=[^ ]*hgtcmd$$ pid=$cpid " xg.txt &&
+	grep -q "sched_process_exit: *comm=hgtcmd$$ pid=$cpid " xg.txt &&
 	grep -q "command's span: 100.0% of its .* stopped after its end" recx.log; then
 	tap_ok "the guest recorded all of the command: its exec and exit (pid $cpid) in the guest's file, 100.0% of its span"
 else
@@ -122,11 +133,10 @@ wait $apid
 grep -q 'serving sessions' agent.log && [ "$(grep -c 'agent: stopped' agent.log)" = 10 ] &&
 	tap_ok "one agent --serve ran all ten sessions" || tap_fail "agent: $(tr '\n' '|' < agent.log)"
 # the clock instances of the recorders and of the agent (hgtrace-PID-clock) go with them:
-# none made since this test began whose process is gone (the tests beside this one have
-# recorders of their own, alive)
-left=$(ls "$TRACEFS/instances" | grep -- '-clock$' | sort | comm -13 clock0 - |
-	while read -r i; do p=${i#hgtrace-}; kill -0 "${p%-clock}" 2> /dev/null || echo "$i"; done)
-[ -z "$left" ] && tap_ok "no clock instance left by the recorders or the agent" ||
+# none of this test's processes left one
+left=$(ls "$TRACEFS/instances" | grep -E "^hgtrace-($(paste -sd'|' pids))-clock\$")
+[ -z "$left" ] && [ "$(grep -c . pids)" -ge 10 ] &&
+	tap_ok "no clock instance left by the recorders or the agent ($(grep -c . pids) processes)" ||
 	tap_fail "clock instances left: $(echo $left)"
 [ -d "$TRACEFS/instances/$inst" ] && tap_fail "the agent's instance is left" ||
 	tap_ok "the agent removed its instance"
