@@ -60,6 +60,8 @@ struct guest {
 	/* control message being received */
 	uint8_t mhdr[HGT__MSG_HDR];
 	size_t mhdr_got;
+	bool ctl_skip;	    /* the message being read is an earlier session's: dropped */
+	uint64_t ctl_stale; /* control bytes of an earlier session dropped before READY */
 	uint8_t *msg;
 	size_t msg_len, msg_got, msg_cap;
 	/* what the guest said */

@@ -597,6 +597,28 @@ static void over_budget(struct listener *l)
 			(unsigned long long)(big->mem >> 20));
 }
 
+/*
+ * A serving agent over FIFOs whose last host was killed may still be writing that
+ * session's control stream when we start (until it sees our CONFIG): before this session's
+ * READY, what is not a READY is an earlier session's, dropped, and a header that is no
+ * header is looked for again a byte further.
+ */
+static bool ctl_resyncing(const struct guest *g)
+{
+	return g->fifo && g->record && !g->ready;
+}
+
+/* Drop the header candidate's first byte, then every byte that cannot start a header. */
+static void ctl_slide(struct guest *g)
+{
+	uint32_t magic = HGT__CTL_MAGIC;
+
+	do {
+		g->ctl_stale++;
+		memmove(g->mhdr, g->mhdr + 1, --g->mhdr_got);
+	} while (g->mhdr_got && memcmp(g->mhdr, &magic, g->mhdr_got < 4 ? g->mhdr_got : 4));
+}
+
 /* Parse @r bytes of the control stream. */
 void hgt__listen_ctl_bytes(struct listener *l, struct guest *g, const uint8_t *buf, ssize_t r)
 {
@@ -618,9 +640,16 @@ void hgt__listen_ctl_bytes(struct listener *l, struct guest *g, const uint8_t *b
 			i += k;
 			if (g->mhdr_got == HGT__MSG_HDR) {
 				uint32_t magic, len;
+				uint16_t type;
 
 				memcpy(&magic, g->mhdr, 4);
+				memcpy(&type, g->mhdr + 4, 2);
 				memcpy(&len, g->mhdr + 8, 4);
+				if ((magic != HGT__CTL_MAGIC || len > HGT__MSG_MAX) &&
+				    ctl_resyncing(g)) {
+					ctl_slide(g);
+					continue;
+				}
 				if (magic != HGT__CTL_MAGIC || len > HGT__MSG_MAX) {
 					hgt__listen_fault(
 						l, g,
@@ -632,7 +661,15 @@ void hgt__listen_ctl_bytes(struct listener *l, struct guest *g, const uint8_t *b
 				}
 				g->msg_len = len;
 				g->msg_got = 0;
+				g->ctl_skip = ctl_resyncing(g) && type != HGT__MSG_READY;
 			}
+		} else if (g->ctl_skip) {
+			size_t k = g->msg_len - g->msg_got;
+
+			if (k > (size_t)r - i)
+				k = (size_t)r - i;
+			g->msg_got += k;
+			i += k;
 		} else {
 			size_t k = g->msg_len - g->msg_got;
 
@@ -661,7 +698,17 @@ void hgt__listen_ctl_bytes(struct listener *l, struct guest *g, const uint8_t *b
 			uint16_t type;
 
 			memcpy(&type, g->mhdr + 4, 2);
-			handle_msg(l, g, type);
+			if (g->ctl_skip) {
+				g->ctl_stale += HGT__MSG_HDR + g->msg_len;
+				g->ctl_skip = false;
+			} else {
+				handle_msg(l, g, type);
+				if (type == HGT__MSG_READY && g->ctl_stale)
+					hgt__listen_log(
+						l,
+						"guest %s: %llu control bytes of an earlier session dropped before its READY",
+						g->name, (unsigned long long)g->ctl_stale);
+			}
 			g->mhdr_got = 0;
 		}
 	}

@@ -12,7 +12,9 @@ HELLO, metadata and TRACEID, then answers the host's probes as MODE says:
   unsent  answers a probe that was never sent
   flood   sends garbage on the control channel without end
   stale   puts an earlier session's whole data header and a page (4,120 bytes) before
-          cpu 0's header, as a FIFO a killed host left unread holds them; never answers
+          cpu 0's header, as a FIFO a killed host left unread holds them, and the tail of
+          an earlier session's control stream before READY (40 bytes from the middle of
+          a message, then a whole OPTION of 32: 72 bytes); never answers
 and stops on '0' (sending END), or when killed.
 Usage: fake-agent.py DIR MODE
 """
@@ -63,6 +65,9 @@ deadline = time.time() + 60
 while time.time() < deadline:
     for m in messages(0.05):
         if state == "config" and m[0] == "msg" and m[1] == 6:
+            if mode == "stale":  # an earlier session still writing: a message's end, one more
+                os.write(ctl_out, b"rnal text, HGx: the end of an old META.\n")  # 40 bytes
+                send(3, struct.pack("<I", 7) + b"earlier option..")  # 12 + 20 bytes
             send(5, struct.pack("<Q", session))  # READY
             if mode == "stale":
                 os.write(data[0], struct.pack("<IIIIQ", 0x44544748, 2, 0, 4096, session ^ 2)
