@@ -608,15 +608,17 @@ static bool ctl_resyncing(const struct guest *g)
 	return g->fifo && g->record && !g->ready;
 }
 
-/* Drop the header candidate's first byte, then every byte that cannot start a header. */
-static void ctl_slide(struct guest *g)
+/* Drop header candidate @h's first byte (of *@got), then every byte that cannot start a
+ * header of @magic. Returns how many went. */
+static uint64_t slide_to_magic(uint8_t *h, size_t *got, uint32_t magic)
 {
-	uint32_t magic = HGT__CTL_MAGIC;
+	uint64_t n = 0;
 
 	do {
-		g->ctl_stale++;
-		memmove(g->mhdr, g->mhdr + 1, --g->mhdr_got);
-	} while (g->mhdr_got && memcmp(g->mhdr, &magic, g->mhdr_got < 4 ? g->mhdr_got : 4));
+		n++;
+		memmove(h, h + 1, --*got);
+	} while (*got && memcmp(h, &magic, *got < 4 ? *got : 4));
+	return n;
 }
 
 /* Parse @r bytes of the control stream. */
@@ -647,7 +649,8 @@ void hgt__listen_ctl_bytes(struct listener *l, struct guest *g, const uint8_t *b
 				memcpy(&len, g->mhdr + 8, 4);
 				if ((magic != HGT__CTL_MAGIC || len > HGT__MSG_MAX) &&
 				    ctl_resyncing(g)) {
-					ctl_slide(g);
+					g->ctl_stale += slide_to_magic(g->mhdr, &g->mhdr_got,
+								       HGT__CTL_MAGIC);
 					continue;
 				}
 				if (magic != HGT__CTL_MAGIC || len > HGT__MSG_MAX) {
@@ -765,12 +768,7 @@ static bool holding(const struct guest *g, const struct chan *c)
 /* Drop the first byte of the candidate, then every byte that cannot start a header. */
 static void slide(struct chan *c)
 {
-	uint32_t magic = HGT__DATA_MAGIC;
-
-	do {
-		c->stale++;
-		memmove(c->hdr, c->hdr + 1, --c->hdr_got);
-	} while (c->hdr_got && memcmp(c->hdr, &magic, c->hdr_got < 4 ? c->hdr_got : 4));
+	c->stale += slide_to_magic(c->hdr, &c->hdr_got, HGT__DATA_MAGIC);
 }
 
 /* One byte more of a header looked for: kept, or dropped with what cannot be one. */
