@@ -103,8 +103,8 @@ mkdir gd
 vmm vmm2.log "$t/v2.sock" --guest-port "$gport:5000"
 "$HGTRACE" listen -o gd --unix "$t/v2.sock:5000" --record-host -e sched:sched_switch 2> gd/listen.log &
 lpid=$!
-wait_for_line gd/listen.log . 5 > /dev/null # (nothing is said on start: give it its chance to fail)
-until [ -S "$t/v2.sock_5000" ] || ! kill -0 $lpid 2> /dev/null; do sleep 0.02; done
+end=$((SECONDS + 60)) # a hang guard: the socket is the event waited on
+until [ -S "$t/v2.sock_5000" ] || ! kill -0 $lpid 2> /dev/null || [ $SECONDS -ge $end ]; do sleep 0.02; done
 "$HGTRACE" agent --tcp "127.0.0.1:$gport" -e sched:sched_switch -C x86-tsc -- sleep 0.5 2> gd/agent.log
 arc=$?
 wait_for_line gd/listen.log 'wrote gd/trace-.*\.dat$' 60
