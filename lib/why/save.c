@@ -16,7 +16,8 @@
 #include "../private/tracedat.h"
 
 /* The window in the files' own report time: why's ns back to cycles for a file timed in
- * TSC cycles it converted at @hz (rounded outward). */
+ * TSC cycles it converted at @hz (rounded inward: the sync check decides only what is
+ * surely within it). */
 struct span {
 	uint64_t from, to;
 };
