@@ -171,6 +171,10 @@ struct hgt_refine_cpu {
 	int points;
 	int64_t *pt_time, *pt_offset;
 	uint64_t reach;
+	/* HGT_REFINE_NO_TRACE: why the windows gave no offset, and (HGT_INFER_EMPTY) how
+	 * many events lie outside every window at the best offset */
+	enum hgt_infer_status trace_status;
+	uint64_t trace_outside;
 };
 
 struct hgt_refine_result {
@@ -228,7 +232,9 @@ int hgt_sync_refine_beside(const char *path, const struct hgt_refine_opts *opts)
 /** hgt_refine_summary - one line on @r: refined or not, and the three bounds. */
 void hgt_refine_summary(const struct hgt_refine_result *r, char *buf, size_t n);
 
-/** hgt_refine_disagreement - one line on vCPU @c of @r whose two sets do not meet. */
+/** hgt_refine_disagreement - one line on vCPU @c of @r that was not refined (its two sets
+ * do not meet, the windows gave no offset, or the channel's samples moved); "" for a vCPU
+ * refined or with no event to place. */
 void hgt_refine_disagreement(const struct hgt_refine_result *r, int c, char *buf, size_t n);
 
 /** hgt_refine_status_name - what @s means, for a log line. */

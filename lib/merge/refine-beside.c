@@ -89,11 +89,13 @@ static void refine_one(const char *host, const char *guest, FILE *log, int *refi
 		hgt_refine_summary(&r, line, sizeof(line));
 	if (log)
 		fprintf(log, "hgtrace: %s + %s: sync %s\n", host, guest, line);
-	for (int c = 0; !ret && log && c < r.nr_cpus; c++)
-		if (r.cpus[c].status == HGT_REFINE_DISAGREE) {
-			hgt_refine_disagreement(&r, c, line, sizeof(line));
-			fprintf(log, "hgtrace: WARNING: %s: %s\n", guest, line);
-		}
+	for (int c = 0; !ret && log && c < r.nr_cpus; c++) {
+		hgt_refine_disagreement(&r, c, line, sizeof(line));
+		if (*line)
+			fprintf(log, "hgtrace: %s%s: %s\n",
+				r.cpus[c].status == HGT_REFINE_DISAGREE ? "WARNING: " : "", guest,
+				line);
+	}
 	*refined += !ret && r.stored;
 	hgt_refine_result_free(&r);
 }

@@ -71,6 +71,8 @@ static void refine_cpu(struct hgt_refine_cpu *o, const struct hgt_time_shift_cpu
 	o->tr_lo = r->lo;
 	o->tr_hi = r->hi;
 	o->events = r->events;
+	o->trace_status = r->status;
+	o->trace_outside = r->status == HGT_INFER_EMPTY ? r->outside : 0;
 	if (!o->channel) {
 		o->status = HGT_REFINE_CHANNEL_MOVED;
 	} else if (!o->trace) {
@@ -356,15 +358,50 @@ void hgt_refine_summary(const struct hgt_refine_result *r, char *buf, size_t n)
 			: "");
 }
 
+/* Why the vCPU windows gave no offset, in words. */
+static const char *no_trace_why(const struct hgt_refine_cpu *x)
+{
+	switch (x->trace_status) {
+	case HGT_INFER_EMPTY:
+		return "no one offset puts all its events inside the thread's windows";
+	case HGT_INFER_NO_OVERLAP:
+		return "what fits the thread's windows puts its events beside the host's span";
+	case HGT_INFER_NO_DATA:
+		return "the host has no window of its thread";
+	default:
+		return "the windows leave too wide a set";
+	}
+}
+
 void hgt_refine_disagreement(const struct hgt_refine_result *r, int c, char *buf, size_t n)
 {
 	const struct hgt_refine_cpu *x = &r->cpus[c];
 
-	snprintf(
-		buf, n,
-		"vCPU %d (thread %d): the channel's offsets %lld..%lld and the vCPU windows' %lld..%lld do not meet: one of them is wrong",
-		c, x->pid, (long long)x->ch_lo, (long long)x->ch_hi, (long long)x->tr_lo,
-		(long long)x->tr_hi);
+	*buf = 0;
+	if (x->status == HGT_REFINE_OK || !x->events)
+		return;
+	if (x->status == HGT_REFINE_DISAGREE)
+		snprintf(
+			buf, n,
+			"vCPU %d (thread %d): the channel's offsets %lld..%lld and the vCPU windows' %lld..%lld do not meet: one of them is wrong",
+			c, x->pid, (long long)x->ch_lo, (long long)x->ch_hi, (long long)x->tr_lo,
+			(long long)x->tr_hi);
+	else if (x->status == HGT_REFINE_NO_TRACE && x->trace_status == HGT_INFER_EMPTY)
+		snprintf(
+			buf, n,
+			"vCPU %d (thread %d) not refined: %s (%llu of its %llu events outside at the best): the channel's samples kept",
+			c, x->pid, no_trace_why(x), (unsigned long long)x->trace_outside,
+			(unsigned long long)x->events);
+	else if (x->status == HGT_REFINE_NO_TRACE)
+		snprintf(
+			buf, n,
+			"vCPU %d (thread %d) not refined: %s (%llu events): the channel's samples kept",
+			c, x->pid, no_trace_why(x), (unsigned long long)x->events);
+	else
+		snprintf(
+			buf, n,
+			"vCPU %d (thread %d) not refined: the channel's samples do not meet (offsets %lld..%lld apart by more than their bound): the channel's samples kept",
+			c, x->pid, (long long)x->ch_lo, (long long)x->ch_hi);
 }
 
 void hgt_refine_result_free(struct hgt_refine_result *res)

@@ -1078,11 +1078,13 @@ static void refine_pair(struct listener *l, struct guest *g)
 	}
 	hgt_refine_summary(&r, line, sizeof(line));
 	hgt__listen_log(l, "guest %s: sync %s", g->name, line);
-	for (int c = 0; c < r.nr_cpus; c++)
-		if (r.cpus[c].status == HGT_REFINE_DISAGREE) {
-			hgt_refine_disagreement(&r, c, line, sizeof(line));
-			hgt__listen_log(l, "guest %s: WARNING: %s", g->name, line);
-		}
+	for (int c = 0; c < r.nr_cpus; c++) {
+		hgt_refine_disagreement(&r, c, line, sizeof(line));
+		if (*line)
+			hgt__listen_log(l, "guest %s: %s%s", g->name,
+					r.cpus[c].status == HGT_REFINE_DISAGREE ? "WARNING: " : "",
+					line);
+	}
 	hgt_refine_result_free(&r);
 }
 

@@ -539,13 +539,15 @@ static void refine(struct session *s, struct sguest *g, const char *host_path)
 			 hgt_last_error());
 	else
 		hgt_refine_summary(&r, g->refine_said, sizeof(g->refine_said));
-	for (int c = 0; !ret && c < r.nr_cpus; c++)
-		if (r.cpus[c].status == HGT_REFINE_DISAGREE) {
-			char line[400];
+	for (int c = 0; !ret && c < r.nr_cpus; c++) {
+		char line[400];
 
-			hgt_refine_disagreement(&r, c, line, sizeof(line));
-			logf_(s, "WARNING: guest %s, %s", g->in->name, line);
-		}
+		hgt_refine_disagreement(&r, c, line, sizeof(line));
+		if (*line)
+			logf_(s, "%sguest %s, %s",
+			      r.cpus[c].status == HGT_REFINE_DISAGREE ? "WARNING: " : "",
+			      g->in->name, line);
+	}
 	hgt_refine_result_free(&r);
 }
 

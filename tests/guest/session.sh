@@ -321,7 +321,7 @@ if [ $lrc = 0 ] && [ -n "$lb" ] && [ "$lb" -le 50000 ] && cmp -s loc.h loc.t &&
 	echo "$zt" | grep -q ' 0 outside' && [ "${zin:-0}" -gt 20 ]; then
 	tap_ok "-C local: synced through the trace and refined, bound +-$lb ns; merge = trace-cmd's ($(wc -l < loc.h) lines); at zero tolerance: $zt"
 else
-	tap_fail "-C local: exit $lrc, bound '$lb' ns (<= 50 us?), clock '$lc', merge $(cmp -s loc.h loc.t && echo same || echo differs), zero tolerance: $zt; record: $(tail -8 recl.log | tr '\n' '|') guest: $(tail -5 serial.log | tr -d '\r' | tr '\n' '|')"
+	tap_fail "-C local: exit $lrc, bound '$lb' ns (<= 50 us?), clock '$lc', merge $(cmp -s loc.h loc.t && echo same || echo differs), zero tolerance: $zt; record: $(grep -E 'sync|refined|WARNING|containment|span' recl.log | tr '\n' '|') guest: $(tail -5 serial.log | tr -d '\r' | tr '\n' '|')"
 fi
 
 # 2c. A session killed (SIGKILL) once both sides have pages on disk, then restored: the

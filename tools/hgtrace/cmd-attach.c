@@ -71,6 +71,9 @@ static int refine_files(const char *host, const char *guest, int slices)
 			       (unsigned long long)c->events);
 		if (c->status != HGT_REFINE_OK) {
 			printf("%s\n", hgt_refine_status_name(c->status));
+			hgt_refine_disagreement(&r, i, line, sizeof(line));
+			if (*line)
+				printf("  %s\n", line);
 			continue;
 		}
 		if (c->points) {
