@@ -23,16 +23,9 @@ check: deps build
 demo: deps build
 	@scripts/demo.sh $(BUILDDIR)
 
+# every benchmark, on the machine as it is and with one core busy; a table of ratios at the end
 bench: deps build
-	@bench/run.sh $(BUILDDIR)
-	@bench/hostguest.sh $(BUILDDIR)
-	@bench/agent.sh $(BUILDDIR)
-	@bench/probes.sh $(BUILDDIR)
-	@bench/session.sh $(BUILDDIR)
-	@bench/infer.sh $(BUILDDIR)
-	@bench/view-why.sh $(BUILDDIR)
-	@bench/crash.sh $(BUILDDIR)
-	@bench/soak.sh $(BUILDDIR)
+	@bench/all.sh $(BUILDDIR)
 
 bench-big: deps build
 	@bench/bigfile.sh $(BUILDDIR)

@@ -10,6 +10,7 @@
 set -uo pipefail
 builddir=$(realpath "${1:-build}")
 hg=$builddir/tools/hgtrace/hgtrace
+. "$(dirname "$0")/lib.sh"
 MB=${CRASH_MB:-200}
 T=/sys/kernel/tracing
 [ "$(id -u)" = 0 ] && [ -e $T/trace_marker ] && command -v trace-cmd > /dev/null ||
@@ -65,3 +66,5 @@ printf "median MB/s: hgtrace %.1f, hgtrace --fsync %.1f, trace-cmd %.1f\n" \
 printf "ratio hgtrace / trace-cmd: %.2f; hgtrace --fsync / hgtrace: %.2f\n" \
 	"$(echo "$(med hgtrace) / $(med trace-cmd)" | bc -l)" \
 	"$(echo "$(med 'hgtrace --fsync') / $(med hgtrace)" | bc -l)"
+bench_row "record, 1000-byte markers: MB/s" "$(printf '%.1f MB/s' "$(med hgtrace)")" \
+	"$(printf '%.1f MB/s trace-cmd' "$(med trace-cmd)")" "$(echo "$(med hgtrace) / $(med trace-cmd)" | bc -l)"

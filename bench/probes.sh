@@ -11,6 +11,7 @@
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 HGTRACE=$BUILD/tools/hgtrace/hgtrace
 N=${HGT_BENCH_EVENTS:-2000000}
 t=$(mktemp -d)
@@ -80,6 +81,8 @@ if pkg-config --exists lttng-ust && command -v lttng > /dev/null; then
 	echo "(LTTng discarded $discarded events over its 10 runs)"
 	for th in 1 2; do
 		echo "ratio LTTng-UST / hgtrace simple, $th thread(s): $(echo "scale=2; ${lttng[$th]} / ${simple[$th]}" | bc)x"
+		bench_row "probe, enabled, $th thread(s): ns per event" "${simple[$th]} ns" \
+			"${lttng[$th]} ns LTTng-UST" "$(echo "${lttng[$th]} / ${simple[$th]}" | bc -l)"
 	done
 else
 	echo "LTTng-UST not installed: no comparison (scripts/deps.sh installs liblttng-ust-dev lttng-tools)"

@@ -13,6 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../tests/lib/record.sh"
 out=$here/out
 mkdir -p "$out"
+. "$here/lib.sh"
 runs=${BENCH_RUNS:-3}
 
 record() { # record OUT BUFFER_KB EVENTS... -- CMD...
@@ -65,6 +66,10 @@ bench_file() { # bench_file NAME FILE
 	printf "%s ratio: %.2fx faster (wall), %.2fx less cpu; without the memo %.2fx; peak RSS %d KB vs %d KB (%.1fx less)\n" \
 		"$name" "$(echo "$tt / $ht" | bc -l)" "$(echo "$tc / $hc" | bc -l)" "$(echo "$tt / $nt" | bc -l)" \
 		"$hm" "$tm" "$(echo "$tm / $hm" | bc -l)"
+	bench_row "report, $name, $events events: wall" "$(printf '%.2f s' "$(echo "$ht / $runs" | bc -l)")" \
+		"$(printf '%.2f s trace-cmd' "$(echo "$tt / $runs" | bc -l)")" "$(echo "$tt / $ht" | bc -l)"
+	bench_row "report, $name: CPU time" "$(printf '%.2f s' "$(echo "$hc / $runs" | bc -l)")" \
+		"$(printf '%.2f s trace-cmd' "$(echo "$tc / $runs" | bc -l)")" "$(echo "$tc / $hc" | bc -l)"
 }
 
 big=$out/big.dat

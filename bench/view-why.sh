@@ -8,6 +8,7 @@ set -uo pipefail
 builddir=$(realpath "${1:-build}")
 hg=$builddir/tools/hgtrace/hgtrace
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 out=$here/out
 mkdir -p "$out"
 runs=${BENCH_RUNS:-3}
@@ -47,6 +48,10 @@ for k in 0 1 2 3 4; do
 		"${names[$k]}" "$runs" "$(echo "${wall[$k]} / $runs" | bc -l)" \
 		"$(echo "${cpu[$k]} / $runs" | bc -l)" "${rss[$k]}" \
 		"$(echo "${wall[$k]} / ${wall[4]}" | bc -l)"
+	[ $k -lt 4 ] && bench_row "${names[$k]}, $events events: wall" \
+		"$(printf '%.2f s' "$(echo "${wall[$k]} / $runs" | bc -l)")" \
+		"$(printf '%.2f s trace-cmd report' "$(echo "${wall[4]} / $runs" | bc -l)")" \
+		"$(echo "${wall[4]} / ${wall[$k]}" | bc -l)"
 done
 "$hg" why --threshold 1 --json "$p-host.dat" "$p-guest.dat" |
 	python3 -c 'import json, sys; d = json.load(sys.stdin); print("why: %d wakeups, %d timers; %d delays over 1 us" % (d["found"]["wakeup"], d["found"]["timer"], len(d["delays"])))'
