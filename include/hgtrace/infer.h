@@ -78,6 +78,16 @@ struct hgt_infer_opts {
 	 */
 	bool gaps;
 	uint64_t entry_gap, exit_gap;
+	/*
+	 * @within: only offsets in [@within_lo, @within_hi] are considered (a set known to
+	 * hold the truth, such as a channel's samples +- their bound), and every offset there
+	 * that fits is kept, however few events it puts in the host's span: no piece is
+	 * dropped as weakly supported, so the result holds the truth whenever the windows
+	 * do (never HGT_INFER_NO_OVERLAP, AMBIGUOUS or TOO_WIDE). Offsets of the range that
+	 * put no event in the span fit trivially and are kept too.
+	 */
+	bool within;
+	int64_t within_lo, within_hi;
 };
 
 /**
@@ -116,6 +126,12 @@ struct hgt_infer_cpu {
 	int64_t first, last;		/* guest times (host units) of its first and last event */
 };
 
+/* A range of offsets known to hold the truth (hgt_infer_opts.within). */
+struct hgt_infer_range {
+	bool on;
+	int64_t lo, hi;
+};
+
 struct hgt_infer_pair_opts {
 	size_t sz;	    /* sizeof(struct hgt_infer_pair_opts); use HGT_OPTS() */
 	uint64_t ratio;	    /* known guest TSC scaling ratio (0: 1.0) */
@@ -127,6 +143,9 @@ struct hgt_infer_pair_opts {
 	uint64_t entry_gap, exit_gap;
 	uint64_t widen; /* every window widened by this on both sides (host units): an
 			   offset that moves by at most this within a slice still fits */
+	/* NULL, or ncpu ranges: guest CPU i's offset sought within within[i] where .on (as
+	 * hgt_infer_opts.within; not its slices) */
+	const struct hgt_infer_range *within;
 };
 
 /**

@@ -366,7 +366,7 @@ static void conclude(const int64_t *g, size_t n, const struct allowed *al, const
 	size_t best = best_piece(g, n, al, cur, &best_n, false), alt = SIZE_MAX;
 
 	res->in_span = best_n;
-	if (weak(best_n, res->reach)) {
+	if (!o->within && weak(best_n, res->reach)) {
 		res->status = HGT_INFER_NO_OVERLAP;
 		res->best = mid(cur->p[best].lo, cur->p[best].hi);
 		return;
@@ -376,7 +376,7 @@ static void conclude(const int64_t *g, size_t n, const struct allowed *al, const
 	for (size_t k = 0; k < cur->n; k++) {
 		uint64_t s = in_span(g, n, al, mid(cur->p[k].lo, cur->p[k].hi));
 
-		if (weak(s, res->reach)) {
+		if (!o->within && weak(s, res->reach)) {
 			res->weak_pieces++;
 			continue;
 		}
@@ -395,7 +395,7 @@ static void conclude(const int64_t *g, size_t n, const struct allowed *al, const
 	if (o->gaps)
 		by_gaps(res, o->entry_gap, o->exit_gap);
 	res->status = HGT_INFER_OK;
-	if (!o->max_bound || res->bound <= o->max_bound)
+	if (o->within || !o->max_bound || res->bound <= o->max_bound)
 		return;
 	res->status = alt != SIZE_MAX ? HGT_INFER_AMBIGUOUS : HGT_INFER_TOO_WIDE;
 	if (alt != SIZE_MAX) {
@@ -414,7 +414,7 @@ static void conclude(const int64_t *g, size_t n, const struct allowed *al, const
  * set emptied, or only pieces beside the host's recording were left), or -errno.
  */
 static int narrow(const int64_t *g, size_t n, const struct allowed *al, struct set **cur,
-		  struct set **next, struct hgt_infer_result *res)
+		  struct set **next, bool keep_weak, struct hgt_infer_result *res)
 {
 	size_t hints[HINTS], nhints = 0;
 	uint64_t best_n = 0, pruned_best = 0;
@@ -449,7 +449,7 @@ static int narrow(const int64_t *g, size_t n, const struct allowed *al, struct s
 			res->in_span = best_n;
 			return 1;
 		}
-		if ((*next)->n > 1 && (*next)->n != (*cur)->n &&
+		if (!keep_weak && (*next)->n > 1 && (*next)->n != (*cur)->n &&
 		    prune(g, n, al, *next, res->reach, &pruned_best, &res->weak_pieces)) {
 			/* only pieces beside the host's recording were left */
 			res->status = HGT_INFER_NO_OVERLAP;
@@ -463,6 +463,83 @@ static int narrow(const int64_t *g, size_t n, const struct allowed *al, struct s
 	return ret;
 }
 
+/*
+ * @o->within: the offsets of the range that put no event in the span (below @lo or above
+ * @hi, those that put at least one there) fit every window trivially: they join the
+ * result, whose hull grows to hold them (a set that was empty becomes them).
+ */
+static void add_beside(struct hgt_infer_result *res, const struct hgt_infer_opts *o, int64_t lo,
+		       int64_t hi)
+{
+	bool below = o->within_lo<lo, above = o->within_hi> hi;
+	/* the two parts of the range beside [lo, hi] */
+	int64_t b_lo = o->within_lo, b_hi = lo - 1 < o->within_hi ? lo - 1 : o->within_hi;
+	int64_t a_lo = hi + 1 > o->within_lo ? hi + 1 : o->within_lo, a_hi = o->within_hi;
+
+	if (!below && !above)
+		return;
+	if (res->status != HGT_INFER_OK) {
+		/* nothing that puts an event in the span fits: only what puts none does */
+		res->status = HGT_INFER_OK;
+		res->best_lo = below ? b_lo : a_lo;
+		res->best_hi = below ? b_hi : a_hi;
+		res->lo = below ? b_lo : a_lo;
+		res->hi = above ? a_hi : b_hi;
+		res->pieces = (uint32_t)below + above;
+		res->in_span = 0;
+	} else {
+		res->lo = below ? b_lo : res->lo;
+		res->hi = above ? a_hi : res->hi;
+		res->pieces += (uint32_t)below + above;
+	}
+	res->estimate = mid(res->lo, res->hi);
+	res->bound = (uint64_t)(((__int128)res->hi - res->lo + 1) / 2);
+	res->by_gaps = false;
+}
+
+/* Distance from @m to [@lo, @hi] (0 inside). */
+static uint64_t away(int64_t m, int64_t lo, int64_t hi)
+{
+	return m < lo ? (uint64_t)lo - (uint64_t)m : m > hi ? (uint64_t)m - (uint64_t)hi : 0;
+}
+
+/*
+ * @o->within: every piece fits every event (none is weak), so the one to store an offset
+ * in is the one nearest the middle of the hull, where the bound grows least: it becomes
+ * best_lo..best_hi. The pieces: those of @cur (NULL: none) and the range's offsets that
+ * put no event in the span (below @lo, above @hi).
+ */
+static void nearest_piece(struct hgt_infer_result *res, const struct set *cur,
+			  const struct hgt_infer_opts *o, int64_t lo, int64_t hi)
+{
+	int64_t m = mid(res->lo, res->hi);
+	uint64_t best = away(m, res->best_lo, res->best_hi), d;
+
+	for (size_t k = 0; cur && k < cur->n; k++)
+		if ((d = away(m, cur->p[k].lo, cur->p[k].hi)) < best) {
+			best = d;
+			res->best_lo = cur->p[k].lo;
+			res->best_hi = cur->p[k].hi;
+		}
+	if (o->within_lo < lo) {
+		int64_t z = lo - 1 < o->within_hi ? lo - 1 : o->within_hi;
+
+		if ((d = away(m, o->within_lo, z)) < best) {
+			best = d;
+			res->best_lo = o->within_lo;
+			res->best_hi = z;
+		}
+	}
+	if (o->within_hi > hi) {
+		int64_t a = hi + 1 > o->within_lo ? hi + 1 : o->within_lo;
+
+		if (away(m, a, o->within_hi) < best) {
+			res->best_lo = a;
+			res->best_hi = o->within_hi;
+		}
+	}
+}
+
 int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *w, size_t nw,
 		     int64_t span_lo, int64_t span_hi, const struct hgt_infer_opts *opts,
 		     struct hgt_infer_result *res)
@@ -471,6 +548,7 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 	struct set a = { 0 }, b = { 0 }, *cur = &a, *next = &b;
 	struct allowed al = { .span_lo = span_lo, .span_hi = span_hi };
 	struct hgt_infer_window *nwin = NULL;
+	int64_t lo, hi;
 	int ret = 0;
 
 	if (opts) {
@@ -496,13 +574,31 @@ int hgt_infer_offset(const int64_t *g, size_t n, const struct hgt_infer_window *
 		goto out;
 	}
 	res->reach = max_reach(g, n, span_lo, span_hi);
-	/* at least one event in the span */
-	ret = set_add(cur, sat_sub(span_lo, g[n - 1]), sat_sub(span_hi, g[0]));
+	/* at least one event in the span (within the range given, if one is) */
+	lo = sat_sub(span_lo, g[n - 1]);
+	hi = sat_sub(span_hi, g[0]);
+	if (o.within && o.within_lo > o.within_hi) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (o.within && (lo = lo > o.within_lo ? lo : o.within_lo) >
+				(hi = hi < o.within_hi ? hi : o.within_hi)) {
+		res->status = HGT_INFER_EMPTY; /* none: what puts none there is added below */
+		ret = 1;
+	}
 	if (!ret)
-		ret = narrow(g, n, &al, &cur, &next, res);
+		ret = set_add(cur, lo, hi);
+	if (!ret)
+		ret = narrow(g, n, &al, &cur, &next, o.within, res);
 	if (!ret)
 		conclude(g, n, &al, cur, &o, res);
-	else if (ret > 0)
+	if (ret >= 0 && o.within) {
+		add_beside(res, &o, sat_sub(span_lo, g[n - 1]), sat_sub(span_hi, g[0]));
+		if (res->status == HGT_INFER_OK)
+			nearest_piece(res, ret == 0 ? cur : NULL, &o, sat_sub(span_lo, g[n - 1]),
+				      sat_sub(span_hi, g[0]));
+	}
+	if (ret > 0)
 		ret = 0;
 out:
 	free(a.p);

@@ -293,10 +293,12 @@ static int guest_times(struct hgt_input *guest, int cpu, const struct hgt_infer_
 }
 
 static int infer_cpu(struct hgt_infer_cpu *cpu, const struct thr *t, const struct wins *lost,
-		     const int64_t *g, size_t n, const struct hgt_infer_pair_opts *o)
+		     const int64_t *g, size_t n, const struct hgt_infer_pair_opts *o,
+		     const struct hgt_infer_range *range)
 {
 	HGT_OPTS(hgt_infer_opts, io, .max_bound = o->max_bound, .gaps = o->gaps,
-		 .entry_gap = o->entry_gap, .exit_gap = o->exit_gap);
+		 .entry_gap = o->entry_gap, .exit_gap = o->exit_gap, .within = range && range->on,
+		 .within_lo = range ? range->lo : 0, .within_hi = range ? range->hi : 0);
 	struct hgt_infer_window *w = malloc(sizeof(*w) * (t->w.n + lost->n + 1));
 	int64_t span_lo = t->span_lo, span_hi;
 	int ret;
@@ -332,6 +334,7 @@ static int infer_cpu(struct hgt_infer_cpu *cpu, const struct thr *t, const struc
 			goto out;
 		}
 		cpu->nr_slices = k;
+		io.within = false; /* the offset moves: the range given is for the whole CPU's */
 		for (int s = 0; s < k && !ret; s++) {
 			int64_t end = g0 + (int64_t)(((__int128)len * (s + 1)) / k);
 			size_t to = from;
@@ -389,7 +392,8 @@ int hgt_infer_pair(struct hgt_input *host, struct hgt_input *guest, struct hgt_i
 			cpus[i].r.status = HGT_INFER_NO_DATA;
 			cpus[i].r.events = n;
 		} else if (!ret) {
-			ret = infer_cpu(&cpus[i], &t[i], &lost, g, n, &o);
+			ret = infer_cpu(&cpus[i], &t[i], &lost, g, n, &o,
+					o.within ? &o.within[i] : NULL);
 		}
 		free(g);
 	}

@@ -102,6 +102,7 @@ static bool points(struct hgt_refine_cpu *o, const struct hgt_infer_cpu *ic,
 			o->ch_hi = chi;
 			o->tr_lo = x->lo;
 			o->tr_hi = x->hi;
+			o->trace = true; /* this slice's windows' set is known */
 			return false;
 		}
 		at = a + (z - a) / 2;

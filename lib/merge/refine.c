@@ -76,7 +76,11 @@ static void refine_cpu(struct hgt_refine_cpu *o, const struct hgt_time_shift_cpu
 	if (!o->channel) {
 		o->status = HGT_REFINE_CHANNEL_MOVED;
 	} else if (!o->trace) {
-		o->status = HGT_REFINE_NO_TRACE;
+		/* the windows were asked within the channel's set (hgt_sync_refine()): no offset
+		 * there fitting every event is the two disagreeing */
+		o->status = r->status == HGT_INFER_EMPTY && bound != HGT_REFINE_NO_BOUND
+				    ? HGT_REFINE_DISAGREE
+				    : HGT_REFINE_NO_TRACE;
 	} else if (bound == HGT_REFINE_NO_BOUND) {
 		/* every sample inside the windows' set: that set, else they disagree */
 		o->lo = o->tr_lo;
@@ -260,6 +264,7 @@ int hgt_sync_refine(const char *host_path, const char *guest_path,
 	struct hgt_input *guest = host ? hgt_input_open(guest_path, &op) : NULL;
 	const struct hgt_time_shift *t = NULL;
 	struct hgt_infer_cpu *c = NULL;
+	struct hgt_infer_range *within = NULL;
 	int ret, ncpu = 0, *pids = NULL;
 
 	memset(res, 0, sizeof(*res));
@@ -297,8 +302,19 @@ int hgt_sync_refine(const char *host_path, const char *guest_path,
 	for (int i = 0; i < ncpu; i++)
 		c[i].pid = pids[i];
 	ncpu = t->nr_cpus;
+	/* the windows' offsets are sought within the channel's set (it holds the truth when
+	 * its bound does): every offset there that fits is kept, however weakly the host's
+	 * span supports it, so what both allow holds the truth whenever both are right */
+	within = calloc((size_t)ncpu, sizeof(*within));
+	if (!within) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < ncpu && res->channel_bound != HGT_REFINE_NO_BOUND; i++)
+		within[i].on =
+			channel_set(&t->cpus[i], res->channel_bound, &within[i].lo, &within[i].hi);
 	{
-		HGT_OPTS(hgt_infer_pair_opts, po);
+		HGT_OPTS(hgt_infer_pair_opts, po, .within = within);
 
 		ret = hgt_infer_pair(host, guest, c, ncpu, &po);
 		if (ret)
@@ -334,6 +350,7 @@ out:
 	if (c)
 		hgt_infer_cpu_free(c, ncpu);
 	free(c);
+	free(within);
 	free(pids);
 	hgt_input_close(guest);
 	hgt_input_close(host);
@@ -380,7 +397,13 @@ void hgt_refine_disagreement(const struct hgt_refine_result *r, int c, char *buf
 	*buf = 0;
 	if (x->status == HGT_REFINE_OK || !x->events)
 		return;
-	if (x->status == HGT_REFINE_DISAGREE)
+	if (x->status == HGT_REFINE_DISAGREE && !x->trace)
+		snprintf(
+			buf, n,
+			"vCPU %d (thread %d): no offset within the channel's %lld..%lld puts all its %llu events inside the thread's windows (%llu outside at the best): one of them is wrong",
+			c, x->pid, (long long)x->ch_lo, (long long)x->ch_hi,
+			(unsigned long long)x->events, (unsigned long long)x->trace_outside);
+	else if (x->status == HGT_REFINE_DISAGREE)
 		snprintf(
 			buf, n,
 			"vCPU %d (thread %d): the channel's offsets %lld..%lld and the vCPU windows' %lld..%lld do not meet: one of them is wrong",

@@ -332,6 +332,59 @@ static void test_infer_by_hand(void **state)
 	assert_int_equal(r.in_span, 6);
 }
 
+/*
+ * The same five events, sought within a range (a channel's set): the pieces above,
+ * [-460,-360] [-260,-210] [-10,20] [190,220] [390,490] with 1, 1, 5, 4, 2 events in the
+ * span, clipped to the range and every one kept however weak; offsets of the range past
+ * [-460,490] (those that put no event in the span) kept too; best_lo..best_hi the piece
+ * nearest the middle of the hull.
+ */
+static void test_infer_within(void **state)
+{
+	const struct hgt_infer_window w[] = { { 500, 600 }, { 100, 200 }, { 300, 350 } };
+	const int64_t g5[] = { 110, 130, 310, 330, 560 };
+	struct hgt_infer_result r;
+	struct {
+		int64_t lo, hi;		    /* the range */
+		int status;		    /* what comes out */
+		int64_t rlo, rhi, blo, bhi; /* hull, best piece */
+		uint32_t pieces;
+	} c[] = {
+		/* only the weak [-260,-210] lies there: kept (dropped without the range) */
+		{ -300, -200, HGT_INFER_OK, -260, -210, -260, -210, 1 },
+		/* [-10,20] and [190,200]: middle 95, nearer the first */
+		{ -100, 200, HGT_INFER_OK, -10, 200, -10, 20, 2 },
+		/* the weak [390,490] and [491,600] beside the span: middle 495, in the second */
+		{ 350, 600, HGT_INFER_OK, 390, 600, 491, 600, 2 },
+		/* all beside: every offset fits */
+		{ 1000, 2000, HGT_INFER_OK, 1000, 2000, 1000, 2000, 1 },
+		/* between pieces, none beside: nothing in the range fits */
+		{ 30, 180, HGT_INFER_EMPTY, 0, 0, 0, 0, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		HGT_OPTS(hgt_infer_opts, o, .within = true, .within_lo = c[i].lo,
+			 .within_hi = c[i].hi, .max_bound = 1);
+
+		assert_int_equal(hgt_infer_offset(g5, 5, w, 3, 100, 600, &o, &r), 0);
+		assert_int_equal(r.status, c[i].status);
+		if (c[i].status != HGT_INFER_OK)
+			continue;
+		assert_int_equal(r.lo, c[i].rlo);
+		assert_int_equal(r.hi, c[i].rhi);
+		assert_int_equal(r.best_lo, c[i].blo);
+		assert_int_equal(r.best_hi, c[i].bhi);
+		assert_int_equal(r.pieces, c[i].pieces);
+		assert_int_equal(r.bound, (uint64_t)(c[i].rhi - c[i].rlo + 1) / 2);
+	}
+	{
+		HGT_OPTS(hgt_infer_opts, o, .within = true, .within_lo = 5, .within_hi = 4);
+
+		assert_int_equal(hgt_infer_offset(g5, 5, w, 3, 100, 600, &o, &r), -EINVAL);
+	}
+}
+
 /* Events that no offset can fit: the status says so, with how many disagree. */
 static void test_infer_empty(void **state)
 {
@@ -474,6 +527,7 @@ int main(void)
 		cmocka_unit_test(test_ts2secs_wins_over_tsc2nsec),
 		cmocka_unit_test(test_trace_clock_read),
 		cmocka_unit_test(test_infer_by_hand),
+		cmocka_unit_test(test_infer_within),
 		cmocka_unit_test(test_infer_empty),
 		cmocka_unit_test(test_infer_random_truth),
 	};
