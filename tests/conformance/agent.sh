@@ -23,6 +23,8 @@ N=300
 # markers INSTANCE N: wait until the agent records (it said "recording" in agent.log: the
 # host's start has arrived, its instance exists), then write N numbered markers; stops once
 # the instance is gone (the agent with it)
+# (every agent here logs to agent.log, emptied by agent_log before it starts: a line of the
+# last agent's is never taken for the new one's, which may not even have its instance yet)
 markers() {
 	local i
 	wait_for_line agent.log recording && [ -e "$TRACEFS/instances/$1/trace_marker" ] || return 1
@@ -31,6 +33,8 @@ markers() {
 			[ -d "$TRACEFS/instances/$1" ] || return 1
 	done
 }
+
+agent_log() { : > agent.log; }
 
 check_markers() { # FILE WHAT
 	local got dup
@@ -56,14 +60,18 @@ fi
 inst=hgt_agent_f$$
 # hgtrace's own probes on (dogfooding: hgtrace-probes(3)), into simple-backend files.
 HGTRACE_EVENTS='listen_*' HGTRACE_FILE=$t/listen.trace \
-	"$HGTRACE" listen -o . --fifo g1:g1 --start --stop-after 2500 2> listen.log &
+	"$HGTRACE" listen -o . --fifo g1:g1 --start 2> listen.log &
 lpid=$!
+agent_log
 HGTRACE_EVENTS='agent_*' HGTRACE_FILE=$t/agent.trace \
 	"$HGTRACE" agent --fifos g1 -B $inst -e sched:sched_switch 2> agent.log &
 apid=$!
+# the session ends once every marker is written (SIGINT: the agent stops, sends what it
+# has and ends its stream), however long the writing took on a busy machine
 markers $inst $N
+kill -INT $apid
 wait $apid
-wait $lpid && tap_ok "FIFO: listener finished ($(tail -1 listen.log))" ||
+wait_exit $lpid 60 > /dev/null && tap_ok "FIFO: listener finished ($(tail -1 listen.log))" ||
 	tap_fail "FIFO listener: $(cat listen.log)"
 check_markers trace-g1.dat "FIFO"
 [ -d "$TRACEFS/instances/$inst" ] && tap_fail "FIFO: the agent's instance is left" ||
@@ -83,14 +91,16 @@ fi
 # 2. TCP loopback.
 inst=hgt_agent_t$$
 port=$(free_port)
-"$HGTRACE" listen -o . --tcp $port --start --stop-after 2500 2> listen.log &
+"$HGTRACE" listen -o . --tcp $port --start 2> listen.log &
 lpid=$!
 wait_listen $port $lpid
+agent_log
 "$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -e sched:sched_switch 2> agent.log &
 apid=$!
 markers $inst $N
+kill -INT $apid
 wait $apid
-sleep 1
+wait_for_line listen.log 'wrote' 60
 kill -INT $lpid
 wait $lpid
 check_markers trace-net-1.dat "TCP"
@@ -156,7 +166,7 @@ agent_fails "an agent refused with control characters" 'the host refused it: evi
 # after 10 s without a HELLO their slots are freed: a real agent then records through it.
 mkdir -p idle
 port=$(free_port)
-"$HGTRACE" listen -o idle --tcp $port --start --stop-after 1500 2> idle/listen.log &
+"$HGTRACE" listen -o idle --tcp $port --start 2> idle/listen.log &
 lpid=$!
 wait_listen $port $lpid
 python3 -c 'import socket, sys, time
@@ -178,12 +188,14 @@ until [ "$(grep -c 'no HELLO within 10 s of connecting' idle/listen.log)" -ge 64
 	sleep 0.1
 done
 inst=hgt_agent_i$$
+agent_log
 "$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -e sched:sched_switch 2> agent.log &
 apid=$!
 markers $inst $N
+kill -INT $apid # the agent stops once its markers are written
 wait $apid
 arc=$?
-sleep 1
+wait_for_line idle/listen.log 'wrote [^ ]*trace-net-[0-9]*\.dat' 60
 kill $hold 2> /dev/null
 wait $hold 2> /dev/null
 kill -INT $lpid
@@ -261,13 +273,20 @@ lpid=$!
 wait_listen $port $lpid
 # The agent sends whole pages only (no partial page before a minute), and the markers are
 # written from CPU 0: what arrives must be markers 1..K with K < 3000, the last page lost.
+agent_log
 "$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -b 1024 --flush-ms 60000 2> agent.log &
 apid=$!
 (taskset -cp 0 $BASHPID > /dev/null && markers $inst 3000)
-sleep 1
+# killed once the listener holds some of its pages (its recording's CPU files grow), and
+# stopped once it saw the cut: events, not times, on a busy machine
+end=$((SECONDS + 60))
+until [ -n "$(find . -path './trace-net-1.2.dat.recording/cpu*' -size +0 2> /dev/null)" ] ||
+	[ $SECONDS -ge $end ]; do
+	sleep 0.02
+done
 kill -9 $apid
 wait $apid 2> /dev/null
-sleep 0.5
+wait_for_line listen.log 'control channel closed before the end' 60
 kill -INT $lpid
 wait $lpid
 rmdir "$TRACEFS/instances/$inst" 2> /dev/null # the killed agent could not
@@ -294,11 +313,11 @@ fi
 
 # 3b. -o: virtio-trace's debug mode, every CPU's raw pages on stdout.
 inst=hgt_agent_o$$
+agent_log
 "$HGTRACE" agent -o -B $inst > pages.bin 2> agent.log &
 apid=$!
 markers $inst $N
-sleep 0.3
-kill -INT $apid
+kill -INT $apid # its stop drains every page, the partial one too
 wait $apid
 got=$(python3 -c "import sys; d = open('pages.bin', 'rb').read(); print(len(d) % 4096, d.count(b'hgt-mark-'))")
 if [ "$got" = "0 $N" ]; then
@@ -311,7 +330,7 @@ fi
 inst=hgt_agent_h$$
 rm -f trace-net-*.dat
 port=$(free_port)
-"$HGTRACE" listen -o . --tcp $port --start --stop-after 3000 --max-mb 32 2> listen.log &
+"$HGTRACE" listen -o . --tcp $port --start --max-mb 32 2> listen.log &
 lpid=$!
 wait_listen $port $lpid
 python3 - $port > hostile.log 2>&1 << 'PY' &
@@ -337,12 +356,16 @@ except OSError: pass
 st = conn(); st.sendall(msg(5, struct.pack("<Q", 11)))
 time.sleep(2); print("hostile done")
 PY
+agent_log
 "$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -e sched:sched_switch 2> agent.log &
 apid=$!
 N=300
 markers $inst $N
+# the session ends once the markers are written and every hostile peer has had its go
+wait_for_line hostile.log 'hostile done' 60
+kill -INT $apid
 wait $apid
-sleep 1.5
+wait_for_line listen.log "guest net-[0-9]*: wrote .*" 60
 kill -INT $lpid
 wait $lpid
 good=
