@@ -647,6 +647,31 @@ static bool host_closed(struct agent *a)
 	return n == 0 || (n < 0 && (p.revents & (POLLHUP | POLLERR)));
 }
 
+/* A data channel failed before the start: whether the host refused the agent (its reason,
+ * which may still wait unread on the control channel, in @a->refused) or left. */
+static bool host_said_no(struct agent *a)
+{
+	if (host_closed(a))
+		return true;
+	if (a->ctl_r < 0 ||
+	    (a->o.transport != HGT_TRANSPORT_TCP && a->o.transport != HGT_TRANSPORT_VSOCK))
+		return false;
+	/* what the host sent: a refusal, then its close (a second at most) */
+	a->last_host_ms = hgt__now_ms();
+	(void)wait_command(a, '1', 1000, false);
+	return a->host_gone;
+}
+
+/* The error for a host that refused the agent or left before the start. */
+static int said_no(const struct agent *a)
+{
+	return a->refused[0]
+		       ? hgt__errorf(ECONNREFUSED, "agent: the host refused it: %s", a->refused)
+		       : hgt__errorf(
+				 ECONNRESET,
+				 "agent: the host closed the connection before starting the session");
+}
+
 /* Every data channel says which CPU and session it carries (raw pages only on stdout). */
 static int send_data_headers(struct agent *a)
 {
@@ -1116,6 +1141,8 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 		goto out;
 	}
 	ret = open_channels(&a);
+	if (ret && a.ctl_r >= 0 && host_said_no(&a))
+		ret = said_no(&a); /* a data channel refused: the host's reason, if it gave one */
 	if (ret)
 		goto out;
 	trace_agent_channels(a.nr_cpus, transport_name(a.o.transport));
@@ -1173,11 +1200,8 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 	ret = send_msg(&a, HGT__MSG_READY, &a.session, 8, NULL, 0);
 	if (!ret)
 		ret = send_data_headers(&a);
-	if (ret && host_closed(&a))
-		/* a data channel reset because the host left: that is what to say */
-		ret = hgt__errorf(
-			ECONNRESET,
-			"agent: the host closed the connection before starting the session");
+	if (ret && host_said_no(&a))
+		ret = said_no(&a); /* a data channel reset: the host refused the agent or left */
 	if (ret)
 		goto out;
 	if (a.o.transport == HGT_TRANSPORT_STDOUT)
@@ -1189,12 +1213,7 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 	if (ret > 0 && a.host_gone && !(a.o.stop && *a.o.stop))
 		/* a one-shot agent whose host left (or refused it) before the start: an error,
 		 * said, never a silent success */
-		ret = a.refused[0]
-			      ? hgt__errorf(ECONNREFUSED, "agent: the host refused it: %s",
-					    a.refused)
-			      : hgt__errorf(
-					ECONNRESET,
-					"agent: the host closed the connection before starting the session");
+		ret = said_no(&a);
 	if (ret > 0)
 		ret = 0;
 out:
