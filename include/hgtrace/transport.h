@@ -64,6 +64,9 @@ struct hgt_agent_opts {
 	 * on host, an address; NULL: every address) and a host dials it, one session at a
 	 * time: control first, then one data connection per CPU */
 	bool listen;
+	/* listen: speak trace-cmd's agent protocol, as `trace-cmd agent` does: hosts are
+	 * `trace-cmd record -A` (ptp time sync, data over TCP or vsock) */
+	bool trace_cmd;
 };
 
 /**

@@ -21,6 +21,7 @@
 #include <hgtrace/output.h>
 
 #include "tracedat-local.h"
+#include "output-local.h"
 
 #define PAGES_IN_CHUNK 10
 #define NR_META (HGT_OPT_CMDLINES - HGT_OPT_HEADER_INFO + 1)
@@ -525,6 +526,30 @@ static int begin_data(struct hgt_output *o)
 	if (ret)
 		return ret;
 	return o->version >= 7 ? begin_v7(o) : begin_v6(o);
+}
+
+ssize_t hgt__output_head(struct hgt_output *o, uint8_t **head)
+{
+	uint8_t *p;
+	int ret = begin_data(o);
+
+	if (ret)
+		return ret;
+	p = malloc(o->pos ? o->pos : 1);
+	if (!p)
+		return -ENOMEM;
+	for (uint64_t got = 0; got < o->pos;) {
+		ssize_t r = pread(o->fd, p + got, o->pos - got, (off_t)got);
+
+		if (r <= 0) {
+			free(p);
+			return out_error(o, r < 0 ? errno : EIO, "reading back its head: %s",
+					 r < 0 ? strerror(errno) : "short file");
+		}
+		got += (uint64_t)r;
+	}
+	*head = p;
+	return (ssize_t)o->pos;
 }
 
 /* Start buffer @i: its section header (v7) or flyrecord block (v6). */

@@ -936,64 +936,15 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	return ret;
 }
 
-/* serve --listen: the listening socket (TCP on o.host or every address, or vsock). */
 static int listen_on(struct agent *a)
 {
-	int one = 1, fd, e;
-
-	if (a->o.transport == HGT_TRANSPORT_VSOCK) {
-		struct sockaddr_vm sa = { .svm_family = AF_VSOCK,
-					  .svm_cid = VMADDR_CID_ANY,
-					  .svm_port = a->o.port };
-
-		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(fd, 64))
-			return fd;
-	} else {
-		struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE },
-				*res;
-		char port[16];
-
-		snprintf(port, sizeof(port), "%u", a->o.port);
-		e = getaddrinfo(a->o.host, port, &hints, &res);
-		if (e)
-			return hgt__errorf(EINVAL, "agent: listen on %s: %s",
-					   a->o.host ? a->o.host : "*", gai_strerror(e));
-		fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0)
-			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (fd >= 0 && !bind(fd, res->ai_addr, res->ai_addrlen) && !listen(fd, 64)) {
-			freeaddrinfo(res);
-			return fd;
-		}
-		freeaddrinfo(res);
-	}
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	return hgt__errorf(e, "agent: listen on %s port %u: %s",
-			   a->o.transport == HGT_TRANSPORT_VSOCK ? "vsock" : "tcp", a->o.port,
-			   strerror(e));
+	return hgt__sock_listen(a->o.transport, a->o.host, a->o.port, "agent");
 }
 
 /* The next connection, waiting at most @ms (< 0: until a stop); -1 if none. */
 static int accept_within(struct agent *a, int lfd, int ms)
 {
-	for (int waited = 0; !(a->o.stop && *a->o.stop) && (ms < 0 || waited < ms); waited += 200) {
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
-
-		if (poll(&p, 1, 200) > 0) {
-			int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-
-			if (fd >= 0) {
-				int one = 1;
-
-				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-				return fd;
-			}
-		}
-	}
-	return -1;
+	return hgt__sock_accept(lfd, ms, a->o.stop);
 }
 
 /* A dialed session's data connections: one per CPU, each naming its CPU and session. */
@@ -1123,6 +1074,11 @@ int hgt_agent_run(const struct hgt_agent_opts *opts)
 	if (a.o.listen && (!a.o.serve || (a.o.transport != HGT_TRANSPORT_TCP &&
 					  a.o.transport != HGT_TRANSPORT_VSOCK)))
 		return hgt__errorf(EINVAL, "agent: --listen is for --serve over TCP or vsock");
+	if (a.o.trace_cmd) {
+		if (!a.o.listen)
+			return hgt__errorf(EINVAL, "agent: --trace-cmd is for --serve --listen");
+		return hgt__tc_agent_serve(&a.o);
+	}
 	a.ro = *a.o.record;
 	if (a.o.now && !a.ro.clock)
 		a.ro.clock = syncable_clock(); /* guest-driven: the host records in it */

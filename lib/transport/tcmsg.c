@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include "../common/common-local.h"
 #include "tcmsg.h"
@@ -33,21 +34,8 @@ const char *hgt__tc_cmd_name(uint32_t cmd, char tmp[16])
 	return tmp;
 }
 
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return be32toh(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return be64toh(v);
-}
+#define get32 hgt__tc_get32
+#define get64 hgt__tc_get64
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -440,4 +428,61 @@ void hgt__tc_trace_resp_free(struct hgt__tc_trace_resp *r)
 {
 	free(r->ports);
 	r->ports = NULL;
+}
+
+int hgt__tc_build_time_sync(uint8_t *out, size_t cap, const char *proto, uint32_t sync_cmd,
+			    const void *data, size_t len)
+{
+	size_t size = HGT__TC_HDR + 20 + len;
+
+	if (!proto || strlen(proto) >= HGT__TC_PNAME || size > HGT__TC_MSG_MAX)
+		return -EINVAL;
+	if (size > cap)
+		return -ENOSPC;
+	header(out, (uint32_t)size, HGT__TC_TIME_SYNC, 20);
+	memset(out + HGT__TC_HDR, 0, HGT__TC_PNAME);
+	memcpy(out + HGT__TC_HDR, proto, strlen(proto));
+	put32(out + HGT__TC_HDR + HGT__TC_PNAME, sync_cmd);
+	if (len)
+		memcpy(out + HGT__TC_HDR + 20, data, len);
+	return (int)size;
+}
+
+int hgt__tc_parse_time_sync(const struct hgt__tc_msg *m, struct hgt__tc_time_sync *t)
+{
+	uint8_t f[20];
+
+	if (m->cmd != HGT__TC_TIME_SYNC)
+		return hgt__errorf(EBADMSG, "trace-cmd time sync: a %s message, not TIME_SYNC",
+				   names[m->cmd < HGT__TC_NR_CMDS ? m->cmd : 0]);
+	if (m->cmd_size < 20)
+		return hgt__errorf(EBADMSG,
+				   "trace-cmd TIME_SYNC: a command part of %u bytes, not 20",
+				   m->cmd_size);
+	fixed_part(m, f, sizeof(f));
+	memcpy(t->proto, f, HGT__TC_PNAME);
+	t->proto[HGT__TC_PNAME] = '\0';
+	t->cmd = get32(f + HGT__TC_PNAME);
+	t->data = m->buf;
+	t->len = m->buf_len;
+	return 0;
+}
+
+int hgt__tc_send(int fd, const uint8_t *msg, int len, const char *peer)
+{
+	size_t done = 0;
+
+	if (len < 0)
+		return hgt__errorf(-len, "%s: a trace-cmd message could not be built: %s", peer,
+				   strerror(-len));
+	while (done < (size_t)len) {
+		ssize_t w = send(fd, msg + done, (size_t)len - done, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return hgt__errorf(errno, "%s: %s", peer, strerror(errno));
+		done += (size_t)w;
+	}
+	return 0;
 }

@@ -16,8 +16,10 @@
 #ifndef HGT_TRANSPORT_TCMSG_H
 #define HGT_TRANSPORT_TCMSG_H
 
+#include <endian.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define HGT__TC_MSG_MAX 8192
 #define HGT__TC_HDR 12
@@ -67,6 +69,23 @@ struct hgt__tc_trace_resp {
 	uint32_t *ports; /* cpus of them (data ports; unused with FIFOs) */
 };
 
+/* Big-endian fields, as every trace-cmd message has them. */
+static inline uint32_t hgt__tc_get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return be32toh(v);
+}
+
+static inline uint64_t hgt__tc_get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return be64toh(v);
+}
+
 /* The name of trace-cmd command @cmd ("CMD 42" style for an unknown one, in @tmp). */
 const char *hgt__tc_cmd_name(uint32_t cmd, char tmp[16]);
 
@@ -90,6 +109,24 @@ int hgt__tc_build_trace_req(uint8_t *out, size_t cap, uint32_t flags, uint64_t t
 /* 0, -EBADMSG (the error says what is wrong) or -ENOMEM; nothing to free after an error */
 int hgt__tc_parse_trace_req(const struct hgt__tc_msg *m, struct hgt__tc_trace_req *r);
 void hgt__tc_trace_req_free(struct hgt__tc_trace_req *r);
+
+/* TIME_SYNC: fixed {char proto[16], u32 command}, then the protocol's packet. */
+struct hgt__tc_time_sync {
+	char proto[HGT__TC_PNAME + 1]; /* "none" for the session's own PROBE and STOP */
+	uint32_t cmd;
+	const uint8_t *data; /* into the message */
+	uint32_t len;
+};
+#define HGT__TC_TSYNC_PROBE 1 /* "none": sync guest CPU {u16 cpu, host order} now */
+#define HGT__TC_TSYNC_STOP 2
+
+int hgt__tc_build_time_sync(uint8_t *out, size_t cap, const char *proto, uint32_t sync_cmd,
+			    const void *data, size_t len);
+/* 0 or -EBADMSG (the error says what is wrong) */
+int hgt__tc_parse_time_sync(const struct hgt__tc_msg *m, struct hgt__tc_time_sync *t);
+
+/* Send the @len bytes a build function made (a negative @len: its error) to @fd. */
+int hgt__tc_send(int fd, const uint8_t *msg, int len, const char *peer);
 
 int hgt__tc_build_trace_resp(uint8_t *out, size_t cap, const struct hgt__tc_trace_resp *r);
 int hgt__tc_parse_trace_resp(const struct hgt__tc_msg *m, struct hgt__tc_trace_resp *r);

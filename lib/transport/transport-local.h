@@ -9,4 +9,17 @@
 /* @path's contents (at most @cap - 1 bytes), NUL-terminated; its length or -1 (vmm.c). */
 ssize_t hgt__read_small(const char *path, char *buf, size_t cap);
 
+/* A listening socket on @port (TCP on @host, NULL: every address; or vsock): its fd, or
+ * -errno with "@who: ..." said (sock.c). */
+int hgt__sock_listen(int transport, const char *host, unsigned int port, const char *who);
+/* A listening socket on a free port of the address connection @fd came to (*@port). */
+int hgt__sock_listen_beside(int fd, unsigned int *port, const char *who);
+/* The next connection on @lfd, waiting at most @ms (< 0: until *@stop): its fd (TCP:
+ * no delay), or -1 if none came. */
+int hgt__sock_accept(int lfd, int ms, volatile int *stop);
+
+struct hgt_agent_opts;
+/* agent --serve --trace-cmd: answer trace-cmd record -A hosts (tcagent.c). */
+int hgt__tc_agent_serve(const struct hgt_agent_opts *o);
+
 #endif

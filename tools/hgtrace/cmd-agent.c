@@ -31,7 +31,8 @@ enum {
 	O_SERVE,
 	O_LISTEN,
 	O_FLUSH,
-	O_SILENT
+	O_SILENT,
+	O_TRACECMD
 };
 
 static void usage(FILE *f)
@@ -39,12 +40,14 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: hgtrace agent [--ports DIR | --fifos DIR | --tcp HOST:PORT | --vsock CID:PORT]\n"
 		"                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] [-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
-		"                     [--flush-ms MS] [--silent-timeout S]\n"
+		"                     [--flush-ms MS] [--silent-timeout S] [--trace-cmd tcp:[ADDR:]PORT|vsock:PORT]\n"
 		"                     [-- COMMAND ARGS...]\n"
 		"  -- COMMAND: record now, run COMMAND once the host says go (or after 3 s), stop when it exits\n"
 		"  --serve: a service: record each session a host starts (hgtrace record -A) with\n"
 		"           the host's settings, then wait for the next; with --listen\n"
 		"           tcp:[ADDR:]PORT or vsock:PORT the host dials the agent\n"
+		"  --trace-cmd tcp:[ADDR:]PORT|vsock:PORT: a service for trace-cmd hosts\n"
+		"           (trace-cmd record -A ADDR:PORT); vsock port 823 is trace-cmd's own\n"
 		"  --silent-timeout S: --serve ends a session whose host said nothing for S s (30)\n"
 		"  -o: debug, every CPU's raw pages to stdout until SIGINT\n");
 }
@@ -161,6 +164,10 @@ static int agent_opt(int c, char *arg, struct hgt_agent_opts *ao)
 		return dial_arg(c, arg, ao);
 	case O_LISTEN:
 		return listen_arg(arg, ao);
+	case O_TRACECMD:
+		/* trace-cmd's agent: a service, dialed */
+		ao->serve = ao->trace_cmd = true;
+		return listen_arg(arg, ao);
 	case O_NOW:
 		ao->now = true;
 		return 0;
@@ -195,6 +202,7 @@ int cmd_agent(int argc, char **argv)
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "flush-ms", required_argument, NULL, O_FLUSH },
 		{ "silent-timeout", required_argument, NULL, O_SILENT },
+		{ "trace-cmd", required_argument, NULL, O_TRACECMD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};

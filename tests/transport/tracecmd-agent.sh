@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# hgtrace agent --serve --trace-cmd against Debian's trace-cmd record -A on this machine's
+# loopback: one kernel records itself twice, once as trace-cmd's host (h.dat) and once as
+# the guest our agent serves (h-127.0.0.1.dat), both in the clock trace-cmd gives (local).
+# So the truth is known: the same event carries the same raw time in both files, and the
+# true guest->host offset is 0. Checked:
+# 1. a host asking for an option the agent does not take (-f) is refused, the option named
+#    in the agent's log, and the agent serves the next host;
+# 1b. hosts that send a 4 GB header, say nothing, leave after the response, after the
+#    metadata, or while recording (without CLOSE): each said, the instance removed;
+# 2. the session: trace-cmd exits as a plain trace-cmd record exits here; the agent's log
+#    says the host's CLOSE was answered and how many ptp rounds it served (the round trip
+#    each picked, the fastest of its 339 probes, under 1 ms on a loopback), and no fault;
+# 3. the host tied the guest file to itself: its GUEST option names the guest's TRACEID;
+# 4. the TIME_SHIFT trace-cmd's host stored from our ptp answers: a sample at the start
+#    and the end for every CPU, every offset within the agent's bound (half its slowest
+#    picked round trip) of the truth, 0;
+# 5. the events both files hold (matched by CPU, raw time and fields, read by trace-cmd
+#    report --raw-ts): at least 500, and each one's corrected guest time within the
+#    bound of its host time; every guest event of a CPU lies on the CPU it was recorded on;
+# 6. the merged report: trace-cmd report and hgtrace report --no-latency, byte for byte;
+# 7. the agent ends on SIGINT with status 0 and leaves no tracefs instance.
+# Usage: tracecmd-agent.sh HGTRACE
+hg=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/record.sh"
+why=$(tracefs_ready) || tap_skip_all "$why"
+command -v trace-cmd > /dev/null || tap_skip_all "trace-cmd is not installed"
+tap_workdir
+T=/sys/kernel/tracing
+before=$(ls "$T/instances")
+ncpu=$(getconf _NPROCESSORS_CONF)
+
+port=$(free_port)
+"$hg" agent --trace-cmd "tcp:127.0.0.1:$port" 2> agent.log &
+apid=$!
+stop_agent() {
+	kill -INT "$apid" 2> /dev/null
+	wait_exit "$apid" 30
+}
+trap 'kill -KILL $apid 2> /dev/null; _tap_cleanup' EXIT
+wait_listen "$port" $apid || tap_fail "the agent does not listen: $(cat agent.log)"
+
+# trace-cmd's own instances for its time sync, if it left them (never another test's)
+tc_leftovers() {
+	for i in $(ls "$T/instances"); do
+		grep -qx -- "$i" <<< "$before" || case $i in clock_synch*) rmdir "$T/instances/$i" ;; esac
+	done
+}
+
+# 1. an option the agent does not take
+timeout 60 trace-cmd record -d --no-filter -o "$t/f.dat" -e sched:sched_switch \
+	-A "127.0.0.1:$port" -e sched:sched_switch -f 'prev_pid==1' -- true > f.log 2>&1
+fst=$?
+tc_leftovers
+if [ $fst -ne 0 ] && [ $fst -ne 124 ] && grep -q "Failed to receive trace response" f.log &&
+	grep -q "refused: trace-cmd host asked for '-f': not supported here" agent.log; then
+	tap_ok "host asking for -f: refused (trace-cmd exit $fst: $(grep -m1 Failed f.log)), named in the agent's log"
+else
+	tap_fail "-f: trace-cmd exit $fst: $(tr '\n' '|' < f.log) agent: $(tr '\n' '|' < agent.log)"
+fi
+
+# 1b. hosts that misbehave (tc-host.py): each one said in the agent's log, its recording
+# instance gone, and the agent serves the next
+inst_gone() {
+	local end=$((SECONDS + 20))
+	while [ -d "$T/instances/hgtrace-$apid" ]; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.02
+	done
+}
+hostile() {
+	local mode=$1 re=$2
+	timeout 60 python3 "$here/transport/tc-host.py" "$port" "$mode" > "host-$mode.out" 2>&1
+	if wait_for_line agent.log "$re" 40 && inst_gone; then
+		tap_ok "host '$mode': $(grep -E -m1 "$re" agent.log | sed 's/^hgtrace agent: //') $(tr '\n' ' ' < "host-$mode.out")"
+	else
+		tap_fail "host '$mode': no '$re' (or instance hgtrace-$apid left): $(tr '\n' '|' < agent.log) host: $(cat "host-$mode.out")"
+	fi
+}
+hostile huge "refused: trace-cmd message: size 4294967295, not within 12\.\.8192"
+hostile silent "refused: 127\.0\.0\.1:[0-9]+: the connection closed"
+hostile resp "failed: 127\.0\.0\.1:[0-9]+: (Broken pipe|Connection reset by peer)"
+hostile meta "failed: 127\.0\.0\.1:[0-9]+: the host left before it dialed the data port of cpu 0"
+hostile recording "[0-9]+: session ended$"
+if grep -q '^pages [1-9]' host-recording.out; then
+	tap_ok "host 'recording' read pages before it left: $(grep '^pages' host-recording.out)"
+else
+	tap_fail "host 'recording': $(cat host-recording.out)"
+fi
+
+# what a plain trace-cmd record exits with here (ftrace files it may not reset)
+timeout 60 trace-cmd record -d --no-filter -o "$t/plain.dat" -e sched:sched_switch true > plain.log 2>&1
+plain=$?
+
+# 2. the session
+cp "$(command -v sleep)" "$t/tcwork"
+timeout 120 trace-cmd record -d --no-filter -o "$t/h.dat" -e sched:sched_switch \
+	-A "127.0.0.1:$port" -e sched:sched_switch -- "$t/tcwork" 1 > rec.log 2>&1
+rst=$?
+tc_leftovers
+g=h-127.0.0.1.dat
+rounds=$(sed -n 's/.*ptp: \([0-9]*\) rounds answered.*/\1/p' agent.log | tail -1)
+worst=$(sed -n 's/.*round trips [0-9]*\.\.\([0-9]*\) ns.*/\1/p' agent.log | tail -1)
+if [ $rst -eq "$plain" ] && [ -s "$g" ] && grep -q "session ended (the host's CLOSE answered)" agent.log &&
+	[ "${rounds:-0}" -ge $((2 * ncpu)) ] && [ -n "$worst" ] && [ "$worst" -le 1000000 ] &&
+	! grep -q 'ptp: .*rounds answered.*; ' agent.log; then
+	tap_ok "trace-cmd record -A: exit $rst (a plain record here: $plain); the agent answered its CLOSE, $rounds ptp rounds, round trips up to $worst ns"
+else
+	tap_fail "session: trace-cmd exit $rst (plain $plain): $(tail -5 rec.log | tr '\n' '|') agent: $(tr '\n' '|' < agent.log)"
+fi
+bound=$(((${worst:-0} + 1) / 2))
+
+# 3. the host's GUEST option names the guest file's trace id
+gid=$(trace-cmd dump --options -i "$g" 2>/dev/null | awk '/Option TRACEID/ { getline; print tolower($1) }')
+hid=$(trace-cmd dump --options -i h.dat 2>/dev/null | awk '/Option GUEST/ { getline; getline; print tolower($1) }')
+if [ -n "$gid" ] && [ "$gid" = "$hid" ]; then
+	tap_ok "the host's GUEST option names the guest's TRACEID $gid"
+else
+	tap_fail "trace ids: guest '$gid', host's GUEST '$hid'"
+fi
+
+# 4. the stored offsets against the truth (0)
+trace-cmd dump --options -i "$g" > gopt.txt 2>&1
+read -r nsh bad nmin < <(awk -v b="$bound" '
+	/samples count for CPU/ { n[$NF] = $1; c++ }
+	/offset \* scaling/ { s++; o = $1 + 0; if (o < 0) o = -o; if (o > b) bad++ }
+	END { m = 1e9; for (k in n) if (n[k] + 0 < m) m = n[k] + 0; print s + 0, bad + 0, (c ? m : 0) }' gopt.txt)
+ncount=$(grep -c 'samples count for CPU' gopt.txt)
+if [ "$ncount" -eq "$ncpu" ] && [ "$nmin" -ge 2 ] && [ "$bad" -eq 0 ] && [ "$bound" -gt 0 ]; then
+	tap_ok "TIME_SHIFT: $nsh samples over $ncount CPUs (at least $nmin each), every offset within $bound ns of the truth 0: $(grep 'offset \*' gopt.txt | awk '{printf "%s ", $1}')"
+else
+	tap_fail "TIME_SHIFT: $ncount CPUs (want $ncpu), $nsh samples, min $nmin per CPU, $bad beyond $bound ns: $(tr '\n' '|' < gopt.txt | tail -c 600)"
+fi
+
+# 5. the same events in both files. Each instance stamps an event with its own clock read,
+# so one event's raw times differ by the kernel's writes in between (< 1 us seen): per CPU
+# and event text, the two files' events are paired in order within 20 us.
+trace-cmd report --raw-ts -i h.dat 2> /dev/null | tail -n +2 > hraw.txt
+trace-cmd report --raw-ts -i "$g" 2> /dev/null | tail -n +2 > graw.txt
+trace-cmd report -t -i "$g" 2> /dev/null | tail -n +2 > gcor.txt
+read -r matched far nguest worst skew < <(awk -v b="$bound" '
+	# $0 -> cpu, time (ns), text (what follows the time)
+	function split_line(line, f,  r) {
+		r = index(line, "["); line = substr(line, r + 1); r = index(line, "]")
+		f["cpu"] = substr(line, 1, r - 1); line = substr(line, r + 1)
+		r = index(line, ": "); t = substr(line, 1, r - 1); gsub(/ /, "", t)
+		if (index(t, ".")) { split(t, q, "."); t = q[1] * 1000000000 + q[2] }
+		f["ts"] = t + 0; f["text"] = substr(line, r + 2)
+	}
+	FILENAME == ARGV[1] { split_line($0, f); k = f["cpu"] SUBSEP f["text"]
+		hts[k, hn[k]++] = f["ts"]; next }
+	FILENAME == ARGV[2] { split_line($0, f); k = f["cpu"] SUBSEP f["text"]
+		graw[k, gn[k]++] = f["ts"]; next }
+	{ split_line($0, f); k = f["cpu"] SUBSEP f["text"]; gcor[k, cn[k]++] = f["ts"] }
+	END {
+		for (k in gn) {
+			ng += gn[k]; i = 0
+			for (j = 0; j < gn[k]; j++) {
+				g = graw[k, j]
+				while (i < hn[k] && hts[k, i] < g - 20000) i++
+				if (i >= hn[k] || hts[k, i] > g + 20000) continue
+				m++; d = g - hts[k, i]; if (d < 0) d = -d; if (d > sk) sk = d
+				e = gcor[k, j] - hts[k, i]; if (e < 0) e = -e
+				if (e > w) w = e; if (e > b) far++
+				i++
+			}
+		}
+		print m + 0, far + 0, ng + 0, w + 0, sk + 0
+	}' hraw.txt graw.txt gcor.txt)
+if [ "$matched" -ge 500 ] && [ "$far" -eq 0 ]; then
+	tap_ok "$matched of $nguest guest events also in the host's file (same CPU and fields; raw times up to $skew ns apart): corrected guest times within $worst ns of the host's, bound $bound ns"
+else
+	tap_fail "events in both: $matched of $nguest (want >= 500), $far beyond $bound ns (worst $worst, raw skew $skew)"
+fi
+
+# 6. merged report
+trace-cmd report -i h.dat -i "$g" > tc.txt 2> tc.err
+"$hg" report --no-latency -i h.dat -i "$g" > hg.txt 2> hg.err
+tap_cmp "merged report of the trace-cmd host's pair: hgtrace --no-latency = trace-cmd" tc.txt hg.txt
+
+# 7. the agent's end
+stop_agent
+ast=$?
+left=""
+for i in $(ls "$T/instances"); do
+	grep -qx -- "$i" <<< "$before" || case $i in hgtrace-$apid*) left="$left $i" ;; esac
+done
+if [ $ast -eq 0 ] && [ -z "$left" ]; then
+	tap_ok "the agent ends on SIGINT (status 0), no tracefs instance of its own left"
+else
+	tap_fail "agent end: status $ast, instances left:$left $(tail -3 agent.log | tr '\n' '|')"
+fi
+tap_done
