@@ -33,6 +33,12 @@ struct hgt_session_guest {
 	unsigned int cid;	      /* VSOCK (the VMM is then the process with guest-cid=CID) */
 	unsigned int port;	      /* TCP, VSOCK; HVSOCK: the guest's vsock port */
 	const char *path;	      /* HVSOCK: the VMM's UNIX socket (Firecracker's uds_path) */
+	/* TCP, VSOCK: its agent is trace-cmd's own (`trace-cmd agent`, trace-cmd 3.1 on),
+	 * driven as `trace-cmd record -A` drives it: ptp time sync; the guest's events, -b
+	 * and -M as trace-cmd options, and these, sent as given */
+	bool trace_cmd;
+	const char *const *peer_args;
+	int nr_peer_args;
 };
 
 struct hgt_session_opts {

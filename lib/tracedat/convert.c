@@ -15,6 +15,7 @@
 #include <hgtrace/output.h>
 
 #include "tracedat-local.h"
+#include "output-local.h"
 
 /* Options the writer produces itself, or that describe the old file's layout. */
 static bool layout_option(unsigned int id)
@@ -167,6 +168,38 @@ static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
  * the top buffer's pages from recording files, the cmdlines, and options added after
  * @in's own.
  */
+/* @in's metadata items (the cmdlines @src gives, if any) and options, the layout's own
+ * left out, into @out; *@cpucount: a version 7 CPUCOUNT option's (else left). */
+static int copy_head(struct hgt_input *in, struct hgt_output *out,
+		     const struct hgt__convert_src *src, uint32_t *cpucount)
+{
+	int i, ret = 0;
+
+	for (i = HGT_OPT_HEADER_INFO; !ret && i <= HGT_OPT_CMDLINES; i++) {
+		uint8_t *blob;
+		uint64_t len;
+
+		if (i == HGT_OPT_CMDLINES && src && src->cmdlines) {
+			ret = hgt_output_set_meta(out, (unsigned)i, src->cmdlines,
+						  src->cmdlines_len);
+			continue;
+		}
+		ret = hgt__input_meta_blob(in, (unsigned)i, &blob, &len);
+		if (!ret)
+			ret = hgt_output_set_meta(out, (unsigned)i, blob, len);
+		free(blob);
+	}
+	for (i = 0; !ret && i < in->nr_opts; i++) {
+		const struct hgt_option *op = &in->opts[i];
+
+		if (op->id == HGT_OPT_CPUCOUNT && op->size >= 4 && in->version >= 7)
+			*cpucount = hgt__get32(in, op->data);
+		if (!layout_option(op->id))
+			ret = hgt_output_add_option(out, op->id, op->data, op->size);
+	}
+	return ret;
+}
+
 int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_convert_opts *opts,
 		 struct hgt__convert_src *src)
 {
@@ -216,28 +249,7 @@ int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_conver
 	}
 	if (!out)
 		return -errno;
-	for (i = HGT_OPT_HEADER_INFO; !ret && i <= HGT_OPT_CMDLINES; i++) {
-		uint8_t *blob;
-		uint64_t len;
-
-		if (i == HGT_OPT_CMDLINES && src && src->cmdlines) {
-			ret = hgt_output_set_meta(out, (unsigned)i, src->cmdlines,
-						  src->cmdlines_len);
-			continue;
-		}
-		ret = hgt__input_meta_blob(in, (unsigned)i, &blob, &len);
-		if (!ret)
-			ret = hgt_output_set_meta(out, (unsigned)i, blob, len);
-		free(blob);
-	}
-	for (i = 0; !ret && i < in->nr_opts; i++) {
-		const struct hgt_option *op = &in->opts[i];
-
-		if (op->id == HGT_OPT_CPUCOUNT && op->size >= 4 && in->version >= 7)
-			cpucount = hgt__get32(in, op->data);
-		if (!layout_option(op->id))
-			ret = hgt_output_add_option(out, op->id, op->data, op->size);
-	}
+	ret = copy_head(in, out, src, &cpucount);
 	if (!ret && src && src->more_options)
 		ret = src->more_options(src->ctx, out);
 	if (!ret && in->latency)
@@ -276,6 +288,23 @@ int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_conver
 		return ret;
 	}
 	return hgt_output_close(out);
+}
+
+int hgt__head_copy(const char *path, struct hgt_output *out, int *nr_cpus)
+{
+	HGT_OPTS(hgt_open_opts, oo,
+		 .flags = HGT_OPEN_QUIET | HGT_OPEN_HEAD_ONLY | HGT__OPEN_PARTIAL);
+	struct hgt_input *in = hgt_input_open(path, &oo);
+	uint32_t cpucount = 0;
+	int ret;
+
+	if (!in)
+		return -errno;
+	ret = copy_head(in, out, NULL, &cpucount);
+	/* version 6 has no CPUCOUNT option: its count is in the header */
+	*nr_cpus = cpucount ? (int)cpucount : in->nr_cpus;
+	hgt_input_close(in);
+	return ret;
 }
 
 /**

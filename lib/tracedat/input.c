@@ -339,6 +339,9 @@ static int open_v6(struct hgt_input *in)
 		ret = add_section(in, HGT_OPT_DONE, 0, -1, start, rd.pos - start);
 		if (ret)
 			return ret;
+		/* a head (trace-cmd's agent sends one): nothing after the options */
+		if ((in->flags & HGT__OPEN_PARTIAL) && rd.pos == in->file_size)
+			return 0;
 		rd.what = "data tag";
 		ret = hgt__rd_bytes(&rd, tag, sizeof(tag));
 		if (ret)
@@ -467,7 +470,7 @@ static int open_v7(struct hgt_input *in)
 					  hgt__get16(in, hdr));
 		in->latency_size = hgt__get64(in, hdr + 8);
 	}
-	if (!in->latency && top < 0 && !in->nr_bufs)
+	if (!in->latency && top < 0 && !in->nr_bufs && !(in->flags & HGT__OPEN_PARTIAL))
 		return hgt__error(in, in->first_options, EBADMSG,
 				  "no BUFFER or BUFFER_TEXT option: the file holds no trace data");
 	return 0;

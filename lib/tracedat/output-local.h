@@ -16,4 +16,11 @@ struct hgt_output;
  */
 ssize_t hgt__output_head(struct hgt_output *o, uint8_t **head);
 
+/*
+ * hgt__head_copy - the metadata items and options (the file layout's own left out) of the
+ * head at @path (a file cut before its first page: what trace-cmd's agent sends its host,
+ * version 6 or 7) into @out; *@nr_cpus: its CPU count. 0 or -errno (said).
+ */
+int hgt__head_copy(const char *path, struct hgt_output *out, int *nr_cpus);
+
 #endif

@@ -18,6 +18,9 @@
 /* Zeroed bytes after every page buffer: libtraceevent follows __data_loc offsets (16 bit
  * offset + 16 bit length) without checking them against the record, so keep such reads
  * inside our buffer whatever the file says. */
+/* hgt_open_opts flag of the library's own: a head (everything before the first page, as
+ * trace-cmd's agent sends it) is a whole file; it then has no buffer */
+#define HGT__OPEN_PARTIAL (1u << 30)
 #define HGT__PAGE_SLACK (128 * 1024 + 64)
 
 struct hgt__buffer {

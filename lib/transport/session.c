@@ -29,6 +29,7 @@
 #include "../record/record-local.h"
 #include "../common/common-local.h"
 #include "../private/vmm.h"
+#include "tchost.h"
 
 struct sguest {
 	const struct hgt_session_guest *in;
@@ -64,6 +65,8 @@ struct sguest {
 	int *tids;
 	int nr_tids;
 	bool from_entry;
+	struct hgt__tchost *tc; /* its trace-cmd agent, while it records */
+	char *tc_out;		/* and the file it will be written to */
 };
 
 struct session {
@@ -693,6 +696,7 @@ struct endpoints {
 	struct hgt_listen_peer *peers;
 	int npeers;
 	int nr_kvm, nr_entry; /* guests synced from KVM's debugfs; mapped from kvm_entry */
+	int ntc;	      /* guests whose agent is trace-cmd's (tchost.c) */
 };
 
 /* Whether guest @in's agent listens and the host dials it (TCP, vsock, hybrid vsock). */
@@ -762,7 +766,15 @@ static int setup_guest(struct session *s, int i, const struct hgt_record_opts *h
 	pid = guest_vmm(s, g);
 	if (pid < 0)
 		return pid;
-	if (dialed(g->in)) {
+	if (g->in->trace_cmd) {
+		if (g->in->transport != HGT_TRANSPORT_TCP &&
+		    g->in->transport != HGT_TRANSPORT_VSOCK)
+			return hgt__errorf(
+				EINVAL,
+				"record: guest %s: a trace-cmd agent is dialed over TCP or vsock (NAME@tcp:HOST:PORT, NAME@vsock:CID:PORT)",
+				g->in->name);
+		ep->ntc++;
+	} else if (dialed(g->in)) {
 		ep->peers[ep->npeers++] = (struct hgt_listen_peer){ .name = g->in->name,
 								    .transport = g->in->transport,
 								    .host = g->in->host,
@@ -855,8 +867,81 @@ static void session_free(struct session *s)
 		free(s->g[i].cpu_out);
 		free(s->g[i].tids);
 		free(s->g[i].cpu_bytes);
+		hgt__tchost_free(s->g[i].tc);
+		free(s->g[i].tc_out);
 	}
 	free(s->g);
+}
+
+/* The guests whose agent is trace-cmd's: each dialed, asked and recording, in the host's
+ * clock. Returns 0, or -EIO when one could not start (said; the others go on). */
+static int start_tc_guests(struct session *s, const char *base, const struct endpoints *ep)
+{
+	int ret = 0;
+
+	for (int i = 0; ep->ntc && i < s->n; i++) {
+		struct sguest *g = &s->g[i];
+		struct hgt__tchost_opts to;
+
+		if (!g->in->trace_cmd)
+			continue;
+		if (asprintf(&g->tc_out, "%s-%s.dat", base, g->in->name) < 0) {
+			g->tc_out = NULL;
+			return -ENOMEM;
+		}
+		to = (struct hgt__tchost_opts){ .name = g->in->name,
+						.transport = g->in->transport,
+						.host = g->in->host,
+						.cid = g->in->cid,
+						.port = g->in->port,
+						.record = &g->ro,
+						.extra = g->in->peer_args,
+						.nr_extra = g->in->nr_peer_args,
+						.clock = s->clock,
+						.output = g->tc_out,
+						.host_trace_id = hgt__record_trace_id(s->rec),
+						.sync_interval_ms = s->o->sync_interval_ms,
+						.log = s->o->log,
+						.stop = s->o->stop };
+		g->tc = hgt__tchost_start(&to);
+		if (!g->tc) {
+			logf_(s, "guest %s: %s", g->in->name, hgt_last_error());
+			ret = -EIO;
+		}
+	}
+	return ret;
+}
+
+/* Each trace-cmd guest stopped and its file written. Returns 0 or -EIO (said). */
+static int stop_tc_guests(struct session *s)
+{
+	int ret = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		struct sguest *g = &s->g[i];
+		struct hgt_listen_result r;
+
+		if (!g->tc)
+			continue;
+		if (hgt__tchost_stop(g->tc, &r)) {
+			logf_(s, "guest %s: %s", g->in->name, hgt_last_error());
+			ret = -EIO;
+		}
+		on_guest_done(s, &r);
+		hgt__tchost_free(g->tc);
+		g->tc = NULL;
+	}
+	return ret;
+}
+
+/* No guest for the listener (only trace-cmd's agents): the command starts now, and the
+ * session runs until the stop. */
+static void run_until_stop(struct session *s)
+{
+	on_started(s);
+	while (!(s->o->stop && *s->o->stop))
+		usleep(20000);
+	on_stopping(s);
 }
 
 /* Record the host, with the listener beside it for the guests, then finish the files. */
@@ -868,7 +953,7 @@ static int record_with_guests(struct session *s, struct hgt_record_opts *hro,
 	const char **host_events;
 	uint64_t t_start = 0;
 	char *clock = NULL;
-	int ret, lret;
+	int ret, lret = 0, tret;
 
 	host_events = guest_events_on_host(hro, ep->nr_kvm, ep->nr_entry);
 	if (!host_events)
@@ -883,9 +968,18 @@ static int record_with_guests(struct session *s, struct hgt_record_opts *hro,
 	}
 	clock = strdup(hgt__record_clock(s->rec));
 	s->clock = clock ? clock : "";
-	lret = listen_guests(s, hro->output, ep, base);
-	if (lret)
-		logf_(s, "guests: %s", hgt_last_error());
+	tret = start_tc_guests(s, base, ep);
+	if (ep->nfifo + ep->npeers) {
+		lret = listen_guests(s, hro->output, ep, base);
+		if (lret)
+			logf_(s, "guests: %s", hgt_last_error());
+	} else {
+		run_until_stop(s);
+	}
+	if (ep->ntc && stop_tc_guests(s))
+		tret = -EIO;
+	if (!lret)
+		lret = tret;
 	ret = hgt_record_stop(s->rec, &hr);
 	if (ret)
 		goto out;

@@ -77,3 +77,12 @@ record_instance_overrun() {
 	rm -f "$ks"
 	[ -s "$out" ]
 }
+
+# tc_sync_leftovers BEFORE: remove the tracefs instances trace-cmd's time sync made and left
+# (clock_synch*) that are not in BEFORE (the list of instances at the test's start).
+tc_sync_leftovers() {
+	local i
+	for i in $(ls /sys/kernel/tracing/instances); do
+		grep -qx -- "$i" <<< "$1" || case $i in clock_synch*) rmdir "/sys/kernel/tracing/instances/$i" ;; esac
+	done
+}

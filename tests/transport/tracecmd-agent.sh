@@ -42,18 +42,12 @@ stop_agent() {
 trap 'kill -KILL $apid 2> /dev/null; _tap_cleanup' EXIT
 wait_listen "$port" $apid || tap_fail "the agent does not listen: $(cat agent.log)"
 
-# trace-cmd's own instances for its time sync, if it left them (never another test's)
-tc_leftovers() {
-	for i in $(ls "$T/instances"); do
-		grep -qx -- "$i" <<< "$before" || case $i in clock_synch*) rmdir "$T/instances/$i" ;; esac
-	done
-}
 
 # 1. an option the agent does not take
 timeout 60 trace-cmd record -d --no-filter -o "$t/f.dat" -e sched:sched_switch \
 	-A "127.0.0.1:$port" -e sched:sched_switch -f 'prev_pid==1' -- true > f.log 2>&1
 fst=$?
-tc_leftovers
+tc_sync_leftovers "$before"
 if [ $fst -ne 0 ] && [ $fst -ne 124 ] && grep -q "Failed to receive trace response" f.log &&
 	grep -q "refused: trace-cmd host asked for '-f': not supported here" agent.log; then
 	tap_ok "host asking for -f: refused (trace-cmd exit $fst: $(grep -m1 Failed f.log)), named in the agent's log"
@@ -99,7 +93,7 @@ cp "$(command -v sleep)" "$t/tcwork"
 timeout 120 trace-cmd record -d --no-filter -o "$t/h.dat" -e sched:sched_switch \
 	-A "127.0.0.1:$port" -e sched:sched_switch -- "$t/tcwork" 1 > rec.log 2>&1
 rst=$?
-tc_leftovers
+tc_sync_leftovers "$before"
 g=h-127.0.0.1.dat
 rounds=$(sed -n 's/.*ptp: \([0-9]*\) rounds answered.*/\1/p' agent.log | tail -1)
 worst=$(sed -n 's/.*round trips [0-9]*\.\.\([0-9]*\) ns.*/\1/p' agent.log | tail -1)
@@ -140,35 +134,8 @@ fi
 trace-cmd report --raw-ts -i h.dat 2> /dev/null | tail -n +2 > hraw.txt
 trace-cmd report --raw-ts -i "$g" 2> /dev/null | tail -n +2 > graw.txt
 trace-cmd report -t -i "$g" 2> /dev/null | tail -n +2 > gcor.txt
-read -r matched far nguest worst skew < <(awk -v b="$bound" '
-	# $0 -> cpu, time (ns), text (what follows the time)
-	function split_line(line, f,  r) {
-		r = index(line, "["); line = substr(line, r + 1); r = index(line, "]")
-		f["cpu"] = substr(line, 1, r - 1); line = substr(line, r + 1)
-		r = index(line, ": "); t = substr(line, 1, r - 1); gsub(/ /, "", t)
-		if (index(t, ".")) { split(t, q, "."); t = q[1] * 1000000000 + q[2] }
-		f["ts"] = t + 0; f["text"] = substr(line, r + 2)
-	}
-	FILENAME == ARGV[1] { split_line($0, f); k = f["cpu"] SUBSEP f["text"]
-		hts[k, hn[k]++] = f["ts"]; next }
-	FILENAME == ARGV[2] { split_line($0, f); k = f["cpu"] SUBSEP f["text"]
-		graw[k, gn[k]++] = f["ts"]; next }
-	{ split_line($0, f); k = f["cpu"] SUBSEP f["text"]; gcor[k, cn[k]++] = f["ts"] }
-	END {
-		for (k in gn) {
-			ng += gn[k]; i = 0
-			for (j = 0; j < gn[k]; j++) {
-				g = graw[k, j]
-				while (i < hn[k] && hts[k, i] < g - 20000) i++
-				if (i >= hn[k] || hts[k, i] > g + 20000) continue
-				m++; d = g - hts[k, i]; if (d < 0) d = -d; if (d > sk) sk = d
-				e = gcor[k, j] - hts[k, i]; if (e < 0) e = -e
-				if (e > w) w = e; if (e > b) far++
-				i++
-			}
-		}
-		print m + 0, far + 0, ng + 0, w + 0, sk + 0
-	}' hraw.txt graw.txt gcor.txt)
+read -r matched far nguest worst skew < <(awk -v b="$bound" -f "$here/lib/pair-events.awk" \
+	hraw.txt graw.txt gcor.txt)
 if [ "$matched" -ge 500 ] && [ "$far" -eq 0 ]; then
 	tap_ok "$matched of $nguest guest events also in the host's file (same CPU and fields; raw times up to $skew ns apart): corrected guest times within $worst ns of the host's, bound $bound ns"
 else

@@ -37,9 +37,7 @@ stop_agent() {
 	kill -- -"$apid" 2> /dev/null
 	wait "$apid" 2> /dev/null
 	# what trace-cmd's tsync made for this session (never another's)
-	for i in $(ls "$T/instances"); do
-		grep -qx -- "$i" <<< "$before" || case $i in clock_synch*) rmdir "$T/instances/$i" ;; esac
-	done
+	tc_sync_leftovers "$before"
 }
 trap 'stop_agent; _tap_cleanup' EXIT
 

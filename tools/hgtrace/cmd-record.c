@@ -24,7 +24,8 @@ static void usage(FILE *f)
 		"usage: hgtrace record -e SYSTEM[:EVENT]... [-C CLOCK] [-b KB] [-B INSTANCE]\n"
 		"                      [-o FILE] [-P PID]... [-M CPUMASK] [--compression C]\n"
 		"                      [-A NAME[@fifo:DIR|@tcp:HOST:PORT|@vsock:CID[:PORT]|@unix:PATH:PORT]\n"
-		"                          [--guest-pid PID] [-e ...] [-C CLOCK] [-b KB]]...\n"
+		"                          [--guest-pid PID] [-e ...] [-C CLOCK] [-b KB]\n"
+		"                          [--peer trace-cmd [--peer-arg ARG]...]]...\n"
 		"                      [--sync-interval MS] [--flush-ms MS] [--fsync]\n"
 		"                      [-- COMMAND ARGS...]\n"
 		"  records until COMMAND exits, or until SIGINT/SIGTERM/SIGHUP without one.\n"
@@ -32,7 +33,9 @@ static void usage(FILE *f)
 		"  'hgtrace restore FILE' writes FILE from it. --fsync: also fsync each interval.\n"
 		"  Works in a tracefs instance of its own (or -B NAME) and leaves tracefs as it was.\n"
 		"  -A/--guest NAME: also record guest NAME through its agent (hgtrace agent --serve);\n"
-		"  the options after it are the guest's. Its file is trace-NAME.dat beside -o.\n");
+		"  the options after it are the guest's. Its file is trace-NAME.dat beside -o.\n"
+		"  --peer trace-cmd: the guest's agent is trace-cmd's own (trace-cmd agent, over\n"
+		"  tcp: or vsock:); --peer-arg ARG: a trace-cmd record option sent to it as is.\n");
 }
 
 /* The session's guests as the command line gives them. */
@@ -43,6 +46,8 @@ struct gopt {
 	int nev;
 	char *dir;
 	char *name;
+	const char **peer_args; /* --peer-arg */
+	int npa;
 };
 
 /* NAME@unix:PATH:PORT (@spec: PATH:PORT): the agent listens on vsock PORT of a guest whose
@@ -171,6 +176,15 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 		gs[i].ro.events = gs[i].nev ? gs[i].events : host->events;
 		gs[i].ro.nr_events = gs[i].nev ? gs[i].nev : host->nr_events;
 		gs[i].g.record = &gs[i].ro;
+		gs[i].g.peer_args = gs[i].peer_args;
+		gs[i].g.nr_peer_args = gs[i].npa;
+		if (gs[i].npa && !gs[i].g.trace_cmd) {
+			fprintf(stderr,
+				"hgtrace: record: guest %s: --peer-arg without --peer trace-cmd\n",
+				gs[i].g.name);
+			free(g);
+			return 2;
+		}
 		g[i] = gs[i].g;
 	}
 	so.guests = g;
@@ -188,7 +202,7 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 	return 0;
 }
 
-enum { O_GUEST_PID = 256, O_INTERVAL, O_KVM, O_FLUSH, O_FSYNC };
+enum { O_GUEST_PID = 256, O_INTERVAL, O_KVM, O_FLUSH, O_FSYNC, O_PEER, O_PEER_ARG };
 
 static int push(void *arrp, int *n, size_t size)
 {
@@ -254,6 +268,29 @@ static int guest_arg(int c, const char *arg, struct record_args *a)
 	return 0;
 }
 
+/* --peer trace-cmd and --peer-arg ARG, after -A. Returns 0, 1 (error said) or -ENOMEM. */
+static int peer_arg(int c, const char *arg, struct record_args *a)
+{
+	if (!a->cur) {
+		fprintf(stderr, "hgtrace: record: --%s: after -A, for that guest\n",
+			c == O_PEER ? "peer" : "peer-arg");
+		return 1;
+	}
+	if (c == O_PEER) {
+		if (strcmp(arg, "trace-cmd")) {
+			fprintf(stderr, "hgtrace: record: --peer '%s': only trace-cmd is known\n",
+				arg);
+			return 1;
+		}
+		a->cur->g.trace_cmd = true;
+		return 0;
+	}
+	if (push(&a->cur->peer_args, &a->cur->npa, sizeof(*a->cur->peer_args)))
+		return -ENOMEM;
+	a->cur->peer_args[a->cur->npa++] = arg;
+	return 0;
+}
+
 /* One option of cmd_record() (cmd_parse_opts() calls it). */
 static int record_opt(int c, char *arg, void *ctx)
 {
@@ -274,6 +311,9 @@ static int record_opt(int c, char *arg, void *ctx)
 	case O_KVM:
 		a->kvm_debugfs = arg;
 		return 0;
+	case O_PEER:
+	case O_PEER_ARG:
+		return peer_arg(c, arg, a);
 	case O_INTERVAL:
 		if (cmd_num_arg("record", "--sync-interval", arg, 1, 3600000, "1 to 3600000 ms",
 				&v))
@@ -374,6 +414,8 @@ int cmd_record(int argc, char **argv)
 		{ "kvm-debugfs", required_argument, NULL, O_KVM },
 		{ "flush-ms", required_argument, NULL, O_FLUSH },
 		{ "fsync", no_argument, NULL, O_FSYNC },
+		{ "peer", required_argument, NULL, O_PEER },
+		{ "peer-arg", required_argument, NULL, O_PEER_ARG },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -408,6 +450,7 @@ out:
 		free(a.gs[i].events);
 		free(a.gs[i].name);
 		free(a.gs[i].dir);
+		free(a.gs[i].peer_args);
 	}
 	free(a.gs);
 	free(a.events);
