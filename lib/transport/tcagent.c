@@ -162,6 +162,10 @@ static int take_request(struct tcsession *s)
 	if (ret)
 		return ret;
 	s->ro = *s->o->record;
+	/* trace-cmd's host stops reading the data before its CLOSE: a partial page goes
+	 * out at most this late, so the tail it loses is short (--flush-ms sets it) */
+	if (!s->ro.flush_ms)
+		s->ro.flush_ms = 100;
 	ret = take_args(s);
 	for (int i = 0; !ret && i < s->req.nr_protos; i++)
 		s->ptp |= !strcmp(s->req.protos[i], "ptp");

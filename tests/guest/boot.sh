@@ -35,22 +35,31 @@ guest_kernel() {
 	fi
 	mkdir -p kroot
 	dpkg-deb --fsys-tarfile "$deb" | tar -x -C kroot --wildcards './boot/vmlinuz-*' \
-		'./lib/modules/*/kernel/drivers/virtio/*' './lib/modules/*/kernel/drivers/char/virtio_console.ko*'
+		'./lib/modules/*/kernel/drivers/virtio/*' './lib/modules/*/kernel/drivers/char/virtio_console.ko*' \
+		'./lib/modules/*/kernel/drivers/block/virtio_blk.ko*' './lib/modules/*/kernel/drivers/net/virtio_net.ko*' \
+		'./lib/modules/*/kernel/drivers/net/net_failover.ko*' './lib/modules/*/kernel/net/core/failover.ko*'
 	kernel=$(ls kroot/boot/vmlinuz-* | head -1)
 }
 
 # guest_initramfs HGTRACE OUT < TAIL: /init mounts, loads the modules, waits for the ports
 # (no udev, so no /dev/virtio-ports/NAME: the agent finds them in /sys/class/virtio-ports),
-# mounts tracefs, then runs TAIL (read from stdin).
+# mounts tracefs, then runs TAIL (read from stdin). The programs in $guest_bins (paths)
+# go into /bin too, with their libraries.
 guest_initramfs() {
-	local lib
+	local lib b
 	rm -rf ir
 	mkdir -p ir/bin ir/lib/mods ir/proc ir/sys ir/dev ir/tmp ir/lib64
 	cp "$(command -v busybox)" ir/bin/busybox
 	cp "$1" ir/bin/hgtrace
-	for lib in $(ldd "$1" 2> /dev/null | awk '/=>/ { print $3 }'); do
-		cp -L "$lib" ir/lib/
+	for b in "$1" ${guest_bins:-}; do
+		[ "$b" = "$1" ] || cp "$b" ir/bin/
+		for lib in $(ldd "$b" 2> /dev/null | awk '/=>/ { print $3 }'); do
+			cp -L "$lib" ir/lib/
+		done
 	done
+	# glibc loads it for pthread_exit() (trace-cmd's threads end that way)
+	lib=$(ldconfig -p | awk '/libgcc_s.so.1 .*x86-64/ { print $NF; exit }')
+	[ -z "${guest_bins:-}" ] || [ -z "$lib" ] || cp -L "$lib" ir/lib/
 	cp -L /lib64/ld-linux-x86-64.so.2 ir/lib64/
 	find kroot/lib/modules -name '*.ko*' -exec cp {} ir/lib/mods/ \;
 	{
