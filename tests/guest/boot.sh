@@ -98,3 +98,13 @@ INIT
 	chmod +x ir/init
 	(cd ir && find . | cpio -o -H newc 2> /dev/null | gzip -1) > "$2"
 }
+
+# guest_zero_tol HOST GUEST: the recount of tests/lib/runwindows.awk at zero tolerance, from
+# trace-cmd's merged report, with the vCPU threads trace-cmd names "CPU N/TCG" in HOST
+guest_zero_tol() {
+	local vp
+	vp=$(trace-cmd report "$1" 2> /dev/null | grep -o 'CPU [0-9]*/TCG-[0-9]*' | sort -u |
+		sed 's/CPU \([0-9]*\)\/TCG-\([0-9]*\)/\1 \2/' | sort -n | cut -d' ' -f2 | tr '\n' ' ')
+	trace-cmd report -t -i "$1" -i "$2" 2> /dev/null |
+		awk -v host="$(basename "$1")" -v pids="$vp" -f "$here/lib/runwindows.awk"
+}

@@ -130,20 +130,11 @@ if [ "$outside" = 0 ] && [ "${inside:-0}" -gt 100 ]; then
 else
 	tap_fail "containment: $line"
 fi
-# zero_tol HOST GUEST: the recount of tests/lib/runwindows.awk at zero tolerance, from
-# trace-cmd's merged report, with the vCPU threads trace-cmd names "CPU N/TCG" in HOST
-zero_tol() {
-	local vp
-	vp=$(trace-cmd report "$1" 2> /dev/null | grep -o 'CPU [0-9]*/TCG-[0-9]*' | sort -u |
-		sed 's/CPU \([0-9]*\)\/TCG-\([0-9]*\)/\1 \2/' | sort -n | cut -d' ' -f2 | tr '\n' ' ')
-	trace-cmd report -t -i "$1" -i "$2" 2> /dev/null |
-		awk -v host="$(basename "$1")" -v pids="$vp" -f "$here/lib/runwindows.awk"
-}
 # The channel's samples refined by the vCPU windows: every guest event inside its thread's
 # running intervals with no tolerance at all, and a stored bound of at most 50 us.
 mhz=$(sed -n 's/^cpu MHz[[:space:]]*: //p' /proc/cpuinfo | head -1)
 refined=$(sed -n 's/.*sync: refined by the vCPU windows.* both +-\([0-9]*\).*/\1/p' rec1.log)
-zt=$(zero_tol host.dat host-g.dat)
+zt=$(guest_zero_tol host.dat host-g.dat)
 zin=${zt%% inside*}
 if [ -n "$refined" ] && awk -v b="$refined" -v m="$mhz" 'BEGIN { exit !(b <= 50 * m) }' &&
 	echo "$zt" | grep -q ' 0 outside' && [ "${zin:-0}" -gt 100 ]; then
@@ -314,7 +305,7 @@ lrc=$?
 trace-cmd report -i loc.dat -i loc-g.dat > loc.t 2> /dev/null
 lb=$(trace-cmd report --stat loc-g.dat 2> /dev/null | sed -n 's/.*hgtrace sync: .*bound=\([0-9]*\).*/\1/p' | tail -1)
 lc=$(trace-cmd report --stat loc.dat 2> /dev/null | sed -n 's/.*trace clock: \[*\([a-z0-9-]*\)\]*.*/\1/p' | head -1)
-zt=$(zero_tol loc.dat loc-g.dat)
+zt=$(guest_zero_tol loc.dat loc-g.dat)
 zin=${zt%% inside*}
 if [ $lrc = 0 ] && [ -n "$lb" ] && [ "$lb" -le 50000 ] && cmp -s loc.h loc.t &&
 	grep -q 'local' <(trace-cmd dump --options loc-g.dat 2> /dev/null | grep -A1 TRACECLOCK) &&
@@ -357,7 +348,7 @@ last_offsets() {
 }
 kb=$(trace-cmd report --stat kill-g.dat 2> /dev/null | sed -n 's/.*hgtrace sync: refined by the trace.*bound=\([0-9]*\).*/\1/p' | tail -1)
 b1=$(trace-cmd report --stat host-g.dat 2> /dev/null | sed -n 's/.*hgtrace sync: refined by the trace.*bound=\([0-9]*\).*/\1/p' | tail -1)
-zt=$(zero_tol kill.dat kill-g.dat)
+zt=$(guest_zero_tol kill.dat kill-g.dat)
 zin=${zt%% inside*}
 far=$(paste -d' ' <(last_offsets kill-g.dat) <(last_offsets host-g.dat) |
 	awk -v a="${kb:-0}" -v b="${b1:-0}" '{ d = $1 - $2; if (d < 0) d = -d; if (d > a + b) bad++; n++ }
@@ -428,7 +419,7 @@ inside=$(echo "$line" | sed -n 's/.*, \([0-9]*\) inside.*/\1/p')
 [ "$outside" = 0 ] && [ "${inside:-0}" -gt 50 ] &&
 	tap_ok "guest-driven: $inside guest events inside their vCPU thread's running intervals, 0 outside" ||
 	tap_fail "guest-driven: $line"
-zt=$(zero_tol gd/g-host.dat gd/trace-g.dat)
+zt=$(guest_zero_tol gd/g-host.dat gd/trace-g.dat)
 zin=${zt%% inside*}
 grep -q 'guest g: sync refined by the vCPU windows' gd/listen.log && echo "$zt" | grep -q ' 0 outside' &&
 	[ "${zin:-0}" -gt 50 ] &&
