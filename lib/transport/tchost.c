@@ -474,8 +474,16 @@ static int take_head(struct hgt__tchost *h)
 	out = ret ? NULL : hgt__recdir_head(&h->rd, h->resp.page_size, 8);
 	if (!ret && !out)
 		ret = -errno;
-	if (!ret)
+	if (!ret) {
 		ret = hgt__head_copy(tmp, out, &cpus);
+		if (ret) {
+			char why[HGT__ERRLEN];
+
+			snprintf(why, sizeof(why), "%s", hgt_last_error());
+			hgt__errorf(-ret, "%s: its metadata is not a trace.dat head (%s)", h->peer,
+				    why);
+		}
+	}
 	if (!ret && cpus != h->nr_cpus)
 		ret = hgt__errorf(EBADMSG, "%s: its metadata says %d CPUs, its response %d",
 				  h->peer, cpus, h->nr_cpus);

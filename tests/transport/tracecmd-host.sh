@@ -14,7 +14,9 @@
 # 4. the merged report: trace-cmd report and hgtrace report --no-latency, byte for byte;
 # 5. a session in the default clock (x86-tsc): the same offsets check, in cycles;
 # 6. an agent that is not there: the session says which guest and port, exits 1, and the
-#    host's file is still written; no directory of the guest left.
+#    host's file is still written; no directory of the guest left;
+# 7. agents that answer garbage, close, send metadata that is no trace.dat or for other
+#    CPUs: the same, with the fault named.
 # Usage: tracecmd-host.sh HGTRACE
 hg=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -121,6 +123,30 @@ if [ $rst -eq 1 ] && grep -q "guest g: 127.0.0.1:$dead: port $dead: Connection r
 else
 	tap_fail "no agent: exit $rst: $(tr '\n' '|' < rec3.log); $(ls)"
 fi
+# 7. agents that misbehave (tc-agent.py): each session says what is wrong in one line
+# naming the guest, exits 1, writes the host's file, leaves no guest file or directory
+bad_agent() {
+	local mode=$1 re=$2 bport out=$t/m-$1.dat
+	bport=$(free_port)
+	python3 "$here/transport/tc-agent.py" "$bport" "$mode" "$t/h.dat" > "ta-$mode.out" 2>&1 &
+	local fpid=$!
+	wait_for_line "ta-$mode.out" '^listening$' 30
+	timeout 120 "$hg" record -C local -e sched:sched_switch -o "$out" \
+		-A "g@tcp:127.0.0.1:$bport" --peer trace-cmd -- true 2> "bad-$mode.log"
+	local st=$?
+	wait_exit $fpid 30 > /dev/null
+	if [ $st -eq 1 ] && grep -qE "^hgtrace record: guest g: .*$re" "bad-$mode.log" && [ -s "$out" ] &&
+		[ ! -e "${out%.dat}-g.dat" ] && [ ! -e "${out%.dat}-g.dat.recording" ]; then
+		tap_ok "agent '$mode': exit 1, '$(grep -m1 -E "$re" "bad-$mode.log")', the host's file written"
+	else
+		tap_fail "agent '$mode': exit $st: $(tr '\n' '|' < "bad-$mode.log") fake: $(cat "ta-$mode.out"); $(ls "$t")"
+	fi
+}
+bad_agent garbage "size 5, not within 12\.\.8192"
+bad_agent close "the connection closed"
+bad_agent badmeta "its metadata is not a trace\.dat head \(.*bad magic"
+bad_agent cpus "its metadata says [0-9]+ CPUs, its response 64"
+
 left=""
 for i in $(ls "$T/instances"); do
 	grep -qx -- "$i" <<< "$before" || left="$left $i"
