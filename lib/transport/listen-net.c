@@ -17,139 +17,22 @@
 
 #include "../common/common-local.h"
 #include "listen-local.h"
-
-/* How long a hybrid-vsock VMM has to answer CONNECT (it answers once the guest accepts). */
-#define HVSOCK_ACK_MS 10000
-
-/* Read the VMM's answer to CONNECT, a byte at a time (what follows it is the agent's):
- * "OK" then optionally " PORT", then '\n'. 0, -ECONNABORTED (closed: nobody listens on that
- * guest port), -ETIMEDOUT or -EPROTO. */
-static int hvsock_ack(int fd)
-{
-	char line[64];
-	size_t n = 0;
-	uint64_t end = hgt__now_ms() + HVSOCK_ACK_MS;
-
-	for (;;) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		uint64_t now = hgt__now_ms();
-		ssize_t r;
-
-		if (now >= end)
-			return -ETIMEDOUT;
-		if (poll(&pf, 1, (int)(end - now)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (!pf.revents)
-			continue;
-		r = read(fd, line + n, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r ? -errno : -ECONNABORTED;
-		if (line[n] == '\n')
-			break;
-		if (++n == sizeof(line))
-			return -EPROTO;
-	}
-	line[n] = 0;
-	if (strncmp(line, "OK", 2) ||
-	    (line[2] && (line[2] != ' ' || !line[3] || strspn(line + 3, "0123456789") != n - 3)))
-		return -EPROTO;
-	return 0;
-}
-
-/* A connection to guest port @port through the hybrid-vsock VMM listening on @path. */
-static int dial_hvsock(const char *path, unsigned int port)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char req[32];
-	int fd, e;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	snprintf(req, sizeof(req), "CONNECT %u\n", port);
-	/* a VMM gone before the request is an error, not a SIGPIPE */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req))
-		e = errno ? -errno : -EIO;
-	else
-		e = hvsock_ack(fd);
-	if (e) {
-		close(fd);
-		return e;
-	}
-	return fd;
-}
+#include "transport-local.h"
 
 /* What a failed dial (-errno @e) says. */
 static const char *dial_error(const struct hgt_listen_peer *pr, int e)
 {
-	if (pr->transport != HGT_TRANSPORT_HVSOCK)
-		return strerror(-e);
-	switch (e) {
-	case -ECONNABORTED:
-		return "the VMM closed the connection without OK (nothing listens on that guest port?)";
-	case -ETIMEDOUT:
-		return "the VMM did not answer CONNECT within 10 s";
-	case -EPROTO:
-		return "the VMM's answer to CONNECT is not \"OK [PORT]\"";
-	default:
-		return strerror(-e);
-	}
+	return hgt__sock_dial_error(pr->transport, e);
 }
 
 /* A connection to a peer's agent (TCP, vsock, or through a hybrid-vsock VMM), non-blocking
  * once made; -errno. */
 static int dial(const struct hgt_listen_peer *pr)
 {
-	int fd = -1, e = 0, one = 1;
+	int fd = hgt__sock_dial(pr->transport, pr->host, pr->cid, pr->path, pr->port);
 
-	if (pr->transport == HGT_TRANSPORT_HVSOCK) {
-		fd = dial_hvsock(pr->path, pr->port);
-		if (fd < 0)
-			return fd;
-	} else if (pr->transport == HGT_TRANSPORT_VSOCK) {
-		struct sockaddr_vm sa = { .svm_family = AF_VSOCK,
-					  .svm_cid = pr->cid,
-					  .svm_port = pr->port };
-
-		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-			e = errno;
-	} else {
-		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
-		char port[16];
-
-		snprintf(port, sizeof(port), "%u", pr->port);
-		if (getaddrinfo(pr->host, port, &hints, &res))
-			return -EHOSTUNREACH;
-		e = ECONNREFUSED;
-		for (ai = res; ai && e; ai = ai->ai_next) {
-			fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			e = fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) ? errno : 0;
-			if (e && fd >= 0) {
-				close(fd);
-				fd = -1;
-			}
-		}
-		freeaddrinfo(res);
-		if (fd >= 0)
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	}
-	if (fd < 0 || e) {
-		e = e ? e : errno;
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	return fd;
 }
 

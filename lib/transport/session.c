@@ -767,11 +767,10 @@ static int setup_guest(struct session *s, int i, const struct hgt_record_opts *h
 	if (pid < 0)
 		return pid;
 	if (g->in->trace_cmd) {
-		if (g->in->transport != HGT_TRANSPORT_TCP &&
-		    g->in->transport != HGT_TRANSPORT_VSOCK)
+		if (!dialed(g->in))
 			return hgt__errorf(
 				EINVAL,
-				"record: guest %s: a trace-cmd agent is dialed over TCP or vsock (NAME@tcp:HOST:PORT, NAME@vsock:CID:PORT)",
+				"record: guest %s: a trace-cmd agent is dialed over TCP, vsock or hybrid vsock (NAME@tcp:HOST:PORT, NAME@vsock:CID:PORT, NAME@unix:PATH:PORT)",
 				g->in->name);
 		ep->ntc++;
 	} else if (dialed(g->in)) {
@@ -893,6 +892,7 @@ static int start_tc_guests(struct session *s, const char *base, const struct end
 						.transport = g->in->transport,
 						.host = g->in->host,
 						.cid = g->in->cid,
+						.path = g->in->path,
 						.port = g->in->port,
 						.record = &g->ro,
 						.extra = g->in->peer_args,

@@ -21,7 +21,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -32,7 +31,6 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <linux/vm_sockets.h>
 
 #include <hgtrace/output.h>
 #include <hgtrace/peer.h>
@@ -43,6 +41,7 @@
 #include "../tracedat/output-local.h"
 #include "tchost.h"
 #include "tcmsg.h"
+#include "transport-local.h"
 
 #define PTP_LOOP 339
 #define PTP_START 1
@@ -109,39 +108,15 @@ static void say(const struct hgt__tchost *h, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* A connection to the agent's @port (TCP at o.host, or vsock at o.cid). */
+/* A connection to the agent's @port (TCP, vsock, or through a hybrid-vsock VMM). */
 static int dial(const struct hgt__tchost *h, unsigned int port)
 {
-	int fd, e, one = 1;
+	int fd = hgt__sock_dial(h->o.transport, h->o.host, h->o.cid, h->o.path, port);
 
-	if (h->o.transport == HGT_TRANSPORT_VSOCK) {
-		struct sockaddr_vm sa = { .svm_family = AF_VSOCK,
-					  .svm_cid = h->o.cid,
-					  .svm_port = port };
-
-		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-			return fd;
-	} else {
-		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
-		char ps[16];
-
-		snprintf(ps, sizeof(ps), "%u", port);
-		e = getaddrinfo(h->o.host, ps, &hints, &res);
-		if (e)
-			return hgt__errorf(EINVAL, "%s: %s", h->peer, gai_strerror(e));
-		fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0 && !connect(fd, res->ai_addr, res->ai_addrlen)) {
-			freeaddrinfo(res);
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-			return fd;
-		}
-		freeaddrinfo(res);
-	}
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	return hgt__errorf(e, "%s: port %u: %s", h->peer, port, strerror(e));
+	if (fd < 0)
+		return hgt__errorf(-fd, "%s: port %u: %s", h->peer, port,
+				   hgt__sock_dial_error(h->o.transport, fd));
+	return fd;
 }
 
 /* ---- the time sync (its own thread) ---- */
@@ -564,6 +539,8 @@ struct hgt__tchost *hgt__tchost_start(const struct hgt__tchost_opts *o)
 	pthread_cond_init(&h->cond, NULL);
 	if (o->transport == HGT_TRANSPORT_VSOCK)
 		snprintf(h->peer, sizeof(h->peer), "vsock %u:%u", o->cid, o->port);
+	else if (o->transport == HGT_TRANSPORT_HVSOCK)
+		snprintf(h->peer, sizeof(h->peer), "unix %s:%u", o->path, o->port);
 	else
 		snprintf(h->peer, sizeof(h->peer), "%s:%u", o->host, o->port);
 	ret = hgt__recdir_create(&h->rd, o->output, NULL);

@@ -12,8 +12,9 @@
 
 struct hgt__tchost_opts {
 	const char *name;
-	int transport; /* HGT_TRANSPORT_TCP or _VSOCK */
+	int transport; /* HGT_TRANSPORT_TCP, _VSOCK or _HVSOCK */
 	const char *host;
+	const char *path; /* HVSOCK: the VMM's UNIX socket */
 	unsigned int cid, port;
 	const struct hgt_record_opts *record; /* the guest's -e, -b, -M (its clock: @clock) */
 	const char *const *extra;	      /* trace-cmd record options, sent as given */

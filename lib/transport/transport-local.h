@@ -17,6 +17,12 @@ int hgt__sock_listen_beside(int fd, unsigned int *port, const char *who);
 /* The next connection on @lfd, waiting at most @ms (< 0: until *@stop): its fd (TCP:
  * no delay), or -1 if none came. */
 int hgt__sock_accept(int lfd, int ms, volatile int *stop);
+/* A connection (blocking) to @port of an agent: TCP at @host, vsock at @cid, or through
+ * the hybrid-vsock VMM whose UNIX socket is @path (CONNECT PORT, OK); -errno. */
+int hgt__sock_dial(int transport, const char *host, unsigned int cid, const char *path,
+		   unsigned int port);
+/* What a failed hgt__sock_dial() (-errno @e) says. */
+const char *hgt__sock_dial_error(int transport, int e);
 
 struct hgt_agent_opts;
 /* agent --serve --trace-cmd: answer trace-cmd record -A hosts (tcagent.c). */

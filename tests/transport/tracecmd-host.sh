@@ -15,6 +15,7 @@
 # 5. a session in the default clock (x86-tsc): the same offsets check, in cycles;
 # 6. an agent that is not there: the session says which guest and port, exits 1, and the
 #    host's file is still written; no directory of the guest left;
+# 6b. the same session through a stand-in hybrid-vsock VMM (Firecracker's handshake);
 # 7. agents that answer garbage, close, send metadata that is no trace.dat or for other
 #    CPUs: the same, with the fault named.
 # Usage: tracecmd-host.sh HGTRACE
@@ -123,6 +124,29 @@ if [ $rst -eq 1 ] && grep -q "guest g: 127.0.0.1:$dead: port $dead: Connection r
 else
 	tap_fail "no agent: exit $rst: $(tr '\n' '|' < rec3.log); $(ls)"
 fi
+# 6b. through a hybrid-vsock VMM (fake-hvsock.py: Firecracker's CONNECT PORT / OK; its
+# guest port N is this machine's 127.0.0.1:N): control, time sync and every data port
+tc_agent 3
+python3 "$here/transport/fake-hvsock.py" "$t/v.sock" > vmm.log 2>&1 &
+vpid=$!
+wait_for_line vmm.log '^ready$' 20 || tap_fail "the stand-in VMM did not start: $(cat vmm.log)"
+timeout 120 "$hg" record -C local -e sched:sched_switch -o "$t/u.dat" \
+	-A "g@unix:$t/v.sock:$port" --peer trace-cmd --peer-arg -d --peer-arg --no-filter \
+	-- "$t/tcwork" 1 2> rec4.log
+rst=$?
+stop_agent
+kill $vpid 2> /dev/null
+nport=$(grep -c '^connect [0-9]* ok' vmm.log)
+line=$(grep -m1 'sync: trace-cmd ptp, clock local:' rec4.log | sed 's/^ *//')
+ub=$(sed -n 's/.*bound +-\([0-9]*\) .*/\1/p' <<< "$line")
+read -r nsh ncount nmin bad < <(offsets_check u-g.dat "${ub:-0}")
+if [ $rst -eq 0 ] && [ "$nport" -eq $((ncpu + 2)) ] && [ "$ncount" -eq "$ncpu" ] &&
+	[ "$nmin" -ge 2 ] && [ "$bad" -eq 0 ] && [ -n "$ub" ]; then
+	tap_ok "through a hybrid-vsock VMM: $nport CONNECTs (control, ptp, $ncpu data), exit 0; $line; $nsh offsets within it of 0"
+else
+	tap_fail "hybrid vsock: exit $rst, $nport CONNECTs, '$line', $ncount CPUs, $bad beyond: $(tail -4 rec4.log | tr '\n' '|') vmm: $(tr '\n' '|' < vmm.log)"
+fi
+
 # 7. agents that misbehave (tc-agent.py): each session says what is wrong in one line
 # naming the guest, exits 1, writes the host's file, leaves no guest file or directory
 bad_agent() {
