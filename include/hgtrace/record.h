@@ -43,6 +43,9 @@ struct hgt_record_opts {
 	unsigned int flush_ms; /* pages (a partial one too) reach the disk at most this late
 				* (0: 1000) */
 	bool sync;	       /* also fsync them every flush_ms (power-loss safety) */
+	/* -f: per entry of @events (same index; NULL, or a NULL entry: none), the kernel's
+	 * filter of that event (of each event of a SYSTEM entry), as trace-cmd's -f */
+	const char *const *filters;
 };
 
 /* Per-CPU counts at the end of a recording. */

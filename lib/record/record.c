@@ -37,7 +37,9 @@
 struct ev {
 	char *system;
 	char *name;
-	char *old_enable; /* the enable file's content before us */
+	char *old_enable;   /* the enable file's content before us */
+	const char *filter; /* -f: the kernel's filter for it (NULL: none) */
+	char *old_filter;   /* the filter file's content before us */
 };
 
 struct cpu_reader {
@@ -163,14 +165,17 @@ static bool event_exists(const char *system, const char *name)
 	return ok;
 }
 
-static int add_ev(struct hgt_recorder *r, const char *system, const char *name)
+static int add_ev(struct hgt_recorder *r, const char *system, const char *name, const char *filter)
 {
 	struct ev *n;
 	int i;
 
 	for (i = 0; i < r->nr_evs; i++)
-		if (!strcmp(r->evs[i].system, system) && !strcmp(r->evs[i].name, name))
+		if (!strcmp(r->evs[i].system, system) && !strcmp(r->evs[i].name, name)) {
+			if (filter)
+				r->evs[i].filter = filter; /* the last one given */
 			return 0;
+		}
 	n = realloc(r->evs, sizeof(*n) * (size_t)(r->nr_evs + 1));
 	if (!n)
 		return -ENOMEM;
@@ -178,6 +183,8 @@ static int add_ev(struct hgt_recorder *r, const char *system, const char *name)
 	n[r->nr_evs].system = strdup(system);
 	n[r->nr_evs].name = strdup(name);
 	n[r->nr_evs].old_enable = NULL;
+	n[r->nr_evs].filter = filter;
+	n[r->nr_evs].old_filter = NULL;
 	if (!n[r->nr_evs].system || !n[r->nr_evs].name)
 		return -ENOMEM;
 	r->nr_evs++;
@@ -191,6 +198,7 @@ static int parse_events(struct hgt_recorder *r)
 
 	for (i = 0; i < r->o.nr_events; i++) {
 		char buf[256], *sep, *sys = buf, *name;
+		const char *filter = r->o.filters ? r->o.filters[i] : NULL;
 
 		snprintf(buf, sizeof(buf), "%s", r->o.events[i]);
 		sep = strpbrk(buf, ":/");
@@ -205,7 +213,7 @@ static int parse_events(struct hgt_recorder *r)
 			if (!event_exists(sys, name))
 				return hgt__errorf(ENOENT, "record: -e '%s': no such event in %s",
 						   r->o.events[i], tracefs_tracing_dir());
-			ret = add_ev(r, sys, name);
+			ret = add_ev(r, sys, name, filter);
 		} else {
 			char **evs = tracefs_system_events(NULL, sys);
 
@@ -216,7 +224,7 @@ static int parse_events(struct hgt_recorder *r)
 						   sys, tracefs_tracing_dir());
 			}
 			for (ret = 0, k = 0; !ret && evs[k]; k++)
-				ret = add_ev(r, sys, evs[k]);
+				ret = add_ev(r, sys, evs[k], filter);
 			tracefs_list_free(evs);
 		}
 		if (ret)
@@ -272,6 +280,15 @@ static void restore(struct hgt_recorder *r)
 	for (i = 0; i < r->nr_evs; i++) {
 		char rel[512];
 
+		if (r->evs[i].old_filter) {
+			/* "none" is how the kernel shows no filter; "0" clears one */
+			snprintf(rel, sizeof(rel), "events/%s/%s/filter", r->evs[i].system,
+				 r->evs[i].name);
+			tracefs_instance_file_write(r->inst, rel,
+						    strncmp(r->evs[i].old_filter, "none", 4)
+							    ? r->evs[i].old_filter
+							    : "0");
+		}
 		if (!r->evs[i].old_enable)
 			continue;
 		snprintf(rel, sizeof(rel), "events/%s/%s/enable", r->evs[i].system, r->evs[i].name);
@@ -634,6 +651,16 @@ static int enable_events(struct hgt_recorder *r)
 	for (int i = 0; i < r->nr_evs; i++) {
 		char rel[512];
 
+		if (r->evs[i].filter) {
+			snprintf(rel, sizeof(rel), "events/%s/%s/filter", r->evs[i].system,
+				 r->evs[i].name);
+			r->evs[i].old_filter = inst_read(r, rel);
+			if (tracefs_instance_file_write(r->inst, rel, r->evs[i].filter) < 0)
+				return hgt__errorf(
+					errno ? errno : EINVAL,
+					"record: -f '%s': the kernel refused it as a filter of %s:%s",
+					r->evs[i].filter, r->evs[i].system, r->evs[i].name);
+		}
 		snprintf(rel, sizeof(rel), "events/%s/%s/enable", r->evs[i].system, r->evs[i].name);
 		r->evs[i].old_enable = inst_read(r, rel);
 		if (tracefs_instance_file_write(r->inst, rel, "1") < 0)
@@ -1274,6 +1301,7 @@ void hgt_record_free(struct hgt_recorder *r)
 		free(r->evs[i].system);
 		free(r->evs[i].name);
 		free(r->evs[i].old_enable);
+		free(r->evs[i].old_filter);
 	}
 	for (i = 0; i < r->nr_saved; i++)
 		free(r->saved[i].value);

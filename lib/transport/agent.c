@@ -431,6 +431,7 @@ static int take_config(struct agent *a, const uint8_t *p, size_t n)
 	if (nev) {
 		a->ro.events = ev;
 		a->ro.nr_events = nev;
+		a->ro.filters = NULL; /* the command line's were of its own events */
 	}
 	a->have_config = true;
 	return 0;

@@ -766,6 +766,12 @@ static int setup_guest(struct session *s, int i, const struct hgt_record_opts *h
 	pid = guest_vmm(s, g);
 	if (pid < 0)
 		return pid;
+	for (int k = 0; !g->in->trace_cmd && g->ro.filters && k < g->ro.nr_events; k++)
+		if (g->ro.filters[k])
+			return hgt__errorf(
+				EINVAL,
+				"record: guest %s: -f '%s': hgtrace's agent protocol carries no event filter (a --peer trace-cmd guest's does)",
+				g->in->name, g->ro.filters[k]);
 	if (g->in->trace_cmd) {
 		if (!dialed(g->in))
 			return hgt__errorf(

@@ -50,7 +50,8 @@ struct tcsession {
 	unsigned int *ports; /* the listeners' ports */
 	struct hgt__tc_trace_req req;
 	struct hgt_record_opts ro;
-	const char **events; /* into req */
+	const char **events;  /* into req */
+	const char **filters; /* per event (-f after it), into req */
 	int nev;
 	bool ptp;
 	struct hgt__tcsync *sync;
@@ -83,8 +84,9 @@ static const char *value_of(char **argv, int argc, int *i)
 
 /*
  * The guest's record options trace-cmd's host sent, as this recorder takes them:
- * -e EVENT, -C CLOCK, -b KB, -M CPUMASK; -q and --tsync-interval N (the host's own) are
- * taken and have nothing to do here. Anything else is refused by name. 0 or -EINVAL.
+ * -e EVENT, -f FILTER (of the -e before it), -C CLOCK, -b KB, -M CPUMASK; -q and
+ * --tsync-interval N (the host's own) are taken and have nothing to do here. Anything
+ * else is refused by name. 0 or -EINVAL.
  */
 static int take_args(struct tcsession *s)
 {
@@ -92,7 +94,8 @@ static int take_args(struct tcsession *s)
 	int argc = s->req.argc;
 
 	s->events = calloc((size_t)argc + 1, sizeof(*s->events));
-	if (!s->events)
+	s->filters = calloc((size_t)argc + 1, sizeof(*s->filters));
+	if (!s->events || !s->filters)
 		return -ENOMEM;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *v = NULL;
@@ -106,10 +109,10 @@ static int take_args(struct tcsession *s)
 				goto missing;
 			continue;
 		}
-		if (a[0] != '-' || !a[1] || !strchr("eCbM", a[1]) || a[1] == '-')
+		if (a[0] != '-' || !a[1] || !strchr("efCbM", a[1]) || a[1] == '-')
 			return hgt__errorf(
 				EINVAL,
-				"trace-cmd host asked for '%s': not supported here (this agent takes -e, -C, -b, -M, -q and --tsync-interval)",
+				"trace-cmd host asked for '%s': not supported here (this agent takes -e, -f, -C, -b, -M, -q and --tsync-interval)",
 				a);
 		v = value_of(argv, argc, &i);
 		if (!v || !*v)
@@ -117,6 +120,12 @@ static int take_args(struct tcsession *s)
 		switch (a[1]) {
 		case 'e':
 			s->events[s->nev++] = v;
+			break;
+		case 'f':
+			if (!s->nev)
+				return hgt__errorf(EINVAL,
+						   "trace-cmd host sent -f '%s' before any -e", v);
+			s->filters[s->nev - 1] = v;
 			break;
 		case 'C':
 			s->ro.clock = v;
@@ -141,6 +150,7 @@ missing:
 	if (s->nev) {
 		s->ro.events = s->events;
 		s->ro.nr_events = s->nev;
+		s->ro.filters = s->filters;
 	}
 	return 0;
 }
@@ -392,6 +402,7 @@ static void session_free(struct tcsession *s)
 	free(s->data);
 	free(s->ports);
 	free(s->events);
+	free(s->filters);
 	hgt__tc_trace_req_free(&s->req);
 }
 

@@ -365,7 +365,7 @@ static int send_request(struct hgt__tchost *h)
 	int n = 0, ret;
 	char *protos[] = { "ptp", NULL };
 
-	argv = calloc((size_t)(8 + h->o.nr_extra + 2 * (ro ? ro->nr_events : 0)), sizeof(*argv));
+	argv = calloc((size_t)(8 + h->o.nr_extra + 4 * (ro ? ro->nr_events : 0)), sizeof(*argv));
 	if (!argv)
 		return -ENOMEM;
 	argv[n++] = "-C";
@@ -373,6 +373,10 @@ static int send_request(struct hgt__tchost *h)
 	for (int i = 0; ro && i < ro->nr_events; i++) {
 		argv[n++] = "-e";
 		argv[n++] = (char *)ro->events[i];
+		if (ro->filters && ro->filters[i]) {
+			argv[n++] = "-f"; /* trace-cmd's: of the -e before it */
+			argv[n++] = (char *)ro->filters[i];
+		}
 	}
 	if (ro && ro->buffer_kb) {
 		snprintf(kb, sizeof(kb), "%zu", ro->buffer_kb);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hgtrace record on this machine's real tracefs (root): trace-cmd reads what it writes, the
 # event counts match the kernel's per-CPU "read events", hgtrace and trace-cmd report it
-# alike, -P/-M/-C/-B do what they say, losses are reported, and tracefs is left as found.
+# alike, -P/-M/-C/-B/-f do what they say, losses are reported, and tracefs is left as found.
 # Usage: record.sh HGTRACE
 HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -156,6 +156,28 @@ elif [ "$(wc -l < err)" = 1 ] && [ ! -e bad.dat ]; then
 	tap_ok "an unknown event system is refused ($(cat err))"
 else
 	tap_fail "an unknown event system: $(cat err)"
+fi
+# 8. -f: the kernel's filter of the -e before it. The command (a copy of sleep named for
+# the test) runs: switches away from it are in the file, none to it; a filter the kernel
+# refuses is one line naming it, and no file.
+cp "$(command -v sleep)" "$t/fwork"
+if hgt record -e sched:sched_switch -f 'next_comm != "fwork"' -o f.dat -- "$t/fwork" 0.2 2> log; then
+	trace-cmd report f.dat > f.txt 2> /dev/null
+	to=$(grep -c '==> fwork:' f.txt)
+	from=$(grep -c 'sched_switch: *fwork:' f.txt)
+	[ "$to" -eq 0 ] && [ "$from" -gt 0 ] &&
+		tap_ok "-f 'next_comm != \"fwork\"': $from switches away from fwork in trace-cmd's report, none to it" ||
+		tap_fail "-f: $to switches to fwork, $from away from it"
+else
+	tap_fail "record -f: $(cat log)"
+fi
+if hgt record -e sched:sched_switch -f 'no_such_field == 1' -o fbad.dat -- true 2> err; then
+	tap_fail "a filter the kernel refuses is refused"
+elif [ "$(wc -l < err)" = 1 ] && grep -q "the kernel refused it as a filter of sched:sched_switch" err &&
+	[ ! -e fbad.dat ]; then
+	tap_ok "a filter the kernel refuses: $(cat err)"
+else
+	tap_fail "a refused filter: $(cat err)"
 fi
 top_state > after
 tap_cmp "top-level tracefs still untouched" after before

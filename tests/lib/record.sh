@@ -86,3 +86,18 @@ tc_sync_leftovers() {
 		grep -qx -- "$i" <<< "$1" || case $i in clock_synch*) rmdir "/sys/kernel/tracing/instances/$i" ;; esac
 	done
 }
+
+# tc_run SECONDS LOG CMD...: run CMD (trace-cmd) in a process group of its own, its output
+# in LOG; its exit status (124 when it outlived SECONDS, a hang guard). Whatever of the
+# group is left then is killed: trace-cmd's recorder children can outlive a trace-cmd that
+# died (they would go on reading, orphans, after the test).
+tc_run() {
+	local secs=$1 log=$2 pid st
+	shift 2
+	setsid "$@" > "$log" 2>&1 &
+	pid=$!
+	wait_exit "$pid" "$secs"
+	st=$?
+	kill -KILL -- -"$pid" 2> /dev/null
+	return $st
+}

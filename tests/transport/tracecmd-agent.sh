@@ -4,11 +4,13 @@
 # the guest our agent serves (h-127.0.0.1.dat), both in the clock trace-cmd gives (local).
 # So the truth is known: the same event carries the same raw time in both files, and the
 # true guest->host offset is 0. Checked:
-# 1. a host asking for an option the agent does not take (-f) is refused, the option named
-#    in the agent's log, and the agent serves the next host;
+# 1. a host asking for an option the agent does not take (-p function) is refused, the
+#    option named in the agent's log, and the agent serves the next host;
 # 1b. hosts that send a 4 GB header, say nothing, leave after the response, after the
 #    metadata, or while recording (without CLOSE): each said, the instance removed;
-# 2. the session: trace-cmd exits as a plain trace-cmd record exits here; the agent's log
+# 2. the session (trace-cmd given -C: without it, trace-cmd 3.1.6 may tell the guest the
+#    top instance's clock while it stamps its ptp probes in local; see hgtrace-agent(1)):
+#    trace-cmd exits as a plain trace-cmd record exits here; the agent's log
 #    says the host's CLOSE was answered and how many ptp rounds it served (the round trip
 #    each picked, the fastest of its 339 probes, under 1 ms on a loopback), and no fault;
 # 3. the host tied the guest file to itself: its GUEST option names the guest's TRACEID;
@@ -18,6 +20,7 @@
 # 5. the events both files hold (matched by CPU, raw time and fields, read by trace-cmd
 #    report --raw-ts): at least 500, and each one's corrected guest time within the
 #    bound of its host time; every guest event of a CPU lies on the CPU it was recorded on;
+#    the guest's -f 'next_comm != "tcwork"' held: no switch to the command in its file;
 # 6. the merged report: trace-cmd report and hgtrace report --no-latency, byte for byte;
 # 7. the agent ends on SIGINT with status 0 and leaves no tracefs instance.
 # Usage: tracecmd-agent.sh HGTRACE
@@ -44,15 +47,15 @@ wait_listen "$port" $apid || tap_fail "the agent does not listen: $(cat agent.lo
 
 
 # 1. an option the agent does not take
-timeout 60 trace-cmd record -d --no-filter -o "$t/f.dat" -e sched:sched_switch \
-	-A "127.0.0.1:$port" -e sched:sched_switch -f 'prev_pid==1' -- true > f.log 2>&1
+tc_run 60 f.log trace-cmd record -d --no-filter -o "$t/f.dat" -e sched:sched_switch \
+	-A "127.0.0.1:$port" -e sched:sched_switch -p function -- true
 fst=$?
 tc_sync_leftovers "$before"
 if [ $fst -ne 0 ] && [ $fst -ne 124 ] && grep -q "Failed to receive trace response" f.log &&
-	grep -q "refused: trace-cmd host asked for '-f': not supported here" agent.log; then
-	tap_ok "host asking for -f: refused (trace-cmd exit $fst: $(grep -m1 Failed f.log)), named in the agent's log"
+	grep -q "refused: trace-cmd host asked for '-p': not supported here" agent.log; then
+	tap_ok "host asking for -p function: refused (trace-cmd exit $fst: $(grep -m1 Failed f.log)), named in the agent's log"
 else
-	tap_fail "-f: trace-cmd exit $fst: $(tr '\n' '|' < f.log) agent: $(tr '\n' '|' < agent.log)"
+	tap_fail "-p: trace-cmd exit $fst: $(tr '\n' '|' < f.log) agent: $(tr '\n' '|' < agent.log)"
 fi
 
 # 1b. hosts that misbehave (tc-host.py): each one said in the agent's log, its recording
@@ -85,13 +88,16 @@ else
 fi
 
 # what a plain trace-cmd record exits with here (ftrace files it may not reset)
-timeout 60 trace-cmd record -d --no-filter -o "$t/plain.dat" -e sched:sched_switch true > plain.log 2>&1
+tc_run 60 plain.log trace-cmd record -d --no-filter -o "$t/plain.dat" -e sched:sched_switch true
 plain=$?
 
 # 2. the session
-cp "$(command -v sleep)" "$t/tcwork"
-timeout 120 trace-cmd record -d --no-filter -o "$t/h.dat" -e sched:sched_switch \
-	-A "127.0.0.1:$port" -e sched:sched_switch -- "$t/tcwork" 1 > rec.log 2>&1
+# the session's command: a shell named tcwork that waits for ten 0.1 s sleeps, so it is
+# switched away from and back to all through the session (not only at its ends, which a
+# recording may just miss)
+cp "$(command -v sh)" "$t/tcwork"
+tc_run 120 rec.log trace-cmd record -d --no-filter -C local -o "$t/h.dat" -e sched:sched_switch \
+	-A "127.0.0.1:$port" -e sched:sched_switch -f 'next_comm != "tcwork"' -- "$t/tcwork" -c 'for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.1; done'
 rst=$?
 tc_sync_leftovers "$before"
 g=h-127.0.0.1.dat
@@ -140,6 +146,16 @@ if [ "$matched" -ge 500 ] && [ "$far" -eq 0 ]; then
 	tap_ok "$matched of $nguest guest events also in the host's file (same CPU and fields; raw times up to $skew ns apart): corrected guest times within $worst ns of the host's, bound $bound ns"
 else
 	tap_fail "events in both: $matched of $nguest (want >= 500), $far beyond $bound ns (worst $worst, raw skew $skew)"
+fi
+
+# 5b. the guest's -f: tcwork ran (switches away from it in the guest's file), yet no switch
+# to it is there
+gw=$(grep -c '==> tcwork:' graw.txt)
+gfrom=$(grep -c 'sched_switch: *tcwork:' graw.txt)
+if [ "$gw" -eq 0 ] && [ "$gfrom" -gt 0 ]; then
+	tap_ok "the guest's -f 'next_comm != \"tcwork\"': of its $(wc -l < graw.txt) events, $gfrom switches away from tcwork, none to it"
+else
+	tap_fail "-f 'next_comm != \"tcwork\"': $gw switches to tcwork in the guest's file, $gfrom away from it"
 fi
 
 # 6. merged report

@@ -11,6 +11,7 @@
 #    end of every CPU, every offset within the bound of the truth 0;
 # 3. the events both files hold (paired per CPU and event text, as read by trace-cmd
 #    report): at least 500, each corrected guest time within the bound of its host time;
+#    the guest's -f 'next_comm != "tcwork"' held in its file;
 # 4. the merged report: trace-cmd report and hgtrace report --no-latency, byte for byte;
 # 5. a session in the default clock (x86-tsc): the same offsets check, in cycles;
 # 6. an agent that is not there: the session says which guest and port, exits 1, and the
@@ -44,7 +45,10 @@ tc_agent() {
 	apid=$!
 	wait_listen "$port" $apid || tap_fail "trace-cmd agent does not listen: $(cat "tca-$1.log")"
 }
-cp "$(command -v sleep)" "$t/tcwork"
+# the session's command: a shell named tcwork that waits for ten 0.1 s sleeps, so it is
+# switched away from and back to all through the session (not only at its ends, which a
+# recording may just miss)
+cp "$(command -v sh)" "$t/tcwork"
 
 # offsets_check FILE BOUND: "samples cpus min_per_cpu beyond" of FILE's TIME_SHIFT
 offsets_check() {
@@ -59,7 +63,7 @@ offsets_check() {
 tc_agent 1
 timeout 120 "$hg" record -C local -e sched:sched_switch -o "$t/h.dat" \
 	-A "g@tcp:127.0.0.1:$port" --peer trace-cmd --peer-arg -d --peer-arg --no-filter \
-	-- "$t/tcwork" 1 2> rec1.log
+	-e sched:sched_switch -f 'next_comm != "tcwork"' -- "$t/tcwork" -c 'for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.1; done' 2> rec1.log
 rst=$?
 stop_agent
 line=$(grep -m1 'sync: trace-cmd ptp, clock local:' rec1.log)
@@ -92,6 +96,16 @@ else
 	tap_fail "events in both: $matched of $nguest (want >= 500), $far beyond $bound ns (worst $worst, raw skew $skew)"
 fi
 
+# 3b. the guest's -f went to trace-cmd's agent: tcwork ran (switches away from it in the
+# guest's file), yet no switch to it is there
+gw=$(grep -c '==> tcwork:' graw.txt)
+gfrom=$(grep -c 'sched_switch: *tcwork:' graw.txt)
+if [ "$gw" -eq 0 ] && [ "$gfrom" -gt 0 ]; then
+	tap_ok "the guest's -f 'next_comm != \"tcwork\"' (sent as trace-cmd's): $gfrom switches away from tcwork, none to it"
+else
+	tap_fail "-f for the guest: $gw switches to tcwork in its file, $gfrom away from it"
+fi
+
 # 4. merged report
 trace-cmd report -i h.dat -i h-g.dat > tc.txt 2> tc.err
 "$hg" report --no-latency -i h.dat -i h-g.dat > hg.txt 2> hg.err
@@ -101,7 +115,7 @@ tap_cmp "merged report of the pair: hgtrace --no-latency = trace-cmd ($(wc -l < 
 tc_agent 2
 timeout 120 "$hg" record -e sched:sched_switch -o "$t/x.dat" \
 	-A "g@tcp:127.0.0.1:$port" --peer trace-cmd --peer-arg -d --peer-arg --no-filter \
-	-- "$t/tcwork" 1 2> rec2.log
+	-- "$t/tcwork" -c 'for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.1; done' 2> rec2.log
 rst=$?
 stop_agent
 line=$(grep -m1 'sync: trace-cmd ptp, clock' rec2.log)
@@ -132,7 +146,7 @@ vpid=$!
 wait_for_line vmm.log '^ready$' 20 || tap_fail "the stand-in VMM did not start: $(cat vmm.log)"
 timeout 120 "$hg" record -C local -e sched:sched_switch -o "$t/u.dat" \
 	-A "g@unix:$t/v.sock:$port" --peer trace-cmd --peer-arg -d --peer-arg --no-filter \
-	-- "$t/tcwork" 1 2> rec4.log
+	-- "$t/tcwork" -c 'for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.1; done' 2> rec4.log
 rst=$?
 stop_agent
 kill $vpid 2> /dev/null

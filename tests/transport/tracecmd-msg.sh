@@ -74,8 +74,8 @@ gport=$(free_port)
 gpid=$!
 wait_for_line g.out '^listening$' 30 || tap_fail "tcmsg-peer agent: $(cat g.err)"
 # (in sh -c: trace-cmd 3.1.6 dies of SIGSEGV on the NOT_SUPP, said in rec.log, not here)
-sh -c 'timeout 60 trace-cmd record -d --no-filter -o "$1/h.dat" -A "127.0.0.1:$2" \
-	-e sched:sched_wakeup -b 2048 -- true; echo "exit $?"' sh "$t" "$gport" > rec.log 2>&1
+tc_run 60 rec.log sh -c 'trace-cmd record -d --no-filter -o "$1/h.dat" -A "127.0.0.1:$2" \
+	-e sched:sched_wakeup -b 2048 -- true; echo "exit $?"' sh "$t" "$gport"
 wait_exit $gpid 60 > /dev/null
 line=$(grep '^flags=' g.out)
 if grep -qE '^flags=0 trace_id=0x[0-9a-f]+ argv=\[-C\|[a-z0-9-]+\|-e\|sched:sched_wakeup\|-b\|2048\] protos=\[([a-z]+\|)*ptp(\|[a-z]+)*\]$' <<< "$line" &&

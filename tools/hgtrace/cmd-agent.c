@@ -39,7 +39,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: hgtrace agent [--ports DIR | --fifos DIR | --tcp HOST:PORT | --vsock CID:PORT]\n"
-		"                     [-e SYSTEM[:EVENT]]... [-C CLOCK] [-b KB] [-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
+		"                     [-e SYSTEM[:EVENT] [-f FILTER]]... [-C CLOCK] [-b KB] [-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
 		"                     [--flush-ms MS] [--silent-timeout S] [--trace-cmd tcp:[ADDR:]PORT|vsock:PORT]\n"
 		"                     [-- COMMAND ARGS...]\n"
 		"  -- COMMAND: record now, run COMMAND once the host says go (or after 3 s), stop when it exits\n"
@@ -109,21 +109,42 @@ static int listen_arg(char *arg, struct hgt_agent_opts *ao)
 struct agent_args {
 	struct hgt_record_opts *ro;
 	struct hgt_agent_opts *ao;
-	const char **events; /* -e */
+	const char **events;  /* -e */
+	const char **filters; /* -f: of the -e before it */
 	int nev;
 };
 
-/* The recording's options: -e, -C, -b, -B, --no-splice, --flush-ms. Returns 0, 2 (error
+/* -e and -f (the filter of the -e before it). Returns 0 or 2 (error said). */
+static int event_opt(int c, const char *arg, struct agent_args *a)
+{
+	const char **f;
+
+	if (c == 'f') {
+		if (!a->nev) {
+			fprintf(stderr,
+				"hgtrace: agent: -f '%s': after the -e whose events it filters\n",
+				arg);
+			return 2;
+		}
+		a->filters[a->nev - 1] = arg;
+		return 0;
+	}
+	f = realloc(a->filters, sizeof(*f) * (size_t)(a->nev + 1));
+	if (!f)
+		return 2;
+	a->filters = f;
+	f[a->nev] = NULL;
+	return cmd_push_event(&a->events, &a->nev, arg) ? 2 : 0;
+}
+
+/* The recording's options: -C, -b, -B, --no-splice, --flush-ms. Returns 0, 2 (error
  * said), or -1 for the options that are not the recording's. */
-static int record_opt(int c, const char *arg, struct hgt_record_opts *ro, const char ***events,
-		      int *nev)
+static int record_opt(int c, const char *arg, struct hgt_record_opts *ro)
 {
 	unsigned long v;
 	int ms;
 
 	switch (c) {
-	case 'e':
-		return cmd_push_event(events, nev, arg) ? 2 : 0;
 	case 'C':
 		ro->clock = arg;
 		return 0;
@@ -184,7 +205,7 @@ static int agent_opt(int c, char *arg, struct hgt_agent_opts *ao)
 static int an_opt(int c, char *arg, void *ctx)
 {
 	struct agent_args *a = ctx;
-	int err = record_opt(c, arg, a->ro, &a->events, &a->nev);
+	int err = c == 'e' || c == 'f' ? event_opt(c, arg, a) : record_opt(c, arg, a->ro);
 
 	return err < 0 ? agent_opt(c, arg, a->ao) : err;
 }
@@ -212,9 +233,10 @@ int cmd_agent(int argc, char **argv)
 	struct agent_args a = { .ro = &ro, .ao = &ao };
 	int ret = 2;
 
-	if (cmd_parse_opts(argc, argv, "+e:C:b:B:oh", lopts, usage, "agent", an_opt, &a, &ret))
+	if (cmd_parse_opts(argc, argv, "+e:f:C:b:B:oh", lopts, usage, "agent", an_opt, &a, &ret))
 		goto out;
 	ro.events = a.events;
+	ro.filters = a.filters;
 	ro.nr_events = a.nev;
 	if (optind < argc) {
 		/* records while the command runs (guest-driven: listen --record-host) */
@@ -237,5 +259,6 @@ int cmd_agent(int argc, char **argv)
 	}
 out:
 	free(a.events);
+	free(a.filters);
 	return ret;
 }

@@ -21,7 +21,7 @@ static volatile int session_stop; /* a signal, or the workload's end */
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hgtrace record -e SYSTEM[:EVENT]... [-C CLOCK] [-b KB] [-B INSTANCE]\n"
+		"usage: hgtrace record -e SYSTEM[:EVENT] [-f FILTER]... [-C CLOCK] [-b KB] [-B INSTANCE]\n"
 		"                      [-o FILE] [-P PID]... [-M CPUMASK] [--compression C]\n"
 		"                      [-A NAME[@fifo:DIR|@tcp:HOST:PORT|@vsock:CID[:PORT]|@unix:PATH:PORT]\n"
 		"                          [--guest-pid PID] [-e ...] [-C CLOCK] [-b KB]\n"
@@ -43,6 +43,7 @@ struct gopt {
 	struct hgt_session_guest g;
 	struct hgt_record_opts ro;
 	const char **events;
+	const char **filters; /* -f: per event, NULL or its filter */
 	int nev;
 	char *dir;
 	char *name;
@@ -175,6 +176,7 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 		gs[i].ro.sz = sizeof(gs[i].ro);
 		gs[i].ro.events = gs[i].nev ? gs[i].events : host->events;
 		gs[i].ro.nr_events = gs[i].nev ? gs[i].nev : host->nr_events;
+		gs[i].ro.filters = gs[i].nev ? gs[i].filters : host->filters;
 		gs[i].g.record = &gs[i].ro;
 		gs[i].g.peer_args = gs[i].peer_args;
 		gs[i].g.nr_peer_args = gs[i].npa;
@@ -223,6 +225,7 @@ struct record_args {
 	unsigned long interval; /* --sync-interval */
 	const char *kvm_debugfs;
 	const char **events; /* -e before any -A */
+	const char **filters;
 	int nev;
 	int *pids; /* -P */
 	int npid;
@@ -231,17 +234,28 @@ struct record_args {
 /* -e: for the host, or for the guest of the last -A. Returns 0 or -ENOMEM. */
 static int event_arg(const char *arg, struct record_args *a)
 {
-	struct gopt *cur = a->cur;
+	const char ***ev = a->cur ? &a->cur->events : &a->events;
+	const char ***fl = a->cur ? &a->cur->filters : &a->filters;
+	int *n = a->cur ? &a->cur->nev : &a->nev;
 
-	if (cur) {
-		if (push(&cur->events, &cur->nev, sizeof(*cur->events)))
-			return -ENOMEM;
-		cur->events[cur->nev++] = arg;
-		return 0;
-	}
-	if (push(&a->events, &a->nev, sizeof(*a->events)))
+	if (push(ev, n, sizeof(**ev)) || push(fl, n, sizeof(**fl)))
 		return -ENOMEM;
-	a->events[a->nev++] = arg;
+	(*ev)[*n] = arg;
+	(*fl)[(*n)++] = NULL;
+	return 0;
+}
+
+/* -f FILTER: of the -e before it (trace-cmd's order). Returns 0 or 1 (error said). */
+static int filter_arg(const char *arg, struct record_args *a)
+{
+	int n = a->cur ? a->cur->nev : a->nev;
+
+	if (!n) {
+		fprintf(stderr, "hgtrace: record: -f '%s': after the -e whose events it filters\n",
+			arg);
+		return 1;
+	}
+	(a->cur ? a->cur->filters : a->filters)[n - 1] = arg;
 	return 0;
 }
 
@@ -302,6 +316,8 @@ static int record_opt(int c, char *arg, void *ctx)
 	switch (c) {
 	case 'e':
 		return event_arg(arg, a);
+	case 'f':
+		return filter_arg(arg, a);
 	case 'A':
 	case O_GUEST_PID:
 		return guest_arg(c, arg, a);
@@ -425,14 +441,15 @@ int cmd_record(int argc, char **argv)
 	int ret = 2;
 	char **cmd;
 
-	if (cmd_parse_opts(argc, argv, "+e:C:b:B:o:P:M:A:h", lopts, usage, "record", record_opt, &a,
-			   &ret))
+	if (cmd_parse_opts(argc, argv, "+e:f:C:b:B:o:P:M:A:h", lopts, usage, "record", record_opt,
+			   &a, &ret))
 		goto out;
 	if (!a.nev) {
 		fprintf(stderr, "hgtrace: record: no events given (-e SYSTEM[:EVENT])\n");
 		goto out;
 	}
 	o.events = a.events;
+	o.filters = a.filters;
 	o.nr_events = a.nev;
 	o.pids = a.pids;
 	o.nr_pids = a.npid;
@@ -448,12 +465,14 @@ int cmd_record(int argc, char **argv)
 out:
 	for (int i = 0; i < a.ng; i++) {
 		free(a.gs[i].events);
+		free(a.gs[i].filters);
 		free(a.gs[i].name);
 		free(a.gs[i].dir);
 		free(a.gs[i].peer_args);
 	}
 	free(a.gs);
 	free(a.events);
+	free(a.filters);
 	free(a.pids);
 	return ret;
 }
