@@ -163,11 +163,7 @@ fi
 cp "$(command -v sleep)" "$t/fwork"
 if hgt record -e sched:sched_switch -f 'next_comm != "fwork"' -o f.dat -- "$t/fwork" 0.2 2> log; then
 	trace-cmd report f.dat > f.txt 2> /dev/null
-	to=$(grep -c '==> fwork:' f.txt)
-	from=$(grep -c 'sched_switch: *fwork:' f.txt)
-	[ "$to" -eq 0 ] && [ "$from" -gt 0 ] &&
-		tap_ok "-f 'next_comm != \"fwork\"': $from switches away from fwork in trace-cmd's report, none to it" ||
-		tap_fail "-f: $to switches to fwork, $from away from it"
+	switches_held "record" fwork f.txt
 else
 	tap_fail "record -f: $(cat log)"
 fi

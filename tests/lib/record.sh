@@ -101,3 +101,17 @@ tc_run() {
 	kill -KILL -- -"$pid" 2> /dev/null
 	return $st
 }
+
+# switches_held WHAT COMM REPORT: a check that REPORT (trace-cmd report lines) was recorded
+# with -f 'next_comm != "COMM"': COMM ran (switches away from it are there), yet no switch
+# to it is
+switches_held() {
+	local to from
+	to=$(grep -c "==> $2:" "$3")
+	from=$(grep -c "sched_switch: *$2:" "$3")
+	if [ "$to" -eq 0 ] && [ "$from" -gt 0 ]; then
+		tap_ok "$1 -f 'next_comm != \"$2\"': of $(wc -l < "$3") events, $from switches away from $2, none to it"
+	else
+		tap_fail "$1 -f 'next_comm != \"$2\"': $to switches to $2, $from away from it"
+	fi
+}
