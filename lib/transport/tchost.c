@@ -642,7 +642,7 @@ static int add_time_shift(void *ctx, struct hgt_output *out)
 	uint32_t len;
 	int ret;
 
-	if (!h->cs || !h->rounds)
+	if (!h->cs || !h->rounds || h->nr_cpus < 1)
 		return 0;
 	for (int i = 0; i < h->nr_cpus; i++)
 		if (h->cs[i].n > most)
