@@ -675,16 +675,21 @@ out:
  * @hro's events to the new list, which the caller frees; NULL when out of memory. */
 static const char **guest_events_on_host(struct hgt_record_opts *hro, int nr_kvm, int nr_entry)
 {
-	const char **ev = malloc(sizeof(*ev) * (size_t)(hro->nr_events + 2));
+	/* the events, then as many filters (the -f of each; none of the ones added) */
+	size_t cap = (size_t)hro->nr_events + 2;
+	const char **ev = calloc(2 * cap, sizeof(*ev)), **fl = ev + cap;
 
 	if (!ev)
 		return NULL;
 	memcpy(ev, hro->events, sizeof(*ev) * (size_t)hro->nr_events);
+	if (hro->filters)
+		memcpy(fl, hro->filters, sizeof(*fl) * (size_t)hro->nr_events);
 	if (nr_kvm && kvm_event_exists("kvm_write_tsc_offset"))
 		ev[hro->nr_events++] = "kvm:kvm_write_tsc_offset";
 	if (nr_entry && kvm_event_exists("kvm_entry"))
 		ev[hro->nr_events++] = "kvm:kvm_entry";
 	hro->events = ev;
+	hro->filters = fl;
 	return ev;
 }
 
