@@ -67,9 +67,10 @@ static int parse_time_shift(struct hgt_input *in, const struct hgt_option *op)
 					  op->size);
 		count = hgt__get32(in, p + pos);
 		if ((uint64_t)count * 24 > size - pos - 4)
-			return hgt__error(in, op->file_offset + pos, EBADMSG,
-					  "TIME_SHIFT cpu %u claims %u samples, %llu bytes remain",
-					  i, count, (unsigned long long)(size - pos - 4));
+			return hgt__error(
+				in, op->file_offset + pos, EBADMSG,
+				"TIME_SHIFT cpu %u claims %u samples, %llu bytes remain (trace-cmd 3.1.6 writes such an option when its guest CPUs' sample counts differ)",
+				i, count, (unsigned long long)(size - pos - 4));
 		pos += 4 + (uint64_t)count * 24;
 		total += count;
 	}

@@ -364,6 +364,30 @@ static int wait_close(struct tcsession *s)
 	}
 }
 
+/* The time sync's line in the log: its rounds, and any it could not measure. */
+static void say_sync(struct tcsession *s, const struct hgt__tcsync_result *sr)
+{
+	char odd[192] = "";
+	size_t n = 0;
+
+	if (sr->repeated)
+		n += (size_t)snprintf(
+			odd + n, sizeof(odd) - n,
+			"; %u repeated their CPU's last offset (no host stamp matched)",
+			sr->repeated);
+	if (sr->nudged && n < sizeof(odd))
+		n += (size_t)snprintf(odd + n, sizeof(odd) - n, "; %u measured 0, sent as 1 ns",
+				      sr->nudged);
+	if (sr->unsampled && n < sizeof(odd))
+		snprintf(
+			odd + n, sizeof(odd) - n,
+			"; %u unmeasured with nothing to repeat, sent as none (trace-cmd 3.1.6 then writes a TIME_SHIFT it cannot read)",
+			sr->unsampled);
+	say(s, "ptp: %u rounds answered, round trips %llu..%llu ns, last offset %lld%s%s%s",
+	    sr->rounds, (unsigned long long)sr->best_rtt, (unsigned long long)sr->worst_rtt,
+	    (long long)sr->last_offset, odd, sr->fault[0] ? "; " : "", sr->fault);
+}
+
 /* The session's end: data connections shut, recorder stopped, sync ended, CLOSE_RESP. */
 static void finish(struct tcsession *s, struct hgt_recorder *rec, bool closed)
 {
@@ -384,9 +408,7 @@ static void finish(struct tcsession *s, struct hgt_recorder *rec, bool closed)
 		say(s, "cpu %d: %llu bytes of pages sent", i,
 		    (unsigned long long)hgt__record_cpu_bytes(rec, i));
 	if (sr.connected)
-		say(s, "ptp: %u rounds answered, round trips %llu..%llu ns, last offset %lld%s%s",
-		    sr.rounds, (unsigned long long)sr.best_rtt, (unsigned long long)sr.worst_rtt,
-		    (long long)sr.last_offset, sr.fault[0] ? "; " : "", sr.fault);
+		say_sync(s, &sr);
 	else if (s->ptp)
 		say(s, "ptp: %s", sr.fault[0] ? sr.fault : "the host never dialed its port");
 	say(s, "session ended%s", closed ? " (the host's CLOSE answered)" : "");

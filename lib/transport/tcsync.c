@@ -12,6 +12,14 @@
  *     host's stamp - ts. The host keeps (ts, offset) for that CPU: host = guest + offset.
  * A STOP, or the connection closing, ends the sync. Every message is checked; the first
  * fault ends the sync and is kept for the session's log.
+ *
+ * trace-cmd 3.1.6's host takes an OFFSET whose ts or offset is 0 for "no sample" and drops
+ * it, and a round that fails ends its sync loop at that CPU. Either way its CPUs end with
+ * different sample counts, and it then writes a TIME_SHIFT option it cannot read back
+ * (each CPU's count is written as the last CPU's). So once a round has begun, this side
+ * always answers with a sample: a measured offset of exactly 0 (one kernel, one clock) is
+ * sent as 1 ns, and a round in which none of the host's stamps matches a probe repeats
+ * this CPU's last offset (or any CPU's), both counted for the session's log.
  */
 #include <endian.h>
 #include <errno.h>
@@ -39,6 +47,9 @@
 #define PTP_PROBES 3
 #define PTP_OFFSET 4
 #define PTP_END 5
+#define SYNC_CPUS 1024 /* CPUs whose last offset is kept, for a round without stamps */
+#define STALL_MS 10000 /* the end waits while the host is heard from this often */
+#define END_MS 120000  /* and this long at most */
 #define PTP_FASTEST 1u /* flags: keep the fastest round trip; the host stamps with markers */
 #define PTP_MARKER 2u
 
@@ -54,6 +65,10 @@ struct hgt__tcsync {
 	struct hgt__tcsync_result res;
 	uint8_t buf[HGT__TC_MSG_MAX];
 	uint64_t s[PTP_LOOP], r[PTP_LOOP]; /* our clock around each probe */
+	uint64_t heard;			   /* CLOCK_MONOTONIC ms of the last message */
+	int64_t last[SYNC_CPUS];	   /* each CPU's last offset ... */
+	bool have[SYNC_CPUS];		   /* ... once it has one */
+	int64_t any_last;		   /* the last offset of any CPU */
 };
 
 static const char peer[] = "trace-cmd time sync";
@@ -91,8 +106,10 @@ static int recv_sync(struct hgt__tcsync *t, const char *proto, struct hgt__tc_ti
 	quick_ack(t->fd);
 	ret = hgt__tc_recv(t->fd, t->buf, 10000, peer, &m);
 	quick_ack(t->fd);
-	if (!ret)
+	if (!ret) {
+		__atomic_store_n(&t->heard, hgt__now_ms(), __ATOMIC_RELEASE);
 		ret = hgt__tc_parse_time_sync(&m, ts);
+	}
 	if (!ret && strcmp(ts->proto, proto))
 		ret = hgt__errorf(EBADMSG, "%s: protocol '%s' where '%s' was due", peer, ts->proto,
 				  proto);
@@ -133,41 +150,104 @@ static int probe_loop(struct hgt__tcsync *t)
 	return ret;
 }
 
-/* The host's stamps (PROBES) against our reads: the fastest probe's (ts, offset). */
-static int pick_offset(struct hgt__tcsync *t, const struct hgt__tc_time_sync *ts, uint64_t *mid,
-		       int64_t *offset)
+/*
+ * hgt__ptp_answer - the sample a round answers with (see the top of this file).
+ * @in: our clock around each probe and the host's stamps; @mid, @offset: the sample
+ * (0, 0 for none); @rtt: the round trip of the probe it was measured with (0 if none).
+ */
+enum hgt__ptp_answer hgt__ptp_answer(const struct hgt__ptp_round *in, uint64_t *mid,
+				     int64_t *offset, uint64_t *rtt)
+{
+	uint64_t best = UINT64_MAX;
+
+	*mid = 0;
+	*offset = 0;
+	*rtt = 0;
+	for (uint32_t i = 0; i < in->count; i++) {
+		const uint8_t *p = in->stamps + 12 * (size_t)i;
+		uint64_t host = hgt__tc_get64(p);
+		uint32_t k = hgt__tc_get32(p + 8);
+
+		if (!k || k > in->n || !host || in->r[k - 1] < in->s[k - 1])
+			continue;
+		if (in->r[k - 1] - in->s[k - 1] < best) {
+			best = in->r[k - 1] - in->s[k - 1];
+			*mid = in->s[k - 1] + best / 2;
+			*offset = (int64_t)(host - *mid);
+		}
+	}
+	if (best != UINT64_MAX) {
+		*rtt = best;
+		if (*offset)
+			return HGT__PTP_MEASURED;
+		*offset = 1;
+		return HGT__PTP_NUDGED;
+	}
+	if (!in->have_last)
+		return HGT__PTP_NONE;
+	/* the middle of our fastest probe, at the last offset known */
+	for (uint32_t k = 0; k < in->n; k++)
+		if (in->r[k] >= in->s[k] && in->r[k] - in->s[k] < best) {
+			best = in->r[k] - in->s[k];
+			*mid = in->s[k] + best / 2;
+		}
+	if (!*mid)
+		return HGT__PTP_NONE;
+	*offset = in->last;
+	return HGT__PTP_REPEATED;
+}
+
+/* The round's sample from the host's stamps (PROBES @ts), counted in t->res. 0, or -errno
+ * for a PROBES out of shape (said). */
+static int pick_offset(struct hgt__tcsync *t, int cpu, const struct hgt__tc_time_sync *ts,
+		       uint64_t *mid, int64_t *offset)
 {
 	uint32_t count = hgt__tc_get32(ts->data + 4);
-	uint64_t best = UINT64_MAX;
+	bool mine = cpu >= 0 && cpu < SYNC_CPUS;
+	struct hgt__ptp_round in = {
+		.s = t->s,
+		.r = t->r,
+		.n = PTP_LOOP,
+		.stamps = ts->data + 8,
+		.count = count,
+		.have_last = (mine && t->have[cpu]) || t->res.rounds,
+		.last = mine && t->have[cpu] ? t->last[cpu] : t->any_last,
+	};
+	uint64_t rtt;
 
 	if (count > PTP_LOOP || ts->len < 8 + 12 * (uint64_t)count)
 		return hgt__errorf(EBADMSG, "%s: PROBES says %u stamps in %u bytes", peer, count,
 				   ts->len);
-	for (uint32_t i = 0; i < count; i++) {
-		const uint8_t *p = ts->data + 8 + 12 * (size_t)i;
-		uint64_t host = hgt__tc_get64(p);
-		uint32_t k = hgt__tc_get32(p + 8);
-
-		if (!k || k > PTP_LOOP || !host || t->r[k - 1] < t->s[k - 1])
-			continue;
-		if (t->r[k - 1] - t->s[k - 1] < best) {
-			best = t->r[k - 1] - t->s[k - 1];
-			*mid = t->s[k - 1] + best / 2;
-			*offset = (int64_t)(host - *mid);
-		}
+	switch (hgt__ptp_answer(&in, mid, offset, &rtt)) {
+	case HGT__PTP_NUDGED:
+		t->res.nudged++;
+		/* fallthrough */
+	case HGT__PTP_MEASURED:
+		if (rtt > t->res.worst_rtt)
+			t->res.worst_rtt = rtt;
+		if (!t->res.measured || rtt < t->res.best_rtt)
+			t->res.best_rtt = rtt;
+		t->res.measured++;
+		break;
+	case HGT__PTP_REPEATED:
+		t->res.repeated++;
+		break;
+	case HGT__PTP_NONE:
+		t->res.unsampled++;
+		return 0;
 	}
-	if (best == UINT64_MAX)
-		return hgt__errorf(EBADMSG, "%s: none of the host's %u stamps matches a probe",
-				   peer, count);
-	if (best > t->res.worst_rtt)
-		t->res.worst_rtt = best;
-	if (!t->res.best_rtt || best < t->res.best_rtt)
-		t->res.best_rtt = best;
+	if (mine) {
+		t->last[cpu] = *offset;
+		t->have[cpu] = true;
+	}
+	t->any_last = *offset;
+	t->res.rounds++;
+	t->res.last_offset = *offset;
 	return 0;
 }
 
-/* One ptp round on this CPU. */
-static int ptp_round(struct hgt__tcsync *t)
+/* One ptp round on CPU @cpu (-1: not said). */
+static int ptp_round(struct hgt__tcsync *t, int cpu)
 {
 	struct hgt__tc_time_sync ts;
 	uint32_t start[2] = { htobe32(++t->series), htobe32(PTP_FASTEST | PTP_MARKER) };
@@ -184,13 +264,11 @@ static int ptp_round(struct hgt__tcsync *t)
 	if (!ret)
 		ret = recv_ptp(t, PTP_PROBES, 8, &ts);
 	if (!ret)
-		ret = pick_offset(t, &ts, &mid, &offset);
+		ret = pick_offset(t, cpu, &ts, &mid, &offset);
 	if (ret)
 		return ret;
 	out[0] = htobe64(mid);
 	out[1] = htobe64((uint64_t)offset);
-	t->res.rounds++;
-	t->res.last_offset = offset;
 	return send_ptp(t, PTP_OFFSET, out, sizeof(out));
 }
 
@@ -244,7 +322,7 @@ static void serve(struct hgt__tcsync *t)
 			cpu = (int)hgt__tc_get32(ts.data);
 		}
 		pin(cpu);
-		if (ptp_round(t)) {
+		if (ptp_round(t, cpu)) {
 			fault(t, -1);
 			return;
 		}
@@ -302,8 +380,14 @@ void hgt__tcsync_end(struct hgt__tcsync *t, bool wait, struct hgt__tcsync_result
 		return;
 	if (!wait)
 		t->stop_now = 1;
-	/* the host's STOP comes right after its CLOSE: a round in progress may end first */
-	for (int i = 0; wait && i < 500 && !__atomic_load_n(&t->done, __ATOMIC_ACQUIRE); i++)
+	/* trace-cmd's host runs a last round on each CPU after its CLOSE, then sends its
+	 * STOP: wait while it is heard from (a slow guest may take seconds a round); its
+	 * CLOSE counts as heard */
+	__atomic_store_n(&t->heard, hgt__now_ms(), __ATOMIC_RELEASE);
+	for (uint64_t t0 = hgt__now_ms(), now = t0;
+	     wait && !__atomic_load_n(&t->done, __ATOMIC_ACQUIRE) && now - t0 < END_MS &&
+	     (int64_t)(now - __atomic_load_n(&t->heard, __ATOMIC_ACQUIRE)) < STALL_MS;
+	     now = hgt__now_ms())
 		usleep(10000);
 	done = __atomic_load_n(&t->done, __ATOMIC_ACQUIRE);
 	/* a thread still waiting (for the host, or in a round) wakes to a closed socket */
@@ -314,8 +398,8 @@ void hgt__tcsync_end(struct hgt__tcsync *t, bool wait, struct hgt__tcsync_result
 		shutdown(fd, SHUT_RDWR);
 	hgt__thread_join(t->thread);
 	if (wait && !done && !t->res.fault[0])
-		snprintf(t->res.fault, sizeof(t->res.fault), "%s: no STOP from the host in 5 s",
-			 peer);
+		snprintf(t->res.fault, sizeof(t->res.fault),
+			 "%s: no STOP from the host (silent for 10 s, or 120 s in all)", peer);
 	if (res)
 		*res = t->res;
 	if (t->fd >= 0)

@@ -2,7 +2,8 @@
 # the raw times within 20 us. Inputs: HOST (trace-cmd report --raw-ts), GUEST (the same),
 # GUEST-CORRECTED (trace-cmd report -t: its times after the TIME_SHIFT), each without its
 # "cpus=" line. -v b=BOUND (ns). Prints: pairs, pairs whose corrected guest time is more
-# than BOUND from the host's, guest events, the largest such distance, the largest raw skew.
+# than BOUND from the host's (or without a corrected time), guest events, the largest such
+# distance, the largest raw skew.
 
 # @line -> f["cpu"], f["ts"] (ns), f["text"] (what follows the time)
 function split_line(line, f,  r, t, q) {
@@ -23,6 +24,8 @@ END {
 			while (i < hn[k] && hts[k, i] < g - 20000) i++
 			if (i >= hn[k] || hts[k, i] > g + 20000) continue
 			m++; d = g - hts[k, i]; if (d < 0) d = -d; if (d > sk) sk = d
+			# no corrected line (trace-cmd could not correct the file): far, at any bound
+			if (!((k, j) in gcor)) { far++; i++; continue }
 			e = gcor[k, j] - hts[k, i]; if (e < 0) e = -e
 			if (e > w) w = e; if (e > b) far++
 			i++

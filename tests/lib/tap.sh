@@ -15,10 +15,13 @@ tap_check() {
 }
 tap_done() { echo "1..$_tap_n"; [ "$_tap_fail" -eq 0 ]; exit $?; }
 
-# Compare two files; on a difference show the first lines of the diff as TAP comments.
+# Compare two files; on a difference show the first lines of the diff as TAP comments. Two
+# empty files are no agreement: the want file must hold something.
 tap_cmp() {
 	local what=$1 got=$2 want=$3
-	if cmp -s "$got" "$want"; then
+	if [ ! -s "$want" ]; then
+		tap_fail "$what (nothing to compare: $want is empty)"
+	elif cmp -s "$got" "$want"; then
 		tap_ok "$what"
 	else
 		tap_fail "$what"

@@ -4,7 +4,8 @@
  * trace-cmd 3.1.6 sent on this project's machine (2026-11-26): a TRACE_REQ of
  * `trace-cmd record -d --no-filter -A 127.0.0.1:P -e sched:sched_wakeup -b 2048 -- true`
  * (trace-cmd adds -C local itself), and the TRACE_RESP of `trace-cmd agent -N 127.0.0.1
- * -p P` to it; then what a hostile peer may send, each refused with its reason.
+ * -p P` to it; then what a hostile peer may send, each refused with its reason. Last, the
+ * sample our ptp answer picks from a round, worked out by hand.
  */
 #include "test-helpers.h"
 
@@ -14,6 +15,7 @@
 #include <hgtrace/tracedat.h>
 
 #include "../../lib/transport/tcmsg.h"
+#include "../../lib/transport/tcsync.h"
 
 static const uint8_t tc_req[] = { 0x00, 0x00, 0x00, 0x5c, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00,
 				  0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xbe, 0xc5,
@@ -191,12 +193,75 @@ static void test_hostile(void **state)
 	refused(tc_req, sizeof(tc_req), true, "TRACE_REQ where a TRACE_RESP was due");
 }
 
+/* A PROBES record: the host's stamp @ts of probe @k. */
+static void stamp(uint8_t *p, uint64_t ts, uint32_t k)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(ts >> (56 - 8 * i));
+	for (int i = 0; i < 4; i++)
+		p[8 + i] = (uint8_t)(k >> (24 - 8 * i));
+}
+
+static void answer_is(const struct hgt__ptp_round *in, enum hgt__ptp_answer kind, uint64_t mid,
+		      int64_t offset, uint64_t rtt)
+{
+	uint64_t m, r;
+	int64_t o;
+
+	assert_int_equal(hgt__ptp_answer(in, &m, &o, &r), kind);
+	assert_int_equal(m, mid);
+	assert_int_equal(o, offset);
+	assert_int_equal(r, rtt);
+}
+
+/* Three probes, round trips 100, 40 and 300 ns in our clock (the middle of the fastest,
+ * probe 2, is 2020); trace-cmd 3.1.6 drops an OFFSET whose ts or offset is 0 and then
+ * writes a TIME_SHIFT it cannot read, so there is always a sample once one is known. */
+static void test_ptp_answer(void **state)
+{
+	const uint64_t s[3] = { 1000, 2000, 3000 }, r[3] = { 1100, 2040, 3300 };
+	const uint64_t back_s[1] = { 1000 }, back_r[1] = { 900 };
+	uint8_t st[3 * 12];
+	struct hgt__ptp_round in = { .s = s, .r = r, .n = 3, .stamps = st, .count = 3 };
+
+	(void)state;
+	/* all stamped: the fastest probe, host 7020 - 2020 */
+	stamp(st, 5000, 1);
+	stamp(st + 12, 7020, 2);
+	stamp(st + 24, 9000, 3);
+	answer_is(&in, HGT__PTP_MEASURED, 2020, 5000, 40);
+	/* probe 2 not stamped: probe 1, host 5000 - (1000 + 50) */
+	stamp(st + 12, 9000, 3);
+	in.count = 2;
+	answer_is(&in, HGT__PTP_MEASURED, 1050, 3950, 100);
+	/* measured 0 exactly: sent as 1 ns */
+	stamp(st, 2020, 2);
+	in.count = 1;
+	answer_is(&in, HGT__PTP_NUDGED, 2020, 1, 40);
+	/* no stamp matches (probe 0, probe 4 of 3, a zero stamp): the last offset known, at
+	 * our fastest probe; none known: nothing */
+	stamp(st, 5, 0);
+	stamp(st + 12, 5, 4);
+	stamp(st + 24, 0, 2);
+	in.count = 3;
+	answer_is(&in, HGT__PTP_NONE, 0, 0, 0);
+	in.have_last = true;
+	in.last = -777;
+	answer_is(&in, HGT__PTP_REPEATED, 2020, -777, 0);
+	/* a probe whose clock went back is no measure, nor our fastest */
+	in = (struct hgt__ptp_round){ .s = back_s, .r = back_r, .n = 1, .stamps = st, .count = 1 };
+	stamp(st, 5000, 1);
+	answer_is(&in, HGT__PTP_NONE, 0, 0, 0);
+	in.have_last = true;
+	answer_is(&in, HGT__PTP_NONE, 0, 0, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace_req_parse), cmocka_unit_test(test_trace_req_build),
 		cmocka_unit_test(test_trace_resp),	cmocka_unit_test(test_parse_partial),
-		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_hostile),		cmocka_unit_test(test_ptp_answer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
