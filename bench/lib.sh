@@ -7,3 +7,24 @@ bench_row() {
 	[ -n "${BENCH_SUMMARY:-}" ] || return 0
 	printf '%s\t%s\t%s\t%.2f\n' "$1" "$2" "$3" "$4" >> "$BENCH_SUMMARY"
 }
+
+# bench_measure CMD...: "WALL CPU MAXRSS_KB" of one run of CMD (its output to /dev/null);
+# $out/time.txt is used on the way.
+bench_measure() {
+	/usr/bin/time -f "%e %U %S %M" "$@" > /dev/null 2> "$out/time.txt"
+	tail -1 "$out/time.txt" | awk '{ print $1, $2 + $3, $4 }'
+}
+
+# bench_why_session: the simulated host + 4-vCPU guest session with injected causes of
+# view-why.sh and export.sh ($out/why-session-{host,guest}.dat, made once): sets $p to its
+# path prefix and $events to its event count.
+bench_why_session() {
+	local inject="--inject preempt:500 --inject exits:IO_INSTRUCTION:20:25 --inject irqs:10:30 --inject guest:400"
+	p=$out/why-session
+	if [ ! -s "$p-guest.dat" ] || [ ! -s "$p.sim" ] || grep -q '^injected: [0-9]* of' "$p.sim"; then
+		# shellcheck disable=SC2086
+		"$hg" simulate -o "$p" --vcpus 4 --host-cpus 4 --events 2200000 --seed 12 \
+			--embed-sync $inject > "$p.sim" || return 1
+	fi
+	events=$(( $(grep -o '([0-9]* events' "$p.sim" | tr -dc '0-9\n' | paste -sd+ | bc) ))
+}

@@ -12,19 +12,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$here/out
 mkdir -p "$out"
 runs=${BENCH_RUNS:-3}
-p=$out/why-session
-inject="--inject preempt:500 --inject exits:IO_INSTRUCTION:20:25 --inject irqs:10:30 --inject guest:400"
-if [ ! -s "$p-guest.dat" ] || [ ! -s "$p.sim" ] || grep -q '^injected: [0-9]* of' "$p.sim"; then
-	# shellcheck disable=SC2086
-	"$hg" simulate -o "$p" --vcpus 4 --host-cpus 4 --events 2200000 --seed 12 --embed-sync \
-		$inject > "$p.sim" || exit 1
-fi
-events=$(( $(grep -o '([0-9]* events' "$p.sim" | tr -dc '0-9\n' | paste -sd+ | bc) ))
+bench_why_session || exit 1
 echo "bench: view and why on $p-host.dat + $p-guest.dat: $events events, $(grep -c '^injected: [a-z]* guest_cpu' "$p.sim") causes injected"
-measure() {
-	/usr/bin/time -f "%e %U %S %M" "$@" > /dev/null 2> "$out/time.txt"
-	tail -1 "$out/time.txt" | awk '{ print $1, $2 + $3, $4 }'
-}
 declare -A wall cpu rss
 names=("view" "why (top 10)" "why --threshold 1 --json" "hgtrace report" "trace-cmd report")
 for i in $(seq 1 "$runs"); do
@@ -36,7 +25,7 @@ for i in $(seq 1 "$runs"); do
 		3) set -- "$hg" report "$p-host.dat" "$p-guest.dat" ;;
 		4) set -- trace-cmd report -i "$p-host.dat" -i "$p-guest.dat" ;;
 		esac
-		read -r s c m < <(measure "$@")
+		read -r s c m < <(bench_measure "$@")
 		wall[$k]=$(echo "${wall[$k]:-0} + $s" | bc -l)
 		cpu[$k]=$(echo "${cpu[$k]:-0} + $c" | bc -l)
 		rss[$k]=$m

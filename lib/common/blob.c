@@ -29,13 +29,8 @@ int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n)
 int hgt__blob_varint(struct hgt__blob *b, uint64_t v)
 {
 	uint8_t t[10];
-	size_t n = 0;
 
-	do {
-		t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	return hgt__blob_put(b, t, n);
+	return hgt__blob_add(b, t, hgt__varint(t, v));
 }
 
 /* A size (u32 or u64, @size_bytes) followed by @n bytes of @text. */

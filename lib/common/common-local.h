@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #define HGT__ERRLEN 512
@@ -60,7 +61,30 @@ struct hgt__blob {
 	bool oom; /* a put failed */
 };
 int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n);
+/* hgt__blob_put(), inline where @n bytes fit (writers of many small pieces) */
+static inline int hgt__blob_add(struct hgt__blob *b, const void *v, size_t n)
+{
+	if (!n)
+		return 0;
+	if (b->p && n <= b->cap - b->len) {
+		memcpy(b->p + b->len, v, n);
+		b->len += n;
+		return 0;
+	}
+	return hgt__blob_put(b, v, n);
+}
 int hgt__blob_varint(struct hgt__blob *b, uint64_t v);
+/* @v as an unsigned LEB128 varint into @out (10 bytes at most); its length */
+static inline size_t hgt__varint(uint8_t *out, uint64_t v)
+{
+	size_t n = 0;
+
+	do {
+		out[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	return n;
+}
 int hgt__blob_item(struct hgt__blob *b, const void *text, size_t n, int size_bytes);
 
 #endif

@@ -5,7 +5,11 @@
  * host's time), and written as one JSON object. Per input (a process) and CPU there are
  * three threads: the events as instants, the task running on the CPU as complete events
  * (from sched_switch), and guest mode as complete events (kvm_entry to kvm_exit on the
- * vCPU thread's host CPU). Each instant carries the event's fields and its report text.
+ * vCPU thread's host CPU). Each instant carries the event's fields and, named apart from
+ * any field (common_ is the common fields' prefix, which no event field takes: sched_waking
+ * has a field "comm", sys_enter_sysinfo one named "info"), the task's comm and pid and the
+ * report's text (common_comm, common_pid, common_info). The kvm plugin's guest symbols are
+ * looked up as the report looks them up (kvm-guest-func.c), so that text is the report's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -47,6 +51,8 @@ struct src {
 	const char *name;
 	bool owner; /* closes @in */
 	struct tep_event *sw, *entry, *exit_;
+	/* their fields, found once */
+	struct tep_format_field *prev_pid, *next_pid, *prev_comm, *next_comm, *vcpu_id;
 	/* a TCG host (no kvm_entry): its vCPU threads (GUEST options), guest mode while they
 	 * run */
 	int *vpid, *vid, nr_v;
@@ -58,39 +64,55 @@ struct exporter {
 	FILE *out;
 	bool pb; /* Perfetto protobuf, else JSON */
 	struct hgt__blob pkt, ev, sub,
-		ann;  /* a packet, its track event or descriptor, their parts */
+		ann;	    /* a packet, its track event or descriptor, their parts */
+	struct hgt__blob o; /* what goes to @out next, written a MB at a time */
+	/* Perfetto's interning: each category, event name and annotation name is sent once,
+	 * in the packet that first uses it (its InternedData, @interned), then by iid */
+	struct intern {
+		char **str;
+		uint64_t *iid;
+		size_t cap, n; /* open addressing, @cap a power of two */
+	} names[3];
+	struct hgt__blob interned, entry;
 	bool cleared; /* the sequence's first packet was written */
 	struct src *s;
 	int nr;
 	struct trace_seq seq;
-	bool first;	 /* no event written yet: no comma before the next */
-	uint64_t tsc_hz; /* TSC cycles made ns at this rate (0: were ns, or no rate) */
+	struct hgt__info_memo *memo; /* info texts of payloads seen before (NULL: none) */
+	bool first;		     /* no event written yet: no comma before the next */
+	uint64_t tsc_hz;	     /* TSC cycles made ns at this rate (0: were ns, or no rate) */
 };
 
 /* ---- protobuf encoding ---- */
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
 
+/* a field's key, and a varint after it */
+static void pb_key(struct hgt__blob *b, unsigned int field, int wt, uint64_t v)
+{
+	uint8_t t[20];
+	size_t n = hgt__varint(t, (uint64_t)field << 3 | (unsigned int)wt);
+
+	hgt__blob_add(b, t, n + hgt__varint(t + n, v));
+}
+
 static void pb_uint(struct hgt__blob *b, unsigned int field, uint64_t v)
 {
-	hgt__blob_varint(b, (uint64_t)field << 3 | WT_VARINT);
-	hgt__blob_varint(b, v);
+	pb_key(b, field, WT_VARINT, v);
 }
 
 static void pb_str(struct hgt__blob *b, unsigned int field, const char *p, size_t n)
 {
 	n = strnlen(p, n);
-	hgt__blob_varint(b, (uint64_t)field << 3 | WT_LEN);
-	hgt__blob_varint(b, n);
-	hgt__blob_put(b, p, n);
+	pb_key(b, field, WT_LEN, n);
+	hgt__blob_add(b, p, n);
 }
 
 /* @m as field @field of @b; @m is emptied */
 static void pb_msg(struct hgt__blob *b, unsigned int field, struct hgt__blob *m)
 {
-	hgt__blob_varint(b, (uint64_t)field << 3 | WT_LEN);
-	hgt__blob_varint(b, m->len);
-	hgt__blob_put(b, m->p, m->len);
+	pb_key(b, field, WT_LEN, m->len);
+	hgt__blob_add(b, m->p, m->len);
 	b->oom |= m->oom;
 	m->len = 0;
 	m->oom = false;
@@ -103,6 +125,7 @@ enum {
 	PKT_TIMESTAMP = 8,
 	PKT_SEQ_ID = 10,
 	PKT_TRACK_EVENT = 11,
+	PKT_INTERNED_DATA = 12,
 	PKT_SEQ_FLAGS = 13,
 	PKT_TRACK_DESCRIPTOR = 60,
 	TD_UUID = 1,
@@ -114,15 +137,22 @@ enum {
 	THD_PID = 1,
 	THD_TID = 2,
 	THD_NAME = 5,
+	TE_CATEGORY_IIDS = 3,
 	TE_DEBUG_ANNOTATIONS = 4,
 	TE_TYPE = 9,
+	TE_NAME_IID = 10,
 	TE_TRACK_UUID = 11,
 	TE_CATEGORIES = 22,
 	TE_NAME = 23,
 	DA_UINT = 3,
 	DA_INT = 4,
 	DA_STRING = 6,
-	DA_NAME = 10,
+	DA_NAME_IID = 1,
+	ID_EVENT_CATEGORIES = 1, /* InternedData */
+	ID_EVENT_NAMES = 2,
+	ID_DEBUG_ANNOTATION_NAMES = 3,
+	IN_IID = 1, /* EventCategory, EventName, DebugAnnotationName */
+	IN_NAME = 2,
 	TYPE_SLICE_BEGIN = 1,
 	TYPE_SLICE_END = 2,
 	TYPE_INSTANT = 3,
@@ -139,7 +169,8 @@ static uint64_t track_uuid(int si, int cpu, int kind)
  * when @has_ts the timestamp @ts) as one Trace.packet. */
 static void pb_packet(struct exporter *x, unsigned int field, bool has_ts, uint64_t ts)
 {
-	struct hgt__blob hdr = { 0 };
+	uint8_t hdr[16];
+	size_t n = 0;
 
 	if (has_ts)
 		pb_uint(&x->pkt, PKT_TIMESTAMP, ts);
@@ -147,21 +178,89 @@ static void pb_packet(struct exporter *x, unsigned int field, bool has_ts, uint6
 	pb_uint(&x->pkt, PKT_SEQ_FLAGS,
 		x->cleared ? SEQ_NEEDS_INCREMENTAL_STATE : SEQ_INCREMENTAL_STATE_CLEARED);
 	x->cleared = true;
+	if (x->interned.len)
+		pb_msg(&x->pkt, PKT_INTERNED_DATA, &x->interned);
 	pb_msg(&x->pkt, field, &x->ev);
-	hgt__blob_varint(&hdr, TRACE_PACKET << 3 | WT_LEN);
-	hgt__blob_varint(&hdr, x->pkt.len);
-	x->pkt.oom |= hdr.oom;
-	fwrite(hdr.p, 1, hdr.len, x->out);
-	fwrite(x->pkt.p, 1, x->pkt.len, x->out);
-	free(hdr.p);
+	hdr[n++] = TRACE_PACKET << 3 | WT_LEN;
+	n += hgt__varint(hdr + n, x->pkt.len);
+	hgt__blob_add(&x->o, hdr, n);
+	hgt__blob_add(&x->o, x->pkt.p, x->pkt.len);
 	x->pkt.len = 0;
+}
+
+static uint64_t str_hash(const char *p)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	while (*p)
+		h = (h ^ (unsigned char)*p++) * 1099511628211ULL;
+	return h;
+}
+
+/* The iid of @str in table @kind (ID_*), 0 when out of memory; a new one goes into the
+ * packet's InternedData. */
+static uint64_t intern(struct exporter *x, int kind, const char *str)
+{
+	struct intern *t = &x->names[kind - 1];
+	size_t i;
+
+	if (t->n * 2 >= t->cap) { /* grow: rehash into twice the room */
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		char **str2 = calloc(cap, sizeof(*str2));
+		uint64_t *iid2 = calloc(cap, sizeof(*iid2));
+
+		if (!str2 || !iid2) {
+			free(str2);
+			free(iid2);
+			x->interned.oom = true;
+			return 0;
+		}
+		for (size_t k = 0; k < t->cap; k++) {
+			if (!t->str[k])
+				continue;
+			for (i = str_hash(t->str[k]) & (cap - 1); str2[i]; i = (i + 1) & (cap - 1))
+				;
+			str2[i] = t->str[k];
+			iid2[i] = t->iid[k];
+		}
+		free(t->str);
+		free(t->iid);
+		t->str = str2;
+		t->iid = iid2;
+		t->cap = cap;
+	}
+	for (i = str_hash(str) & (t->cap - 1); t->str[i]; i = (i + 1) & (t->cap - 1))
+		if (!strcmp(t->str[i], str))
+			return t->iid[i];
+	t->str[i] = strdup(str);
+	if (!t->str[i]) {
+		x->interned.oom = true;
+		return 0;
+	}
+	t->iid[i] = ++t->n;
+	pb_uint(&x->entry, IN_IID, t->iid[i]);
+	pb_str(&x->entry, IN_NAME, str, strlen(str));
+	pb_msg(&x->interned, (unsigned int)kind, &x->entry);
+	return t->iid[i];
+}
+
+static void intern_free(struct exporter *x)
+{
+	for (int k = 0; k < 3; k++) {
+		for (size_t i = 0; i < x->names[k].cap; i++)
+			free(x->names[k].str[i]);
+		free(x->names[k].str);
+		free(x->names[k].iid);
+	}
+	free(x->interned.p);
+	free(x->entry.p);
 }
 
 /* A debug annotation: @name = a number (signed or not) or, with @str, a string. */
 static void pb_ann(struct exporter *x, const char *name, const char *str, size_t n, int64_t v,
 		   bool sign)
 {
-	pb_str(&x->ann, DA_NAME, name, strlen(name));
+	pb_uint(&x->ann, DA_NAME_IID, intern(x, ID_DEBUG_ANNOTATION_NAMES, name));
 	if (str)
 		pb_str(&x->ann, DA_STRING, str, n);
 	else
@@ -186,16 +285,68 @@ static void pb_track(struct exporter *x, int si, int cpu, int kind, const char *
 	pb_packet(x, PKT_TRACK_DESCRIPTOR, false, 0);
 }
 
-/* "ts": microseconds with the nanosecond digits. */
-static void put_ts(FILE *f, const char *key, unsigned long long ns)
+/* @v in decimal, as printf's %llu (at least @digits digits, zeros before) */
+static void put_u64(struct hgt__blob *o, unsigned long long v, int digits)
 {
-	fprintf(f, ",\"%s\":%llu.%03llu", key, ns / 1000, ns % 1000);
+	char b[24];
+	int i = sizeof(b);
+
+	do {
+		b[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v || (int)sizeof(b) - i < digits);
+	hgt__blob_add(o, b + i, sizeof(b) - (size_t)i);
+}
+
+/* @v as printf's %lld */
+static void put_i64(struct hgt__blob *o, long long v)
+{
+	if (v < 0) {
+		hgt__blob_add(o, "-", 1);
+		put_u64(o, 0ULL - (unsigned long long)v, 1);
+	} else {
+		put_u64(o, (unsigned long long)v, 1);
+	}
+}
+
+static void put_s(struct hgt__blob *o, const char *s)
+{
+	hgt__blob_add(o, s, strlen(s));
+}
+
+static void put_json(struct hgt__blob *o, const char *s)
+{
+	hgt__json_blob(o, s, strlen(s));
+}
+
+/* "ts": microseconds with the nanosecond digits. */
+static void put_ts(struct hgt__blob *o, const char *key, unsigned long long ns)
+{
+	put_s(o, ",\"");
+	put_s(o, key);
+	put_s(o, "\":");
+	put_u64(o, ns / 1000, 1);
+	put_s(o, ".");
+	put_u64(o, ns % 1000, 3);
+}
+
+/* The output so far to @x->out once it holds a MB (with @all: whatever it holds). */
+static void flush_out(struct exporter *x, bool all)
+{
+	if (x->o.len < (1u << 20) && !all)
+		return;
+	fwrite(x->o.p, 1, x->o.len, x->out);
+	x->o.len = 0;
 }
 
 static void begin(struct exporter *x, const char *ph, int pid, int tid)
 {
-	fprintf(x->out, "%s\n{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d", x->first ? "" : ",", ph, pid,
-		tid);
+	put_s(&x->o, x->first ? "\n{\"ph\":\"" : ",\n{\"ph\":\"");
+	put_s(&x->o, ph);
+	put_s(&x->o, "\",\"pid\":");
+	put_i64(&x->o, pid);
+	put_s(&x->o, ",\"tid\":");
+	put_i64(&x->o, tid);
 	x->first = false;
 }
 
@@ -215,11 +366,15 @@ static void thread_name(struct exporter *x, int si, int cpu, int kind)
 		return;
 	}
 	begin(x, "M", si + 1, cpu * TIDS + kind);
-	fprintf(x->out, ",\"name\":\"thread_name\",\"args\":{\"name\":\"CPU %d %s\"}}", cpu,
-		what[kind]);
+	put_s(&x->o, ",\"name\":\"thread_name\",\"args\":{\"name\":\"CPU ");
+	put_i64(&x->o, cpu);
+	put_s(&x->o, " ");
+	put_s(&x->o, what[kind]);
+	put_s(&x->o, "\"}}");
 	begin(x, "M", si + 1, cpu * TIDS + kind);
-	fprintf(x->out, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
-		cpu * TIDS + kind);
+	put_s(&x->o, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
+	put_i64(&x->o, cpu * TIDS + kind);
+	put_s(&x->o, "}}");
 }
 
 /* A complete event on thread @kind of CPU @cpu of source @si, with args "pid" (when @pid
@@ -239,7 +394,7 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 	if (x->pb) { /* a slice: its begin and its end */
 		pb_uint(&x->ev, TE_TYPE, TYPE_SLICE_BEGIN);
 		pb_uint(&x->ev, TE_TRACK_UUID, track_uuid(si, cpu, kind));
-		pb_str(&x->ev, TE_NAME, name, strlen(name));
+		pb_uint(&x->ev, TE_NAME_IID, intern(x, ID_EVENT_NAMES, name));
 		if (pid >= 0)
 			pb_ann(x, "pid", NULL, 0, pid, true);
 		if (key)
@@ -251,19 +406,22 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 		return;
 	}
 	begin(x, "X", si + 1, cpu * TIDS + kind);
-	fputs(",\"name\":", x->out);
-	hgt__json_str(x->out, name, strlen(name));
-	put_ts(x->out, "ts", from);
-	put_ts(x->out, "dur", to - from);
-	fputs(",\"args\":{", x->out);
-	if (pid >= 0)
-		fprintf(x->out, "\"pid\":%d%s", pid, key ? "," : "");
-	if (key) {
-		hgt__json_str(x->out, key, strlen(key));
-		fputc(':', x->out);
-		hgt__json_str(x->out, val, n);
+	put_s(&x->o, ",\"name\":");
+	put_json(&x->o, name);
+	put_ts(&x->o, "ts", from);
+	put_ts(&x->o, "dur", to - from);
+	put_s(&x->o, ",\"args\":{");
+	if (pid >= 0) {
+		put_s(&x->o, "\"pid\":");
+		put_i64(&x->o, pid);
+		put_s(&x->o, key ? "," : "");
 	}
-	fputs("}}", x->out);
+	if (key) {
+		put_json(&x->o, key);
+		put_s(&x->o, ":");
+		hgt__json_blob(&x->o, val, n);
+	}
+	put_s(&x->o, "}}");
 }
 
 /* The event's own fields: numbers, and strings (char arrays); JSON members or, in
@@ -271,7 +429,7 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_event *ev,
 		       struct tep_record *rec)
 {
-	FILE *f = x->out;
+	struct hgt__blob *o = &x->o;
 
 	for (struct tep_format_field *fl = ev->format.fields; fl; fl = fl->next) {
 		const char *p;
@@ -284,10 +442,10 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_ev
 				pb_ann(x, fl->name, p, n, 0, false);
 				continue;
 			}
-			fputc(',', f);
-			hgt__json_str(f, fl->name, strlen(fl->name));
-			fputc(':', f);
-			hgt__json_str(f, p, n);
+			put_s(o, ",");
+			put_json(o, fl->name);
+			put_s(o, ":");
+			hgt__json_blob(o, p, n);
 		} else if (!(fl->flags & (TEP_FIELD_IS_ARRAY | TEP_FIELD_IS_DYNAMIC)) &&
 			   fl->size > 0 && fl->size <= 8 && fl->offset >= 0 &&
 			   fl->offset + fl->size <= rec->size) {
@@ -301,19 +459,15 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_ev
 				pb_ann(x, fl->name, NULL, 0, (int64_t)v, sign);
 				continue;
 			}
-			fputc(',', f);
-			hgt__json_str(f, fl->name, strlen(fl->name));
+			put_s(o, ",");
+			put_json(o, fl->name);
+			put_s(o, ":");
 			if (sign)
-				fprintf(f, ":%lld", (long long)v);
+				put_i64(o, (long long)v);
 			else
-				fprintf(f, ":%llu", v);
+				put_u64(o, v, 1);
 		}
 	}
-}
-
-static unsigned long long field_num(struct tep_event *ev, const char *name, struct tep_record *rec)
-{
-	return hgt__field_num(tep_find_field(ev, name), rec);
 }
 
 static int vcpu_of(const struct src *s, int pid)
@@ -332,8 +486,8 @@ static void tcg_switch(struct exporter *x, int si, int cpu, struct tep_record *r
 {
 	struct src *s = &x->s[si];
 	struct track *t = &s->tr[cpu];
-	int vp = vcpu_of(s, (int)field_num(ev, "prev_pid", rec));
-	int vn = vcpu_of(s, (int)field_num(ev, "next_pid", rec));
+	int vp = vcpu_of(s, (int)hgt__field_num(s->prev_pid, rec));
+	int vn = vcpu_of(s, (int)hgt__field_num(s->next_pid, rec));
 
 	if (vp >= 0) {
 		unsigned long long from = t->guest_start  ? t->guest_start
@@ -343,7 +497,7 @@ static void tcg_switch(struct exporter *x, int si, int cpu, struct tep_record *r
 		const char *text;
 		size_t len;
 
-		text = hgt__info_text(NULL, &x->seq, hgt_input_tep(s->in), ev, rec, false, &len);
+		text = hgt__info_text(x->memo, &x->seq, hgt_input_tep(s->in), ev, rec, false, &len);
 		snprintf(name, sizeof(name), "vCPU %d", vp);
 		if (from && rec->ts > from)
 			complete(x, si, cpu, TID_GUEST, name, from, rec->ts, -1, "switch", text,
@@ -373,32 +527,34 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 	if (x->pb) {
 		pb_uint(&x->ev, TE_TYPE, TYPE_INSTANT);
 		pb_uint(&x->ev, TE_TRACK_UUID, track_uuid(si, cpu, TID_EVENTS));
-		pb_str(&x->ev, TE_NAME, name, strlen(name));
-		pb_str(&x->ev, TE_CATEGORIES, sys, strlen(sys));
+		pb_uint(&x->ev, TE_NAME_IID, intern(x, ID_EVENT_NAMES, name));
+		pb_uint(&x->ev, TE_CATEGORY_IIDS, intern(x, ID_EVENT_CATEGORIES, sys));
 		pb_ann(x, "common_pid", NULL, 0, pid, true);
 		text = tep_data_comm_from_pid(tep, pid);
-		pb_ann(x, "comm", text, strlen(text), 0, false);
+		pb_ann(x, "common_comm", text, strlen(text), 0, false);
 		if (ev)
 			put_fields(x, tep, ev, rec);
-		text = hgt__info_text(NULL, &x->seq, tep, ev, rec, false, &len);
-		pb_ann(x, "info", text, len, 0, false);
+		text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
+		pb_ann(x, "common_info", text, len, 0, false);
 		pb_packet(x, PKT_TRACK_EVENT, true, rec->ts);
 	} else {
 		begin(x, "i", si + 1, cpu * TIDS + TID_EVENTS);
-		fputs(",\"s\":\"t\",\"name\":", x->out);
-		hgt__json_str(x->out, name, strlen(name));
-		fputs(",\"cat\":", x->out);
-		hgt__json_str(x->out, sys, strlen(sys));
-		put_ts(x->out, "ts", rec->ts);
-		fprintf(x->out, ",\"args\":{\"common_pid\":%d,\"comm\":", pid);
+		put_s(&x->o, ",\"s\":\"t\",\"name\":");
+		put_json(&x->o, name);
+		put_s(&x->o, ",\"cat\":");
+		put_json(&x->o, sys);
+		put_ts(&x->o, "ts", rec->ts);
+		put_s(&x->o, ",\"args\":{\"common_pid\":");
+		put_i64(&x->o, pid);
+		put_s(&x->o, ",\"common_comm\":");
 		text = tep_data_comm_from_pid(tep, pid);
-		hgt__json_str(x->out, text, strlen(text));
+		put_json(&x->o, text);
 		if (ev)
 			put_fields(x, tep, ev, rec);
-		text = hgt__info_text(NULL, &x->seq, tep, ev, rec, false, &len);
-		fputs(",\"info\":", x->out);
-		hgt__json_str(x->out, text, len);
-		fputs("}}", x->out);
+		text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
+		put_s(&x->o, ",\"common_info\":");
+		hgt__json_blob(&x->o, text, len);
+		put_s(&x->o, "}}");
 	}
 
 	if (ev && ev == s->sw && s->nr_v)
@@ -406,14 +562,12 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 	if (ev && ev == s->sw) {
 		const char *p;
 		size_t n;
-		struct tep_format_field *nc = tep_find_field(ev, "next_comm");
+		struct tep_format_field *nc = s->next_comm, *pc = s->prev_comm;
 
 		/* the task switched out ran since the CPU's last switch (or its first event) */
 		if (!t->run_start) {
-			struct tep_format_field *pc = tep_find_field(ev, "prev_comm");
-
 			t->run_start = t->first;
-			t->pid = (int)field_num(ev, "prev_pid", rec);
+			t->pid = (int)hgt__field_num(s->prev_pid, rec);
 			t->comm[0] = 0;
 			if (pc && hgt__field_str(rec, pc, &p, &n))
 				snprintf(t->comm, sizeof(t->comm), "%.*s", (int)n, p);
@@ -421,17 +575,17 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 		complete(x, si, cpu, TID_TASKS, t->comm[0] ? t->comm : "?", t->run_start, rec->ts,
 			 t->pid, NULL, NULL, 0);
 		t->run_start = rec->ts;
-		t->pid = (int)field_num(ev, "next_pid", rec);
+		t->pid = (int)hgt__field_num(s->next_pid, rec);
 		t->comm[0] = 0;
 		if (nc && hgt__field_str(rec, nc, &p, &n))
 			snprintf(t->comm, sizeof(t->comm), "%.*s", (int)n, p);
 	} else if (ev && ev == s->entry) {
 		t->guest_start = rec->ts;
-		t->vcpu = (int)field_num(ev, "vcpu_id", rec);
+		t->vcpu = (int)hgt__field_num(s->vcpu_id, rec);
 	} else if (ev && ev == s->exit_ && t->guest_start) {
 		char name[32];
 
-		text = hgt__info_text(NULL, &x->seq, tep, ev, rec, false, &len);
+		text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
 		snprintf(name, sizeof(name), "vCPU %d", t->vcpu);
 		complete(x, si, cpu, TID_GUEST, name, t->guest_start, rec->ts, -1, "exit", text,
 			 len);
@@ -518,6 +672,14 @@ static int add_source(struct exporter *x, struct hgt_merge *m, struct hgt_input 
 	s->sw = tep_find_event_by_name(tep, "sched", "sched_switch");
 	s->entry = tep_find_event_by_name(tep, "kvm", "kvm_entry");
 	s->exit_ = tep_find_event_by_name(tep, "kvm", "kvm_exit");
+	if (s->sw) {
+		s->prev_pid = tep_find_field(s->sw, "prev_pid");
+		s->next_pid = tep_find_field(s->sw, "next_pid");
+		s->prev_comm = tep_find_field(s->sw, "prev_comm");
+		s->next_comm = tep_find_field(s->sw, "next_comm");
+	}
+	if (s->entry)
+		s->vcpu_id = tep_find_field(s->entry, "vcpu_id");
 	s->nr_cpus = hgt_input_buffer(in, b)->nr_cpus;
 	s->cur = calloc((size_t)s->nr_cpus + 1, sizeof(*s->cur));
 	s->tr = calloc((size_t)s->nr_cpus + 1, sizeof(*s->tr));
@@ -613,10 +775,27 @@ out:
 	return ret;
 }
 
+/* The kvm plugin's guest symbols, from the files' GUEST options, as the report's. */
+static int kvm_funcs(struct exporter *x, struct hgt__kvm_funcs *kf)
+{
+	struct hgt_input **in = calloc((size_t)x->nr + 1, sizeof(*in));
+	int n = 0, ret;
+
+	if (!in)
+		return -ENOMEM;
+	for (int i = 0; i < x->nr; i++)
+		if (x->s[i].owner) /* the top buffer of each file */
+			in[n++] = x->s[i].in;
+	ret = hgt__kvm_funcs_build(in, n, kf, NULL);
+	free(in);
+	return ret;
+}
+
 static int export_session(const struct hgt_export_opts *opts, bool pb)
 {
 	struct hgt_export_opts o = { 0 };
 	struct exporter x = { .first = true, .pb = pb };
+	struct hgt__kvm_funcs kf = { 0 };
 	struct hgt_merge *m;
 	struct tep_record *rec;
 	void *user;
@@ -632,33 +811,41 @@ static int export_session(const struct hgt_export_opts *opts, bool pb)
 	if (!m)
 		return -ENOMEM;
 	trace_seq_init(&x.seq);
+	x.memo = hgt__info_memo_new(); /* NULL: every text printed */
 	ret = open_sources(&x, &o, m);
 	if (!ret) {
 		if (!pb)
-			fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", x.out);
+			put_s(&x.o, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 		for (int i = 0; i < x.nr; i++) {
 			if (pb) {
 				pb_track(&x, i, 0, 0, x.s[i].name);
 				continue;
 			}
 			begin(&x, "M", i + 1, 0);
-			fputs(",\"name\":\"process_name\",\"args\":{\"name\":", x.out);
-			hgt__json_str(x.out, x.s[i].name, strlen(x.s[i].name));
-			fputs("}}", x.out);
+			put_s(&x.o, ",\"name\":\"process_name\",\"args\":{\"name\":");
+			put_json(&x.o, x.s[i].name);
+			put_s(&x.o, "}}");
 			begin(&x, "M", i + 1, 0);
-			fprintf(x.out,
-				",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}",
-				i);
+			put_s(&x.o, ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":");
+			put_i64(&x.o, i);
+			put_s(&x.o, "}}");
 		}
-		while ((ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
+		ret = kvm_funcs(&x, &kf);
+		hgt__kvm_funcs_set(kf.n ? &kf : NULL);
+		while (ret >= 0 && (ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
 			intptr_t u = (intptr_t)user;
 
 			event(&x, (int)(u / 65536), (int)(u % 65536), rec);
+			flush_out(&x, false);
 		}
+		hgt__kvm_funcs_set(NULL);
 		finish_tracks(&x);
 		if (!pb)
-			fputs("\n]}\n", x.out);
-		if (!ret && (x.pkt.oom || x.ev.oom || x.sub.oom || x.ann.oom))
+			put_s(&x.o, "\n]}\n");
+		if (!x.o.oom)
+			flush_out(&x, true);
+		if (!ret && (x.pkt.oom || x.ev.oom || x.sub.oom || x.ann.oom || x.o.oom ||
+			     x.interned.oom || x.entry.oom))
 			ret = -ENOMEM;
 		if (!ret && (fflush(x.out) || ferror(x.out)))
 			ret = hgt__errorf(EIO, "export: write failed: %s", strerror(errno));
@@ -667,7 +854,12 @@ static int export_session(const struct hgt_export_opts *opts, bool pb)
 	free(x.ev.p);
 	free(x.sub.p);
 	free(x.ann.p);
+	free(x.o.p);
+	free(kf.pid);
+	free(kf.tep);
+	intern_free(&x);
 	trace_seq_destroy(&x.seq);
+	hgt__info_memo_free(x.memo);
 	hgt_merge_free(m);
 	free_sources(&x);
 	return ret < 0 ? ret : 0;

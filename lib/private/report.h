@@ -83,8 +83,24 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 /* The time as the time column prints it, without the leading space and colon. */
 void hgt__format_time_col(char *buf, uint64_t ts, bool in_usecs, bool nsec);
 
-/* export.c: a JSON string of @n bytes of @p (HTML-safe: '<' escaped) */
+/* kvm-guest-func.c: the guest symbols the kvm plugin prints in a host's kvm_entry/exit
+ * lines: the host's vCPU threads -> their guest's tep, set around a print loop */
+struct hgt__kvm_funcs {
+	int n;
+	int *pid;
+	struct tep_handle **tep;
+};
+struct hgt_input;
+struct hgt__kvm_map;
+void hgt__kvm_funcs_set(const struct hgt__kvm_funcs *f);
+const struct hgt__kvm_funcs *hgt__kvm_funcs_get(void);
+int hgt__kvm_funcs_build(struct hgt_input *const *in, int n, struct hgt__kvm_funcs *f,
+			 struct hgt__kvm_map *km);
+
+/* fields.c: a JSON string of @n bytes of @p (HTML-safe: '<' escaped), written or appended */
 void hgt__json_str(FILE *f, const char *p, size_t n);
+struct hgt__blob;
+void hgt__json_blob(struct hgt__blob *b, const char *p, size_t n);
 struct tep_format_field;
 /* fields.c: the bytes of a char-array or __data_loc string field (false: out of @rec) */
 bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field *f, const char **p,

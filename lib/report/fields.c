@@ -2,30 +2,50 @@
 /* An event's fields read safely (never past its record), and strings as JSON. */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <traceevent/event-parse.h>
 
+#include "../common/common-local.h"
 #include "../private/report.h"
 
 /**
- * hgt__json_str - @n bytes of @p (up to a NUL) as a JSON string: bytes outside printable
- * ASCII as \u00XX each (kept, not decoded), '<' too, so it can sit in an HTML script.
+ * hgt__json_blob - @n bytes of @p (up to a NUL) as a JSON string appended to @b: bytes
+ * outside printable ASCII as \u00XX each (kept, not decoded), '<' too, so it can sit in an
+ * HTML script.
  */
-void hgt__json_str(FILE *f, const char *p, size_t n)
+void hgt__json_blob(struct hgt__blob *b, const char *p, size_t n)
 {
-	fputc('"', f);
-	for (size_t i = 0; i < n && p[i]; i++) {
+	size_t i = 0, run = 0;
+	char esc[8];
+
+	hgt__blob_add(b, "\"", 1);
+	for (; i < n && p[i]; i++) {
 		unsigned char c = (unsigned char)p[i];
 
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '<')
+			continue; /* put with the run it belongs to */
+		hgt__blob_add(b, p + run, i - run);
+		run = i + 1;
 		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f || c == '<')
-			fprintf(f, "\\u%04x", c);
+			snprintf(esc, sizeof(esc), "\\%c", c);
 		else
-			fputc(c, f);
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+		hgt__blob_add(b, esc, strlen(esc));
 	}
-	fputc('"', f);
+	hgt__blob_add(b, p + run, i - run);
+	hgt__blob_add(b, "\"", 1);
+}
+
+/** hgt__json_str - hgt__json_blob() written to @f. */
+void hgt__json_str(FILE *f, const char *p, size_t n)
+{
+	struct hgt__blob b = { 0 };
+
+	hgt__json_blob(&b, p, n);
+	fwrite(b.p, 1, b.len, f);
+	free(b.p);
 }
 
 /**

@@ -9,9 +9,13 @@
  * The plugin API has no context argument, so the map of the report being printed sits in
  * a thread-local pointer, set around the print loop.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include <traceevent/event-parse.h>
+
+#include <hgtrace/peer.h>
+#include <hgtrace/tracedat.h>
 
 #include "report-local.h"
 
@@ -59,4 +63,54 @@ void tep_plugin_kvm_put_func(const char *func);
 void tep_plugin_kvm_put_func(const char *func)
 {
 	(void)func; /* owned by the guest's tep handle */
+}
+
+/**
+ * hgt__kvm_funcs_build - the vCPU threads of the hosts among @in (@n top-level inputs) ->
+ * the tep of the guest each runs (every GUEST option naming another input's trace id),
+ * into @f, and the guest's input index into @km (may be NULL). 0 or -ENOMEM; free
+ * f->pid, f->tep and km->top (km->pid is f->pid) in every case.
+ */
+int hgt__kvm_funcs_build(struct hgt_input *const *in, int n, struct hgt__kvm_funcs *f,
+			 struct hgt__kvm_map *km)
+{
+	for (int i = 0; i < n; i++) {
+		for (int j = 0; j < n; j++) {
+			struct hgt_guest g;
+			uint64_t id;
+
+			if (i == j || !hgt_input_trace_id(in[j], &id) ||
+			    hgt_input_guest_by_id(in[i], id, &g))
+				continue;
+			for (int v = 0; v < g.nr_vcpus; v++) {
+				int *p, *tp = NULL;
+				struct tep_handle **t;
+
+				if (g.cpu_pid[v] <= 0)
+					continue;
+				p = realloc(f->pid, sizeof(*p) * (size_t)(f->n + 1));
+				if (p)
+					f->pid = p;
+				t = realloc(f->tep, sizeof(*t) * (size_t)(f->n + 1));
+				if (t)
+					f->tep = t;
+				if (km) {
+					tp = realloc(km->top, sizeof(*tp) * (size_t)(f->n + 1));
+					if (tp)
+						km->top = tp;
+				}
+				if (!p || !t || (km && !tp))
+					return -ENOMEM;
+				f->pid[f->n] = g.cpu_pid[v];
+				f->tep[f->n] = hgt_input_tep(in[j]);
+				if (km) {
+					km->top[f->n] = j;
+					km->n = f->n + 1;
+					km->pid = f->pid;
+				}
+				f->n++;
+			}
+		}
+	}
+	return 0;
 }

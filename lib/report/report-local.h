@@ -6,13 +6,6 @@
 #include "../private/report.h"
 
 /* kvm-guest-func.c: host vCPU thread -> guest tep, for the kvm plugin's guest symbols */
-struct hgt__kvm_funcs {
-	int n;
-	int *pid;
-	struct tep_handle **tep;
-};
-void hgt__kvm_funcs_set(const struct hgt__kvm_funcs *f);
-const struct hgt__kvm_funcs *hgt__kvm_funcs_get(void);
 
 /* The same map by top-level input index, for the parallel workers' own teps. */
 struct hgt__kvm_map {

@@ -420,43 +420,16 @@ static bool cpu_selected(const struct report *r, int gidx)
 /* vCPU threads of the hosts among the inputs -> the tep of the guest they run. */
 static int kvm_funcs_build(struct report *r, struct hgt__kvm_funcs *f, struct hgt__kvm_map *km)
 {
-	int i, j, v;
+	struct hgt_input **in = calloc((size_t)r->nr_top + 1, sizeof(*in));
+	int ret;
 
-	for (i = 0; i < r->nr_top; i++) {
-		for (j = 0; j < r->nr_top; j++) {
-			struct hgt_guest g;
-			uint64_t id;
-
-			if (i == j || !hgt_input_trace_id(r->h[j].in, &id) ||
-			    hgt_input_guest_by_id(r->h[i].in, id, &g))
-				continue;
-			for (v = 0; v < g.nr_vcpus; v++) {
-				int *p, *tp;
-				struct tep_handle **t;
-
-				if (g.cpu_pid[v] <= 0)
-					continue;
-				p = realloc(f->pid, sizeof(*p) * (size_t)(f->n + 1));
-				if (p)
-					f->pid = p;
-				t = realloc(f->tep, sizeof(*t) * (size_t)(f->n + 1));
-				if (t)
-					f->tep = t;
-				tp = realloc(km->top, sizeof(*tp) * (size_t)(f->n + 1));
-				if (tp)
-					km->top = tp;
-				if (!p || !t || !tp)
-					return -ENOMEM;
-				f->pid[f->n] = g.cpu_pid[v];
-				f->tep[f->n] = hgt_input_tep(r->h[j].in);
-				km->top[f->n] = j;
-				f->n++;
-				km->n = f->n;
-				km->pid = f->pid;
-			}
-		}
-	}
-	return 0;
+	if (!in)
+		return -ENOMEM;
+	for (int i = 0; i < r->nr_top; i++)
+		in[i] = r->h[i].in;
+	ret = hgt__kvm_funcs_build(in, r->nr_top, f, km);
+	free(in);
+	return ret;
 }
 
 /* The sync check runs on whole inputs only: not with --cpu or --raw-ts. */

@@ -28,6 +28,20 @@ if got != want:
         sum(extra.values()), list(extra)[:2], sum(missing.values()), list(missing)[:2]))
 print("ok every one of %d events is an instant once, at trace-cmd's time, on its file and CPU"
       % sum(want.values()))
+# and carries the task and the text trace-cmd prints for it
+got = Counter()
+for e in evs:
+    if e["ph"] == "i":
+        a = e["args"]
+        got[(procs[e["pid"]], (e["tid"] - 1) // 3, ns(e["ts"]), e["name"],
+             "%s-%d" % (a["common_comm"], a["common_pid"]), a["common_info"].strip())] += 1
+want = Counter(report_events(sys.argv[2], procs[min(procs)], text=True))
+if got != want:
+    extra, missing = got - want, want - got
+    fail("instants' task or text differ from trace-cmd's lines: %d extra (e.g. %s), %d missing (e.g. %s)" % (
+        sum(extra.values()), list(extra)[:1], sum(missing.values()), list(missing)[:1]))
+print("ok every one of %d instants has trace-cmd's comm-pid and text (args common_comm, common_pid, common_info)"
+      % sum(want.values()))
 # complete events: none overlaps another of its thread
 threads = {}
 for e in evs:

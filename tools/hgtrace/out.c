@@ -10,14 +10,20 @@
 
 #include "cmd.h"
 
+/* Outputs of hundreds of MB (export) went out in 4 KB writes: 1 MB each instead. */
+static char out_buf[1 << 20];
+
 FILE *cmd_out_open(const char *cmd, const char *path, struct hgt_newfile **nf)
 {
 	FILE *f;
 	int c;
 
 	*nf = NULL;
-	if (!path || !strcmp(path, "-"))
+	if (!path || !strcmp(path, "-")) {
+		if (!isatty(STDOUT_FILENO)) /* before its first output */
+			setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
 		return stdout;
+	}
 	/* written beside the target, which it replaces only when complete */
 	*nf = hgt_newfile_open(path, HGT_NEWFILE_IN_PLACE);
 	c = *nf ? dup(hgt_newfile_fd(*nf)) : -1;
@@ -29,6 +35,7 @@ FILE *cmd_out_open(const char *cmd, const char *path, struct hgt_newfile **nf)
 		*nf = NULL;
 		return NULL;
 	}
+	setvbuf(f, out_buf, _IOFBF, sizeof(out_buf));
 	return f;
 }
 
