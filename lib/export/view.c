@@ -81,6 +81,7 @@ struct viewer {
 	struct hgt__blob txt;
 	struct zpool *zp; /* compresses the full chunks meanwhile */
 	struct trace_seq seq;
+	struct hgt__info_memo *memo; /* info texts of payloads seen before (NULL: none) */
 	/* per top input: tracks per CPU */
 	int **ev_track, **task_track, *nr_cpus;
 	int nr_src;		    /* buffers merged: the files' top ones, then instances */
@@ -437,7 +438,7 @@ static int record(struct viewer *v, struct src *s, int si, struct tep_record *re
 
 	if (cpu < 0 || cpu >= v->nr_cpus[si])
 		return 0;
-	info = hgt__info_text(NULL, &v->seq, tep, ev, rec, false, &len);
+	info = hgt__info_text(v->memo, &v->seq, tep, ev, rec, false, &len);
 	hgt__format_time_col(tb, rec->ts, true, true);
 	len = (size_t)snprintf(line, sizeof(line), "%s: %s-%d [%03d] %s: %s: %.*s", s->name, comm,
 			       pid, cpu, tb, ev ? ev->name : "unknown", (int)len, info);
@@ -738,11 +739,19 @@ static void keep_summary(struct viewer *v, struct src *s, struct hgt_sync_check 
 static int merge_records(struct viewer *v, struct src *s, struct hgt_merge *m,
 			 struct hgt_sync_check *sc)
 {
+	struct hgt__kvm_funcs kf = { 0 };
+	struct hgt_input **in = calloc((size_t)v->nr_paths + 1, sizeof(*in));
 	struct tep_record *rec;
 	void *user;
-	int src, ret;
+	int src, ret = in ? 0 : -ENOMEM;
 
-	while ((ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
+	/* the kvm plugin's guest symbols in the host's lines, as the report prints them */
+	for (int i = 0; in && i < v->nr_paths; i++)
+		in[i] = s[i].in;
+	if (!ret)
+		ret = hgt__kvm_funcs_build(in, v->nr_paths, &kf, NULL);
+	hgt__kvm_funcs_set(kf.n ? &kf : NULL);
+	while (ret >= 0 && (ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
 		int i = (int)(intptr_t)user;
 
 		ret = record(v, &s[i], i, rec);
@@ -751,6 +760,10 @@ static int merge_records(struct viewer *v, struct src *s, struct hgt_merge *m,
 		if (sc && i < v->nr_paths)
 			hgt_sync_check_record(sc, i, rec);
 	}
+	hgt__kvm_funcs_set(NULL);
+	free(kf.pid);
+	free(kf.tep);
+	free(in);
 	return ret;
 }
 
@@ -1179,6 +1192,7 @@ static void viewer_free(struct viewer *v)
 	free(v->paths);
 	free(v->probes);
 	trace_seq_destroy(&v->seq);
+	hgt__info_memo_free(v->memo);
 }
 
 /**
@@ -1195,6 +1209,7 @@ int hgt_view_html(const struct hgt_view_opts *opts)
 	if (!v.o.out || v.o.nr_inputs < 1 || !v.o.inputs)
 		return -EINVAL;
 	trace_seq_init(&v.seq);
+	v.memo = hgt__info_memo_new(); /* NULL: every text printed */
 	v.zp = zpool_new();
 	v.paths = calloc((size_t)v.o.nr_inputs, sizeof(*v.paths));
 	v.probes = calloc((size_t)v.o.nr_inputs, sizeof(*v.probes));
