@@ -29,7 +29,8 @@ struct hgt_export_opts {
 /**
  * hgt_export_chrome - write the merged session of @opts->inputs to @opts->out as one JSON
  * object {"traceEvents": [...]}: each input a process (its file name), each CPU a thread;
- * every event an instant ("ph":"i") with its fields and its report text as args; the task
+ * every event an instant ("ph":"i") with its fields, its task (common_comm, common_pid) and
+ * its report text (common_info) as args; the task
  * running on each CPU (from sched_switch) and each vCPU's guest mode (kvm_entry to
  * kvm_exit, with the exit) as complete events ("ph":"X") on threads of their own. Times
  * are the report's (a guest's mapped to its host's), in microseconds with nanosecond
@@ -41,8 +42,9 @@ int hgt_export_chrome(const struct hgt_export_opts *opts);
  * hgt_export_perfetto - the same session in Perfetto's protobuf trace format (a Trace of
  * TracePackets, as ui.perfetto.dev and trace_processor read it): each input a process
  * track, each CPU thread tracks (events, tasks, guest mode); events as TrackEvent
- * instants with their fields, comm, common_pid and report text as debug annotations,
- * running tasks and guest mode as slices (begin and end). Times in ns, the report's.
+ * instants with their fields, common_comm, common_pid and common_info as debug annotations
+ * (event names, categories and annotation names interned), running tasks and guest mode
+ * as slices (begin and end). Times in ns, the report's.
  * Returns 0 or a negative errno.
  */
 int hgt_export_perfetto(const struct hgt_export_opts *opts);

@@ -169,9 +169,6 @@ static uint64_t track_uuid(int si, int cpu, int kind)
  * when @has_ts the timestamp @ts) as one Trace.packet. */
 static void pb_packet(struct exporter *x, unsigned int field, bool has_ts, uint64_t ts)
 {
-	uint8_t hdr[16];
-	size_t n = 0;
-
 	if (has_ts)
 		pb_uint(&x->pkt, PKT_TIMESTAMP, ts);
 	pb_uint(&x->pkt, PKT_SEQ_ID, 1);
@@ -181,11 +178,7 @@ static void pb_packet(struct exporter *x, unsigned int field, bool has_ts, uint6
 	if (x->interned.len)
 		pb_msg(&x->pkt, PKT_INTERNED_DATA, &x->interned);
 	pb_msg(&x->pkt, field, &x->ev);
-	hdr[n++] = TRACE_PACKET << 3 | WT_LEN;
-	n += hgt__varint(hdr + n, x->pkt.len);
-	hgt__blob_add(&x->o, hdr, n);
-	hgt__blob_add(&x->o, x->pkt.p, x->pkt.len);
-	x->pkt.len = 0;
+	pb_msg(&x->o, TRACE_PACKET, &x->pkt); /* the file is a Trace: its packets */
 }
 
 static uint64_t str_hash(const char *p)
