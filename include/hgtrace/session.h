@@ -53,10 +53,12 @@ struct hgt_session_opts {
 	void (*started)(void *ctx);    /* host and guests are recording (or the guests'
 					  start timed out): run the workload now */
 	void *ctx;
-	const char *kvm_debugfs; /* where KVM's debugfs is (NULL: /sys/kernel/debug): a guest
-				    whose VMM has a VM there is synchronised exactly from its
-				    tsc-offset and TSC scaling (read at start and stop) and the
-				    host's kvm_write_tsc_offset events, recorded for it */
+	const char *kvm_debugfs;     /* where KVM's debugfs is (NULL: /sys/kernel/debug): a guest
+					whose VMM has a VM there is synchronised exactly from its
+					tsc-offset and TSC scaling (read at start and stop) and the
+					host's kvm_write_tsc_offset events, recorded for it */
+	void (*stopping)(void *ctx); /* the stop is seen: called once, with @ctx, before
+					any recording stops (a flight recorder's last search) */
 };
 
 /**

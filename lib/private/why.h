@@ -3,6 +3,7 @@
 #ifndef HGT_PRIVATE_WHY_H
 #define HGT_PRIVATE_WHY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* why.c: hgt_why() that also gives each vCPU thread's segments (guest input @input, its
@@ -14,5 +15,10 @@ typedef void (*hgt__why_seg_fn)(void *arg, int input, int cpu, int pid, uint64_t
 				const struct hgt_why_part *part);
 struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
 					 void *arg);
+
+/* why.c: @d's verdict in a few words ("preempted by stress-ng (pid 4002)", "inside the
+ * guest", "not known") */
+struct hgt_why_delay;
+void hgt__why_cause(const struct hgt_why_delay *d, char *buf, size_t n);
 
 #endif

@@ -448,28 +448,76 @@ static bool nothing_recorded(const char *dir)
 	return none;
 }
 
-/**
- * hgt__recdir_finish - write @output from the recording in @dir (head.dat, the CPU files,
- * cmdlines) and remove @dir. @more adds options after the head's. With @log, a line per
- * CPU file that was cut. On failure @dir is kept and the error names it.
- */
-int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_convert_opts *co,
-		       int (*more)(void *ctx, struct hgt_output *out), void *ctx, bool sync,
-		       FILE *log)
+/* The CPU files of @dir, sorted as cmp_file() sorts them, opened, into *@out (*@nf of
+ * them); @nr_cpus: the CPUs head.dat declares. */
+static int open_files(const char *dir, int nr_cpus, struct hgt__page_file **out, int *nf)
+{
+	struct hgt__page_file *files = NULL;
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	int n = 0, ret = 0;
+
+	if (!dp)
+		return hgt__errorf(errno, "%s: %s", dir, strerror(errno));
+	while ((e = readdir(dp))) {
+		struct hgt__page_file *g;
+		int cpu, k;
+
+		if (!our_file(e->d_name, &cpu, &k))
+			continue;
+		if (cpu >= nr_cpus) {
+			ret = hgt__errorf(EBADMSG, "%s/%s: CPU %d, but head.dat declares %d CPUs",
+					  dir, e->d_name, cpu, nr_cpus);
+			break;
+		}
+		g = realloc(files, sizeof(*files) * (size_t)(n + 1));
+		if (!g) {
+			ret = -ENOMEM;
+			break;
+		}
+		files = g;
+		memset(&files[n], 0, sizeof(files[n]));
+		files[n].cpu = cpu;
+		files[n].name = path_in(dir, e->d_name);
+		files[n].fd = files[n].name ? open(files[n].name, O_RDONLY | O_CLOEXEC) : -1;
+		n++;
+		if (files[n - 1].fd < 0) {
+			ret = hgt__errorf(errno, "%s/%s: %s", dir, e->d_name, strerror(errno));
+			break;
+		}
+	}
+	closedir(dp);
+	if (n) /* an idle guest sent no page at all */
+		qsort(files, (size_t)n, sizeof(*files), cmp_file);
+	*out = files;
+	*nf = n;
+	return ret;
+}
+
+static void close_files(struct hgt__page_file *files, int nf)
+{
+	for (int i = 0; i < nf; i++) {
+		if (files[i].fd >= 0)
+			close(files[i].fd);
+		free((char *)files[i].name);
+	}
+	free(files);
+}
+
+/* @output from the recording in @dir: head.dat's metadata and options, @src's options
+ * after them, cmdlines, and of each CPU file the pages @range gives (NULL: all). With
+ * @log, a line per CPU file that was cut. */
+static int write_from(const char *dir, const char *output, const struct hgt_convert_opts *co,
+		      struct hgt__convert_src *src, const struct hgt__recdir_range *range,
+		      FILE *log)
 {
 	/* the file is rewritten, never printed: kallsyms are copied, not parsed */
 	HGT_OPTS(hgt_open_opts, oo,
 		 .flags = HGT_OPEN_QUIET | HGT_OPEN_NO_PLUGINS | HGT_OPEN_NO_KALLSYMS);
-	/* without the recorder's own end (a restore), the options it had saved */
-	struct hgt__convert_src src = { .more_options = more ? more : saved_options,
-					.ctx = more ? ctx : (void *)dir,
-					.sync = sync };
 	struct hgt__page_file *files = NULL;
 	char *head = path_in(dir, "head.dat");
 	struct hgt_input *in = NULL;
 	uint8_t *cmd = NULL;
-	DIR *dp = NULL;
-	struct dirent *e;
 	int nf = 0, ret = 0, top;
 
 	if (!head)
@@ -487,55 +535,21 @@ int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_con
 		goto out;
 	}
 	top = hgt_input_top_buffer(in);
-	dp = opendir(dir);
-	if (!dp || top < 0) {
-		ret = hgt__errorf(dp ? EBADMSG : errno, "%s: %s", dir,
-				  dp ? "head.dat has no top buffer" : strerror(errno));
+	if (top < 0) {
+		ret = hgt__errorf(EBADMSG, "%s: head.dat has no top buffer", dir);
 		goto out;
 	}
-	while ((e = readdir(dp))) {
-		struct hgt__page_file *n;
-		int cpu, k;
-
-		if (!our_file(e->d_name, &cpu, &k))
-			continue;
-		if (cpu >= hgt_input_nr_cpus(in)) {
-			ret = hgt__errorf(EBADMSG, "%s/%s: CPU %d, but head.dat declares %d CPUs",
-					  dir, e->d_name, cpu, hgt_input_nr_cpus(in));
-			goto out;
-		}
-		n = realloc(files, sizeof(*files) * (size_t)(nf + 1));
-		if (!n) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		files = n;
-		memset(&files[nf], 0, sizeof(files[nf]));
-		files[nf].cpu = cpu;
-		files[nf].name = path_in(dir, e->d_name);
-		files[nf].fd = files[nf].name ? open(files[nf].name, O_RDONLY | O_CLOEXEC) : -1;
-		nf++;
-		if (files[nf - 1].fd < 0) {
-			ret = hgt__errorf(errno, "%s/%s: %s", dir, e->d_name, strerror(errno));
-			goto out;
-		}
-	}
-	if (nf) /* an idle guest sent no page at all */
-		qsort(files, (size_t)nf, sizeof(*files), cmp_file);
-	src.files = files;
-	src.nr_files = nf;
-	cmd = cmdlines_item(dir, &src.cmdlines_len);
-	src.cmdlines = cmd;
-	ret = hgt__convert(in, output, co, &src);
-	if (!ret) {
-		/* from here a cut leaves a directory that restore only removes */
-		char *w = path_in(dir, "written");
-		int fd = w ? open(w, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
-
-		if (fd >= 0)
-			close(fd);
-		free(w);
-	}
+	ret = open_files(dir, hgt_input_nr_cpus(in), &files, &nf);
+	for (int i = 0; !ret && range && i < nf; i++)
+		ret = range->fn(range->ctx, files[i].name, files[i].cpu, &files[i].from,
+				&files[i].to);
+	if (ret)
+		goto out;
+	src->files = files;
+	src->nr_files = nf;
+	cmd = cmdlines_item(dir, &src->cmdlines_len);
+	src->cmdlines = cmd;
+	ret = hgt__convert(in, output, co, src);
 	for (int i = 0; !ret && log && i < nf; i++)
 		if (files[i].dropped)
 			fprintf(log,
@@ -544,20 +558,68 @@ int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_con
 				(unsigned long long)files[i].dropped,
 				files[i].damaged ? "a damaged page" : "a partial page");
 out:
-	if (dp)
-		closedir(dp);
-	for (int i = 0; i < nf; i++) {
-		if (files[i].fd >= 0)
-			close(files[i].fd);
-		free((char *)files[i].name);
-	}
-	free(files);
+	close_files(files, nf);
 	free(cmd);
 	hgt_input_close(in);
 	free(head);
-	if (!ret)
-		remove_dir(dir);
 	return ret;
+}
+
+/**
+ * hgt__recdir_finish - write @output from the recording in @dir (head.dat, the CPU files,
+ * cmdlines) and remove @dir. @more adds options after the head's. With @log, a line per
+ * CPU file that was cut. On failure @dir is kept and the error names it.
+ */
+int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_convert_opts *co,
+		       int (*more)(void *ctx, struct hgt_output *out), void *ctx, bool sync,
+		       FILE *log)
+{
+	/* without the recorder's own end (a restore), the options it had saved */
+	struct hgt__convert_src src = { .more_options = more ? more : saved_options,
+					.ctx = more ? ctx : (void *)dir,
+					.sync = sync };
+	int ret = write_from(dir, output, co, &src, NULL, log);
+
+	if (!ret) {
+		/* from here a cut leaves a directory that restore only removes */
+		char *w = path_in(dir, "written");
+		int fd = w ? open(w, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		free(w);
+		remove_dir(dir);
+	}
+	return ret;
+}
+
+struct snap_more {
+	const char *dir;
+	int (*more)(void *ctx, struct hgt_output *out);
+	void *ctx;
+};
+
+static int snap_options(void *ctx, struct hgt_output *out)
+{
+	struct snap_more *m = ctx;
+	int ret = saved_options((void *)m->dir, out);
+
+	return !ret && m->more ? m->more(m->ctx, out) : ret;
+}
+
+/**
+ * hgt__recdir_snapshot - write @output from a recording in progress in @dir, as a restore
+ * would (its saved options, then @more's), with the pages @range gives of each CPU file;
+ * @dir stays as it was.
+ */
+int hgt__recdir_snapshot(const char *dir, const char *output, const struct hgt_convert_opts *co,
+			 const struct hgt__recdir_range *range,
+			 int (*more)(void *ctx, struct hgt_output *out), void *ctx)
+{
+	struct snap_more m = { dir, more, ctx };
+	struct hgt__convert_src src = { .more_options = snap_options, .ctx = &m };
+
+	return write_from(dir, output, co, &src, range, NULL);
 }
 
 /**

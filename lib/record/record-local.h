@@ -10,6 +10,8 @@
 
 #include <hgtrace/record.h>
 
+#include "../private/recdir.h"
+
 /* Where metadata items (16..21, v6 encoding) and options go. */
 struct hgt__meta_sink {
 	int (*meta)(void *ctx, unsigned int id, const void *p, size_t n);
@@ -41,7 +43,6 @@ struct hgt__recdir {
 };
 struct hgt_output;
 struct hgt_convert_opts;
-char *hgt__recdir_path(const char *output);
 int hgt__recdir_create(struct hgt__recdir *d, const char *output, const char *instance);
 int hgt__recdir_file(const struct hgt__recdir *d, int cpu, int k);
 int hgt__recdir_put(const struct hgt__recdir *d, const char *name, const void *p, size_t len);

@@ -123,7 +123,7 @@ static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
 {
 	size_t cap = 256 * (size_t)page_size;
 	uint8_t *buf = malloc(cap);
-	uint64_t off = 0;
+	uint64_t off = f->from, end = f->to;
 	struct stat st;
 	int ret = 0;
 
@@ -131,8 +131,19 @@ static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
 		return -ENOMEM;
 	f->kept = f->dropped = 0;
 	f->damaged = false;
+	if (!off && !end) {
+		off_t d = lseek(f->fd, 0, SEEK_DATA);
+
+		/* a file of holes alone (ENXIO) is empty; where SEEK_DATA is unknown, all */
+		if (d > 0)
+			off = (uint64_t)d - (uint64_t)d % page_size;
+		else if (d < 0 && errno == ENXIO && !fstat(f->fd, &st))
+			off = (uint64_t)st.st_size - (uint64_t)st.st_size % page_size;
+	}
+	f->from = off;
 	for (;;) {
-		ssize_t n = pread(f->fd, buf, cap, (off_t)off);
+		size_t want = end && end - off < cap ? (size_t)(end - off) : cap;
+		ssize_t n = want ? pread(f->fd, buf, want, (off_t)off) : 0;
 		size_t whole, k;
 
 		if (n < 0 && errno == EINTR)
@@ -153,12 +164,12 @@ static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
 		if (ret)
 			break;
 		off += k;
-		if (f->damaged || k < cap)
+		if (f->damaged || k < want || !want)
 			break;
 	}
 	free(buf);
-	f->kept = off;
-	if (!ret && !fstat(f->fd, &st) && (uint64_t)st.st_size > off)
+	f->kept = off - f->from;
+	if (!ret && !end && !fstat(f->fd, &st) && (uint64_t)st.st_size > off)
 		f->dropped = (uint64_t)st.st_size - off;
 	return ret;
 }

@@ -76,6 +76,7 @@ struct session {
 	const char *clock; /* the host's trace clock */
 	uint64_t cmd_t[2]; /* the command's start and end, in it (when readable) */
 	bool cmd_have[2];
+	bool stopping_called;
 	uint64_t raw_ns[2];	  /* CLOCK_MONOTONIC_RAW read with each */
 	struct hgt_recorder *rec; /* the host's */
 };
@@ -157,6 +158,10 @@ static void on_stopping(void *ctx)
 {
 	struct session *s = ctx;
 
+	if (s->o->stopping && !s->stopping_called) {
+		s->stopping_called = true;
+		s->o->stopping(s->o->ctx);
+	}
 	s->cmd_have[1] = !hgt__sync_clock_read(s->clock, &s->cmd_t[1]);
 	s->raw_ns[1] = mono_raw_ns();
 }

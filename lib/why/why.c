@@ -1138,6 +1138,20 @@ static void part_text(char *buf, size_t n, const struct hgt_why_part *p)
 		snprintf(buf, n, "%s", p->what);
 }
 
+/**
+ * hgt__why_cause - @d's verdict in a few words: "preempted by stress-ng (pid 4002)" (the
+ * host's top part), "inside the guest" or "not known".
+ */
+void hgt__why_cause(const struct hgt_why_delay *d, char *buf, size_t n)
+{
+	if (!d->vcpu_thread || !d->nr_parts || d->parts[0].state == HGT_WHY_UNKNOWN)
+		snprintf(buf, n, "not known");
+	else if (!host_caused(d))
+		snprintf(buf, n, "inside the guest");
+	else
+		part_text(buf, n, &d->parts[0]);
+}
+
 static void print_json(const struct hgt_why_result *r, FILE *f)
 {
 	fprintf(f, "{\"host\":");

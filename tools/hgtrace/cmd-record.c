@@ -27,6 +27,9 @@ static void usage(FILE *f)
 		"                          [--guest-pid PID] [-e ...] [-C CLOCK] [-b KB]\n"
 		"                          [--peer trace-cmd [--peer-arg ARG]...]]...\n"
 		"                      [--sync-interval MS] [--flush-ms MS] [--fsync]\n"
+		"                      [--flight --trigger COND... [--window S] [--after S]\n"
+		"                          [--tick S] [--holdoff S] [--max-triggers N]\n"
+		"                          [--flight-prefix PREFIX]]\n"
 		"                      [-- COMMAND ARGS...]\n"
 		"  records until COMMAND exits, or until SIGINT/SIGTERM/SIGHUP without one.\n"
 		"  Pages reach FILE.recording/ at most --flush-ms (1000) late; after a kill,\n"
@@ -35,7 +38,11 @@ static void usage(FILE *f)
 		"  -A/--guest NAME: also record guest NAME through its agent (hgtrace agent --serve);\n"
 		"  the options after it are the guest's. Its file is trace-NAME.dat beside -o.\n"
 		"  --peer trace-cmd: the guest's agent is trace-cmd's own (trace-cmd agent, over\n"
-		"  tcp: or vsock:); --peer-arg ARG: a trace-cmd record option sent to it as is.\n");
+		"  tcp: or vsock:); --peer-arg ARG: a trace-cmd record option sent to it as is.\n"
+		"  --flight: a flight recorder (hgtrace flight -h): only the last --window (10 s)\n"
+		"  is kept, and when a --trigger fires, the window around it is saved as\n"
+		"  PREFIX-N.dat + PREFIX-N-NAME.dat --after (1 s) later; FILE then holds the last\n"
+		"  window. SIGUSR1 triggers by hand.\n");
 }
 
 /* The session's guests as the command line gives them. */
@@ -153,20 +160,79 @@ static int parse_guest(const char *arg, struct gopt *g)
 	return 0;
 }
 
+/* What a session's callbacks need. */
+struct run_ctx {
+	char **cmd;		    /* the workload */
+	struct cmd_flight_args *fl; /* --flight: its options, else NULL */
+	struct hgt_flight *f;	    /* the flight recorder, while it runs */
+	int flight_ret;
+};
+
 static void started(void *ctx)
 {
-	char **argv = ctx;
+	struct run_ctx *rc = ctx;
 
-	if (argv && argv[0])
-		cmd_child_spawn(argv, "record");
+	if (rc->cmd && rc->cmd[0])
+		cmd_child_spawn(rc->cmd, "record");
+}
+
+/* --flight: the flight recorder on the host's @output and the guests' @gs (their files
+ * BASE-NAME.dat). Returns 0, or 1 after saying why. */
+static int flight_start(struct run_ctx *rc, const char *output, unsigned int flush_ms,
+			const struct gopt *gs, int ng)
+{
+	size_t n = strlen(output);
+	const char **outs = calloc((size_t)ng + 1, sizeof(*outs));
+	int i, k = 0;
+
+	if (!rc->fl)
+		return 0;
+	if (!outs)
+		return 1;
+	outs[k++] = output;
+	for (i = 0; i < ng; i++) {
+		char *p;
+
+		if (asprintf(&p, "%.*s-%s.dat",
+			     (int)(n > 4 && !strcmp(output + n - 4, ".dat") ? n - 4 : n), output,
+			     gs[i].g.name) < 0)
+			break;
+		outs[k++] = p;
+	}
+	rc->fl->o.outputs = outs;
+	rc->fl->o.flush_ns = (uint64_t)(flush_ms ? flush_ms : 1000) * 1000000;
+	rc->fl->o.nr_outputs = k;
+	rc->f = k == ng + 1 ? hgt_flight_start(&rc->fl->o) : NULL;
+	for (i = 1; i < k; i++)
+		free((char *)outs[i]);
+	free(outs);
+	rc->fl->o.outputs = NULL;
+	if (!rc->f) {
+		cmd_error("record: the flight recorder cannot start");
+		return 1;
+	}
+	cmd_flight_signal(rc->f);
+	return 0;
+}
+
+/* Before the recordings stop: the flight recorder's last search and its windows. */
+static void flight_stop(void *ctx)
+{
+	struct run_ctx *rc = ctx;
+
+	if (!rc->f)
+		return;
+	cmd_flight_signal(NULL);
+	rc->flight_ret = hgt_flight_stop(rc->f);
+	rc->f = NULL;
 }
 
 static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, unsigned int interval,
-		       const char *kvm_debugfs, char **cmd)
+		       const char *kvm_debugfs, struct run_ctx *rc)
 {
 	HGT_OPTS(hgt_session_opts, so, .host = host, .nr_guests = ng, .sync_interval_ms = interval,
-		 .log = stderr, .stop = &session_stop, .started = started, .ctx = cmd,
-		 .kvm_debugfs = kvm_debugfs);
+		 .log = stderr, .stop = &session_stop, .started = started, .ctx = rc,
+		 .kvm_debugfs = kvm_debugfs, .stopping = flight_stop);
 	struct hgt_session_guest *g = calloc((size_t)ng, sizeof(*g));
 	int i, ret;
 
@@ -190,13 +256,20 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 		g[i] = gs[i].g;
 	}
 	so.guests = g;
+	if (flight_start(rc, host->output, host->flush_ms, gs, ng)) {
+		free(g);
+		return 1;
+	}
 	cmd_child_watch(&session_stop);
-	if (!cmd || !cmd[0])
+	if (!rc->cmd || !rc->cmd[0])
 		fprintf(stderr,
 			"hgtrace: record: recording host and guests; Ctrl-C (SIGINT), SIGTERM or SIGHUP stops\n");
 	ret = hgt_session_run(&so);
+	flight_stop(rc); /* a session that failed before its stop */
 	cmd_child_end();
 	free(g);
+	if (!ret && rc->flight_ret)
+		return 1;
 	if (ret) {
 		cmd_error("record failed");
 		return 1;
@@ -204,7 +277,7 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 	return 0;
 }
 
-enum { O_GUEST_PID = 256, O_INTERVAL, O_KVM, O_FLUSH, O_FSYNC, O_PEER, O_PEER_ARG };
+enum { O_GUEST_PID = 256, O_INTERVAL, O_KVM, O_FLUSH, O_FSYNC, O_PEER, O_PEER_ARG, O_FLIGHT };
 
 static int push(void *arrp, int *n, size_t size)
 {
@@ -229,6 +302,9 @@ struct record_args {
 	int nev;
 	int *pids; /* -P */
 	int npid;
+	bool flight; /* --flight */
+	struct cmd_flight_args fl;
+	bool fl_opts; /* a flight option given */
 };
 
 /* -e: for the host, or for the guest of the last -A. Returns 0 or -ENOMEM. */
@@ -311,9 +387,16 @@ static int record_opt(int c, char *arg, void *ctx)
 	struct record_args *a = ctx;
 	struct hgt_record_opts *o = a->o;
 	long long v;
-	int ms;
+	int ms, ret = cmd_flight_opt("record", c, arg, &a->fl);
 
+	if (ret != -ENOENT) {
+		a->fl_opts = true;
+		return ret;
+	}
 	switch (c) {
+	case O_FLIGHT:
+		a->flight = true;
+		return 0;
 	case 'e':
 		return event_arg(arg, a);
 	case 'f':
@@ -390,8 +473,9 @@ static void wait_stop(void)
 
 /* Record this machine alone, around the workload @cmd (NULL: until a signal). Returns the
  * exit status. */
-static int record_host(const struct hgt_record_opts *o, char **cmd)
+static int record_host(const struct hgt_record_opts *o, struct run_ctx *rc)
 {
+	char **cmd = rc->cmd;
 	struct hgt_record_result res;
 	struct hgt_recorder *rec;
 	int ret = 0;
@@ -401,6 +485,8 @@ static int record_host(const struct hgt_record_opts *o, char **cmd)
 		cmd_error("record failed");
 		return 1;
 	}
+	if (flight_start(rc, o->output, o->flush_ms, NULL, 0))
+		session_stop = 1; /* the recording stops at once, its file written */
 	/* the workload as record -A runs it (child.c): none of the recorder's files (its
 	 * trace_pipe_raw fds held the instance after a crash), default signal dispositions;
 	 * its end, or a signal, stops the recording */
@@ -411,6 +497,8 @@ static int record_host(const struct hgt_record_opts *o, char **cmd)
 		fprintf(stderr,
 			"hgtrace: record: recording; Ctrl-C (SIGINT), SIGTERM or SIGHUP stops\n");
 	wait_stop();
+	flight_stop(rc);
+	ret = rc->flight_ret ? 1 : 0;
 	cmd_child_end();
 	if (hgt_record_stop(rec, &res)) {
 		cmd_error("record failed");
@@ -432,14 +520,19 @@ int cmd_record(int argc, char **argv)
 		{ "fsync", no_argument, NULL, O_FSYNC },
 		{ "peer", required_argument, NULL, O_PEER },
 		{ "peer-arg", required_argument, NULL, O_PEER_ARG },
+		{ "flight", no_argument, NULL, O_FLIGHT },
+		CMD_FLIGHT_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	HGT_OPTS(hgt_record_opts, o, .output = "trace.dat", .compression = HGT_COMPRESS_ZSTD,
 		 .log = stderr);
-	struct record_args a = { .o = &o };
+	struct record_args a = {
+		.o = &o,
+		.fl = { .o = { .sz = sizeof(a.fl.o), .log = stderr, .after_ns = 1000000000 } }
+	};
+	struct run_ctx rc = { 0 };
 	int ret = 2;
-	char **cmd;
 
 	if (cmd_parse_opts(argc, argv, "+e:f:C:b:B:o:P:M:A:h", lopts, usage, "record", record_opt,
 			   &a, &ret))
@@ -453,15 +546,27 @@ int cmd_record(int argc, char **argv)
 	o.nr_events = a.nev;
 	o.pids = a.pids;
 	o.nr_pids = a.npid;
-	cmd = optind < argc ? argv + optind : NULL;
+	if (a.fl_opts && !a.flight) {
+		fprintf(stderr,
+			"hgtrace: record: --trigger, --window, --after, --tick, --holdoff, --max-triggers and --flight-prefix need --flight\n");
+		goto out;
+	}
+	if (a.flight && !a.fl.nt) {
+		fprintf(stderr,
+			"hgtrace: record: --flight needs a --trigger COND (hgtrace flight -h)\n");
+		goto out;
+	}
+	cmd_flight_defaults(&a.fl);
+	rc.cmd = optind < argc ? argv + optind : NULL;
+	rc.fl = a.flight ? &a.fl : NULL;
 	/* before any recording starts, -A or not: a stop request ends it with its files
 	 * written (and overrides SIGINT ignored in a script's background job); a closed
 	 * terminal or pipe must not kill the recorder while it writes the file */
 	cmd_catch_stop(&session_stop);
 	if (a.ng)
-		ret = run_session(&o, a.gs, a.ng, (unsigned int)a.interval, a.kvm_debugfs, cmd);
+		ret = run_session(&o, a.gs, a.ng, (unsigned int)a.interval, a.kvm_debugfs, &rc);
 	else
-		ret = record_host(&o, cmd);
+		ret = record_host(&o, &rc);
 out:
 	for (int i = 0; i < a.ng; i++) {
 		free(a.gs[i].events);
@@ -474,5 +579,6 @@ out:
 	free(a.events);
 	free(a.filters);
 	free(a.pids);
+	free(a.fl.triggers);
 	return ret;
 }

@@ -20,6 +20,7 @@ int cmd_reset(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_why(int argc, char **argv);
 int cmd_view(int argc, char **argv);
+int cmd_flight(int argc, char **argv);
 
 /* A recording's workload (child.c): cmd_child_watch() makes its end set *@stop;
  * cmd_child_spawn() runs it (a failure to start sets *@stop too); cmd_child_end() ends
@@ -89,5 +90,42 @@ int cmd_out_close(const char *cmd, const char *path, FILE *f, struct hgt_newfile
 
 /* Print "hgtrace: MESSAGE" for the library's last error, or @fallback. */
 void cmd_error(const char *fallback);
+
+/* The flight recorder's options (cmd-flight.c), shared by record --flight and flight. */
+#include <stdbool.h>
+
+#include <hgtrace/flight.h>
+enum {
+	CMD_O_WINDOW = 0x1000,
+	CMD_O_AFTER,
+	CMD_O_TICK,
+	CMD_O_HOLDOFF,
+	CMD_O_MAXTRIG,
+	CMD_O_PREFIX,
+	CMD_O_TRIGGER,
+	CMD_O_FLUSH, /* flight's alone: record has --flush-ms */
+};
+#define CMD_FLIGHT_LONGOPTS                                                 \
+	{ "window", required_argument, NULL, CMD_O_WINDOW },                \
+		{ "after", required_argument, NULL, CMD_O_AFTER },          \
+		{ "tick", required_argument, NULL, CMD_O_TICK },            \
+		{ "holdoff", required_argument, NULL, CMD_O_HOLDOFF },      \
+		{ "max-triggers", required_argument, NULL, CMD_O_MAXTRIG }, \
+		{ "flight-prefix", required_argument, NULL, CMD_O_PREFIX }, \
+	{                                                                   \
+		"trigger", required_argument, NULL, CMD_O_TRIGGER           \
+	}
+struct cmd_flight_args {
+	struct hgt_flight_opts o;
+	const char **triggers;
+	int nt;
+	bool holdoff_set;
+};
+/* After the options: the defaults that depend on others (--holdoff: --after). */
+void cmd_flight_defaults(struct cmd_flight_args *a);
+/* A flight option @c of @cmd into @a: 0, 1 (said), -ENOMEM, or -ENOENT (not one). */
+int cmd_flight_opt(const char *cmd, int c, const char *arg, struct cmd_flight_args *a);
+/* SIGUSR1 triggers @f by hand (NULL: ignored again). */
+void cmd_flight_signal(struct hgt_flight *f);
 
 #endif

@@ -40,6 +40,8 @@ static const struct {
 	{ "export", cmd_export, "write a session for Perfetto / chrome://tracing (JSON)" },
 	{ "why", cmd_why, "guest latency explained by the host: the worst delays, split" },
 	{ "view", cmd_view, "write a session as one HTML timeline (host, vCPUs, guests)" },
+	{ "flight", cmd_flight,
+	  "flight recorder on a recording: save the window when a guest is late" },
 };
 
 int cmd_push_event(const char ***evs, int *n, const char *ev)

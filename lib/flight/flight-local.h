@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* lib/flight/: the triggers (trigger.c) and the recorder that searches with them (flight.c). */
+#ifndef HGT_FLIGHT_LOCAL_H
+#define HGT_FLIGHT_LOCAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum hgt__trig_kind {
+	HGT__TRIG_WAKEUP,  /* why's wakeup delay, of a task (comm or pid) or any */
+	HGT__TRIG_TIMER,   /* why's timer lateness */
+	HGT__TRIG_PAIR,	   /* why's --from/--to pair */
+	HGT__TRIG_PREEMPT, /* a vCPU thread preempted in the host (one stretch, any tasks) */
+	HGT__TRIG_EXIT,	   /* one exit of a reason handled in the host */
+	HGT__TRIG_MANUAL,  /* hgt_flight_trigger() */
+};
+
+struct hgt__trigger {
+	enum hgt__trig_kind kind;
+	const char *text; /* as given (the caller's) */
+	uint64_t dur_ns;  /* a hit is longer than this */
+	char *comm;	  /* WAKEUP: this task's name only (NULL: any) */
+	int pid;	  /* WAKEUP: this task only (0: any) */
+	char *from, *to;  /* PAIR: why's --from and --to */
+	bool per_cpu;	  /* PAIR: matched per CPU (pair-cpu:) */
+	char *reason;	  /* EXIT: the reason as the kvm_exit line names it */
+};
+
+/* One delay or host stretch longer than its trigger's duration. */
+struct hgt__hit {
+	int trig;		  /* index in the triggers, -1: by hand */
+	enum hgt__trig_kind kind; /* the trigger's (a delay over two triggers is one hit) */
+	int input;		  /* of the searched files (0: the host) */
+	int cpu, pid; /* the guest CPU and task (PREEMPT, EXIT: the vCPU thread's pid) */
+	char comm[24];
+	uint64_t from_ns, to_ns; /* report time: the host's */
+	char cause[96];		 /* the host's top part, or what the stretch was */
+};
+
+int hgt__trigger_parse(const char *text, struct hgt__trigger *t);
+void hgt__trigger_free(struct hgt__trigger *t);
+int hgt__parse_duration(const char *s, size_t len, uint64_t unit_ns, uint64_t *ns);
+
+/* Every trigger's hits in @inputs (the host's first), appended to *@hits (*@nr of them).
+ * Returns 0 or -errno (hgt_last_error() says why). */
+int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const *inputs, int n,
+			struct hgt__hit **hits, int *nr);
+
+/* The hit in @inputs (a saved window) that is @h: its delay explained by why, printed on
+ * @log as why prints one; its length and cause into @h. Returns 1 found, 0 not, -errno. */
+int hgt__trigger_explain(const struct hgt__trigger *t, const char *const *inputs, int n,
+			 struct hgt__hit *h, FILE *log);
+
+/* @a and @b are the same hit seen twice, or by two triggers (the same kind, task or
+ * thread, overlapping). */
+bool hgt__hit_same(const struct hgt__hit *a, const struct hgt__hit *b);
+
+#endif

@@ -1,0 +1,848 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The flight recorder. It works on recordings in progress (OUTPUT.recording: head.dat and
+ * a file of pages per CPU, written as they are read) and needs nothing of the recorders
+ * but those files:
+ *  - every tick it notes how long each CPU file is, so that "the pages written since T"
+ *    is an offset per file (pages reach the files at most the recorder's flush interval
+ *    after their events, so a page written since T holds every event since T);
+ *  - it writes the pages of the last window as a pair (a restore's files, the recording
+ *    left as it was) and runs hgt_why() over it with each trigger's measure; a delay over
+ *    a trigger's length, not seen before, is a trigger;
+ *  - --after later, the window around it is written as PREFIX-N.dat and PREFIX-N-NAME.dat
+ *    and the delay, found again there, is printed as why explains it;
+ *  - pages older than the window, the after time and two ticks are punched out of the
+ *    files (fallocate), so the disk holds only that.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hgtrace/flight.h>
+#include <hgtrace/output.h>
+#include <hgtrace/tracedat.h>
+
+#include "../common/common-local.h"
+#include "../common/thread.h"
+#include "../private/recdir.h"
+#include "../private/tracedat.h"
+#include "flight-local.h"
+
+#define NS 1000000000ULL
+#define FLIGHT_TAG "hgtrace flight: "
+
+struct sample {
+	uint64_t t, size; /* at monotonic time t the file was size bytes (whole pages) */
+};
+
+/* A CPU file of a recording: its size over the last ticks, and what was punched out. */
+struct cpu_file {
+	char *path;
+	int fd;
+	struct sample *s; /* oldest first */
+	int ns, cap;
+	uint64_t size, trimmed;
+};
+
+/* One recording: the host's or a guest's. */
+struct member {
+	const char *output;
+	char *dir;     /* OUTPUT.recording */
+	char *name;    /* in the saved files' names: "" (the host), NAME */
+	char *snap;    /* where a search writes its pages */
+	uint32_t page; /* head.dat's page size; 0: not there yet */
+	struct cpu_file *f;
+	int nf;
+};
+
+struct trig_rec {
+	struct hgt__hit hit;
+	int n;		    /* PREFIX-N */
+	uint64_t seen, due; /* monotonic */
+	bool saved, explained;
+};
+
+struct hgt_flight {
+	struct hgt_flight_opts o;
+	struct hgt__trigger *t;
+	int nt;
+	struct member *m;
+	int nm;
+	char *tmp;    /* our directory for the searches' files */
+	char *prefix; /* PREFIX of PREFIX-N.dat */
+	pthread_t thread;
+	int efd;
+	volatile int stop;
+	volatile sig_atomic_t manual;
+	volatile uint64_t manual_at; /* monotonic: when it was asked for */
+	struct hgt__hit *seen;	     /* hits already taken (or held off) */
+	int nseen;
+	struct trig_rec *tr; /* the triggers taken, in order */
+	int ntr, held, next_n;
+	uint64_t last_taken, start, keep;
+	/* the cost, for the summary */
+	uint64_t searches, worst_lag, disk_peak;
+	double cpu_s;
+	char last_err[256];
+	int ret;
+};
+
+static uint64_t mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
+}
+
+static void say(struct hgt_flight *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct hgt_flight *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!f->o.log)
+		return;
+	va_start(ap, fmt);
+	fputs("hgtrace flight: ", f->o.log);
+	vfprintf(f->o.log, fmt, ap);
+	fputc('\n', f->o.log);
+	fflush(f->o.log);
+	va_end(ap);
+}
+
+static void secs(char *buf, size_t n, uint64_t ns)
+{
+	snprintf(buf, n, "%.3f s", (double)ns / 1e9);
+}
+
+/* ---- the files of a recording, and their sizes over time ---- */
+
+static struct cpu_file *file_of(struct member *m, const char *path)
+{
+	for (int i = 0; i < m->nf; i++)
+		if (!strcmp(m->f[i].path, path))
+			return &m->f[i];
+	return NULL;
+}
+
+static bool cpu_name(const char *n)
+{
+	size_t d;
+
+	if (strncmp(n, "cpu", 3))
+		return false;
+	n += 3;
+	d = strspn(n, "0123456789");
+	if (!d)
+		return false;
+	n += d;
+	return !*n || (*n == '.' && n[1] && n[1 + strspn(n + 1, "0123456789")] == 0);
+}
+
+static int add_file(struct member *m, const char *path)
+{
+	struct cpu_file *n = realloc(m->f, sizeof(*n) * (size_t)(m->nf + 1));
+
+	if (!n)
+		return -ENOMEM;
+	m->f = n;
+	n = &m->f[m->nf];
+	memset(n, 0, sizeof(*n));
+	n->path = strdup(path);
+	/* written by the recorder; opened to read and to punch out what is old */
+	n->fd = n->path ? open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) : -1;
+	if (n->fd < 0) {
+		free(n->path);
+		return -errno;
+	}
+	m->nf++;
+	return 0;
+}
+
+static void note_size(struct cpu_file *c, uint32_t page, uint64_t now)
+{
+	struct stat st;
+
+	if (fstat(c->fd, &st))
+		return;
+	c->size = (uint64_t)st.st_size - (uint64_t)st.st_size % page;
+	if (c->ns == c->cap) {
+		int cap = c->cap ? c->cap * 2 : 16;
+		struct sample *s = realloc(c->s, sizeof(*s) * (size_t)cap);
+
+		if (!s)
+			return;
+		c->s = s;
+		c->cap = cap;
+	}
+	c->s[c->ns++] = (struct sample){ now, c->size };
+}
+
+/* head.dat's page size, once it is there. */
+static uint32_t page_size(const char *dir)
+{
+	HGT_OPTS(hgt_open_opts, oo,
+		 .flags = HGT_OPEN_QUIET | HGT_OPEN_NO_PLUGINS | HGT_OPEN_NO_KALLSYMS |
+			  HGT_OPEN_HEAD_ONLY);
+	char path[4096];
+	struct hgt_input *in;
+	uint32_t p = 0;
+
+	snprintf(path, sizeof(path), "%s/head.dat", dir);
+	if (access(path, F_OK))
+		return 0;
+	in = hgt_input_open(path, &oo);
+	if (in) {
+		p = hgt_input_page_size(in);
+		hgt_input_close(in);
+	}
+	return p;
+}
+
+/* Each recording's CPU files and their sizes now. */
+static void scan(struct hgt_flight *f, uint64_t now)
+{
+	for (int i = 0; i < f->nm; i++) {
+		struct member *m = &f->m[i];
+		struct dirent *e;
+		DIR *dp;
+
+		if (!m->page)
+			m->page = page_size(m->dir);
+		dp = m->page ? opendir(m->dir) : NULL;
+		while (dp && (e = readdir(dp))) {
+			char path[4096];
+
+			snprintf(path, sizeof(path), "%s/%s", m->dir, e->d_name);
+			if (cpu_name(e->d_name) && !file_of(m, path) && add_file(m, path))
+				say(f, "%s: cannot be read: %s", path, strerror(errno));
+		}
+		if (dp)
+			closedir(dp);
+		for (int k = 0; k < m->nf; k++)
+			note_size(&m->f[k], m->page, now);
+	}
+}
+
+/* Where file @c was at time @t: its size at the last tick at or before @t (the pages after
+ * were written later), never before what was punched out. */
+static uint64_t offset_at(const struct cpu_file *c, uint64_t t)
+{
+	uint64_t off = c->trimmed;
+
+	for (int i = c->ns - 1; i >= 0; i--)
+		if (c->s[i].t <= t) {
+			off = c->s[i].size;
+			break;
+		}
+	return off > c->trimmed ? off : c->trimmed;
+}
+
+/* ---- a recording's pages as a file ---- */
+
+struct range_ctx {
+	struct member *m;
+	uint64_t since; /* monotonic: the pages written since */
+};
+
+static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint64_t *to)
+{
+	struct range_ctx *r = ctx;
+	struct cpu_file *c = file_of(r->m, name);
+
+	(void)cpu;
+	if (!c) { /* new since the tick: its pages are the next search's */
+		*from = *to = UINT64_MAX;
+		return 0;
+	}
+	*from = offset_at(c, r->since);
+	*to = c->size > *from ? c->size : *from;
+	if (*to == *from) /* nothing: not 0, which would mean all of it */
+		*from = *to = UINT64_MAX;
+	return 0;
+}
+
+struct mark {
+	const struct trig_rec *tr;
+	const char *text;
+};
+
+/* The trigger in the saved file: a CPUSTAT line trace-cmd prints as it is. */
+static int mark_option(void *ctx, struct hgt_output *out)
+{
+	const struct mark *k = ctx;
+	char line[512];
+	int n;
+
+	if (!k)
+		return 0;
+	n = snprintf(line, sizeof(line), FLIGHT_TAG "trigger %d: %s: %llu %llu\n", k->tr->n,
+		     k->text, (unsigned long long)k->tr->hit.from_ns,
+		     (unsigned long long)k->tr->hit.to_ns);
+	return hgt_output_add_option(out, HGT_OPT_CPUSTAT, line, (uint32_t)n);
+}
+
+/* Every recording that has begun, its pages written since @since, into @paths[i]; the
+ * files written into @out[] (the host's first: a search needs it) and their recordings'
+ * indexes into @which[]. Returns how many were written, or -errno. */
+static int write_members(struct hgt_flight *f, uint64_t since, char **paths, bool final,
+			 const struct mark *k, const char **out, int *which)
+{
+	HGT_OPTS(hgt_convert_opts, co, .version = 7,
+		 .compression = final ? HGT_COMPRESS_ZSTD : HGT_COMPRESS_NONE);
+	int n = 0;
+
+	for (int i = 0; i < f->nm; i++) {
+		struct range_ctx rc = { &f->m[i], since };
+		struct hgt__recdir_range r = { page_range, &rc };
+		int ret;
+
+		if (!f->m[i].page) {
+			if (!i)
+				return 0;
+			continue;
+		}
+		ret = hgt__recdir_snapshot(f->m[i].dir, paths[i], &co, &r, mark_option, (void *)k);
+		if (ret)
+			return ret;
+		out[n] = paths[i];
+		which[n++] = i;
+	}
+	return n;
+}
+
+/* ---- triggers ---- */
+
+static const char *trig_text(const struct hgt_flight *f, const struct hgt__hit *h)
+{
+	return h->trig < 0 ? "by hand" : f->t[h->trig].text;
+}
+
+static void describe(const struct hgt_flight *f, const struct hgt__hit *h, char *buf, size_t n)
+{
+	const char *in = h->input >= 0 && h->input < f->nm ? f->m[h->input].name : "?";
+	char at[64];
+
+	if (h->trig < 0) {
+		snprintf(buf, n, "by hand");
+		return;
+	}
+	/* report time, as why and report print it */
+	snprintf(at, sizeof(at), "%.3f ms, %llu.%09llu -> %llu.%09llu",
+		 (double)(h->to_ns - h->from_ns) / 1e6, (unsigned long long)(h->from_ns / NS),
+		 (unsigned long long)(h->from_ns % NS), (unsigned long long)(h->to_ns / NS),
+		 (unsigned long long)(h->to_ns % NS));
+	switch (f->t[h->trig].kind) {
+	case HGT__TRIG_PREEMPT:
+	case HGT__TRIG_EXIT:
+		snprintf(buf, n, "%s: vCPU %d of %s (thread %d) %s: %s", trig_text(f, h), h->cpu,
+			 in, h->pid, h->cause, at);
+		break;
+	default:
+		snprintf(buf, n, "%s: %s-%d on %s CPU %d late: %s; cause: %s", trig_text(f, h),
+			 h->comm, h->pid, in, h->cpu, at, h->cause);
+	}
+}
+
+static int remember(struct hgt_flight *f, const struct hgt__hit *h)
+{
+	struct hgt__hit *n = realloc(f->seen, sizeof(*n) * (size_t)(f->nseen + 1));
+
+	if (!n)
+		return -ENOMEM;
+	f->seen = n;
+	f->seen[f->nseen++] = *h;
+	return 0;
+}
+
+/* A hit found by a search: a trigger unless seen before, held off or one too many. */
+static void take(struct hgt_flight *f, const struct hgt__hit *h, uint64_t now)
+{
+	char d[384], after[32];
+	struct trig_rec *n;
+
+	for (int i = 0; i < f->nseen; i++)
+		if (hgt__hit_same(&f->seen[i], h)) {
+			f->seen[i] = *h; /* as seen last (a stretch still growing) */
+			return;
+		}
+	if (h->trig >= 0 && remember(f, h))
+		return;
+	describe(f, h, d, sizeof(d));
+	if (f->ntr >= f->o.max_triggers ||
+	    (f->ntr && f->o.holdoff_ns && now - f->last_taken < f->o.holdoff_ns)) {
+		f->held++;
+		say(f, "not saved (%s): %s",
+		    f->ntr >= f->o.max_triggers ? "--max-triggers reached" : "held off", d);
+		return;
+	}
+	n = realloc(f->tr, sizeof(*n) * (size_t)(f->ntr + 1));
+	if (!n)
+		return;
+	f->tr = n;
+	n = &f->tr[f->ntr++];
+	memset(n, 0, sizeof(*n));
+	n->hit = *h;
+	n->seen = now;
+	n->due = now + f->o.after_ns + f->o.flush_ns;
+	f->last_taken = now;
+	secs(after, sizeof(after), f->o.after_ns);
+	say(f, "trigger %d: %s; its window is saved %s after (and the flush)", f->ntr, d, after);
+}
+
+/* ---- one tick ---- */
+
+static void search(struct hgt_flight *f, uint64_t now)
+{
+	char *paths[64];
+	const char *in[64];
+	int which[64];
+	struct hgt__hit *hits = NULL;
+	int nr = 0, n, ret;
+
+	for (int i = 0; i < f->nm; i++)
+		paths[i] = f->m[i].snap;
+	n = write_members(f, now - f->o.window_ns - f->o.tick_ns, paths, false, NULL, in, which);
+	if (n <= 0) {
+		ret = n;
+		goto out;
+	}
+	ret = hgt__trigger_search(f->t, f->nt, in, n, &hits, &nr);
+	f->searches++;
+	for (int i = 0; !ret && i < nr; i++) {
+		hits[i].input = hits[i].input >= 0 ? which[hits[i].input] : -1;
+		take(f, &hits[i], now);
+	}
+out:
+	if (ret && strcmp(f->last_err, hgt_last_error())) {
+		snprintf(f->last_err, sizeof(f->last_err), "%s", hgt_last_error());
+		say(f, "a search failed: %s", f->last_err);
+	} else if (!ret) {
+		f->last_err[0] = 0;
+	}
+	free(hits);
+}
+
+static char *saved_name(const struct hgt_flight *f, int n, const struct member *m)
+{
+	char *p;
+
+	if (!*m->name)
+		return asprintf(&p, "%s-%d.dat", f->prefix, n) < 0 ? NULL : p;
+	return asprintf(&p, "%s-%d-%s.dat", f->prefix, n, m->name) < 0 ? NULL : p;
+}
+
+/* The next N for which no PREFIX-N.dat exists. */
+static int free_number(struct hgt_flight *f)
+{
+	for (;; f->next_n++) {
+		char *p = saved_name(f, f->next_n, &f->m[0]);
+		bool taken = p && !access(p, F_OK);
+
+		free(p);
+		if (!taken)
+			return f->next_n++;
+	}
+}
+
+/* A trigger's window: the pages written since a window, two ticks and a flush interval
+ * before the tick that saw it (a delay ends before its last page is written, at most a
+ * flush interval before, and is seen at the next tick). */
+static uint64_t saved_since(const struct hgt_flight *f, const struct trig_rec *tr)
+{
+	return tr->seen - f->o.window_ns - 2 * f->o.tick_ns - f->o.flush_ns;
+}
+
+static void save(struct hgt_flight *f, struct trig_rec *tr)
+{
+	char *paths[64] = { 0 };
+	const char *in[64];
+	int which[64];
+	struct mark k = { tr, trig_text(f, &tr->hit) };
+	int n, ret = -ENOMEM;
+
+	tr->n = free_number(f);
+	for (int i = 0; i < f->nm; i++)
+		if (!(paths[i] = saved_name(f, tr->n, &f->m[i])))
+			goto out;
+	n = write_members(f, saved_since(f, tr), paths, true, &k, in, which);
+	ret = n;
+	if (n <= 0)
+		goto out;
+	tr->saved = true;
+	say(f, "trigger %d: saved %s%s%s", tr->n, in[0], n > 1 ? " and " : "", n > 1 ? in[1] : "");
+	for (int i = 2; i < n; i++)
+		say(f, "trigger %d: saved %s", tr->n, in[i]);
+	if (tr->hit.trig >= 0) {
+		struct hgt__hit h = tr->hit;
+
+		/* the hit's recording as its index among the saved files */
+		for (int i = 0; i < n; i++)
+			if (which[i] == tr->hit.input)
+				h.input = i;
+		ret = hgt__trigger_explain(f->t, in, n, &h, f->o.log);
+		if (ret == 1) {
+			h.input = tr->hit.input;
+			tr->hit = h;
+		}
+		tr->explained = ret == 1;
+		if (ret == 0)
+			say(f, "trigger %d: its delay is not found again in the saved window",
+			    tr->n);
+		ret = ret < 0 ? ret : 0;
+	}
+out:
+	if (ret < 0) {
+		say(f, "trigger %d: the window cannot be saved: %s", tr->n, hgt_last_error());
+		f->ret = ret;
+	}
+	for (int i = 0; i < f->nm; i++)
+		free(paths[i]);
+}
+
+/* Punch out the pages no trigger can want any more: older than the window, the after
+ * time, two ticks and 2 s, and than every window still to be saved. */
+static void trim(struct hgt_flight *f, uint64_t now)
+{
+	uint64_t disk = 0, before = now - f->keep;
+
+	if (now - f->start < f->keep)
+		return;
+	for (int i = 0; i < f->ntr; i++)
+		if (!f->tr[i].n && saved_since(f, &f->tr[i]) < before)
+			before = saved_since(f, &f->tr[i]);
+	for (int i = 0; i < f->nm; i++)
+		for (int k = 0; k < f->m[i].nf; k++) {
+			struct cpu_file *c = &f->m[i].f[k];
+			uint64_t to = offset_at(c, before);
+			struct stat st;
+			int drop = 0;
+
+			if (to > c->trimmed &&
+			    !fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				       (off_t)c->trimmed, (off_t)(to - c->trimmed)))
+				c->trimmed = to;
+			else if (to > c->trimmed && c->trimmed == 0)
+				say(f,
+				    "%s: old pages cannot be freed (%s): the disk holds all of it",
+				    c->path, strerror(errno));
+			/* the samples the next trims need: the last at or before now - keep */
+			while (drop + 1 < c->ns && c->s[drop + 1].t <= before)
+				drop++;
+			memmove(c->s, c->s + drop, sizeof(*c->s) * (size_t)(c->ns - drop));
+			c->ns -= drop;
+			if (!fstat(c->fd, &st))
+				disk += (uint64_t)st.st_blocks * 512;
+		}
+	if (disk > f->disk_peak)
+		f->disk_peak = disk;
+	/* the oldest hits have left the window long ago: they cannot be found again */
+	if (f->nseen > 4096) {
+		memmove(f->seen, f->seen + 2048, sizeof(*f->seen) * (size_t)(f->nseen - 2048));
+		f->nseen -= 2048;
+	}
+}
+
+static void tick(struct hgt_flight *f, bool final)
+{
+	uint64_t now = mono(), took;
+
+	scan(f, now);
+	search(f, now);
+	if (f->manual) {
+		struct hgt__hit h = { .trig = -1, .kind = HGT__TRIG_MANUAL, .pid = -1, .cpu = -1 };
+
+		f->manual = 0;
+		take(f, &h, f->manual_at ? f->manual_at : now);
+	}
+	for (int i = 0; i < f->ntr; i++)
+		if (!f->tr[i].saved && !f->tr[i].n && (final || f->tr[i].due <= now))
+			save(f, &f->tr[i]);
+	trim(f, now);
+	took = mono() - now;
+	if (took > f->o.tick_ns && took - f->o.tick_ns > f->worst_lag) {
+		char a[32], b[32];
+
+		secs(a, sizeof(a), took);
+		secs(b, sizeof(b), f->o.tick_ns);
+		say(f, "behind: a search of the window took %s, ticks are %s apart", a, b);
+		f->worst_lag = took - f->o.tick_ns;
+	}
+}
+
+static void *flight_main(void *arg)
+{
+	struct hgt_flight *f = arg;
+	uint64_t next = mono() + f->o.tick_ns;
+	struct rusage ru;
+
+	while (!f->stop) {
+		uint64_t now = mono();
+		struct pollfd p = { .fd = f->efd, .events = POLLIN };
+		uint64_t v;
+
+		if (now < next && !f->manual) {
+			if (poll(&p, 1, (int)((next - now) / 1000000 + 1)) > 0 &&
+			    read(f->efd, &v, sizeof(v)) < 0)
+				continue;
+			if (f->stop || (mono() < next && !f->manual))
+				continue;
+		}
+		tick(f, false);
+		next = mono() + f->o.tick_ns;
+	}
+	tick(f, true);
+	if (!getrusage(RUSAGE_THREAD, &ru))
+		f->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+			   (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	return NULL;
+}
+
+/* ---- the handle ---- */
+
+static char *default_prefix(const char *host)
+{
+	const char *slash = strrchr(host, '/');
+	char *p;
+
+	if (!slash)
+		return strdup("flight");
+	return asprintf(&p, "%.*s/flight", (int)(slash - host), host) < 0 ? NULL : p;
+}
+
+/* A guest's NAME in the saved files: BASE-NAME.dat's NAME, else its file name. */
+static char *member_name(const char *host, const char *out)
+{
+	size_t hn = strlen(host), n;
+	const char *base = strrchr(out, '/');
+
+	if (hn > 4 && !strcmp(host + hn - 4, ".dat"))
+		hn -= 4;
+	if (!strncmp(out, host, hn) && out[hn] == '-')
+		base = out + hn + 1;
+	else
+		base = base ? base + 1 : out;
+	n = strlen(base);
+	if (n > 4 && !strcmp(base + n - 4, ".dat"))
+		n -= 4;
+	return strndup(base, n);
+}
+
+static int setup_members(struct hgt_flight *f)
+{
+	f->m = calloc((size_t)f->o.nr_outputs, sizeof(*f->m));
+	if (!f->m)
+		return -ENOMEM;
+	for (int i = 0; i < f->o.nr_outputs; i++) {
+		struct member *m = &f->m[i];
+
+		f->nm++;
+		m->output = f->o.outputs[i];
+		m->dir = hgt__recdir_path(m->output);
+		m->name = i ? member_name(f->o.outputs[0], m->output) : strdup("");
+		if (!m->dir || !m->name || asprintf(&m->snap, "%s/%d.dat", f->tmp, i) < 0
+			    ? (m->snap = NULL, 1)
+			    : 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void flight_free(struct hgt_flight *f)
+{
+	for (int i = 0; i < f->nm; i++) {
+		struct member *m = &f->m[i];
+
+		for (int k = 0; k < m->nf; k++) {
+			close(m->f[k].fd);
+			free(m->f[k].path);
+			free(m->f[k].s);
+		}
+		free(m->f);
+		if (m->snap)
+			unlink(m->snap);
+		free(m->snap);
+		free(m->dir);
+		free(m->name);
+	}
+	if (f->tmp)
+		rmdir(f->tmp);
+	for (int i = 0; i < f->nt; i++)
+		hgt__trigger_free(&f->t[i]);
+	if (f->efd >= 0)
+		close(f->efd);
+	free(f->t);
+	free(f->m);
+	free(f->tmp);
+	free(f->prefix);
+	free(f->seen);
+	free(f->tr);
+	free(f);
+}
+
+static int check_opts(struct hgt_flight *f, const struct hgt_flight_opts *opts)
+{
+	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(f->o))
+		return -EINVAL;
+	memcpy(&f->o, opts, opts->sz);
+	if (f->o.nr_outputs < 1 || f->o.nr_outputs > 64 || !f->o.outputs)
+		return hgt__errorf(EINVAL, "flight: 1 to 64 recordings (the host's first)");
+	if (f->o.nr_triggers < 0 || (f->o.nr_triggers && !f->o.triggers))
+		return hgt__errorf(EINVAL, "flight: bad triggers");
+	if (!f->o.window_ns)
+		f->o.window_ns = 10 * NS;
+	if (!f->o.tick_ns)
+		f->o.tick_ns = NS;
+	if (!f->o.max_triggers)
+		f->o.max_triggers = 10;
+	if (!f->o.flush_ns)
+		f->o.flush_ns = NS;
+	if (f->o.window_ns > 3600 * NS || f->o.after_ns > 3600 * NS || f->o.tick_ns > 60 * NS ||
+	    f->o.tick_ns < NS / 100 || f->o.max_triggers < 0 || f->o.flush_ns > 3600 * NS)
+		return hgt__errorf(
+			EINVAL,
+			"flight: a window and an after time of at most an hour, a tick of 10 ms to 60 s");
+	return 0;
+}
+
+/**
+ * hgt_flight_start - the flight recorder's thread on @opts->outputs.
+ */
+struct hgt_flight *hgt_flight_start(const struct hgt_flight_opts *opts)
+{
+	struct hgt_flight *f = calloc(1, sizeof(*f));
+	int ret;
+
+	if (!f) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->efd = -1;
+	f->next_n = 1;
+	ret = check_opts(f, opts);
+	if (!ret && !(f->t = calloc((size_t)f->o.nr_triggers + 1, sizeof(*f->t))))
+		ret = -ENOMEM;
+	for (int i = 0; !ret && i < f->o.nr_triggers; i++) {
+		ret = hgt__trigger_parse(f->o.triggers[i], &f->t[i]);
+		f->nt += !ret;
+	}
+	if (!ret) {
+		const char *host = f->o.outputs[0];
+
+		f->prefix = f->o.prefix ? strdup(f->o.prefix) : default_prefix(host);
+		/* the searches' files: a directory of ours beside the host's output */
+		if (asprintf(&f->tmp, "%.*s.flight-XXXXXX", (int)strlen(host), host) < 0)
+			f->tmp = NULL;
+		if (!f->prefix || !f->tmp)
+			ret = -ENOMEM;
+		else if (!mkdtemp(f->tmp)) {
+			ret = hgt__errorf(errno, "%s: cannot create: %s", f->tmp, strerror(errno));
+			free(f->tmp);
+			f->tmp = NULL;
+		}
+	}
+	if (!ret)
+		ret = setup_members(f);
+	f->efd = ret ? -1 : eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!ret && f->efd < 0)
+		ret = -errno;
+	f->keep = f->o.window_ns + f->o.after_ns + f->o.flush_ns + 2 * f->o.tick_ns + 2 * NS;
+	f->start = mono();
+	if (!ret) {
+		/* the format guard's helper forked while this thread may still fork it */
+		hgt__formats_helper_start();
+		ret = -hgt__thread_create(&f->thread, flight_main, f);
+		if (ret)
+			hgt__errorf(-ret, "flight: no thread: %s", strerror(-ret));
+	}
+	if (ret) {
+		flight_free(f);
+		errno = -ret;
+		return NULL;
+	}
+	{
+		char w[32], a[32], k[32];
+
+		secs(w, sizeof(w), f->o.window_ns);
+		secs(a, sizeof(a), f->o.after_ns);
+		secs(k, sizeof(k), f->keep);
+		say(f,
+		    "keeping the last %s of pages on disk (window %s, after %s, flush %.3f s, 2 ticks of %.3f s and 2 s), %d trigger%s, at most %d saved",
+		    k, w, a, (double)f->o.flush_ns / 1e9, (double)f->o.tick_ns / 1e9, f->nt,
+		    f->nt == 1 ? "" : "s", f->o.max_triggers);
+	}
+	return f;
+}
+
+void hgt_flight_trigger(struct hgt_flight *f)
+{
+	uint64_t one = 1;
+
+	if (!f)
+		return;
+	f->manual_at = mono();
+	f->manual = 1;
+	if (write(f->efd, &one, sizeof(one)) < 0) {
+		/* the flag alone: the next tick takes it */
+	}
+}
+
+static void summary(struct hgt_flight *f)
+{
+	uint64_t ran = mono() - f->start;
+
+	say(f, "%d trigger%s saved, %d not saved (held off or over --max-triggers)", f->ntr,
+	    f->ntr == 1 ? "" : "s", f->held);
+	for (int i = 0; i < f->ntr; i++) {
+		const struct trig_rec *t = &f->tr[i];
+		char d[384];
+
+		describe(f, &t->hit, d, sizeof(d));
+		say(f, "  %d: %s%s", t->n, d, t->saved ? "" : " (not saved)");
+	}
+	say(f,
+	    "cost: %llu searches, %.3f s of CPU in %.1f s (%.1f %% of one CPU), worst lag %.3f s, at most %.1f MB of pages on disk",
+	    (unsigned long long)f->searches, f->cpu_s, (double)ran / 1e9,
+	    ran ? 100.0 * f->cpu_s * 1e9 / (double)ran : 0.0, (double)f->worst_lag / 1e9,
+	    (double)f->disk_peak / 1e6);
+}
+
+int hgt_flight_stop(struct hgt_flight *f)
+{
+	uint64_t one = 1;
+	int ret;
+
+	if (!f)
+		return -EINVAL;
+	f->stop = 1;
+	if (write(f->efd, &one, sizeof(one)) < 0) {
+		/* the thread polls with a timeout of a tick */
+	}
+	hgt__thread_join(f->thread);
+	summary(f);
+	ret = f->ret;
+	flight_free(f);
+	return ret;
+}
+
+int hgt_flight_parse_trigger(const char *text)
+{
+	struct hgt__trigger t;
+	int ret = text ? hgt__trigger_parse(text, &t) : -EINVAL;
+
+	if (!ret)
+		hgt__trigger_free(&t);
+	return ret;
+}

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The flight recorder's triggers: what the user writes ("wakeup>50ms:rt-task"), and the
+ * search of a host + guest pair for what goes over them, with hgt_why()'s own measure (a
+ * guest's delays) and its own split of each vCPU thread's time (the host's stretches).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <hgtrace/why.h>
+
+#include "../common/common-local.h"
+#include "../private/why.h"
+#include "flight-local.h"
+
+/* @s[0..len) as a duration: a number and ns, us, ms or s (bare: in @unit_ns, 0: refused). */
+int hgt__parse_duration(const char *s, size_t len, uint64_t unit_ns, uint64_t *ns)
+{
+	static const struct {
+		const char *name;
+		uint64_t ns;
+	} units[] = { { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 } };
+	char buf[48], *end;
+	double v;
+
+	if (!len || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	errno = 0;
+	v = strtod(buf, &end);
+	if (errno || end == buf || !(v >= 0) || buf[0] == '-' || buf[0] == '+')
+		return -EINVAL;
+	if (!*end) {
+		if (!unit_ns)
+			return -EINVAL;
+	} else {
+		unit_ns = 0;
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strcmp(end, units[i].name))
+				unit_ns = units[i].ns;
+		if (!unit_ns)
+			return -EINVAL;
+	}
+	if (v * (double)unit_ns >= 1.8e19)
+		return -EINVAL;
+	*ns = (uint64_t)(v * (double)unit_ns + 0.5);
+	return 0;
+}
+
+static int bad(const char *text, const char *why)
+{
+	return hgt__errorf(EINVAL, "trigger '%s': %s", text, why);
+}
+
+/* "FROM[:FILTER],TO[:FILTER]" of a pair into @t. */
+static int parse_pair(const char *text, const char *p, size_t n, struct hgt__trigger *t)
+{
+	const char *comma = memchr(p, ',', n);
+
+	if (!comma || comma == p || comma + 1 == p + n)
+		return bad(text, "expected pair:FROM[:FILTER],TO[:FILTER]>DUR");
+	t->from = strndup(p, (size_t)(comma - p));
+	t->to = strndup(comma + 1, (size_t)(p + n - comma - 1));
+	return t->from && t->to ? 0 : -ENOMEM;
+}
+
+/* ":COMM" or ":PID" after a wakeup's duration. */
+static int parse_task(const char *text, const char *p, struct hgt__trigger *t)
+{
+	char *end;
+	long v;
+
+	if (!*p)
+		return bad(text, "expected wakeup>DUR:COMM or wakeup>DUR:PID");
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (!errno && !*end && v > 0 && v < (1L << 30)) {
+		t->pid = (int)v;
+		return 0;
+	}
+	if (strlen(p) > 15)
+		return bad(text, "a task's name is at most 15 characters (the kernel's comm)");
+	t->comm = strdup(p);
+	return t->comm ? 0 : -ENOMEM;
+}
+
+/**
+ * hgt__trigger_parse - @text ("KIND[:ARG]>DUR[:TASK]") into @t; -EINVAL said.
+ */
+int hgt__trigger_parse(const char *text, struct hgt__trigger *t)
+{
+	static const struct {
+		const char *name;
+		enum hgt__trig_kind kind;
+		bool arg;
+	} kinds[] = { { "wakeup", HGT__TRIG_WAKEUP, false },   { "timer", HGT__TRIG_TIMER, false },
+		      { "pair", HGT__TRIG_PAIR, true },	       { "pair-cpu", HGT__TRIG_PAIR, true },
+		      { "preempt", HGT__TRIG_PREEMPT, false }, { "exit", HGT__TRIG_EXIT, true } };
+	const char *gt, *dur_end;
+	size_t klen;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->text = text;
+	gt = strrchr(text, '>');
+	klen = strcspn(text, ":>");
+	ret = -1;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strlen(kinds[i].name) == klen && !strncmp(text, kinds[i].name, klen)) {
+			t->kind = kinds[i].kind;
+			t->per_cpu = !strcmp(kinds[i].name, "pair-cpu");
+			ret = kinds[i].arg;
+		}
+	if (ret < 0)
+		return bad(
+			text,
+			"expected wakeup>DUR[:COMM|PID], timer>DUR, pair:FROM,TO>DUR, pair-cpu:FROM,TO>DUR, preempt>DUR or exit:REASON>DUR");
+	if (!gt || (ret && text[klen] != ':') || (!ret && text[klen] != '>'))
+		return bad(text, ret ? "expected KIND:WHAT>DUR" : "expected KIND>DUR");
+	/* the duration runs to the end, or to a wakeup's ":TASK" */
+	dur_end =
+		t->kind == HGT__TRIG_WAKEUP && strchr(gt, ':') ? strchr(gt, ':') : gt + strlen(gt);
+	if (hgt__parse_duration(gt + 1, (size_t)(dur_end - gt - 1), 0, &t->dur_ns))
+		return bad(text, "the duration after '>' is a number and ns, us, ms or s (50ms)");
+	if (t->kind == HGT__TRIG_WAKEUP && *dur_end)
+		ret = parse_task(text, dur_end + 1, t);
+	else if (t->kind == HGT__TRIG_PAIR)
+		ret = parse_pair(text, text + klen + 1, (size_t)(gt - text - klen - 1), t);
+	else if (t->kind == HGT__TRIG_EXIT)
+		ret = gt > text + klen + 1 && (t->reason = strndup(text + klen + 1,
+								   (size_t)(gt - text - klen - 1)))
+			      ? 0
+			      : bad(text, "expected exit:REASON>DUR (REASON as kvm_exit names it)");
+	else
+		ret = 0;
+	if (ret)
+		hgt__trigger_free(t);
+	return ret;
+}
+
+void hgt__trigger_free(struct hgt__trigger *t)
+{
+	free(t->comm);
+	free(t->from);
+	free(t->to);
+	free(t->reason);
+	t->comm = t->from = t->to = t->reason = NULL;
+}
+
+bool hgt__hit_same(const struct hgt__hit *a, const struct hgt__hit *b)
+{
+	return a->kind == b->kind && (a->kind != HGT__TRIG_PAIR || a->trig == b->trig) &&
+	       a->input == b->input && a->pid == b->pid && a->cpu == b->cpu &&
+	       a->from_ns <= b->to_ns && b->from_ns <= a->to_ns;
+}
+
+struct found {
+	struct hgt__hit *h;
+	int n, cap;
+	int err;
+};
+
+static struct hgt__hit *add_hit(struct found *f)
+{
+	if (f->n == f->cap) {
+		int cap = f->cap ? f->cap * 2 : 16;
+		struct hgt__hit *h = realloc(f->h, sizeof(*h) * (size_t)cap);
+
+		if (!h) {
+			f->err = -ENOMEM;
+			return NULL;
+		}
+		f->h = h;
+		f->cap = cap;
+	}
+	memset(&f->h[f->n], 0, sizeof(f->h[0]));
+	return &f->h[f->n++];
+}
+
+/* The host's stretches: per vCPU thread, one run of PREEMPTED segments (whoever ran), or
+ * one EXIT segment of a reason, longer than a trigger's. Segments come per thread in time
+ * order. */
+struct stretch {
+	const struct hgt__trigger *t;
+	int nt;
+	struct found *f;
+	int input, cpu, pid; /* the run of PREEMPTED segments so far */
+	uint64_t from, to, top_ns;
+	char top[64];
+};
+
+static void end_run(struct stretch *s)
+{
+	for (int k = 0; s->to && k < s->nt; k++) {
+		struct hgt__hit *h;
+
+		if (s->t[k].kind != HGT__TRIG_PREEMPT || s->to - s->from <= s->t[k].dur_ns)
+			continue;
+		h = add_hit(s->f);
+		if (!h)
+			return;
+		*h = (struct hgt__hit){ .trig = k,
+					.kind = HGT__TRIG_PREEMPT,
+					.input = s->input,
+					.cpu = s->cpu,
+					.pid = s->pid,
+					.from_ns = s->from,
+					.to_ns = s->to };
+		snprintf(h->cause, sizeof(h->cause), "preempted, longest by %s", s->top);
+	}
+	s->to = 0;
+}
+
+static void on_segment(void *arg, int input, int cpu, int pid, uint64_t from, uint64_t to,
+		       const struct hgt_why_part *part)
+{
+	struct stretch *s = arg;
+
+	if (s->to && (input != s->input || cpu != s->cpu || pid != s->pid ||
+		      part->state != HGT_WHY_PREEMPTED || from != s->to))
+		end_run(s);
+	if (part->state == HGT_WHY_PREEMPTED) {
+		if (!s->to) {
+			s->input = input;
+			s->cpu = cpu;
+			s->pid = pid;
+			s->from = from;
+			s->top_ns = 0;
+		}
+		s->to = to;
+		if (to - from > s->top_ns) {
+			s->top_ns = to - from;
+			if (part->id)
+				snprintf(s->top, sizeof(s->top), "%s (pid %d)", part->what,
+					 part->id);
+			else
+				snprintf(s->top, sizeof(s->top), "no task (its CPU idle)");
+		}
+	}
+	for (int k = 0; part->state == HGT_WHY_EXIT && k < s->nt; k++) {
+		const struct hgt__trigger *t = &s->t[k];
+		struct hgt__hit *h;
+
+		/* part->what: "exit REASON" */
+		if (t->kind != HGT__TRIG_EXIT || to - from <= t->dur_ns ||
+		    strncmp(part->what, "exit ", 5) || strcasecmp(part->what + 5, t->reason))
+			continue;
+		h = add_hit(s->f);
+		if (!h)
+			return;
+		*h = (struct hgt__hit){ .trig = k,
+					.kind = HGT__TRIG_EXIT,
+					.input = input,
+					.cpu = cpu,
+					.pid = pid,
+					.from_ns = from,
+					.to_ns = to };
+		snprintf(h->cause, sizeof(h->cause), "%s", part->what);
+	}
+}
+
+/* Which of @inputs why's @name is (it names a file by its path's last part). */
+static int input_of(const char *const *inputs, int n, const char *name)
+{
+	for (int i = 0; name && i < n; i++) {
+		const char *base = strrchr(inputs[i], '/');
+
+		if (!strcmp(inputs[i], name) || (base && !strcmp(base + 1, name)))
+			return i;
+	}
+	return -1;
+}
+
+static bool task_matches(const struct hgt__trigger *t, const struct hgt_why_delay *d)
+{
+	return (!t->pid || t->pid == d->pid) && (!t->comm || !strcmp(t->comm, d->comm));
+}
+
+/* The delays of @r over trigger @k (of kind @kind) as hits. */
+static void delay_hits(const struct hgt__trigger *t, int k, const struct hgt_why_result *r,
+		       const char *const *inputs, int n, struct found *f)
+{
+	unsigned int want = t[k].kind == HGT__TRIG_WAKEUP  ? HGT_WHY_WAKEUP
+			    : t[k].kind == HGT__TRIG_TIMER ? HGT_WHY_TIMER
+							   : HGT_WHY_PAIR;
+
+	for (int i = 0; i < r->nr; i++) {
+		const struct hgt_why_delay *d = &r->d[i];
+		struct hgt__hit *h;
+
+		if (d->kind != want || d->to_ns - d->from_ns <= t[k].dur_ns ||
+		    (want == HGT_WHY_WAKEUP && !task_matches(&t[k], d)))
+			continue;
+		h = add_hit(f);
+		if (!h)
+			return;
+		*h = (struct hgt__hit){ .trig = k,
+					.kind = t[k].kind,
+					.input = input_of(inputs, n, d->input),
+					.cpu = d->cpu,
+					.pid = d->pid,
+					.from_ns = d->from_ns,
+					.to_ns = d->to_ns };
+		snprintf(h->comm, sizeof(h->comm), "%s", d->comm);
+		hgt__why_cause(d, h->cause, sizeof(h->cause));
+	}
+}
+
+/* why's options for trigger @t alone (a pair), or for every wakeup, timer and host one. */
+static void why_opts(struct hgt_why_opts *wo, const struct hgt__trigger *t, int nt, int pair,
+		     const char *const *inputs, int n)
+{
+	memset(wo, 0, sizeof(*wo));
+	wo->sz = sizeof(*wo);
+	wo->inputs = inputs;
+	wo->nr_inputs = n;
+	wo->quiet = true;
+	wo->threshold_ns = UINT64_MAX;
+	if (pair >= 0) {
+		wo->kinds = HGT_WHY_PAIR;
+		wo->from = t[pair].from;
+		wo->to = t[pair].to;
+		wo->match_cpu = t[pair].per_cpu;
+		wo->threshold_ns = t[pair].dur_ns + 1;
+		return;
+	}
+	for (int k = 0; k < nt; k++) {
+		if (t[k].kind == HGT__TRIG_WAKEUP)
+			wo->kinds |= HGT_WHY_WAKEUP;
+		else if (t[k].kind == HGT__TRIG_TIMER)
+			wo->kinds |= HGT_WHY_TIMER;
+		else
+			continue;
+		if (t[k].dur_ns + 1 < wo->threshold_ns)
+			wo->threshold_ns = t[k].dur_ns + 1;
+	}
+	if (!wo->kinds) /* host stretches alone: why's pass for its segments, no delay kept */
+		wo->kinds = HGT_WHY_WAKEUP;
+}
+
+/**
+ * hgt__trigger_search - every hit of the triggers @t in @inputs: one pass of why for the
+ * wakeups, timers and host stretches, one per pair.
+ */
+int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const *inputs, int n,
+			struct hgt__hit **hits, int *nr)
+{
+	struct found f = { .h = *hits, .n = *nr, .cap = *nr };
+	bool common = false;
+
+	for (int k = 0; k < nt; k++)
+		common |= t[k].kind != HGT__TRIG_PAIR && t[k].kind != HGT__TRIG_MANUAL;
+	for (int pair = common ? -1 : 0; !f.err && pair < nt; pair++) {
+		struct stretch s = { .t = t, .nt = nt, .f = &f };
+		struct hgt_why_result *r;
+		struct hgt_why_opts wo;
+
+		if (pair >= 0 && t[pair].kind != HGT__TRIG_PAIR)
+			continue;
+		why_opts(&wo, t, nt, pair, inputs, n);
+		r = hgt__why_segments(&wo, pair < 0 ? on_segment : NULL, &s);
+		if (!r) {
+			f.err = -errno;
+			break;
+		}
+		end_run(&s);
+		for (int k = 0; k < nt; k++)
+			if (pair < 0 ? t[k].kind == HGT__TRIG_WAKEUP || t[k].kind == HGT__TRIG_TIMER
+				     : k == pair)
+				delay_hits(t, k, r, inputs, n, &f);
+		hgt_why_free(r);
+	}
+	*hits = f.h;
+	*nr = f.n;
+	return f.err;
+}
+
+/**
+ * hgt__trigger_explain - @h found again in a saved window, and said as why says it.
+ */
+int hgt__trigger_explain(const struct hgt__trigger *t, const char *const *inputs, int n,
+			 struct hgt__hit *h, FILE *log)
+{
+	struct hgt__hit *hits = NULL;
+	int nr = 0, ret, found = 0;
+
+	if (h->trig < 0)
+		return 0;
+	ret = hgt__trigger_search(t, h->trig + 1, inputs, n, &hits, &nr);
+	for (int i = 0; !ret && i < nr && !found; i++)
+		if (hgt__hit_same(&hits[i], h)) {
+			if (!hits[i].comm[0])
+				memcpy(hits[i].comm, h->comm, sizeof(h->comm));
+			*h = hits[i];
+			found = 1;
+		}
+	free(hits);
+	if (ret || !found || !log || t[h->trig].kind == HGT__TRIG_PREEMPT ||
+	    t[h->trig].kind == HGT__TRIG_EXIT)
+		return ret ? ret : found;
+	/* the delay as why prints it: its parts and its verdict */
+	{
+		struct hgt_why_opts wo;
+		struct hgt_why_result *r;
+
+		why_opts(&wo, t, h->trig + 1, t[h->trig].kind == HGT__TRIG_PAIR ? h->trig : -1,
+			 inputs, n);
+		wo.threshold_ns = t[h->trig].dur_ns + 1;
+		r = hgt_why(&wo);
+		for (int i = 0; r && i < r->nr; i++) {
+			const struct hgt_why_delay *d = &r->d[i];
+
+			if (d->pid == h->pid && d->cpu == h->cpu && d->from_ns == h->from_ns &&
+			    d->to_ns == h->to_ns) {
+				struct hgt_why_result one = *r;
+
+				one.nr = 1;
+				one.d = &r->d[i];
+				hgt_why_print(&one, log, false);
+				break;
+			}
+		}
+		hgt_why_free(r);
+	}
+	return found;
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# record --flight on this machine's real tracefs: numbered trace_marker writes every 5 ms
+# for 8 s, a "usr1" marker and SIGUSR1 to the recorder 3 s in (a trigger by hand; window
+# 1 s, after 1 s, flush 100 ms). Checked, in the trace's own times (trace-cmd report):
+#  - the saved flight-1.dat: trace-cmd reads it; its markers run without a gap; they reach
+#    back at least the window before the usr1 marker and on at least the after time after
+#    it (the window is saved the flush interval later, for its last pages to be written);
+#  - the final file holds the kept span only: the first markers are gone (punched out of
+#    the recording), the rest run without a gap to the last one written, over at least
+#    the window and the after time;
+#  - the summary names the trigger and the cost.
+# Usage: record.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/record.sh"
+why=$(tracefs_ready) || tap_skip_all "$why"
+command -v trace-cmd > /dev/null || tap_skip_all "trace-cmd is not installed"
+tap_workdir
+
+python3 - "$HGTRACE" << 'EOF' > drive.out 2>&1
+import os, signal, subprocess, sys, time
+hg = sys.argv[1]
+p = subprocess.Popen([hg, "record", "--flight", "--window", "1", "--after", "1", "--tick",
+                      "0.1", "--flush-ms", "100", "--trigger", "wakeup>10s", "-e",
+                      "sched:sched_process_exit", "-o", "r.dat"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=open("r.log", "w"))
+t0 = time.monotonic()
+# tracing is on (trace_marker refuses writes before) once the log says so
+while not (os.path.exists("r.dat.recording/head.dat") and
+           "event types enabled" in open("r.log").read()):
+    if time.monotonic() - t0 > 20 or p.poll() is not None:
+        p.kill()
+        sys.exit("the recorder did not start (exit %s)" % p.poll())
+    time.sleep(0.01)
+fd = os.open("/sys/kernel/tracing/instances/hgtrace-%d/trace_marker" % p.pid, os.O_WRONLY)
+start = time.monotonic()
+n = 0
+sent = False
+while time.monotonic() - start < 8:
+    n += 1
+    os.write(fd, b"hgt-mark %d\n" % n)
+    if not sent and time.monotonic() - start > 3:
+        os.write(fd, b"hgt-usr1\n")
+        p.send_signal(signal.SIGUSR1)
+        sent = True
+    time.sleep(0.005)
+os.close(fd)
+p.send_signal(signal.SIGINT)
+print("written %d, exit %d" % (n, p.wait()))
+EOF
+grep -q 'exit 0' drive.out && tap_ok "record --flight: $(cat drive.out)" ||
+	tap_fail "record --flight: $(cat drive.out) $(tr '\n' '|' < r.log)"
+grep -q '^hgtrace flight: trigger 1: by hand' r.log &&
+	grep -q '^hgtrace flight: trigger 1: saved flight-1.dat$' r.log &&
+	tap_ok "SIGUSR1: trigger 1 by hand, saved flight-1.dat" ||
+	tap_fail "SIGUSR1: $(tr '\n' '|' < r.log)"
+written=$(sed -n 's/written \([0-9]*\).*/\1/p' drive.out)
+
+# marks FILE: "N T" per hgt-mark (T: its time in s), "U T" for the usr1 marker
+marks() {
+	trace-cmd report -t "$1" 2> /dev/null |
+		sed -n 's/.* \([0-9]*\.[0-9]*\): .*hgt-mark \([0-9]*\)$/\2 \1/p; s/.* \([0-9]*\.[0-9]*\): .*hgt-usr1$/U \1/p'
+}
+marks flight-1.dat > f.txt
+marks r.dat > r.txt
+r=$(python3 - f.txt r.txt "$written" << 'EOF'
+import sys
+def load(p):
+    m, u = [], None
+    for l in open(p):
+        a, t = l.split()
+        if a == "U":
+            u = float(t)
+        else:
+            m.append((int(a), float(t)))
+    return m, u
+f, fu = load(sys.argv[1])
+r, ru = load(sys.argv[2])
+written = int(sys.argv[3])
+gapless = lambda m: bool(m) and [a for a, _ in m] == list(range(m[0][0], m[-1][0] + 1))
+# up to the after time: every marker (the next one is there too, later); after it the
+# CPUs' last pages end where each was when the window was saved
+inw = [m for m in f if fu is not None and m[1] <= fu + 1.0]
+nums = set(a for a, _ in f)
+ok = fu is not None and gapless(inw) and inw[-1][0] + 1 in nums and inw[0][1] <= fu - 1.0
+print("%s flight-1.dat: markers %s to %s without a gap (%d), from %.3f s before the usr1 "
+      "marker to the after time (1 s) after it, and marker %s after that" %
+      ("ok" if ok else "FAIL", inw[0][0] if inw else "-", inw[-1][0] if inw else "-",
+       len(inw), fu - inw[0][1] if inw and fu else -1, inw[-1][0] + 1 if inw else "-"))
+ok = gapless(r) and r[0][0] > 1 and r[-1][0] == written and r[-1][1] - r[0][1] >= 2.0
+print("%s r.dat: markers %s to %s of %d without a gap, %.3f s of them: the first %s gone" %
+      ("ok" if ok else "FAIL", r[0][0] if r else "-", r[-1][0] if r else "-", written,
+       r[-1][1] - r[0][1] if r else -1, r[0][0] - 1 if r else "-"))
+EOF
+)
+while read -r l; do
+	case $l in ok*) tap_ok "${l#ok }" ;; *) tap_fail "$l" ;; esac
+done <<< "$r"
+grep -q '^hgtrace flight: cost: [0-9]* searches, ' r.log && grep -q '^hgtrace flight:   1: by hand' r.log &&
+	tap_ok "the summary: $(grep '^hgtrace flight: cost' r.log | sed 's/^hgtrace flight: //')" ||
+	tap_fail "the summary: $(tr '\n' '|' < r.log)"
+tap_done

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# The flight recorder on a simulated session fed as a recording in progress
+# (lib/feed-recording.py writes its pages into OUTPUT.recording/ step by step, as a
+# recorder would), through the same path as record --flight: causes of guest latency are
+# injected (a vCPU thread preempted 30 ms by a host task, the guest's own 40 ms, and two
+# under the threshold: 8 ms and 0.5 ms of preemption). Checked:
+#  - every guest wakeup delay over 15 ms, and rt-app's over 8 ms (a second trigger), as
+#    why finds them in the whole files, triggers once and only once, under its trigger, and
+#    nothing else does; the injected causes over 15 ms are among them with their cause (the
+#    host task's pid; inside the guest), those under are not;
+#  - preempt>20ms fires once, for the 30 ms preemption, on its vCPU thread, by its task;
+#  - each trigger's saved pair: trace-cmd reads both; why on it finds the same delay and
+#    its host file carries the trigger's mark;
+#  - the disk holds no more than the pages fed in the kept span (window, after, 2 ticks,
+#    2 s), two ticks and the lag, though the feed is three times as long;
+#  - --max-triggers 2 saves two and says the rest; SIGUSR1 saves a window by hand;
+#  - bad triggers and options: one error line each.
+# Usage: sim.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/sim.sh"
+command -v trace-cmd > /dev/null || tap_skip_all "trace-cmd is not installed"
+command -v python3 > /dev/null || tap_skip_all "python3 is not installed"
+tap_workdir
+
+simulate s --seed 5 --duration-ms 6000 --embed-sync --inject preempt:30000 --inject preempt:500 \
+	--inject guest:40000 --inject preempt:8000 --file-version 7 --compression none ||
+	tap_fail "simulate"
+grep '^injected:' s.out > s.inj
+[ "$(wc -l < s.inj)" = 4 ] && tap_ok "simulate placed the 4 causes" ||
+	tap_fail "simulate placed $(wc -l < s.inj) of 4 causes"
+
+# feed RUN STEPS FLIGHT-ARGS...: the pair fed to OUT/t.dat and OUT/t-g.dat in STEPS steps
+# of 0.1 s with hgtrace flight on them; its log in RUN.log, the feeder's in RUN.feed.
+# SIGUSR1 goes to the flight recorder when $usr1_at steps are fed.
+feed() {
+	local run=$1 steps=$2
+	shift 2
+	mkdir "$run"
+	python3 "$here/lib/feed-recording.py" "$HGTRACE" "$steps" 0.1 s-host.dat:"$run/t.dat" \
+		s-guest.dat:"$run/t-g.dat" > "$run.feed" &
+	local fp=$!
+	# the feeder makes both directories and every CPU file before its first step
+	while ! grep -q '^ready' "$run.feed" 2> /dev/null; do
+		kill -0 $fp 2> /dev/null || break
+		sleep 0.02
+	done
+	"$HGTRACE" flight --flight-prefix "$run/flight" "$@" "$run/t.dat" "$run/t-g.dat" \
+		2> "$run.log" &
+	local flp=$!
+	if [ -n "${usr1_at:-}" ]; then
+		while ! grep -q "^step $usr1_at " "$run.feed" && kill -0 $fp 2> /dev/null; do
+			sleep 0.02
+		done
+		kill -USR1 $flp
+	fi
+	wait $fp
+	kill -INT $flp
+	wait $flp
+	echo $? > "$run.rc"
+}
+
+# 1. Wakeups over 15 ms and preemptions over 20 ms, every trigger saved (no hold-off).
+feed a 60 --tick 0.1 --window 1 --after 0.2 --holdoff 0 --max-triggers 100 \
+	--trigger 'wakeup>15ms' --trigger 'preempt>20ms' --trigger 'wakeup>8ms:rt-app'
+[ "$(cat a.rc)" = 0 ] && tap_ok "flight ran to its stop: $(grep -c 'saved a/flight' a.log) files saved" ||
+	tap_fail "flight exit $(cat a.rc): $(tail -3 a.log | tr '\n' '|')"
+"$HGTRACE" why --json --threshold 8000.001 s-host.dat s-guest.dat > whole.json
+r=$(python3 - a.log whole.json s.inj << 'EOF'
+import json, re, sys
+log = open(sys.argv[1]).read()
+whole = json.load(open(sys.argv[2]))["delays"]
+inj = [(l.split()[1], dict(x.split("=") for x in l.split()[2:])) for l in open(sys.argv[3])]
+ns = lambda s: int(s.replace(".", ""))
+trig = re.findall(r"trigger (\d+): (wakeup>15ms|wakeup>8ms:rt-app): (\S+)-(\d+) on g CPU (\d+) "
+                  r"late: [0-9.]+ ms, ([0-9.]+) -> ([0-9.]+); cause: (.*); its window", log)
+got = [(int(cpu), int(pid), ns(a), ns(b), cause, text)
+       for _, text, comm, pid, cpu, a, b, cause in trig]
+# over 15 ms: the first trigger's; else rt-app's over 8 ms: the other's
+want = sorted((d["cpu"], d["pid"], d["from_ns"], d["to_ns"],
+               "wakeup>15ms" if d["to_ns"] - d["from_ns"] > 15000000 else "wakeup>8ms:rt-app")
+              for d in whole if d["kind"] == "wakeup" and
+              (d["to_ns"] - d["from_ns"] > 15000000 or d["comm"] == "rt-app"))
+keys = sorted(g[:4] + g[5:] for g in got)
+ok = keys == want and len(set(keys)) == len(keys) and len(want) > 6
+print("%s %d wakeup triggers, %d distinct, %d of them rt-app's under 15 ms; why over the whole "
+      "files: %d over 15 ms or rt-app's over 8 ms" %
+      ("ok" if ok else "FAIL", len(got), len(set(keys)),
+       sum(k[4] != "wakeup>15ms" for k in keys), len(want)))
+got = [g for g in got if g[5] == "wakeup>15ms"]
+# the injected causes: over 15 ms, found with their cause; under, not found
+for c, f in inj:
+    cause_ns, to = int(f["cause_ns"]), int(f["to_ns"])
+    mine = [g for g in got if g[0] == int(f["guest_cpu"]) and abs(g[3] - to) <= 1000]
+    if cause_ns > 15000000:
+        want_cause = ("preempted by stress-ng (pid %s)" % f["host_pid"]) if c == "preempt" \
+            else "inside the guest"
+        good = len(mine) == 1 and mine[0][4] == want_cause
+        print("%s injected %s of %.3f ms on CPU %s: triggered %d time(s), cause '%s'" %
+              ("ok" if good else "FAIL", c, cause_ns / 1e6, f["guest_cpu"], len(mine),
+               mine[0][4] if mine else "-"))
+    else:
+        print("%s injected %s of %.3f ms (under 15 ms): %d trigger(s)" %
+              ("ok" if not mine else "FAIL", c, cause_ns / 1e6, len(mine)))
+pre = re.findall(r"trigger \d+: preempt>20ms: vCPU (\d+) of g \(thread (\d+)\) preempted, "
+                 r"longest by stress-ng \(pid (\d+)\): ([0-9.]+) ms", log)
+p30 = [f for c, f in inj if c == "preempt" and int(f["cause_ns"]) > 20000000][0]
+good = len(pre) == 1 and pre[0][0] == p30["guest_cpu"] and pre[0][2] == p30["host_pid"] and \
+    abs(float(pre[0][3]) * 1e6 - int(p30["cause_ns"])) <= 2000
+print("%s preempt>20ms: %d trigger(s) %s; injected: vCPU %s by pid %s for %.3f ms" %
+      ("ok" if good else "FAIL", len(pre), pre, p30["guest_cpu"], p30["host_pid"],
+       int(p30["cause_ns"]) / 1e6))
+EOF
+)
+while read -r l; do
+	case $l in ok*) tap_ok "${l#ok }" ;; *) tap_fail "$l" ;; esac
+done <<< "$r"
+
+# Each saved pair: trace-cmd reads it, why finds the trigger's delay in it, and the host
+# file carries the mark.
+n=0 good=0 bad=""
+for h in a/flight-[0-9]*.dat; do
+	case $h in *-g.dat) continue ;; esac
+	k=${h#a/flight-}
+	k=${k%.dat}
+	n=$((n + 1))
+	line=$(grep "^hgtrace flight: trigger $k: wakeup>" a.log | head -1)
+	from=$(echo "$line" | sed -n 's/.* \([0-9]*\)\.\([0-9]*\) -> .*/\1\2/p')
+	hn=$(trace-cmd report "$h" 2> /dev/null | grep -c ' sched_switch: ')
+	gn=$(trace-cmd report "a/flight-$k-g.dat" 2> /dev/null | grep -c ' sched_switch: ')
+	mark=$(trace-cmd dump --options "$h" 2> /dev/null | grep -c "hgtrace flight: trigger $k: ")
+	found=1
+	if [ -n "$from" ]; then
+		"$HGTRACE" why --json --threshold 8000.001 "$h" "a/flight-$k-g.dat" > w.json
+		found=$(python3 -c 'import json, sys; print(sum(d["from_ns"] == int(sys.argv[2]) for d in json.load(open(sys.argv[1]))["delays"]))' w.json "$from")
+	fi
+	if [ "$hn" -gt 0 ] && [ "$gn" -gt 0 ] && [ "$mark" -ge 1 ] && [ "$found" = 1 ]; then
+		good=$((good + 1))
+	else
+		bad="$bad $k(host $hn, guest $gn events, mark $mark, delay found $found)"
+	fi
+done
+[ "$n" -ge 7 ] && [ "$good" = "$n" ] &&
+	tap_ok "each of the $n saved pairs: trace-cmd reads both, why finds the trigger's delay in it, the host file is marked" ||
+	tap_fail "saved pairs: $good of $n good:$bad"
+
+# 2. --max-triggers 2: two saved, the others said and not saved; SIGUSR1 by hand.
+# Fed over 10 s (the kept span is 3.4 s), which the disk check below needs.
+feed b 100 --tick 0.1 --window 1 --after 0.2 --holdoff 0 --max-triggers 2 \
+	--trigger 'wakeup>15ms'
+saved=$(grep -c '^hgtrace flight: trigger [0-9]*: saved' b.log)
+notsaved=$(grep -c '^hgtrace flight: not saved (--max-triggers reached)' b.log)
+[ "$saved" = 2 ] && [ "$notsaved" = 4 ] && [ "$(ls b/flight-*.dat | wc -l)" = 4 ] &&
+	tap_ok "--max-triggers 2: 2 windows saved, the other $notsaved triggers said as not saved" ||
+	tap_fail "--max-triggers 2: $saved saved, $notsaved not: $(ls b)"
+# The disk: only what was fed in the kept span before the last step (the recorder's lag on
+# top), though the feed lasted longer than that span.
+r=$(python3 - b.feed b.log b/t.dat.recording b/t-g.dat.recording << 'EOF'
+import os, re, sys
+steps = [l.split() for l in open(sys.argv[1]) if l.startswith("step ")]
+log = open(sys.argv[2]).read()
+keep = float(re.search(r"keeping the last ([0-9.]+) s", log).group(1))
+lag = float(re.search(r"worst lag ([0-9.]+) s", log).group(1))
+end = float(steps[-1][2])
+total = int(steps[-1][3])
+since = [int(s[3]) for s in steps if float(s[2]) <= end - keep - 0.2 - lag]
+bound = total - (since[-1] if since else 0)
+disk = 0
+for d in sys.argv[3:]:
+    for f in os.listdir(d):
+        if f.startswith("cpu"):
+            disk += os.stat(os.path.join(d, f)).st_blocks * 512
+ok = disk <= bound and bound < total * 0.8
+print("%s %.1f MB of pages on disk at the end, at most %.1f MB fed in the last %.1f s "
+      "(kept %.1f s + 2 ticks + lag %.3f s) of %.1f MB in %.1f s" %
+      ("ok" if ok else "FAIL", disk / 1e6, bound / 1e6, keep + 0.2 + lag, keep, lag,
+       total / 1e6, end - float(steps[0][2])))
+EOF
+)
+case $r in ok*) tap_ok "bounded: ${r#ok }" ;; *) tap_fail "bounded: $r" ;; esac
+
+usr1_at=10 feed c 20 --tick 0.1 --window 1 --after 0.2 --trigger 'wakeup>1s'
+grep -q '^hgtrace flight: trigger 1: by hand' c.log && [ -s c/flight-1.dat ] &&
+	[ -s c/flight-1-g.dat ] && [ "$(trace-cmd report c/flight-1-g.dat 2> /dev/null | wc -l)" -gt 100 ] &&
+	tap_ok "SIGUSR1: a window saved by hand, trace-cmd reads it" ||
+	tap_fail "SIGUSR1: $(tr '\n' '|' < c.log)"
+
+# 3. Bad input: one line each.
+for bad in 'wakeup>5' 'wakeup=5ms' 'pair:sched_switch>5ms' 'exit>5ms' 'bogus>1ms' \
+	'wakeup>5ms:a-name-longer-than-15'; do
+	"$HGTRACE" flight --trigger "$bad" a/t.dat > out.txt 2>&1
+	rc=$?
+	if [ $rc = 2 ] && [ "$(wc -l < out.txt)" = 1 ] && grep -q "trigger '$bad'" out.txt; then
+		tap_ok "--trigger '$bad': exit 2, one line: $(cat out.txt)"
+	else
+		tap_fail "--trigger '$bad': exit $rc: $(tr '\n' '|' < out.txt)"
+	fi
+done
+"$HGTRACE" flight --trigger 'wakeup>5ms' nothing.dat > out.txt 2>&1
+rc=$?
+[ $rc = 1 ] && [ "$(wc -l < out.txt)" = 1 ] && grep -q 'no recording in progress' out.txt &&
+	tap_ok "flight on no recording: exit 1, one line: $(cat out.txt)" ||
+	tap_fail "flight on no recording: exit $rc: $(cat out.txt)"
+"$HGTRACE" flight --window 2 --trigger 'wakeup>5ms' --window 5x a/t.dat > out.txt 2>&1
+rc=$?
+[ $rc = 2 ] && [ "$(wc -l < out.txt)" = 1 ] && grep -q -- "--window '5x'" out.txt &&
+	tap_ok "--window 5x: exit 2, one line" || tap_fail "--window 5x: exit $rc: $(cat out.txt)"
+tap_done
