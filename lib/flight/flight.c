@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <hgtrace/clock.h>
 #include <hgtrace/flight.h>
 #include <hgtrace/output.h>
 #include <hgtrace/tracedat.h>
@@ -97,6 +98,13 @@ struct hgt_flight {
 	double cpu_s;
 	char last_err[256];
 	int ret;
+	/* an x86-tsc host recording without TSC2NSEC: the files written get one, the same in
+	 * all (perf's, or the rate measured over the first second), so that times are ns and
+	 * a delay keeps its times from one search to the next */
+	int tsc; /* 0: not known yet, 1: needed, 2: not needed or known */
+	uint32_t mult, shift;
+	struct hgt_tsc_sample t0;
+	bool t0_ok;
 };
 
 static uint64_t mono(void)
@@ -190,8 +198,9 @@ static void note_size(struct cpu_file *c, uint32_t page, uint64_t now)
 	c->s[c->ns++] = (struct sample){ now, c->size };
 }
 
-/* head.dat's page size, once it is there. */
-static uint32_t page_size(const char *dir)
+/* head.dat's page size, once it is there; *@tsc 1 when its times are x86-tsc cycles with
+ * no TSC2NSEC, else 2. */
+static uint32_t page_size(const char *dir, int *tsc)
 {
 	HGT_OPTS(hgt_open_opts, oo,
 		 .flags = HGT_OPEN_QUIET | HGT_OPEN_NO_PLUGINS | HGT_OPEN_NO_KALLSYMS |
@@ -205,7 +214,15 @@ static uint32_t page_size(const char *dir)
 		return 0;
 	in = hgt_input_open(path, &oo);
 	if (in) {
+		int top = hgt_input_top_buffer(in);
+		const struct hgt_buffer *b = top >= 0 ? hgt_input_buffer(in, top) : NULL;
+		uint32_t m, sh;
+
 		p = hgt_input_page_size(in);
+		*tsc = b && b->clock && !strcmp(b->clock, "x86-tsc") &&
+				       !hgt_input_tsc2nsec(in, &m, &sh, NULL)
+			       ? 1
+			       : 2;
 		hgt_input_close(in);
 	}
 	return p;
@@ -219,8 +236,13 @@ static void scan(struct hgt_flight *f, uint64_t now)
 		struct dirent *e;
 		DIR *dp;
 
-		if (!m->page)
-			m->page = page_size(m->dir);
+		if (!m->page) {
+			int tsc = 2;
+
+			m->page = page_size(m->dir, &tsc);
+			if (!i && m->page)
+				f->tsc = tsc;
+		}
 		dp = m->page ? opendir(m->dir) : NULL;
 		while (dp && (e = readdir(dp))) {
 			char path[4096];
@@ -275,19 +297,28 @@ static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint
 }
 
 struct mark {
-	const struct trig_rec *tr;
+	const struct hgt_flight *f;
+	const struct trig_rec *tr; /* NULL: a search's files */
 	const char *text;
 };
 
-/* The trigger in the saved file: a CPUSTAT line trace-cmd prints as it is. */
+/* TSC2NSEC where the recording lacks it; in a saved window, the trigger: a CPUSTAT line
+ * trace-cmd prints as it is. */
 static int mark_option(void *ctx, struct hgt_output *out)
 {
 	const struct mark *k = ctx;
 	char line[512];
-	int n;
+	int n, ret = 0;
 
-	if (!k)
-		return 0;
+	if (k->f->tsc == 2 && k->f->mult) {
+		uint8_t p[16] = { 0 };
+
+		memcpy(p, &k->f->mult, 4);
+		memcpy(p + 4, &k->f->shift, 4);
+		ret = hgt_output_add_option(out, HGT_OPT_TSC2NSEC, p, sizeof(p));
+	}
+	if (ret || !k->tr)
+		return ret;
 	n = snprintf(line, sizeof(line), FLIGHT_TAG "trigger %d: %s: %llu %llu\n", k->tr->n,
 		     k->text, (unsigned long long)k->tr->hit.from_ns,
 		     (unsigned long long)k->tr->hit.to_ns);
@@ -414,7 +445,9 @@ static void search(struct hgt_flight *f, uint64_t now)
 
 	for (int i = 0; i < f->nm; i++)
 		paths[i] = f->m[i].snap;
-	n = write_members(f, now - f->o.window_ns - f->o.tick_ns, paths, false, NULL, in, which);
+	struct mark k = { f, NULL, NULL };
+
+	n = write_members(f, now - f->o.window_ns - f->o.tick_ns, paths, false, &k, in, which);
 	if (n <= 0) {
 		ret = n;
 		goto out;
@@ -470,7 +503,7 @@ static void save(struct hgt_flight *f, struct trig_rec *tr)
 	char *paths[64] = { 0 };
 	const char *in[64];
 	int which[64];
-	struct mark k = { tr, trig_text(f, &tr->hit) };
+	struct mark k = { f, tr, trig_text(f, &tr->hit) };
 	int n, ret = -ENOMEM;
 
 	tr->n = free_number(f);
@@ -555,12 +588,42 @@ static void trim(struct hgt_flight *f, uint64_t now)
 	}
 }
 
+/* The TSC rate the files get, when the host's recording needs one: the kernel's, else
+ * measured from the start over at least a second. Returns false until it is known. */
+static bool rate_known(struct hgt_flight *f)
+{
+	struct hgt_tsc_sample t1;
+	double ppm = 0;
+
+	if (f->tsc != 1)
+		return f->tsc == 2;
+	if (!hgt_tsc2nsec_read(&f->mult, &f->shift) && f->mult) {
+		say(f, "times in ns: the kernel's TSC2NSEC (mult %u shift %u) in the files written",
+		    f->mult, f->shift);
+	} else {
+		f->mult = 0;
+		if (!f->t0_ok || hgt_tsc_sample_read(&t1) || t1.ns - f->t0.ns < NS)
+			return false;
+		if (hgt_tsc2nsec_measure(&f->t0, &t1, &f->mult, &f->shift, &ppm) || !f->mult) {
+			say(f, "times in TSC cycles: no rate (%s)", hgt_last_error());
+			f->mult = 0;
+		} else {
+			say(f,
+			    "times in ns: the TSC rate measured over %.3f s, +-%.2f ppm (TSC2NSEC mult %u shift %u in the files written)",
+			    (double)(t1.ns - f->t0.ns) / 1e9, ppm, f->mult, f->shift);
+		}
+	}
+	f->tsc = 2;
+	return true;
+}
+
 static void tick(struct hgt_flight *f, bool final)
 {
 	uint64_t now = mono(), took;
 
 	scan(f, now);
-	search(f, now);
+	if (rate_known(f) || final)
+		search(f, now);
 	if (f->manual) {
 		struct hgt__hit h = { .trig = -1, .kind = HGT__TRIG_MANUAL, .pid = -1, .cpu = -1 };
 
@@ -731,6 +794,7 @@ struct hgt_flight *hgt_flight_start(const struct hgt_flight_opts *opts)
 	}
 	f->efd = -1;
 	f->next_n = 1;
+	f->t0_ok = !hgt_tsc_sample_read(&f->t0);
 	ret = check_opts(f, opts);
 	if (!ret && !(f->t = calloc((size_t)f->o.nr_triggers + 1, sizeof(*f->t))))
 		ret = -ENOMEM;
