@@ -24,8 +24,8 @@ struct hgt_flight_opts {
 	const char *const *outputs;
 	int nr_outputs;
 	/* "wakeup>DUR[:COMM|PID]", "timer>DUR", "pair:FROM[:FILTER],TO[:FILTER]>DUR",
-	 * "pair-cpu:..." (matched per CPU), "preempt>DUR", "exit:REASON>DUR"; DUR is a
-	 * number and ns, us, ms or s (hgt_flight_parse_trigger()) */
+	 * "pair-cpu:..." (matched per CPU), "preempt>DUR", "exit:REASON>DUR",
+	 * "marker:TEXT"; DUR is a number and ns, us, ms or s (hgt_flight_parse_trigger()) */
 	const char *const *triggers;
 	int nr_triggers;
 	uint64_t window_ns;  /* pages kept: the last WINDOW (0: 10 s) */

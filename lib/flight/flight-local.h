@@ -13,6 +13,7 @@ enum hgt__trig_kind {
 	HGT__TRIG_PAIR,	   /* why's --from/--to pair */
 	HGT__TRIG_PREEMPT, /* a vCPU thread preempted in the host (one stretch, any tasks) */
 	HGT__TRIG_EXIT,	   /* one exit of a reason handled in the host */
+	HGT__TRIG_MARKER,  /* a trace_marker write (ftrace print) holding a text, anywhere */
 	HGT__TRIG_MANUAL,  /* hgt_flight_trigger() */
 };
 
@@ -24,7 +25,7 @@ struct hgt__trigger {
 	int pid;	  /* WAKEUP: this task only (0: any) */
 	char *from, *to;  /* PAIR: why's --from and --to */
 	bool per_cpu;	  /* PAIR: matched per CPU (pair-cpu:) */
-	char *reason;	  /* EXIT: the reason as the kvm_exit line names it */
+	char *reason;	  /* EXIT: the reason as the kvm_exit line names it; MARKER: the text */
 };
 
 /* One delay or host stretch longer than its trigger's duration. */

@@ -376,6 +376,12 @@ static void describe(const struct hgt_flight *f, const struct hgt__hit *h, char 
 		 (unsigned long long)(h->from_ns % NS), (unsigned long long)(h->to_ns / NS),
 		 (unsigned long long)(h->to_ns % NS));
 	switch (f->t[h->trig].kind) {
+	case HGT__TRIG_MARKER:
+		snprintf(buf, n, "%s: \"%s\" by %s-%d on %s%sCPU %d at %llu.%09llu",
+			 trig_text(f, h), h->cause, h->comm, h->pid, in, *in ? " " : "", h->cpu,
+			 (unsigned long long)(h->from_ns / NS),
+			 (unsigned long long)(h->from_ns % NS));
+		break;
 	case HGT__TRIG_PREEMPT:
 	case HGT__TRIG_EXIT:
 		snprintf(buf, n, "%s: vCPU %d of %s (thread %d) %s: %s", trig_text(f, h), h->cpu,

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <traceevent/event-parse.h>
+
 #include <hgtrace/why.h>
 
 #include "../common/common-local.h"
@@ -99,7 +101,8 @@ int hgt__trigger_parse(const char *text, struct hgt__trigger *t)
 		bool arg;
 	} kinds[] = { { "wakeup", HGT__TRIG_WAKEUP, false },   { "timer", HGT__TRIG_TIMER, false },
 		      { "pair", HGT__TRIG_PAIR, true },	       { "pair-cpu", HGT__TRIG_PAIR, true },
-		      { "preempt", HGT__TRIG_PREEMPT, false }, { "exit", HGT__TRIG_EXIT, true } };
+		      { "preempt", HGT__TRIG_PREEMPT, false }, { "exit", HGT__TRIG_EXIT, true },
+		      { "marker", HGT__TRIG_MARKER, true } };
 	const char *gt, *dur_end;
 	size_t klen;
 	int ret;
@@ -118,7 +121,13 @@ int hgt__trigger_parse(const char *text, struct hgt__trigger *t)
 	if (ret < 0)
 		return bad(
 			text,
-			"expected wakeup>DUR[:COMM|PID], timer>DUR, pair:FROM,TO>DUR, pair-cpu:FROM,TO>DUR, preempt>DUR or exit:REASON>DUR");
+			"expected wakeup>DUR[:COMM|PID], timer>DUR, pair:FROM,TO>DUR, pair-cpu:FROM,TO>DUR, preempt>DUR, exit:REASON>DUR or marker:TEXT");
+	if (t->kind == HGT__TRIG_MARKER) { /* the rest is the text, '>' and all */
+		if (text[klen] != ':' || !text[klen + 1])
+			return bad(text, "expected marker:TEXT");
+		t->reason = strdup(text + klen + 1);
+		return t->reason ? 0 : -ENOMEM;
+	}
 	if (!gt || (ret && text[klen] != ':') || (!ret && text[klen] != '>'))
 		return bad(text, ret ? "expected KIND:WHAT>DUR" : "expected KIND>DUR");
 	/* the duration runs to the end, or to a wakeup's ":TASK" */
@@ -191,6 +200,7 @@ struct stretch {
 	int input, cpu, pid; /* the run of PREEMPTED segments so far */
 	uint64_t from, to, top_ns;
 	char top[64];
+	bool marker_ev; /* a marker trigger: every record is looked at */
 };
 
 static void end_run(struct stretch *s)
@@ -260,6 +270,52 @@ static void on_segment(void *arg, int input, int cpu, int pid, uint64_t from, ui
 					.from_ns = from,
 					.to_ns = to };
 		snprintf(h->cause, sizeof(h->cause), "%s", part->what);
+	}
+}
+
+/* Each record of the pass: an ftrace print (a trace_marker write) holding a marker
+ * trigger's text is a hit at its time. */
+static void on_record(void *arg, int input, struct tep_handle *tep, struct tep_record *rec)
+{
+	struct stretch *s = arg;
+	struct tep_format_field *field;
+	struct tep_event *ev;
+	const char *buf;
+	int len;
+
+	if (!s->marker_ev || !tep)
+		return;
+	ev = tep_find_event_by_record(tep, rec);
+	if (!ev || strcmp(ev->name, "print") || strcmp(ev->system, "ftrace"))
+		return;
+	/* "char buf[]": to the record's end (its size is 0) */
+	field = tep_find_field(ev, "buf");
+	if (!field || field->offset >= rec->size)
+		return;
+	buf = (const char *)rec->data + field->offset;
+	len = field->size ? field->size : rec->size - field->offset;
+	if (field->offset + len > rec->size)
+		return;
+	for (int k = 0; len > 0 && k < s->nt; k++) {
+		const struct hgt__trigger *t = &s->t[k];
+		size_t n = strnlen(buf, (size_t)len);
+		struct hgt__hit *h;
+
+		if (t->kind != HGT__TRIG_MARKER || !memmem(buf, n, t->reason, strlen(t->reason)))
+			continue;
+		h = add_hit(s->f);
+		if (!h)
+			return;
+		*h = (struct hgt__hit){ .trig = k,
+					.kind = HGT__TRIG_MARKER,
+					.input = input,
+					.cpu = rec->cpu,
+					.pid = tep_data_pid(tep, rec),
+					.from_ns = rec->ts,
+					.to_ns = rec->ts };
+		snprintf(h->comm, sizeof(h->comm), "%s", tep_data_comm_from_pid(tep, h->pid));
+		snprintf(h->cause, sizeof(h->cause), "%.*s", (int)strcspn(buf, "\n"), buf);
+		break;
 	}
 }
 
@@ -356,13 +412,17 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 		common |= t[k].kind != HGT__TRIG_PAIR && t[k].kind != HGT__TRIG_MANUAL;
 	for (int pair = common ? -1 : 0; !f.err && pair < nt; pair++) {
 		struct stretch s = { .t = t, .nt = nt, .f = &f };
+
+		for (int k = 0; k < nt; k++)
+			s.marker_ev |= t[k].kind == HGT__TRIG_MARKER;
 		struct hgt_why_result *r;
 		struct hgt_why_opts wo;
 
 		if (pair >= 0 && t[pair].kind != HGT__TRIG_PAIR)
 			continue;
 		why_opts(&wo, t, nt, pair, inputs, n);
-		r = hgt__why_segments(&wo, pair < 0 ? on_segment : NULL, &s);
+		r = hgt__why_scan(&wo, pair < 0 ? on_segment : NULL,
+				  pair < 0 && s.marker_ev ? on_record : NULL, &s);
 		if (!r) {
 			f.err = -errno;
 			break;
@@ -400,7 +460,7 @@ int hgt__trigger_explain(const struct hgt__trigger *t, const char *const *inputs
 		}
 	free(hits);
 	if (ret || !found || !log || t[h->trig].kind == HGT__TRIG_PREEMPT ||
-	    t[h->trig].kind == HGT__TRIG_EXIT)
+	    t[h->trig].kind == HGT__TRIG_EXIT || t[h->trig].kind == HGT__TRIG_MARKER)
 		return ret ? ret : found;
 	/* the delay as why prints it: its parts and its verdict */
 	{

@@ -16,6 +16,15 @@ typedef void (*hgt__why_seg_fn)(void *arg, int input, int cpu, int pid, uint64_t
 struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
 					 void *arg);
 
+/* why.c: hgt__why_segments(), and each record of the merged inputs to @rec_fn as the pass
+ * reads it (its time the report's: a guest's in its host's time) */
+struct tep_handle;
+struct tep_record;
+typedef void (*hgt__why_rec_fn)(void *arg, int input, struct tep_handle *tep,
+				struct tep_record *rec);
+struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
+				     hgt__why_rec_fn rec_fn, void *arg);
+
 /* why.c: @d's verdict in a few words ("preempted by stress-ng (pid 4002)", "inside the
  * guest", "not known") */
 struct hgt_why_delay;

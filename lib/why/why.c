@@ -1025,6 +1025,15 @@ static void emit_segments(const struct why *w, hgt__why_seg_fn fn, void *arg)
 struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
 					 void *arg)
 {
+	return hgt__why_scan(opts, fn, NULL, arg);
+}
+
+/**
+ * hgt__why_scan - hgt__why_segments(), and every record to @rec_fn when not NULL.
+ */
+struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
+				     hgt__why_rec_fn rec_fn, void *arg)
+{
 	struct why w = { 0 };
 	struct hgt_merge *m;
 	struct hgt_why_result *r = NULL;
@@ -1078,6 +1087,8 @@ struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__w
 		int idx = (int)(intptr_t)user;
 
 		ret = 0;
+		if (rec_fn)
+			rec_fn(arg, idx, w.in[idx].tep, rec);
 		if (idx == w.host)
 			host_record(&w, rec);
 		ret = guest_record(&w, idx, rec);

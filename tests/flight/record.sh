@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # record --flight on this machine's real tracefs: numbered trace_marker writes every 5 ms
 # for 8 s, a "usr1" marker and SIGUSR1 to the recorder 3 s in (a trigger by hand; window
-# 1 s, after 1 s, flush 100 ms). Checked, in the trace's own times (trace-cmd report):
+# 1 s, after 1 s, flush 100 ms), and at 5.5 s a marker that --trigger marker:hgt-slow
+# catches (trigger 2, its window saved with the marker in it). Checked, in the trace's own
+# times (trace-cmd report):
 #  - the saved flight-1.dat: trace-cmd reads it; its markers run without a gap; they reach
 #    back at least the window before the usr1 marker and on at least the after time after
 #    it (the window is saved the flush interval later, for its last pages to be written);
@@ -22,7 +24,8 @@ python3 - "$HGTRACE" << 'EOF' > drive.out 2>&1
 import os, signal, subprocess, sys, time
 hg = sys.argv[1]
 p = subprocess.Popen([hg, "record", "--flight", "--window", "1", "--after", "1", "--tick",
-                      "0.1", "--flush-ms", "100", "--trigger", "wakeup>10s", "-e",
+                      "0.1", "--flush-ms", "100", "--trigger", "wakeup>10s", "--trigger",
+                      "marker:hgt-slow", "-e",
                       "sched:sched_process_exit", "-o", "r.dat"],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=open("r.log", "w"))
@@ -37,7 +40,7 @@ while not (os.path.exists("r.dat.recording/head.dat") and
 fd = os.open("/sys/kernel/tracing/instances/hgtrace-%d/trace_marker" % p.pid, os.O_WRONLY)
 start = time.monotonic()
 n = 0
-sent = False
+sent = slow = False
 while time.monotonic() - start < 8:
     n += 1
     os.write(fd, b"hgt-mark %d\n" % n)
@@ -45,6 +48,9 @@ while time.monotonic() - start < 8:
         os.write(fd, b"hgt-usr1\n")
         p.send_signal(signal.SIGUSR1)
         sent = True
+    if not slow and time.monotonic() - start > 5.5:
+        os.write(fd, b"app: hgt-slow request 42\n")
+        slow = True
     time.sleep(0.005)
 os.close(fd)
 p.send_signal(signal.SIGINT)
@@ -52,6 +58,11 @@ print("written %d, exit %d" % (n, p.wait()))
 EOF
 grep -q 'exit 0' drive.out && tap_ok "record --flight: $(cat drive.out)" ||
 	tap_fail "record --flight: $(cat drive.out) $(tr '\n' '|' < r.log)"
+grep -q '^hgtrace flight: trigger 2: marker:hgt-slow: "app: hgt-slow request 42" by python3-[0-9]* on CPU [0-9] at [0-9.]*; its window' r.log &&
+	grep -q '^hgtrace flight: trigger 2: saved flight-2.dat$' r.log &&
+	[ "$(trace-cmd report flight-2.dat 2> /dev/null | grep -c 'hgt-slow request 42$')" = 1 ] &&
+	tap_ok "marker:hgt-slow: trigger 2 by the marker, saved flight-2.dat with it" ||
+	tap_fail "marker:hgt-slow: $(grep 'trigger 2' r.log | tr '\n' '|')"
 grep -q '^hgtrace flight: trigger 1: by hand' r.log &&
 	grep -q '^hgtrace flight: trigger 1: saved flight-1.dat$' r.log &&
 	tap_ok "SIGUSR1: trigger 1 by hand, saved flight-1.dat" ||

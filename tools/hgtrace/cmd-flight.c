@@ -135,6 +135,7 @@ static void usage(FILE *f)
 		"        pair:FROM[:FILTER],TO[:FILTER]>DUR   (pair-cpu: matched per CPU)\n"
 		"        preempt>DUR            a vCPU thread preempted in the host for DUR\n"
 		"        exit:REASON>DUR        one exit of REASON handled in the host for DUR\n"
+		"        marker:TEXT            a trace_marker write holding TEXT (host or guest)\n"
 		"  DUR: a number and ns, us, ms or s. After a trigger, none is taken for --holdoff\n"
 		"  (--after); --max-triggers (10) windows at most. SIGUSR1 triggers by hand.\n"
 		"  Runs until SIGINT/SIGTERM or until the host's recording ends.\n");
