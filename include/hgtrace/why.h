@@ -36,6 +36,8 @@ struct hgt_why_opts {
 	bool host_only;	       /* only the delays whose largest part is the host's */
 	uint64_t ts2secs;      /* TSC cycles per second for inputs timed in cycles (0: the rate
 				* the trace's own timer events show) */
+	bool flight; /* inputs a flight recorder saved (hgtrace flight): the delay its trigger
+		      * marks comes first, whatever its length */
 };
 
 /* What the host did with a vCPU thread. */
@@ -81,6 +83,11 @@ struct hgt_why_result {
 	/* where tsc_hz came from: "--ts2secs", "the recorder's" (stored with the file) or
 	 * "the timers'" (hrtimer expiries against the timestamps) */
 	const char *tsc_how;
+	/* @opts->flight: the mark ("trigger N: TEXT") and its span, NULL when no input has one;
+	 * @flight_first: d[0] is the delay it marks (none overlapped it otherwise) */
+	const char *flight;
+	uint64_t flight_from, flight_to;
+	bool flight_first;
 };
 
 /**

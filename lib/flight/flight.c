@@ -42,7 +42,6 @@
 #include "flight-local.h"
 
 #define NS 1000000000ULL
-#define FLIGHT_TAG "hgtrace flight: "
 
 struct sample {
 	uint64_t t, size; /* at monotonic time t the file was size bytes (whole pages) */
@@ -319,7 +318,7 @@ static int mark_option(void *ctx, struct hgt_output *out)
 	}
 	if (ret || !k->tr)
 		return ret;
-	n = snprintf(line, sizeof(line), FLIGHT_TAG "trigger %d: %s: %llu %llu\n", k->tr->n,
+	n = snprintf(line, sizeof(line), HGT__FLIGHT_TAG "trigger %d: %s: %llu %llu\n", k->tr->n,
 		     k->text, (unsigned long long)k->tr->hit.from_ns,
 		     (unsigned long long)k->tr->hit.to_ns);
 	return hgt_output_add_option(out, HGT_OPT_CPUSTAT, line, (uint32_t)n);

@@ -63,5 +63,7 @@ int hgt__formats_parse(struct hgt_input *in);
  * (TSC cycles where the file has no TSC2NSEC). The sync check decides only the guest events
  * within it: outside it the host's CPUs are not all there. */
 #define HGT__WINDOW_TAG "hgtrace window: "
+/* A flight recorder's saved window (lib/flight/): "trigger N: TEXT: FROM TO" in report ns */
+#define HGT__FLIGHT_TAG "hgtrace flight: "
 
 #endif

@@ -28,6 +28,7 @@
 #include "../merge/merge-local.h"
 #include "../common/common-local.h"
 #include "../private/report.h"
+#include "../private/tracedat.h"
 #include "../private/why.h"
 
 /* ---- a u64 -> u64 map (open addressing, backward-shift deletion) ---- */
@@ -888,7 +889,60 @@ struct result {
 	struct cat *cats;	 /* the parts' names */
 	char **names;
 	int nr_names;
+	char *flight;
 };
+
+/* --flight: the mark of a flight recorder's window in an input's CPUSTAT, and the delay
+ * that overlaps it most moved to the front of @w->d (sorted). */
+static int flight_first(struct why *w, struct result *res)
+{
+	size_t best = SIZE_MAX;
+	uint64_t least = 0;
+
+	for (int i = 0; i < w->n && !res->flight; i++) {
+		const char *s = strstr(hgt_input_cpustat(w->in[i].in), HGT__FLIGHT_TAG), *e, *sp;
+		unsigned long long a, b;
+
+		if (!s)
+			continue;
+		s += strlen(HGT__FLIGHT_TAG);
+		e = s + strcspn(s, "\n");
+		/* "trigger N: TEXT: FROM TO", TEXT may hold ':' and spaces: from the end */
+		for (sp = e; sp > s && sp[-1] != ':'; sp--)
+			;
+		if (sp == s || sscanf(sp, " %llu %llu", &a, &b) != 2)
+			continue;
+		res->flight = strndup(s, (size_t)(sp - 1 - s));
+		if (!res->flight)
+			return -ENOMEM;
+		res->r.flight = res->flight;
+		res->r.flight_from = a;
+		res->r.flight_to = b;
+	}
+	/* of the delays that meet the span (a marker's instant lies inside its delay), the one
+	 * whose ends are nearest its ends */
+	for (size_t j = 0; res->flight && j < w->nr_d; j++) {
+		const struct delay *d = &w->d[j];
+		uint64_t a = res->r.flight_from, b = res->r.flight_to, off;
+
+		if (d->from > b || d->to < a)
+			continue;
+		off = (d->from > a ? d->from - a : a - d->from) +
+		      (d->to > b ? d->to - b : b - d->to);
+		if (best == SIZE_MAX || off < least) {
+			least = off;
+			best = j;
+		}
+	}
+	if (best != SIZE_MAX) {
+		struct delay d = w->d[best];
+
+		memmove(&w->d[1], &w->d[0], sizeof(*w->d) * best);
+		w->d[0] = d;
+		res->r.flight_first = true;
+	}
+	return 0;
+}
 
 static struct hgt_why_result *build(struct why *w)
 {
@@ -903,6 +957,8 @@ static struct hgt_why_result *build(struct why *w)
 	res->r.tsc_how = w->hz_how;
 	if (w->nr_d)
 		qsort(w->d, w->nr_d, sizeof(*w->d), cmp_delay);
+	if (w->o.flight && flight_first(w, res))
+		goto nomem;
 	keep = w->o.threshold_ns || (size_t)w->o.top > w->nr_d ? w->nr_d : (size_t)w->o.top;
 	/* the parts' names are the categories: the result takes them over */
 	res->cats = w->cats;
@@ -1120,6 +1176,7 @@ void hgt_why_free(struct hgt_why_result *r)
 		free(res->names[i]);
 	free(res->names);
 	free(res->cats);
+	free(res->flight);
 	free(res);
 }
 
@@ -1172,6 +1229,15 @@ static void print_json(const struct hgt_why_result *r, FILE *f)
 		fputs("null", f);
 	fprintf(f, ",\"tsc_hz\":%llu,\"tsc_rate_from\":", (unsigned long long)r->tsc_hz);
 	hgt__json_str(f, r->tsc_how ? r->tsc_how : "", r->tsc_how ? strlen(r->tsc_how) : 0);
+	fputs(",\"flight\":", f);
+	if (r->flight) {
+		hgt__json_str(f, r->flight, strlen(r->flight));
+		fprintf(f, ",\"flight_from_ns\":%llu,\"flight_to_ns\":%llu,\"flight_first\":%s",
+			(unsigned long long)r->flight_from, (unsigned long long)r->flight_to,
+			r->flight_first ? "true" : "false");
+	} else {
+		fputs("null", f);
+	}
 	fputs(",\"found\":{", f);
 	fprintf(f, "\"wakeup\":%llu,\"timer\":%llu,\"pair\":%llu},\"delays\":[",
 		(unsigned long long)r->found[0], (unsigned long long)r->found[1],
@@ -1216,6 +1282,10 @@ static void print_table(const struct hgt_why_result *r, FILE *f)
 		(unsigned long long)r->found[0], (unsigned long long)r->found[1],
 		(unsigned long long)r->found[2], r->nr, r->host ? "; host: " : "; no host trace",
 		r->host ? r->host : "");
+	if (r->flight)
+		fprintf(f, "flight recorder's window: %s: %s\n", r->flight,
+			r->flight_first ? "#1 is its delay"
+					: "no delay here overlaps it (see the window's events)");
 	if (r->tsc_hz)
 		fprintf(f, "times: TSC cycles made ns at %llu Hz (%s rate)\n",
 			(unsigned long long)r->tsc_hz, r->tsc_how ? r->tsc_how : "the given");

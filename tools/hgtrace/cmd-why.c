@@ -28,6 +28,8 @@ static void usage(FILE *f)
 		"  --ts2secs HZ         TSC cycles per second, for x86-tsc traces without TSC2NSEC\n"
 		"                       (default: the rate the trace's timer events show)\n"
 		"  --host-only          only the delays the host caused most of\n"
+		"  --flight             a flight recorder's window (hgtrace flight): the delay its\n"
+		"                       trigger marks first, whatever its length\n"
 		"  --json               one JSON object instead of the table\n"
 		"  -o FILE              write to FILE\n"
 		"  --save PREFIX        each delay's window as files PREFIX-K.dat (the host),\n"
@@ -64,6 +66,7 @@ int cmd_why(int argc, char **argv)
 		O_JSON,
 		O_HZ,
 		O_HOST,
+		O_FLIGHT,
 		O_SAVE,
 		O_AROUND
 	};
@@ -78,6 +81,7 @@ int cmd_why(int argc, char **argv)
 		{ "json", no_argument, NULL, O_JSON },
 		{ "ts2secs", required_argument, NULL, O_HZ },
 		{ "host-only", no_argument, NULL, O_HOST },
+		{ "flight", no_argument, NULL, O_FLIGHT },
 		{ "save", required_argument, NULL, O_SAVE },
 		{ "save-around", required_argument, NULL, O_AROUND },
 		{ "output", required_argument, NULL, 'o' },
@@ -121,6 +125,9 @@ int cmd_why(int argc, char **argv)
 			break;
 		case O_JSON:
 			json = true;
+			break;
+		case O_FLIGHT:
+			wo.flight = true;
 			break;
 		case O_HOST:
 			wo.host_only = true;
