@@ -102,7 +102,9 @@ struct viewer {
 	uint64_t tsc_hz;	      /* TSC cycles were made ns at this rate (0: were ns) */
 	const char *tsc_how;	      /* where it came from, or why there is none */
 	char why_note[512];	      /* why the delays were not analysed ("": they were) */
-	char first_clock[32];	      /* the first trace.dat's trace clock */
+	char flight[512];	      /* a flight recorder's window: its trigger ("": none) */
+	uint64_t flight_from, flight_to;
+	char first_clock[32]; /* the first trace.dat's trace clock */
 };
 
 /* ---- strings ---- */
@@ -789,6 +791,9 @@ static int pass(struct viewer *v)
 		v->nr_src = ns;
 		ret = rate(v, s, n, ns);
 	}
+	for (int i = 0; !ret && i < n && !v->flight[0]; i++)
+		hgt__flight_mark(ins[i], v->flight, sizeof(v->flight), &v->flight_from,
+				 &v->flight_to);
 	if (!ret) {
 		sc = hgt_sync_check_new(ins, n, NULL);
 		v->host = sc ? hgt_sync_check_host(sc) : -1;
@@ -1119,6 +1124,16 @@ static int write_page(struct viewer *v)
 	hgt__json_str(f, v->tsc_how ? v->tsc_how : "", v->tsc_how ? strlen(v->tsc_how) : 0);
 	fputs(",\"whyNote\":", f);
 	hgt__json_str(f, v->why_note, strlen(v->why_note));
+	fputs(",\"flight\":", f);
+	if (v->flight[0] && v->flight_from >= v->t0) {
+		fputs("{\"title\":", f);
+		hgt__json_str(f, v->flight, strlen(v->flight));
+		fprintf(f, ",\"from\":%llu,\"to\":%llu}",
+			(unsigned long long)(v->flight_from - v->t0),
+			(unsigned long long)(v->flight_to - v->t0));
+	} else {
+		fputs("null", f);
+	}
 	fputs(",\"files\":[", f);
 	for (int i = 0; i < v->nr_paths + v->nr_probes; i++) {
 		const char *p = i < v->nr_paths ? v->paths[i] : v->probes[i - v->nr_paths];

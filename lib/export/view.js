@@ -278,6 +278,13 @@
     ctx.clearRect(0, 0, W, HEIGHT);
     ctx.font = "11px DejaVu Sans, sans-serif";
     ruler();
+    if (D.flight) { // the flight recorder's trigger: a band over every track
+      const a = Math.max(X(D.flight.from), GUTTER), b = Math.min(X(D.flight.to), W);
+      if (b >= GUTTER && a <= W) {
+        ctx.fillStyle = "rgba(233,30,99,0.18)";
+        ctx.fillRect(a - 1, RULER, Math.max(b - a, 1) + 2, HEIGHT - RULER);
+      }
+    }
     for (const w of D.why) {
       const a = Math.max(X(w.from), GUTTER), b = Math.min(X(w.to), W);
       if (b < GUTTER || a > W) continue;
@@ -416,6 +423,13 @@
   const why = document.getElementById("why");
   why.innerHTML = D.why.length ? "<b>worst guest delays the host caused</b> (hgtrace why --host-only; click to zoom):"
     : D.whyNote ? esc(D.whyNote) : "no guest delay the host caused most of";
+  if (D.flight) {
+    const el = document.createElement("div");
+    el.className = "flight";
+    el.textContent = `saved by the flight recorder for ${D.flight.title} (the pink band; click to zoom)`;
+    el.onclick = () => { const m = (D.flight.to - D.flight.from) * 0.5 + 1000; zoomTo(D.flight.from - m, D.flight.to + m); };
+    why.insertBefore(el, why.firstChild);
+  }
   D.why.forEach((w) => {
     const el = document.createElement("div");
     el.className = w.host ? "host" : "";
@@ -444,7 +458,7 @@
   function publish() {
     const h = new URLSearchParams(location.hash.slice(1)), s = {
       tracks: tracks.map((t) => ({ name: t.name, group: t.group, kind: t.kind, n: t.n })),
-      events: D.events, why: D.why.length, exitKey: exits.map((i) => LAB[i]), firstPaintMs: Math.round(firstPaint - started),
+      events: D.events, why: D.why.length, flight: D.flight ? D.flight.title : null, exitKey: exits.map((i) => LAB[i]), firstPaintMs: Math.round(firstPaint - started),
       loadMs: Math.round(performance.now()),
     };
     if (h.get("zoom")) {

@@ -65,5 +65,10 @@ int hgt__formats_parse(struct hgt_input *in);
 #define HGT__WINDOW_TAG "hgtrace window: "
 /* A flight recorder's saved window (lib/flight/): "trigger N: TEXT: FROM TO" in report ns */
 #define HGT__FLIGHT_TAG "hgtrace flight: "
+/* input.c: @in's flight mark: "trigger N: TEXT" into @text (@n bytes) and its span; false
+ * when it has none */
+struct hgt_input;
+bool hgt__flight_mark(const struct hgt_input *in, char *text, size_t n, uint64_t *from,
+		      uint64_t *to);
 
 #endif

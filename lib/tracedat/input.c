@@ -749,6 +749,30 @@ const char *hgt_input_cpustat(const struct hgt_input *in)
 	return in->cpustat ? in->cpustat : "";
 }
 
+/**
+ * hgt__flight_mark - the flight recorder's mark in @in's CPUSTAT ("hgtrace flight: trigger
+ * N: TEXT: FROM TO"; TEXT may hold ':' and spaces, so the span is read from the end).
+ */
+bool hgt__flight_mark(const struct hgt_input *in, char *text, size_t n, uint64_t *from,
+		      uint64_t *to)
+{
+	const char *s = strstr(hgt_input_cpustat(in), HGT__FLIGHT_TAG), *e, *sp;
+	unsigned long long a, b;
+
+	if (!s)
+		return false;
+	s += strlen(HGT__FLIGHT_TAG);
+	e = s + strcspn(s, "\n");
+	for (sp = e; sp > s && sp[-1] != ':'; sp--)
+		;
+	if (sp == s || sscanf(sp, " %llu %llu", &a, &b) != 2 || a > b)
+		return false;
+	snprintf(text, n, "%.*s", (int)(sp - 1 - s), s);
+	*from = a;
+	*to = b;
+	return true;
+}
+
 const char *hgt_input_uname(const struct hgt_input *in)
 {
 	const struct hgt_option *o = hgt_input_option(in, HGT_OPT_UNAME);

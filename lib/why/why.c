@@ -900,24 +900,15 @@ static int flight_first(struct why *w, struct result *res)
 	uint64_t least = 0;
 
 	for (int i = 0; i < w->n && !res->flight; i++) {
-		const char *s = strstr(hgt_input_cpustat(w->in[i].in), HGT__FLIGHT_TAG), *e, *sp;
-		unsigned long long a, b;
+		char text[512];
 
-		if (!s)
+		if (!hgt__flight_mark(w->in[i].in, text, sizeof(text), &res->r.flight_from,
+				      &res->r.flight_to))
 			continue;
-		s += strlen(HGT__FLIGHT_TAG);
-		e = s + strcspn(s, "\n");
-		/* "trigger N: TEXT: FROM TO", TEXT may hold ':' and spaces: from the end */
-		for (sp = e; sp > s && sp[-1] != ':'; sp--)
-			;
-		if (sp == s || sscanf(sp, " %llu %llu", &a, &b) != 2)
-			continue;
-		res->flight = strndup(s, (size_t)(sp - 1 - s));
+		res->flight = strdup(text);
 		if (!res->flight)
 			return -ENOMEM;
 		res->r.flight = res->flight;
-		res->r.flight_from = a;
-		res->r.flight_to = b;
 	}
 	/* of the delays that meet the span (a marker's instant lies inside its delay), the one
 	 * whose ends are nearest its ends */

@@ -10,7 +10,8 @@
 #    host task's pid; inside the guest), those under are not;
 #  - preempt>20ms fires once, for the 30 ms preemption, on its vCPU thread, by its task;
 #  - each trigger's saved pair: trace-cmd reads both; why on it finds the same delay, its
-#    host file carries the trigger's mark, and why --flight --top 1 shows that delay;
+#    host file carries the trigger's mark, why --flight --top 1 shows that delay, and the
+#    merged report's sync check says consistent; view's page carries the trigger;
 #  - the disk holds no more than the pages fed in the kept span (window, after, 2 ticks,
 #    2 s), two ticks and the lag, though the feed is three times as long;
 #  - --max-triggers 2 saves two and says the rest; SIGUSR1 saves a window by hand;
@@ -138,15 +139,24 @@ for h in a/flight-[0-9]*.dat; do
 		"$HGTRACE" why --json --flight --top 1 "$h" "a/flight-$k-g.dat" > wf.json
 		first=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(int(r["flight_first"] and r["flight"].startswith("trigger %s: " % sys.argv[3]) and r["delays"][0]["from_ns"] == int(sys.argv[2])))' wf.json "$from" "$k")
 	fi
-	if [ "$hn" -gt 0 ] && [ "$gn" -gt 0 ] && [ "$mark" -ge 1 ] && [ "$found" = 1 ] && [ "$first" = 1 ]; then
+	# the merged report's sync check: consistent (the saved span of every CPU is marked)
+	sync=$("$HGTRACE" report "$h" "a/flight-$k-g.dat" 2>&1 > /dev/null | grep -c 'sync check: .* 0 outside .*(consistent)')
+	if [ "$hn" -gt 0 ] && [ "$gn" -gt 0 ] && [ "$mark" -ge 1 ] && [ "$found" = 1 ] &&
+		[ "$first" = 1 ] && [ "$sync" = 1 ]; then
 		good=$((good + 1))
 	else
-		bad="$bad $k(host $hn, guest $gn events, mark $mark, delay found $found, first with --flight $first)"
+		bad="$bad $k(host $hn, guest $gn events, mark $mark, delay found $found, first with --flight $first, consistent $sync)"
 	fi
 done
 [ "$n" -ge 7 ] && [ "$good" = "$n" ] &&
-	tap_ok "each of the $n saved pairs: trace-cmd reads both, why finds the trigger's delay in it, the host file is marked, why --flight --top 1 shows that delay" ||
+	tap_ok "each of the $n saved pairs: trace-cmd reads both, why finds the trigger's delay in it, the host file is marked, why --flight --top 1 shows that delay, the report's sync check says consistent" ||
 	tap_fail "saved pairs: $good of $n good:$bad"
+# view of the first: its page carries the trigger (the band and the line above the delays)
+"$HGTRACE" view -o f1.html a/flight-1.dat a/flight-1-g.dat 2> /dev/null
+t1=$(sed -n 's/^hgtrace flight: trigger 1: \([a-z>0-9:-]*\): .*its window.*/\1/p' a.log)
+grep -qF "\"flight\":{\"title\":\"trigger 1: $t1\"" f1.html &&
+	tap_ok "view of flight-1: the page carries trigger 1 ($t1) to highlight" ||
+	tap_fail "view of flight-1: no trigger 1 ($t1) in the page: $(grep -o '"flight":[^,]*' f1.html)"
 
 # 2. --max-triggers 2: two saved, the others said and not saved; SIGUSR1 by hand.
 # Fed over 10 s (the kept span is 3.4 s), which the disk check below needs.
