@@ -96,6 +96,9 @@ struct hgt_flight {
 	uint64_t last_taken, start, keep;
 	/* the cost, for the summary */
 	uint64_t searches, worst_lag, disk_peak;
+	uint64_t write_ns;    /* the last search's writing of the window */
+	uint64_t prev_search; /* when the last search began (0: none yet) */
+	uint64_t unsearched;  /* time no search covered: searches more than a window apart */
 	double cpu_s;
 	char last_err[256];
 	int ret;
@@ -450,11 +453,25 @@ static void search(struct hgt_flight *f, uint64_t now)
 	struct hgt__hit *hits = NULL;
 	int nr = 0, n, ret;
 
+	struct mark k = { f, NULL, NULL };
+	uint64_t t0 = mono();
+
 	for (int i = 0; i < f->nm; i++)
 		paths[i] = f->m[i].snap;
-	struct mark k = { f, NULL, NULL };
-
 	n = write_members(f, now - f->o.window_ns - f->o.tick_ns, paths, false, &k, in, which);
+	f->write_ns = mono() - t0;
+	/* a search covers the window before it: after a longer gap, what fell between */
+	if (n > 0 && f->prev_search && now - f->prev_search > f->o.window_ns + f->o.tick_ns) {
+		uint64_t gap = now - f->prev_search - f->o.window_ns - f->o.tick_ns;
+
+		f->unsearched += gap;
+		say(f,
+		    "behind: %.3f s of the recording went unsearched (searches %.3f s apart, the window is %.3f s)",
+		    (double)gap / 1e9, (double)(now - f->prev_search) / 1e9,
+		    (double)f->o.window_ns / 1e9);
+	}
+	if (n > 0)
+		f->prev_search = now;
 	if (n <= 0) {
 		ret = n;
 		goto out;
@@ -697,7 +714,9 @@ static void tick(struct hgt_flight *f, bool final)
 
 		secs(a, sizeof(a), took);
 		secs(b, sizeof(b), f->o.tick_ns);
-		say(f, "behind: a search of the window took %s, ticks are %s apart", a, b);
+		say(f,
+		    "behind: a search of the window took %s (%.3f s of it writing the window), ticks are %s apart",
+		    a, (double)f->write_ns / 1e9, b);
 		f->worst_lag = took - f->o.tick_ns;
 	}
 }
@@ -934,10 +953,10 @@ static void summary(struct hgt_flight *f)
 		say(f, "  %d: %s%s", t->n, d, t->saved ? "" : " (not saved)");
 	}
 	say(f,
-	    "cost: %llu searches, %.3f s of CPU in %.1f s (%.1f %% of one CPU), worst lag %.3f s, at most %.1f MB of pages on disk",
+	    "cost: %llu searches, %.3f s of CPU in %.1f s (%.1f %% of one CPU), worst lag %.3f s, %.3f s unsearched, at most %.1f MB of pages on disk",
 	    (unsigned long long)f->searches, f->cpu_s, (double)ran / 1e9,
 	    ran ? 100.0 * f->cpu_s * 1e9 / (double)ran : 0.0, (double)f->worst_lag / 1e9,
-	    (double)f->disk_peak / 1e6);
+	    (double)f->unsearched / 1e9, (double)f->disk_peak / 1e6);
 }
 
 int hgt_flight_stop(struct hgt_flight *f)
