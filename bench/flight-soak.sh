@@ -52,7 +52,7 @@ while kill -0 $wp 2> /dev/null; do
 	sleep 1
 done
 wait $wp
-read -r rss < <(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' /proc/$rp/status)
+read -r rss < <(awk '/^VmHWM:/ { print $2 }' /proc/$rp/status)
 read -r u s < <(awk '{ print $14 / 100, $15 / 100 }' /proc/$rp/stat)
 kill -INT $rp
 wait $rp

@@ -56,6 +56,7 @@ struct cpu_file {
 	struct sample *s; /* oldest first */
 	int ns, cap;
 	uint64_t size, trimmed;
+	bool punch_failed; /* said once */
 };
 
 /* One recording: the host's or a guest's. */
@@ -624,9 +625,8 @@ out:
 static void trim(struct hgt_flight *f, uint64_t now)
 {
 	uint64_t disk = 0, before = now - f->keep;
+	bool trimming = now - f->start >= f->keep;
 
-	if (now - f->start < f->keep)
-		return;
 	for (int i = 0; i < f->ntr; i++)
 		if (!f->tr[i].n && saved_since(f, &f->tr[i]) < before)
 			before = saved_since(f, &f->tr[i]);
@@ -637,16 +637,19 @@ static void trim(struct hgt_flight *f, uint64_t now)
 			struct stat st;
 			int drop = 0;
 
-			if (to > c->trimmed &&
-			    !fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				       (off_t)c->trimmed, (off_t)(to - c->trimmed)))
+			if (!trimming || to <= c->trimmed || c->punch_failed)
+				;
+			else if (!fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					    (off_t)c->trimmed, (off_t)(to - c->trimmed)))
 				c->trimmed = to;
-			else if (to > c->trimmed && c->trimmed == 0)
+			else {
+				c->punch_failed = true;
 				say(f,
 				    "%s: old pages cannot be freed (%s): the disk holds all of it",
 				    c->path, strerror(errno));
+			}
 			/* the samples the next trims need: the last at or before now - keep */
-			while (drop + 1 < c->ns && c->s[drop + 1].t <= before)
+			while (trimming && drop + 1 < c->ns && c->s[drop + 1].t <= before)
 				drop++;
 			memmove(c->s, c->s + drop, sizeof(*c->s) * (size_t)(c->ns - drop));
 			c->ns -= drop;
