@@ -92,6 +92,9 @@ struct hgt_sim_opts {
 	/* no guest event closer than entry_gap cycles after its run's start (kvm_entry) or
 	 * exit_gap before its end (kvm_exit); 0 each: 300 */
 	uint64_t entry_gap, exit_gap;
+	/* host CPUs (bit N: CPU N) whose switches out of idle the host trace leaves out, as
+	 * some virtual machines' kernels do (this project's: CPU 1) */
+	uint64_t no_idle_exit;
 };
 
 struct hgt_sim_result {

@@ -531,6 +531,8 @@ static int sched_switch(struct sim *s, int hcpu, uint64_t ts, int prev, int next
 	struct rec r;
 	char a[32], b[32];
 
+	if (prev == -1 && hcpu < 64 && (s->o.no_idle_exit >> hcpu & 1))
+		return 0; /* left out, as some kernels do */
 	host_comm(s, a, sizeof(a), prev, hcpu);
 	host_comm(s, b, sizeof(b), next, hcpu);
 	rec_start(s, &r, EV_SCHED_SWITCH, host_pid(s, prev, hcpu));
@@ -1251,10 +1253,11 @@ int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res)
 	    s->o.nr_host_cpus > 1024 || !s->o.host_path || !s->o.guest_path ||
 	    (s->o.ratio && (s->o.frac > 63 || s->o.ratio < (1ULL << s->o.frac) / 4 ||
 			    s->o.ratio > (1ULL << s->o.frac) * 4)) ||
-	    (s->o.drift_ppb && (s->o.ratio || s->o.offset_step)) || s->o.offset_step < 0) {
+	    (s->o.drift_ppb && (s->o.ratio || s->o.offset_step)) || s->o.offset_step < 0 ||
+	    (s->o.nr_host_cpus < 64 && s->o.no_idle_exit >> s->o.nr_host_cpus)) {
 		ret = sim_error(
 			s, EINVAL,
-			"bad parameters: 1-%d vCPUs, 1-1024 host CPUs, both paths, a ratio within 1/4..4 of 1 << frac (frac <= 63), drift with neither scaling nor an offset step",
+			"bad parameters: 1-%d vCPUs, 1-1024 host CPUs, both paths, a ratio within 1/4..4 of 1 << frac (frac <= 63), drift with neither scaling nor an offset step, no-idle-exit CPUs among the host's",
 			HGT_SIM_MAX_VCPUS);
 		free(s);
 		return ret;

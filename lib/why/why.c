@@ -175,6 +175,7 @@ struct why {
 		*wk_pid, *wk_cpu, *irq_nr, *irq_name, *sirq_vec;
 	int nr_cpus;
 	uint32_t *cpu_cat; /* the preempted-by category of the task running on each host CPU */
+	int *cpu_pid;	   /* and its pid (-1: not known yet) */
 	int *cpu_waiters;
 	struct thread *th;
 	int nr_th;
@@ -320,22 +321,59 @@ static bool halted(const struct why *w, const struct thread *t)
 static const char *const softirqs[] = { "HI",	    "TIMER",   "NET_TX", "NET_RX",  "BLOCK",
 					"IRQ_POLL", "TASKLET", "SCHED",	 "HRTIMER", "RCU" };
 
+/*
+ * Host CPU @cpu runs @pid (@comm, @n bytes) from @ts: the threads waiting for it are
+ * preempted by that task, and a vCPU thread among them runs again. Called at each switch
+ * in, and at any record whose task is not the one the CPU was known to run: a kernel may
+ * leave switches out of its trace (this project's VMs record none out of idle on CPU 1).
+ */
+static void cpu_runs(struct why *w, int cpu, int pid, const char *comm, size_t n, uint64_t ts)
+{
+	uint32_t by = intern(w, HGT_WHY_PREEMPTED, pid, pid ? comm : "idle", pid ? n : 4);
+	struct thread *t;
+
+	w->cpu_cat[cpu] = by;
+	w->cpu_pid[cpu] = pid;
+	if (w->cpu_waiters[cpu])
+		for (int i = 0; i < w->nr_th; i++)
+			if (w->th[i].waiting && w->th[i].wait_cpu == cpu && w->th[i].pid != pid)
+				seg(&w->th[i], by, ts);
+	t = thread_of(w, pid);
+	if (t) {
+		if (t->waiting)
+			w->cpu_waiters[t->wait_cpu]--;
+		t->waiting = false;
+		t->irq_depth = 0;
+		/* under TCG (no kvm events) the thread runs the guest whenever it runs */
+		seg(t,
+		    !w->entry || !w->exit_	 ? w->c_guest
+		    : t->last_exit != UINT32_MAX ? t->last_exit
+						 : w->c_host,
+		    ts);
+	}
+}
+
 static void host_record(struct why *w, struct tep_record *rec)
 {
 	struct tep_handle *tep = hgt_input_tep(w->in[w->host].in);
-	int type = tep_data_type(tep, rec), cpu = rec->cpu;
+	int type = tep_data_type(tep, rec), cpu = rec->cpu, pid = tep_data_pid(tep, rec);
 	struct thread *t;
 
 	if (rec->ts > w->host_end)
 		w->host_end = rec->ts;
+	if (cpu >= 0 && cpu < w->nr_cpus && pid >= 0 && pid != w->cpu_pid[cpu]) {
+		const char *comm = pid ? tep_data_comm_from_pid(tep, pid) : "";
+
+		cpu_runs(w, cpu, pid, comm, strlen(comm), rec->ts);
+	}
 	if (w->entry && type == w->entry->id) {
-		t = thread_of(w, tep_data_pid(tep, rec));
+		t = thread_of(w, pid);
 		if (t) {
 			t->irq_depth = 0;
 			seg(t, w->c_guest, rec->ts);
 		}
 	} else if (w->exit_ && type == w->exit_->id) {
-		t = thread_of(w, tep_data_pid(tep, rec));
+		t = thread_of(w, pid);
 		if (t) {
 			t->last_exit = exit_cat(w, rec);
 			t->irq_depth = 0;
@@ -346,12 +384,9 @@ static void host_record(struct why *w, struct tep_record *rec)
 		    next = (int)hgt__field_num(w->sw_next, rec);
 		const char *comm = "";
 		size_t n = str(w->sw_ncomm, rec, &comm);
-		uint32_t by;
 
 		if (cpu < 0 || cpu >= w->nr_cpus)
 			return;
-		by = intern(w, HGT_WHY_PREEMPTED, next, next ? comm : "idle", next ? n : 4);
-		w->cpu_cat[cpu] = by;
 		t = thread_of(w, prev);
 		if (t) {
 			t->irq_depth = 0;
@@ -363,24 +398,7 @@ static void host_record(struct why *w, struct tep_record *rec)
 			if (!t->waiting)
 				seg(t, halted(w, t) ? w->c_halted : w->c_blocked, rec->ts);
 		}
-		if (w->cpu_waiters[cpu])
-			for (int i = 0; i < w->nr_th; i++)
-				if (w->th[i].waiting && w->th[i].wait_cpu == cpu &&
-				    w->th[i].pid != next)
-					seg(&w->th[i], by, rec->ts);
-		t = thread_of(w, next);
-		if (t) {
-			if (t->waiting)
-				w->cpu_waiters[t->wait_cpu]--;
-			t->waiting = false;
-			t->irq_depth = 0;
-			/* under TCG (no kvm events) the thread runs the guest whenever it runs */
-			seg(t,
-			    !w->entry || !w->exit_	 ? w->c_guest
-			    : t->last_exit != UINT32_MAX ? t->last_exit
-							 : w->c_host,
-			    rec->ts);
-		}
+		cpu_runs(w, cpu, next, comm, n, rec->ts);
 	} else if ((w->wake1 && type == w->wake1->id) || (w->wake2 && type == w->wake2->id)) {
 		struct tep_event *ev = w->wake1 && type == w->wake1->id ? w->wake1 : w->wake2;
 		struct tep_format_field *tc = tep_find_field(ev, "target_cpu");
@@ -396,7 +414,7 @@ static void host_record(struct why *w, struct tep_record *rec)
 			    rec->ts);
 		}
 	} else if ((w->irq_en && type == w->irq_en->id) || (w->sirq_en && type == w->sirq_en->id)) {
-		t = thread_of(w, tep_data_pid(tep, rec));
+		t = thread_of(w, pid);
 		if (t && !t->waiting && t->n) {
 			char what[48];
 			int id;
@@ -419,7 +437,7 @@ static void host_record(struct why *w, struct tep_record *rec)
 			seg(t, intern_str(w, HGT_WHY_IRQ, id, what), rec->ts);
 		}
 	} else if ((w->irq_ex && type == w->irq_ex->id) || (w->sirq_ex && type == w->sirq_ex->id)) {
-		t = thread_of(w, tep_data_pid(tep, rec));
+		t = thread_of(w, pid);
 		if (t && t->irq_depth && !--t->irq_depth)
 			seg(t, t->saved, rec->ts);
 	}
@@ -1028,6 +1046,7 @@ static void why_free(struct why *w, struct hgt_merge *m)
 	map_free(&w->exit_cat);
 	free(w->cats);
 	free(w->cpu_cat);
+	free(w->cpu_pid);
 	free(w->cpu_waiters);
 	free(w->d);
 	trace_seq_destroy(&w->seq);
@@ -1124,11 +1143,14 @@ struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_s
 		int n = w.nr_cpus > 0 ? w.nr_cpus : 1;
 
 		w.cpu_cat = malloc(sizeof(*w.cpu_cat) * (size_t)n);
+		w.cpu_pid = malloc(sizeof(*w.cpu_pid) * (size_t)n);
 		w.cpu_waiters = calloc((size_t)n, sizeof(*w.cpu_waiters));
-		if (!w.cpu_cat || !w.cpu_waiters)
+		if (!w.cpu_cat || !w.cpu_pid || !w.cpu_waiters) {
 			ret = -ENOMEM;
-		else
+		} else {
 			memset(w.cpu_cat, 0xff, sizeof(*w.cpu_cat) * (size_t)n);
+			memset(w.cpu_pid, 0xff, sizeof(*w.cpu_pid) * (size_t)n);
+		}
 	}
 	while (!ret && (ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
 		int idx = (int)(intptr_t)user;

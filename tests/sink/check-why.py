@@ -16,7 +16,8 @@ From trace-cmd's lines this script derives, on its own, every guest delay (wakeu
 sched_waking/sched_wakeup of a task not running -> its sched_switch in; timer:
 hrtimer_expire_entry now - the expires of its hrtimer_start) and what each vCPU thread did
 over time (guest mode from kvm_entry to kvm_exit, the exit's reason until the next entry,
-preempted (switched out in state R, or woken on the host) by the tasks that ran on its CPU,
+preempted (switched out in state R, or woken on the host) by the tasks that ran on its CPU
+(from the switches, and from any record of another task than the one switched in),
 halted (asleep after a HLT exit) or blocked, host IRQs).
 Every delay why reports must be one of them, with the same parts to the nanosecond, and
 why's worst N must be the N longest. Prints one line per check; exits 1 on the first failure.
@@ -39,6 +40,7 @@ line = re.compile(r"^\s*(\S+): \s*(.*?)-(\d+)\s+\[(\d+)\]\s*(\d+(?:\.\d+)?): ([^
 seg = {p: [] for p in pids}  # pid -> [(ts, key)], key = (state, what, id)
 st = {p: {"waiting": False, "wcpu": -1, "irq": 0, "saved": None, "exit": None} for p in pids}
 cpu_by = {}  # host cpu -> preempted-by key of its current task
+cpu_cur = {}  # host cpu -> the pid of that task
 host_end = 0
 GUEST = ("guest", "guest running", -1)
 BLOCKED = ("blocked", "blocked in the host (sleeping)", -1)
@@ -55,6 +57,21 @@ def put(p, key, ts):
         s[-1] = (ts, key)
         return
     s.append((ts, key))
+
+
+def runs(cpu, p, comm, ts):
+    """Host CPU cpu runs task p from ts: at a switch in, or at a record of a task other than
+    the one the CPU was known to run (a kernel may leave switches out of its trace)."""
+    by = ("preempted", comm if p else "idle", p)
+    cpu_by[cpu], cpu_cur[cpu] = by, p
+    for q in pids:
+        if st[q]["waiting"] and st[q]["wcpu"] == cpu and q != p:
+            put(q, by, ts)
+    if p in seg:
+        t = st[p]
+        t["waiting"] = False
+        t["irq"] = 0
+        put(p, (t["exit"] or HOST) if kvm else GUEST, ts)
 
 
 # under TCG (no kvm events) a vCPU thread runs the guest whenever it runs
@@ -75,6 +92,8 @@ for l in open(sys.argv[2], errors="replace"):
     if f.rstrip(":") == host_file:
         n_host += 1
         host_end = max(host_end, ts)
+        if cpu_cur.get(cpu) != pid:
+            runs(cpu, pid, comm, ts)
         if ev == "kvm_entry" and pid in seg:
             st[pid]["irq"] = 0
             put(pid, GUEST, ts)
@@ -87,8 +106,6 @@ for l in open(sys.argv[2], errors="replace"):
         elif ev == "sched_switch":
             s = switch.match(rest)
             prev, state, ncomm, nxt = int(s.group(1)), s.group(2), s.group(3), int(s.group(4))
-            by = ("preempted", ncomm if nxt else "idle", nxt)
-            cpu_by[cpu] = by
             if prev in seg:
                 t = st[prev]
                 t["irq"] = 0
@@ -98,14 +115,7 @@ for l in open(sys.argv[2], errors="replace"):
                     # asleep after a HLT exit (under TCG: any sleep) is the guest idling
                     idle = not kvm or (t["exit"] and t["exit"][1] == "exit HLT")
                     put(prev, HALTED if idle else BLOCKED, ts)
-            for p in pids:
-                if st[p]["waiting"] and st[p]["wcpu"] == cpu and p != nxt:
-                    put(p, by, ts)
-            if nxt in seg:
-                t = st[nxt]
-                t["waiting"] = False
-                t["irq"] = 0
-                put(nxt, (t["exit"] or HOST) if kvm else GUEST, ts)
+            runs(cpu, nxt, ncomm, ts)
         elif ev in ("sched_waking", "sched_wakeup"):
             # a vCPU thread woken: runnable, waiting for its target CPU's current task
             w = re.match(r"comm=.* pid=(\d+) prio=-?\d+ target_cpu=(\d+)|.*:(\d+) \[-?\d+\].* CPU:(\d+)", rest)

@@ -35,6 +35,8 @@ static void usage(FILE *f)
 		"  --tcg                a TCG host: no kvm events; the vCPU threads (CPU N/TCG) run\n"
 		"                       the guest while they run\n"
 		"  --sparse-vcpu-ids    vCPU ids 0,2,4,... (APIC ids) instead of 0,1,2,...\n"
+		"  --no-idle-exit CPU   the host trace has no sched_switch out of idle on host\n"
+		"                       CPU (repeatable), as some VMs' kernels record\n"
 		"  --guest-gaps E,X     no guest event closer than E cycles after its window's\n"
 		"                       start (kvm_entry) or X before its end (300,300)\n"
 		"  --truth              also write PREFIX-truth.txt (host TSC of every guest event)\n"
@@ -244,7 +246,8 @@ enum {
 	O_VER,
 	O_COMP,
 	O_INJECT,
-	O_GAPS
+	O_GAPS,
+	O_NO_IDLE_EXIT
 };
 
 /* What the command line asked for, beyond struct hgt_sim_opts. */
@@ -327,6 +330,16 @@ static int simulate_opt(int c, char *arg, void *ctx)
 	case O_VCPUS:
 	case O_HOST:
 		return cpus_arg(c, arg, o);
+	case O_NO_IDLE_EXIT:
+		if (parse_u64("--no-idle-exit", arg, &v))
+			return 2;
+		if (v >= 64) {
+			fprintf(stderr, "hgtrace: simulate: --no-idle-exit %s: at most CPU 63\n",
+				arg);
+			return 2;
+		}
+		o->no_idle_exit |= 1ULL << v;
+		return 0;
 	case O_DUR:
 		if (parse_u64("--duration-ms", arg, &v) || !v || v > 86400000ULL)
 			return 2;
@@ -385,6 +398,7 @@ int cmd_simulate(int argc, char **argv)
 		{ "channel", required_argument, NULL, O_CHANNEL },
 		{ "tcg", no_argument, NULL, O_TCG },
 		{ "sparse-vcpu-ids", no_argument, NULL, O_SPARSE },
+		{ "no-idle-exit", required_argument, NULL, O_NO_IDLE_EXIT },
 		{ "truth", no_argument, NULL, O_TRUTH },
 		{ "file-version", required_argument, NULL, O_VER },
 		{ "compression", required_argument, NULL, O_COMP },
