@@ -110,7 +110,7 @@ args=$(sed -n 's/ \\$//; /^-/p' setup.txt | tr '\n' ' ')
 # shellcheck disable=SC2086
 timeout 600 qemu-system-x86_64 -accel tcg,thread=multi -M pc -cpu max -m 512 -smp 2 -nographic \
 	-no-reboot -kernel "$kernel" -initrd initramfs.gz -name vm,debug-threads=on \
-	-append "console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable" $args < /dev/null > serial.log 2>&1 &
+	-append "$guest_cmdline tsc=reliable" $args < /dev/null > serial.log 2>&1 &
 i=0
 while ! grep -q 'guest: serving' serial.log && [ $i -lt 600 ]; do
 	sleep 0.1

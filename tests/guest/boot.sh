@@ -4,6 +4,16 @@
 # last part the test gives. Needs tap.sh; skips the whole test where a piece is missing.
 # Never -accel kvm on these machines.
 
+# The guest kernel's command line. trace_event= switches on, at boot while one CPU runs,
+# the tracepoints the tests use: under this QEMU's multi-threaded TCG the guest kernel now
+# and then livelocks when a tracepoint's static key flips with both vCPUs running (one
+# vCPU waits in smp_call_function_many_cond, the other loops through exc_int3 with
+# interrupts off; RCU stalls and soft lockups follow). Seen in guest-session's sessions,
+# in guest-tracecmd's trace-cmd record, and in the init's own "echo 1 > .../enable".
+# The init then holds them on in an instance of its own, so that no session flips them
+# (hgtrace-agent(1), BUGS).
+guest_cmdline="console=ttyS0 rdinit=/init panic=-1 quiet trace_event=sched:*,timer:*,irq:*"
+
 # guest_prereqs BUILDDIR: skip unless root, the tools and a plain (unsanitized) build.
 guest_prereqs() {
 	local c san
@@ -81,15 +91,16 @@ while [ $i -lt 300 ]; do
 	i=$((i + 1))
 done
 mount -t tracefs nodev /sys/kernel/tracing
-# Keep the tracepoints the tests use switched on (top-level buffer off and minimal), so
-# no session flips their static keys: under this QEMU's multi-threaded TCG the guest
-# kernel now and then livelocks in that text patching (one vCPU waits in
-# smp_call_function_many_cond, the other loops through exc_int3 with interrupts off; RCU
-# stalls follow). Seen twice in 13 rounds of guest-session's sessions; none in 51 with
-# this (hgtrace-agent(1), BUGS).
-echo 0 > /sys/kernel/tracing/tracing_on
-echo 1 > /sys/kernel/tracing/buffer_size_kb
-for e in sched timer irq; do echo 1 > /sys/kernel/tracing/events/$e/enable; done
+# the tracepoints switched on at boot ($guest_cmdline) held on by an instance of their own:
+# trace-cmd record, run in a guest by guest-tracecmd, resets the top level's events
+on=$(cat /sys/kernel/tracing/events/sched/sched_switch/enable /sys/kernel/tracing/events/timer/hrtimer_start/enable /sys/kernel/tracing/events/irq/irq_handler_entry/enable | tr -d '\n')
+echo "guest: tracepoints on at boot: $on"
+mkdir /sys/kernel/tracing/instances/hgt-hold
+for t in /sys/kernel/tracing /sys/kernel/tracing/instances/hgt-hold; do
+	echo 0 > $t/tracing_on
+	echo 1 > $t/buffer_size_kb
+	for e in sched timer irq; do echo 1 > $t/events/$e/enable; done
+done
 echo "guest: ports: $(cat /sys/class/virtio-ports/vport*/name | tr '\n' ' '); /dev/virtio-ports: $(ls -d /dev/virtio-ports 2> /dev/null || echo none)"
 export LD_LIBRARY_PATH=/lib
 INIT

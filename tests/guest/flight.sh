@@ -50,7 +50,7 @@ args=$(sed -n 's/ \\$//; /^-/p' setup.txt | tr '\n' ' ')
 # shellcheck disable=SC2086
 timeout 300 qemu-system-x86_64 -accel tcg,thread=multi -M pc -cpu max -m 512 -smp 2 \
 	-nographic -no-reboot -kernel "$kernel" -initrd initramfs.gz \
-	-append "console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable" \
+	-append "$guest_cmdline tsc=reliable" \
 	$args < /dev/null > serial.log 2>&1 &
 qpid=$!
 if ! wait_for_line serial.log 'guest: serving' 120; then

@@ -29,7 +29,7 @@ lpid=$!
 start=$(date +%s.%N)
 # shellcheck disable=SC2086
 timeout 120 qemu-system-x86_64 -accel tcg -M pc -cpu max -m 512 -smp 2 -nographic -no-reboot \
-	-kernel "$kernel" -initrd initramfs.gz -append "console=ttyS0 rdinit=/init panic=-1 quiet" \
+	-kernel "$kernel" -initrd initramfs.gz -append "$guest_cmdline" \
 	$args < /dev/null > serial.log 2>&1
 qrc=$?
 end=$(date +%s.%N)

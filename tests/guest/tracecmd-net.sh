@@ -55,7 +55,7 @@ INIT
 ip netns exec "$ns" timeout 600 qemu-system-x86_64 -accel tcg,thread=multi -M pc -cpu max \
 	-m 1024 -smp 2 -nographic -no-reboot -name g,debug-threads=on \
 	-kernel "$kernel" -initrd initramfs.gz \
-	-append "console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable" \
+	-append "$guest_cmdline tsc=reliable" \
 	-netdev tap,id=n0,ifname=tap0,script=no,downscript=no -device virtio-net-pci,netdev=n0 \
 	< /dev/null > serial.log 2>&1 &
 qpid=$!

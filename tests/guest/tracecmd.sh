@@ -73,7 +73,7 @@ INIT
 
 truncate -s 256M out.img
 timeout 600 qemu-system-x86_64 -accel tcg -M pc -cpu max -m 1024 -smp 2 -nographic -no-reboot \
-	-kernel "$kernel" -initrd initramfs.gz -append "console=ttyS0 rdinit=/init panic=-1 quiet" \
+	-kernel "$kernel" -initrd initramfs.gz -append "$guest_cmdline" \
 	-drive file=out.img,format=raw,if=virtio < /dev/null > serial.log 2>&1
 qrc=$?
 mkdir res && tar -xf out.img -C res 2> /dev/null
