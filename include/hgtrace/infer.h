@@ -208,6 +208,7 @@ struct hgt_refine_result {
 					stored offset within what is kept */
 	bool stored;		     /* a tighter TIME_SHIFT was appended to the guest file */
 	int over_time, slices;	     /* CPUs refined over time (the offset moved), in slices */
+	int by_line; /* of over_time: fitted as one line through the events, by its rate */
 };
 
 #define HGT_REFINE_NO_BOUND UINT64_MAX

@@ -292,6 +292,30 @@ static int guest_times(struct hgt_input *guest, int cpu, const struct hgt_infer_
 	return ret;
 }
 
+/* Thread @t's windows (each widened by @widen) and the lost ranges, in *@w (caller
+ * frees), and the span the host observed it in. */
+static int cpu_windows(const struct thr *t, const struct wins *lost, uint64_t widen,
+		       struct hgt_infer_window **w, int64_t *span_lo, int64_t *span_hi)
+{
+	*w = malloc(sizeof(**w) * (t->w.n + lost->n + 1));
+	if (!*w)
+		return -ENOMEM;
+	if (t->w.n)
+		memcpy(*w, t->w.w, sizeof(**w) * t->w.n);
+	if (lost->n)
+		memcpy(*w + t->w.n, lost->w, sizeof(**w) * lost->n);
+	for (size_t i = 0; widen && i < t->w.n; i++) {
+		(*w)[i].start -= (int64_t)widen;
+		(*w)[i].end += (int64_t)widen;
+	}
+	*span_lo = t->span_lo;
+	/* after its last record: unknown if it was still in guest mode (or running) */
+	*span_hi = t->kind == K_IN ? t->open - 1 : t->last;
+	if (t->kind == K_NONE)
+		*span_hi = *span_lo - 1; /* never seen: no data */
+	return 0;
+}
+
 static int infer_cpu(struct hgt_infer_cpu *cpu, const struct thr *t, const struct wins *lost,
 		     const int64_t *g, size_t n, const struct hgt_infer_pair_opts *o,
 		     const struct hgt_infer_range *range)
@@ -299,24 +323,12 @@ static int infer_cpu(struct hgt_infer_cpu *cpu, const struct thr *t, const struc
 	HGT_OPTS(hgt_infer_opts, io, .max_bound = o->max_bound, .gaps = o->gaps,
 		 .entry_gap = o->entry_gap, .exit_gap = o->exit_gap, .within = range && range->on,
 		 .within_lo = range ? range->lo : 0, .within_hi = range ? range->hi : 0);
-	struct hgt_infer_window *w = malloc(sizeof(*w) * (t->w.n + lost->n + 1));
-	int64_t span_lo = t->span_lo, span_hi;
-	int ret;
+	struct hgt_infer_window *w;
+	int64_t span_lo, span_hi;
+	int ret = cpu_windows(t, lost, o->widen, &w, &span_lo, &span_hi);
 
-	if (!w)
-		return -ENOMEM;
-	if (t->w.n)
-		memcpy(w, t->w.w, sizeof(*w) * t->w.n);
-	if (lost->n)
-		memcpy(w + t->w.n, lost->w, sizeof(*w) * lost->n);
-	for (size_t i = 0; o->widen && i < t->w.n; i++) {
-		w[i].start -= (int64_t)o->widen;
-		w[i].end += (int64_t)o->widen;
-	}
-	/* after its last record: unknown if it was still in guest mode (or running) */
-	span_hi = t->kind == K_IN ? t->open - 1 : t->last;
-	if (t->kind == K_NONE)
-		span_hi = span_lo - 1; /* never seen: no data */
+	if (ret)
+		return ret;
 	cpu->windows = t->w.n;
 	cpu->lost_ranges = lost->n;
 	cpu->first = n ? g[0] : 0;
@@ -351,6 +363,14 @@ static int infer_cpu(struct hgt_infer_cpu *cpu, const struct thr *t, const struc
 out:
 	free(w);
 	return ret;
+}
+
+static void threads_free(struct thr *t, int ncpu, struct wins *lost)
+{
+	for (int i = 0; i < ncpu; i++)
+		free(t[i].w.w);
+	free(t);
+	free(lost->w);
 }
 
 /**
@@ -397,10 +417,40 @@ int hgt_infer_pair(struct hgt_input *host, struct hgt_input *guest, struct hgt_i
 		}
 		free(g);
 	}
+	threads_free(t, ncpu, &lost);
+	return ret;
+}
+
+int hgt__infer_each(struct hgt_input *host, struct hgt_input *guest, const int *pids, int ncpu,
+		    hgt__infer_cpu_fn fn, void *arg)
+{
+	struct hgt_infer_pair_opts o = { 0 };
+	enum hgt_infer_source src = HGT_INFER_KVM;
+	struct wins lost = { 0 };
+	struct thr *t = calloc((size_t)ncpu, sizeof(*t));
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
 	for (int i = 0; i < ncpu; i++)
-		free(t[i].w.w);
-	free(t);
-	free(lost.w);
+		t[i].pid = pids[i] > 0 ? pids[i] : -1;
+	ret = host_windows(host, t, ncpu, false, &src, &lost);
+	for (int i = 0; !ret && i < ncpu; i++) {
+		struct hgt_infer_window *w = NULL;
+		int64_t *g = NULL, lo, hi;
+		size_t n = 0;
+
+		if (pids[i] <= 0)
+			continue;
+		ret = guest_times(guest, i, &o, &g, &n);
+		if (!ret)
+			ret = cpu_windows(&t[i], &lost, 0, &w, &lo, &hi);
+		if (!ret && n)
+			ret = fn(arg, i, g, n, w, t[i].w.n + lost.n, lo, hi);
+		free(w);
+		free(g);
+	}
+	threads_free(t, ncpu, &lost);
 	return ret;
 }
 

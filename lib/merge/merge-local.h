@@ -46,4 +46,28 @@ int hgt__refine_drift(struct hgt_input *host, struct hgt_input *guest,
 		      const struct hgt_time_shift *t, struct hgt_infer_cpu *ic, const bool *want,
 		      int slices, struct hgt_refine_result *res);
 
+/* Each guest CPU i with a thread (@pids[i] > 0) and events, as hgt_infer_pair() sees it
+ * (no scaling, no widening): its event times sorted (host units), its windows with the
+ * lost ranges, and the span the host observed its thread in (infer.c). */
+struct hgt_infer_window;
+typedef int (*hgt__infer_cpu_fn)(void *arg, int cpu, const int64_t *g, size_t n,
+				 const struct hgt_infer_window *w, size_t nw, int64_t span_lo,
+				 int64_t span_hi);
+int hgt__infer_each(struct hgt_input *host, struct hgt_input *guest, const int *pids, int ncpu,
+		    hgt__infer_cpu_fn fn, void *arg);
+
+/* The channel's rate bound for @c: (|last - first offset| + 2 @b) / their distance, and its
+ * set for o(@m): its samples interpolated +- @b, beyond them +- (@b + @rate * the distance)
+ * (refine-drift.c). */
+struct hgt_time_shift_cpu;
+double hgt__channel_rate(const struct hgt_time_shift_cpu *c, uint64_t b);
+void hgt__channel_at(const struct hgt_time_shift_cpu *c, uint64_t b, double rate, int64_t m,
+		     int64_t *lo, int64_t *hi);
+
+/* The CPUs @want[i] of @res fitted as one line through their events, by a search of the
+ * rate; kept where that reaches less than what @res has (refine-rate.c). */
+int hgt__refine_rate(struct hgt_input *host, struct hgt_input *guest,
+		     const struct hgt_time_shift *t, const int *pids, const bool *want,
+		     struct hgt_refine_result *res);
+
 #endif

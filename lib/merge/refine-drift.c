@@ -44,7 +44,7 @@ static uint64_t up(double v)
 }
 
 /* The rate bound from the channel's first and last samples of @c. */
-static double channel_rate(const struct hgt_time_shift_cpu *c, uint64_t b)
+double hgt__channel_rate(const struct hgt_time_shift_cpu *c, uint64_t b)
 {
 	uint32_t l = c->count - 1;
 	int64_t dt = c->time[l] - c->time[0];
@@ -56,8 +56,8 @@ static double channel_rate(const struct hgt_time_shift_cpu *c, uint64_t b)
 
 /* The channel's set for o(@m): its samples interpolated +- @b, or beyond them the
  * nearest +- (@b + @rate * the distance). */
-static void channel_at(const struct hgt_time_shift_cpu *c, uint64_t b, double rate, int64_t m,
-		       int64_t *lo, int64_t *hi)
+void hgt__channel_at(const struct hgt_time_shift_cpu *c, uint64_t b, double rate, int64_t m,
+		     int64_t *lo, int64_t *hi)
 {
 	uint32_t l = c->count - 1, k = 0;
 	uint64_t ext = 0;
@@ -94,7 +94,7 @@ static bool points(struct hgt_refine_cpu *o, const struct hgt_infer_cpu *ic,
 
 		if (x->status != HGT_INFER_OK)
 			continue;
-		channel_at(c, b, rate, m, &clo, &chi);
+		hgt__channel_at(c, b, rate, m, &clo, &chi);
 		a = x->lo > clo ? x->lo : clo;
 		z = x->hi < chi ? x->hi : chi;
 		if (a > z) {
@@ -188,7 +188,7 @@ int hgt__refine_drift(struct hgt_input *host, struct hgt_input *guest,
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
-		rate[i] = want[i] ? channel_rate(&t->cpus[i], res->channel_bound) : 0;
+		rate[i] = want[i] ? hgt__channel_rate(&t->cpus[i], res->channel_bound) : 0;
 		pid[i] = ic[i].pid;
 		span[2 * i] = ic[i].first;
 		span[2 * i + 1] = ic[i].last;

@@ -127,10 +127,16 @@ static void over_time_said(const struct hgt_refine_result *r, char *buf, size_t 
 		*buf = 0;
 		return;
 	}
-	snprintf(
-		buf, n,
-		", %d over time in %d slices, interpolated, assuming the offset moves at a steady rate",
-		r->over_time, r->slices);
+	if (r->by_line)
+		snprintf(
+			buf, n,
+			", %d over time (%d as one line through its events, %d in %d slices), interpolated, assuming the offset moves at a steady rate",
+			r->over_time, r->by_line, r->over_time - r->by_line, r->slices);
+	else
+		snprintf(
+			buf, n,
+			", %d over time in %d slices, interpolated, assuming the offset moves at a steady rate",
+			r->over_time, r->slices);
 }
 
 /* The refined TIME_SHIFT (one sample per refined CPU, at the channel's first time; the
@@ -252,6 +258,14 @@ static int over_time(struct hgt_input *host, struct hgt_input *guest,
 	res->slices = slices ?: HGT_REFINE_DRIFT_SLICES;
 	if (!ret && any)
 		ret = hgt__refine_drift(host, guest, t, c, want, res->slices, res);
+	if (!ret && any) {
+		int *pids = calloc((size_t)res->nr_cpus, sizeof(*pids));
+
+		for (int i = 0; pids && i < res->nr_cpus; i++)
+			pids[i] = want[i] ? c[i].pid : 0;
+		ret = pids ? hgt__refine_rate(host, guest, t, pids, want, res) : -ENOMEM;
+		free(pids);
+	}
 	free(want);
 	return ret;
 }
