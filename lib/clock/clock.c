@@ -6,9 +6,14 @@
 #include <errno.h>
 #include <string.h>
 
+#include <traceevent/event-parse.h>
+
 #include <hgtrace/clock.h>
 #include <hgtrace/peer.h>
+#include <hgtrace/output.h>
 #include <hgtrace/tracedat.h>
+
+#include "../private/tracedat.h"
 
 /**
  * hgt_clock_init - set up the conversion of @in's timestamps.
@@ -143,4 +148,51 @@ uint64_t hgt_clock_guest_to_host(const struct hgt_clock *clk, uint64_t ts, int c
 	if (!c->count)
 		return ts;
 	return clk->tsync_compat ? compat_convert(t, c, ts) : native_convert(t, c, ts);
+}
+
+/**
+ * hgt__mark_whole_span - append to @host the span in which every CPU that recorded anything
+ * has its records, as the window a saved delay's files carry (HGT__WINDOW_TAG).
+ */
+int hgt__mark_whole_span(const char *host)
+{
+	HGT_OPTS(hgt_open_opts, oo, .flags = HGT_OPEN_QUIET | HGT_OPEN_NO_PLUGINS);
+	struct hgt_input *in = hgt_input_open(host, &oo);
+	uint64_t lo = 0, hi = UINT64_MAX;
+	struct hgt_clock clk;
+	int top, ret;
+
+	if (!in)
+		return -errno;
+	top = hgt_input_top_buffer(in);
+	ret = top < 0 ? -EINVAL : hgt_clock_init(&clk, in, NULL);
+	for (int c = 0; !ret && c < hgt_input_buffer(in, top)->nr_cpus; c++) {
+		struct hgt_cursor *cu = hgt_cursor_open(in, top, c);
+		struct tep_record rec;
+		uint64_t first = 0, last = 0;
+		bool any = false;
+
+		while (cu && hgt_cursor_next(cu, &rec) > 0) {
+			last = hgt_clock_convert(&clk, rec.ts, c);
+			if (!any)
+				first = last;
+			any = true;
+		}
+		hgt_cursor_close(cu);
+		if (any && first > lo)
+			lo = first;
+		if (any && last < hi)
+			hi = last;
+	}
+	if (!ret && lo < hi && hi != UINT64_MAX) {
+		char line[96];
+		int n = snprintf(line, sizeof(line), HGT__WINDOW_TAG "%llu %llu\n",
+				 (unsigned long long)lo, (unsigned long long)hi);
+		struct hgt_option_blob ob = { HGT_OPT_CPUSTAT, (uint32_t)n, line };
+
+		hgt_input_close(in);
+		return hgt_tracedat_append_options(host, &ob, 1);
+	}
+	hgt_input_close(in);
+	return ret;
 }

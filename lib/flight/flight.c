@@ -523,53 +523,6 @@ static uint64_t saved_since(const struct hgt_flight *f, const struct trig_rec *t
 	return tr->seen - f->o.window_ns - 2 * f->o.tick_ns - f->o.flush_ns;
 }
 
-/* The saved host file's span where every CPU that recorded anything has its pages: before
- * it some CPUs' pages had been punched out, after it some were not written yet. Appended
- * as the window a saved delay's files carry, so that the sync check decides only within it
- * (outside, a guest event's vCPU thread may just not be there). Returns 0 or -errno. */
-static int mark_whole_span(const char *host)
-{
-	HGT_OPTS(hgt_open_opts, oo, .flags = HGT_OPEN_QUIET | HGT_OPEN_NO_PLUGINS);
-	struct hgt_input *in = hgt_input_open(host, &oo);
-	uint64_t lo = 0, hi = UINT64_MAX;
-	struct hgt_clock clk;
-	int top, ret;
-
-	if (!in)
-		return -errno;
-	top = hgt_input_top_buffer(in);
-	ret = top < 0 ? -EINVAL : hgt_clock_init(&clk, in, NULL);
-	for (int c = 0; !ret && c < hgt_input_buffer(in, top)->nr_cpus; c++) {
-		struct hgt_cursor *cu = hgt_cursor_open(in, top, c);
-		struct tep_record rec;
-		uint64_t first = 0, last = 0;
-		bool any = false;
-
-		while (cu && hgt_cursor_next(cu, &rec) > 0) {
-			last = hgt_clock_convert(&clk, rec.ts, c);
-			if (!any)
-				first = last;
-			any = true;
-		}
-		hgt_cursor_close(cu);
-		if (any && first > lo)
-			lo = first;
-		if (any && last < hi)
-			hi = last;
-	}
-	if (!ret && lo < hi && hi != UINT64_MAX) {
-		char line[96];
-		int n = snprintf(line, sizeof(line), HGT__WINDOW_TAG "%llu %llu\n",
-				 (unsigned long long)lo, (unsigned long long)hi);
-		struct hgt_option_blob ob = { HGT_OPT_CPUSTAT, (uint32_t)n, line };
-
-		hgt_input_close(in);
-		return hgt_tracedat_append_options(host, &ob, 1);
-	}
-	hgt_input_close(in);
-	return ret;
-}
-
 static void save(struct hgt_flight *f, struct trig_rec *tr)
 {
 	char *paths[64] = { 0 };
@@ -586,7 +539,7 @@ static void save(struct hgt_flight *f, struct trig_rec *tr)
 	ret = n;
 	if (n <= 0)
 		goto out;
-	if (which[0] == 0 && n > 1 && mark_whole_span(in[0]))
+	if (which[0] == 0 && n > 1 && hgt__mark_whole_span(in[0]))
 		say(f, "trigger %d: %s: its span of every CPU not marked: %s", tr->n, in[0],
 		    hgt_last_error());
 	tr->saved = true;

@@ -9,7 +9,10 @@
  *    on that CPU if the switch-out was lost; one switched out with no switch-in seen ran
  *    since the previous switch on that CPU;
  *  - before a thread's first record and after its last the host knows nothing (allowed),
- *    and so is the time covered by a page whose missed-events flag is set, on any CPU.
+ *    and so is the time covered by a page whose missed-events flag is set, on any CPU;
+ *  - a host file marked as a window (a flight recorder's, a restored recording's:
+ *    HGT__WINDOW_TAG), whose CPUs' pages begin and end at different times: outside the
+ *    span every CPU with records covers, nothing is known either.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@
 #include <hgtrace/tracedat.h>
 
 #include "../common/common-local.h"
+#include "../private/tracedat.h"
 #include "merge-local.h"
 
 enum { K_NONE, K_IN, K_OUT };
@@ -46,11 +50,12 @@ struct wins {
 
 struct thr {
 	int pid;
-	int kind;	 /* K_NONE before its first record */
-	int64_t last;	 /* time of its last record */
-	int64_t open;	 /* K_IN: since when */
-	int cpu;	 /* sched: the CPU it runs on (K_IN) */
-	int64_t span_lo; /* before this nothing is known */
+	int kind;		/* K_NONE before its first record */
+	int64_t last;		/* time of its last record */
+	int64_t open;		/* K_IN: since when */
+	int cpu;		/* sched: the CPU it runs on (K_IN) */
+	int64_t span_lo;	/* before this nothing is known */
+	int64_t cut_lo, cut_hi; /* a window's file: outside this nothing is known */
 	struct wins w;
 };
 
@@ -153,6 +158,24 @@ static int read_int(const struct tep_record *rec, const struct tep_format_field 
 	return 0;
 }
 
+/* A window's file: every thread knows nothing outside the span that every CPU with
+ * records (first @first[c], last @last[c], -1: none) covers. */
+static void cut_span(struct thr *t, int nt, const int64_t *first, const int64_t *last, int ncpu)
+{
+	int64_t lo = INT64_MIN, hi = INT64_MAX;
+
+	for (int c = 0; c < ncpu; c++) {
+		if (first[c] < 0)
+			continue;
+		lo = first[c] > lo ? first[c] : lo;
+		hi = last[c] < hi ? last[c] : hi;
+	}
+	for (int i = 0; i < nt; i++) {
+		t[i].cut_lo = lo;
+		t[i].cut_hi = hi;
+	}
+}
+
 /* One pass over the host's top buffer in time order. */
 static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want_sched,
 			enum hgt_infer_source *src, struct wins *lost)
@@ -166,7 +189,7 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 	struct hgt_cursor **cur = NULL;
 	struct sched s = { 0 };
 	struct hgt_merge *m = NULL;
-	int64_t *prev_ts = NULL;
+	int64_t *prev_ts = NULL, *first_ts = NULL;
 	struct tep_record *rec;
 	bool kvm;
 
@@ -189,14 +212,15 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 	m = hgt_merge_new();
 	cur = calloc((size_t)hgt__top_cpus(host) + 1, sizeof(*cur));
 	prev_ts = malloc(sizeof(*prev_ts) * (size_t)ncpu);
+	first_ts = malloc(sizeof(*first_ts) * (size_t)ncpu);
 	s.nr_cpus = ncpu;
 	s.last_switch = malloc(sizeof(*s.last_switch) * (size_t)ncpu);
-	if (!m || !cur || !prev_ts || !s.last_switch) {
+	if (!m || !cur || !prev_ts || !first_ts || !s.last_switch) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (int c = 0; c < ncpu; c++)
-		prev_ts[c] = s.last_switch[c] = -1;
+		prev_ts[c] = first_ts[c] = s.last_switch[c] = -1;
 	ret = hgt__merge_add_top(m, host, &hgt__raw_clock, cur, NULL);
 	if (ret < 0)
 		goto out;
@@ -216,6 +240,8 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 			/* a page that follows lost records: the gap is unknown for everyone */
 			if (rec->missed_events)
 				err = wins_add(lost, prev_ts[c] >= 0 ? prev_ts[c] : 0, ts);
+			if (first_ts[c] < 0)
+				first_ts[c] = ts;
 			prev_ts[c] = ts;
 		}
 		if (!err && rec->size < 8)
@@ -237,7 +263,10 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 	}
 	if (ret > 0)
 		ret = 0;
+	if (!ret && strstr(hgt_input_cpustat(host), HGT__WINDOW_TAG))
+		cut_span(t, nt, first_ts, prev_ts, ncpu);
 out:
+	free(first_ts);
 	hgt_merge_free(m);
 	for (int c = 0; cur && c < hgt__top_cpus(host); c++)
 		hgt_cursor_close(cur[c]);
@@ -313,6 +342,10 @@ static int cpu_windows(const struct thr *t, const struct wins *lost, uint64_t wi
 	*span_hi = t->kind == K_IN ? t->open - 1 : t->last;
 	if (t->kind == K_NONE)
 		*span_hi = *span_lo - 1; /* never seen: no data */
+	if (t->cut_lo > *span_lo)
+		*span_lo = t->cut_lo;
+	if (t->cut_hi < *span_hi)
+		*span_hi = t->cut_hi;
 	return 0;
 }
 
@@ -395,6 +428,8 @@ int hgt_infer_pair(struct hgt_input *host, struct hgt_input *guest, struct hgt_i
 		return -ENOMEM;
 	for (int i = 0; i < ncpu; i++) {
 		t[i].pid = cpus[i].pid > 0 ? cpus[i].pid : -1;
+		t[i].cut_lo = INT64_MIN;
+		t[i].cut_hi = INT64_MAX;
 		cpus[i].slice = NULL;
 		cpus[i].slice_time = NULL;
 		cpus[i].nr_slices = 0;
@@ -432,8 +467,11 @@ int hgt__infer_each(struct hgt_input *host, struct hgt_input *guest, const int *
 
 	if (!t)
 		return -ENOMEM;
-	for (int i = 0; i < ncpu; i++)
+	for (int i = 0; i < ncpu; i++) {
 		t[i].pid = pids[i] > 0 ? pids[i] : -1;
+		t[i].cut_lo = INT64_MIN;
+		t[i].cut_hi = INT64_MAX;
+	}
 	ret = host_windows(host, t, ncpu, false, &src, &lost);
 	for (int i = 0; !ret && i < ncpu; i++) {
 		struct hgt_infer_window *w = NULL;

@@ -63,6 +63,13 @@ int hgt__formats_parse(struct hgt_input *in);
  * (TSC cycles where the file has no TSC2NSEC). The sync check decides only the guest events
  * within it: outside it the host's CPUs are not all there. */
 #define HGT__WINDOW_TAG "hgtrace window: "
+/* clock/clock.c: append to file @host the span in which every CPU that recorded anything
+ * has its records, as such a window: a flight recorder's saved window (some CPUs' pages
+ * punched out before it, not yet written after it), a restored recording (the CPUs' pages
+ * cut at different times by the kill). The sync check and the offset's inference then
+ * decide only within it: outside it a vCPU thread may have run where no page is left.
+ * Returns 0 or -errno. */
+int hgt__mark_whole_span(const char *host);
 /* A flight recorder's saved window (lib/flight/): "trigger N: TEXT: FROM TO" in report ns */
 #define HGT__FLIGHT_TAG "hgtrace flight: "
 /* input.c: @in's flight mark: "trigger N: TEXT" into @text (@n bytes) and its span; false

@@ -689,6 +689,10 @@ int hgt_record_restore(const char *output, const struct hgt_restore_opts *opts)
 	if (!ret && o.log)
 		fprintf(o.log, "hgtrace: restored %s from %s (recorded by process %d)\n",
 			o.output ? o.output : output, dir, pid);
+	/* each CPU's pages end where the kill found them: the span they all cover marked */
+	if (!ret && hgt__mark_whole_span(o.output ? o.output : output) && o.log)
+		fprintf(o.log, "hgtrace: %s: the span every CPU covers is not marked: %s\n",
+			o.output ? o.output : output, hgt_last_error());
 	if (!ret && inst[0])
 		hgt__instance_reap(inst, o.log);
 out:

@@ -147,6 +147,33 @@ ok*) tap_ok "a real -C local session, guest CPU 0: ${lr#ok }" ;;
 *) tap_fail "a real -C local session, guest CPU 0: $lr" ;;
 esac
 
+# A recording cut by a kill (tests/lib/cut-recording.py: host CPU 1's pages stop at 30 % and
+# 60 % of them) and restored: the restore marks the span every CPU covers, and refines the
+# guest beside it. A vCPU thread may have run unseen on CPU 1 after its pages end, so the
+# windows know nothing outside that span: one constant offset fits, holding the truth.
+# Before, CPU 1's events there lay outside every window: refined over time to +-62,767 at
+# 60 %, nothing refined at 30 %.
+simulate cut --tcg --vcpus 2 --host-cpus 2 --channel 300000 --seed 7 --duration-ms 200 --truth \
+	--compression none
+for frac in 0.3 0.6; do
+	rm -rf c && mkdir c && cp cut-guest.dat c/guest.dat
+	kept=$(python3 "$here/lib/cut-recording.py" "$HGTRACE" cut-host.dat c/host.dat 1 $frac)
+	"$HGTRACE" restore c/host.dat > c.log 2>&1
+	w=$(trace-cmd report --stat c/host.dat 2> /dev/null | grep -c 'hgtrace window: ')
+	b=$(sed -n 's/.*sync refined by the vCPU windows (2 of 2 CPUs): channel +-300000, .* both +-\([0-9]*\)$/\1/p' c.log)
+	vt=$(trace-cmd dump --options c/guest.dat 2> /dev/null |
+		awk -v bound="${b:-0}" -f "$here/lib/shift-vs-truth.awk" - cut-truth.txt)
+	read -r from to < <(trace-cmd report -t c/host.dat 2> /dev/null | awk -f "$here/lib/cut-span.awk")
+	rc=$(trace-cmd report -t -i c/host.dat -i c/guest.dat 2> /dev/null |
+		awk -v host=host.dat -v pids="$pids" -v from="$from" -v to="$to" -f "$here/lib/runwindows.awk")
+	if [ "$w" = 1 ] && [ -n "$b" ] && [ "$b" -le 30000 ] && echo "$vt" | grep -q ' 0 beyond' &&
+		echo "$rc" | grep -q ' 0 outside'; then
+		tap_ok "cut by a kill at $frac of CPU 1's pages ($kept), restored: the span marked, one offset +-$b; against the truth: $vt; zero tolerance within the span: $rc"
+	else
+		tap_fail "cut by a kill at $frac ($kept): window marks $w, bound '$b', truth: $vt; zero tolerance: $rc; $(tr '\n' '|' < c.log)"
+	fi
+done
+
 # --drift: over time even where one offset fits (no drift), the truth still within the bound
 simulate f --channel 300000 --seed 7 --duration-ms 200 --truth
 "$HGTRACE" attach --refine --drift=4 f-host.dat f-guest.dat > f.ref 2>&1

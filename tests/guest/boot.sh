@@ -110,12 +110,17 @@ INIT
 	(cd ir && find . | cpio -o -H newc 2> /dev/null | gzip -1) > "$2"
 }
 
-# guest_zero_tol HOST GUEST: the recount of tests/lib/runwindows.awk at zero tolerance, from
-# trace-cmd's merged report, with the vCPU threads trace-cmd names "CPU N/TCG" in HOST
+# guest_zero_tol HOST GUEST [cut]: the recount of tests/lib/runwindows.awk at zero tolerance,
+# from trace-cmd's merged report, with the vCPU threads trace-cmd names "CPU N/TCG" in HOST;
+# with "cut" (HOST restored after a kill), only within the span every host CPU covers
+# (tests/lib/cut-span.awk)
 guest_zero_tol() {
-	local vp
+	local vp from="" to=""
 	vp=$(trace-cmd report "$1" 2> /dev/null | grep -o 'CPU [0-9]*/TCG-[0-9]*' | sort -u |
 		sed 's/CPU \([0-9]*\)\/TCG-\([0-9]*\)/\1 \2/' | sort -n | cut -d' ' -f2 | tr '\n' ' ')
+	[ "${3:-}" = cut ] && read -r from to < <(trace-cmd report -t "$1" 2> /dev/null |
+		awk -f "$here/lib/cut-span.awk")
 	trace-cmd report -t -i "$1" -i "$2" 2> /dev/null |
-		awk -v host="$(basename "$1")" -v pids="$vp" -f "$here/lib/runwindows.awk"
+		awk -v host="$(basename "$1")" -v pids="$vp" -v from="$from" -v to="$to" \
+			-f "$here/lib/runwindows.awk"
 }

@@ -318,7 +318,10 @@ fi
 # 2c. A session killed (SIGKILL) once both sides have pages on disk, then restored: the
 # second restore refines the pair as the session's end would have. Checked against what
 # the test computes itself: at zero tolerance (trace-cmd's report, recounted) no guest event
-# outside its vCPU thread's windows; the restored offsets (trace-cmd dump) within both
+# outside its vCPU thread's windows, within the span every host CPU covers (the kill cuts
+# each CPU's pages at a different time: a vCPU thread may have run unseen on a CPU whose
+# pages ended; once in 8 kills here, and once in CI, hgtrace's refinement failed there:
+# DISAGREE); the restored offsets (trace-cmd dump) within both
 # bounds of session 1's refined ones (TCG's guest TSC is the host's plus a constant, so the
 # two sessions share one truth); a bound of at most 50 us.
 # pages DIR: bytes of ring-buffer pages a recording directory holds
@@ -348,7 +351,7 @@ last_offsets() {
 }
 kb=$(trace-cmd report --stat kill-g.dat 2> /dev/null | sed -n 's/.*hgtrace sync: refined by the trace.*bound=\([0-9]*\).*/\1/p' | tail -1)
 b1=$(trace-cmd report --stat host-g.dat 2> /dev/null | sed -n 's/.*hgtrace sync: refined by the trace.*bound=\([0-9]*\).*/\1/p' | tail -1)
-zt=$(guest_zero_tol kill.dat kill-g.dat)
+zt=$(guest_zero_tol kill.dat kill-g.dat cut)
 zin=${zt%% inside*}
 far=$(paste -d' ' <(last_offsets kill-g.dat) <(last_offsets host-g.dat) |
 	awk -v a="${kb:-0}" -v b="${b1:-0}" '{ d = $1 - $2; if (d < 0) d = -d; if (d > a + b) bad++; n++ }

@@ -8,7 +8,9 @@
 # those after the host's last record with no window after them. Prints "N
 # inside, M outside, K unchecked".
 # Variables: host=FILE (the host's file name as trace-cmd prints it), pids="P0 P1 ..." (guest
-# CPU i runs in the i-th thread).
+# CPU i runs in the i-th thread); from=TS, to=TS (both or neither, the report's stamps
+# without their dot): guest events outside them are unchecked (a recording cut by a kill,
+# whose CPUs' pages end at different times: see cut-span.awk).
 BEGIN { n = split(pids, p, " "); for (i = 1; i <= n; i++) { thread[i - 1] = p[i]; watch[p[i]] = 1 } }
 {
 	file = $1; sub(/:$/, "", file)
@@ -44,7 +46,8 @@ BEGIN { n = split(pids, p, " "); for (i = 1; i <= n; i++) { thread[i - 1] = p[i]
 		next
 	}
 	t = thread[cpu]
-	if (run[t] || (seen[t] && last_out[t] == ts)) inside++
+	if (to != "" && (ts < from + 0 || ts > to + 0)) unchecked++
+	else if (run[t] || (seen[t] && last_out[t] == ts)) inside++
 	else pend[t, tss]++
 }
 # the pid of "COMM:PID [PRIO]..." (the last ":PID [" in S)
