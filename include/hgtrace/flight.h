@@ -41,6 +41,9 @@ struct hgt_flight_opts {
 	 * the host output's directory) */
 	const char *prefix;
 	FILE *log; /* triggers, saved files, a trigger's delay explained, the summary */
+	/* each line on @log says this after "hgtrace flight: " (NULL: nothing), when several
+	 * recorders share it (hgtrace listen: the guest's name) */
+	const char *name;
 };
 
 struct hgt_flight;

@@ -178,6 +178,13 @@ struct hgt_listen_opts {
 	 * none). Made here, removed at the end; a path that exists and is not a stale
 	 * socket is refused */
 	const char *hvsock_path;
+	/* --record-host: the host's recording of guest @name started into @host_path, beside
+	 * the guest's @guest_path (both recordings in progress: OUTPUT.recording) */
+	void (*on_host_started)(void *ctx, const char *name, const char *host_path,
+				const char *guest_path);
+	/* --record-host: guest @name's recordings end next (called before the host's
+	 * recording stops and both files are written) */
+	void (*on_host_ending)(void *ctx, const char *name);
 };
 
 /**

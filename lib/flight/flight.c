@@ -85,6 +85,7 @@ struct hgt_flight {
 	int nm;
 	char *tmp;    /* our directory for the searches' files */
 	char *prefix; /* PREFIX of PREFIX-N.dat */
+	char *name;   /* said on every line of the log (opts.name), or NULL */
 	pthread_t thread;
 	int efd;
 	volatile int stop;
@@ -128,10 +129,14 @@ static void say(struct hgt_flight *f, const char *fmt, ...)
 	if (!f->o.log)
 		return;
 	va_start(ap, fmt);
+	flockfile(f->o.log); /* whole lines, with other recorders on the same log */
 	fputs("hgtrace flight: ", f->o.log);
+	if (f->name)
+		fprintf(f->o.log, "%s: ", f->name);
 	vfprintf(f->o.log, fmt, ap);
 	fputc('\n', f->o.log);
 	fflush(f->o.log);
+	funlockfile(f->o.log);
 	va_end(ap);
 }
 
@@ -782,6 +787,7 @@ static void flight_free(struct hgt_flight *f)
 	free(f->m);
 	free(f->tmp);
 	free(f->prefix);
+	free(f->name);
 	free(f->seen);
 	free(f->tr);
 	free(f);
@@ -838,6 +844,8 @@ struct hgt_flight *hgt_flight_start(const struct hgt_flight_opts *opts)
 		const char *host = f->o.outputs[0];
 
 		f->prefix = f->o.prefix ? strdup(f->o.prefix) : default_prefix(host);
+		f->name = f->o.name ? strdup(f->o.name) : NULL;
+		f->o.name = f->name;
 		/* the searches' files: a directory of ours beside the host's output */
 		if (asprintf(&f->tmp, "%.*s.flight-XXXXXX", (int)strlen(host), host) < 0)
 			f->tmp = NULL;

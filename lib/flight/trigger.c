@@ -162,9 +162,15 @@ void hgt__trigger_free(struct hgt__trigger *t)
 
 bool hgt__hit_same(const struct hgt__hit *a, const struct hgt__hit *b)
 {
+	/* a guest's times in host time move by what its sync learns between two searches
+	 * (and in a saved window's): a marker, which has no length, is the same one within
+	 * this much, with the same text */
+	const uint64_t slack = a->kind == HGT__TRIG_MARKER ? 1000000 : 0;
+
 	return a->kind == b->kind && (a->kind != HGT__TRIG_PAIR || a->trig == b->trig) &&
 	       a->input == b->input && a->pid == b->pid && a->cpu == b->cpu &&
-	       a->from_ns <= b->to_ns && b->from_ns <= a->to_ns;
+	       (a->kind != HGT__TRIG_MARKER || !strcmp(a->cause, b->cause)) &&
+	       a->from_ns <= b->to_ns + slack && b->from_ns <= a->to_ns + slack;
 }
 
 struct found {

@@ -36,6 +36,7 @@
 
 struct guest;
 static bool taken(const char *path);
+static int guest_recdir(struct listener *l, struct guest *g);
 static int chan_file(struct listener *l, struct guest *g, struct chan *c);
 static int guest_head(struct listener *l, struct guest *g, int ncpu);
 void hgt__listen_log(struct listener *l, const char *fmt, ...)
@@ -286,6 +287,9 @@ static void start_host(struct listener *l, struct guest *g)
 			hgt__listen_log(l, "guest %s: %s: its vCPU threads are not mapped", g->name,
 					hgt_last_error());
 	}
+	/* the guest's file named now, so that a flight recorder can follow both */
+	if (g->host_rec && l->o.on_host_started && !guest_recdir(l, g))
+		l->o.on_host_started(l->o.ctx, g->name, g->host_path, g->path);
 	hgt__listen_send_cmd(g, "1\n"); /* the agent's command may run now */
 }
 
@@ -441,10 +445,32 @@ static int keep_option(struct guest *g, uint32_t id, const uint8_t *data, size_t
 	return 0;
 }
 
+/* --record-host: the guest's vCPU map (its trace id @id, 8 bytes) saved in the host's
+ * recording directory, as its end appends it (map_host()): a restore after a kill, and a
+ * flight recorder's windows, map its vCPU threads. */
+static void save_host_map(struct listener *l, struct guest *g, const uint8_t *id)
+{
+	struct hgt_option_blob ob = { HGT_OPT_GUEST, 0, NULL };
+	uint8_t *buf = NULL;
+	uint64_t tid;
+
+	memcpy(&tid, id, 8);
+	if (!g->vt.nr ||
+	    hgt_guest_option_build(g->name, tid, g->vt.nr, g->vt.vcpu, g->vt.tid, &buf, &ob.size))
+		return;
+	ob.data = buf;
+	if (hgt__record_put_options(g->host_rec, &ob, 1))
+		hgt__listen_log(l, "guest %s: its vCPU map cannot be saved for a restore: %s",
+				g->name, hgt_last_error());
+	free(buf);
+}
+
 /* TRACEID, the last option of the description, arrived: the head is written, the host
  * told, the first sync round started. */
 static void traceid_arrived(struct listener *l, struct guest *g, const uint8_t *data, size_t n)
 {
+	if (n == 8 && g->host_rec)
+		save_host_map(l, g, data);
 	if (n == 8 && l->o.on_guest_id) {
 		uint64_t tid;
 
@@ -1224,6 +1250,8 @@ static int finish_guest(struct listener *l, struct guest *g, bool wait)
 	struct end_ctx *e;
 	int i, ret = 0, ncpu = 0;
 
+	if (g->host_rec && l->o.on_host_ending)
+		l->o.on_host_ending(l->o.ctx, g->name);
 	if (g->host_rec) {
 		struct hgt_record_result hr;
 

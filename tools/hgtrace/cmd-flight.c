@@ -17,23 +17,51 @@
 
 #include "cmd.h"
 
-static struct hgt_flight *by_signal; /* SIGUSR1's */
+#define MAX_BY_SIGNAL 64
+static struct hgt_flight *by_signal[MAX_BY_SIGNAL]; /* SIGUSR1's */
 
 static void on_usr1(int sig)
 {
 	(void)sig;
-	hgt_flight_trigger(by_signal);
+	for (int i = 0; i < MAX_BY_SIGNAL; i++) {
+		struct hgt_flight *f = __atomic_load_n(&by_signal[i], __ATOMIC_ACQUIRE);
+
+		if (f)
+			hgt_flight_trigger(f);
+	}
 }
 
-/* SIGUSR1 triggers @f by hand (NULL: it no longer does). */
+/* SIGUSR1 triggers @f by hand (NULL: it no longer triggers any). */
 void cmd_flight_signal(struct hgt_flight *f)
 {
 	struct sigaction sa;
 
+	for (int i = 0; i < MAX_BY_SIGNAL; i++)
+		__atomic_store_n(&by_signal[i], i ? NULL : f, __ATOMIC_RELEASE);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = f ? on_usr1 : SIG_IGN;
-	by_signal = f;
 	sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* SIGUSR1 triggers @f too (@on), or no longer (@on false). Returns 0, or -ENOSPC. */
+int cmd_flight_signal_also(struct hgt_flight *f, bool on)
+{
+	struct sigaction sa;
+
+	for (int i = 0; i < MAX_BY_SIGNAL; i++) {
+		struct hgt_flight *was = __atomic_load_n(&by_signal[i], __ATOMIC_ACQUIRE);
+
+		if (on ? was == NULL : was == f) {
+			__atomic_store_n(&by_signal[i], on ? f : NULL, __ATOMIC_RELEASE);
+			if (!on)
+				return 0;
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = on_usr1;
+			sigaction(SIGUSR1, &sa, NULL);
+			return 0;
+		}
+	}
+	return on ? -ENOSPC : 0;
 }
 
 /* A duration of @cmd's option @opt: seconds, or a number and ns/us/ms/s. */

@@ -127,5 +127,7 @@ void cmd_flight_defaults(struct cmd_flight_args *a);
 int cmd_flight_opt(const char *cmd, int c, const char *arg, struct cmd_flight_args *a);
 /* SIGUSR1 triggers @f by hand (NULL: ignored again). */
 void cmd_flight_signal(struct hgt_flight *f);
+/* SIGUSR1 triggers @f too (@on), or no longer: 0, or -ENOSPC (64 at most). */
+int cmd_flight_signal_also(struct hgt_flight *f, bool on);
 
 #endif

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# listen --record-host --flight: a flight recorder on each guest-driven session. On this
+# machine the "guest" is hgtrace agent --now over TCP (127.0.0.1), recording in an
+# instance of its own; its command writes numbered markers into that instance's
+# trace_marker every 5 ms for 5 s, and "app: hgt-late 7" 2.5 s in. A second session
+# writes markers only. Checked, in the trace's own times (trace-cmd report):
+#  - session 1: marker:hgt-late fires on the guest's marker, and its window is saved as
+#    NAME-flight-1.dat (the host) and NAME-flight-1-trace-NAME.dat (the guest), both read
+#    by trace-cmd, the log's lines naming the guest; the marker is taken once, and found
+#    again in the saved window (the guest's times move with its sync between searches); the guest's markers in it run without a gap from at least 0.9 s before
+#    the trigger to the after time (1 s) after it, and hold the trigger's marker;
+#  - the host's window is the host's recording: its sched_switch events span the window;
+#  - session 2: no trigger, no window saved (the two files of session 1 are all); each
+#    session's summary;
+#  - --flight without --record-host, and --trigger without --flight: one error line each.
+# Usage: listen.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/record.sh"
+why=$(tracefs_ready) || tap_skip_all "$why"
+tap_workdir
+
+inst=hgt_fl_listen$$
+cat > drive.py << EOF
+import os, sys, time
+fd = os.open("/sys/kernel/tracing/instances/$inst/trace_marker", os.O_WRONLY)
+start = time.monotonic()
+n, late = 0, sys.argv[1] == "late"
+while time.monotonic() - start < 5:
+    n += 1
+    os.write(fd, b"hgt-mark %d\n" % n)
+    if late and time.monotonic() - start > 2.5:
+        os.write(fd, b"app: hgt-late 7\n")
+        late = False
+    time.sleep(0.005)
+print("written", n)
+EOF
+mkdir out
+port=$(free_port)
+"$HGTRACE" listen -o out --tcp $port --record-host -e sched:sched_switch --flight \
+	--window 1 --after 1 --tick 0.1 --trigger 'marker:hgt-late' 2> listen.log &
+lp=$!
+wait_listen $port $lp
+for s in late quiet; do
+	"$HGTRACE" agent --now --tcp 127.0.0.1:$port -B $inst -e sched:sched_process_exit -- \
+		python3 drive.py $s > drive-$s.out 2> agent-$s.log
+	echo "agent $s: exit $?" >> drive-$s.out
+	n=$([ $s = late ] && echo 1 || echo 2)
+	wait_for_line listen.log 'wrote .*trace-.*\.dat' 30 > /dev/null
+	# the session's end: its guest file written (the n-th "wrote ... trace-")
+	for _ in $(seq 1 300); do
+		[ "$(grep -c 'wrote .*/trace-[^ ]*\.dat$' listen.log)" -ge $n ] && break
+		sleep 0.1
+	done
+done
+kill -INT $lp
+wait_exit $lp 30 > /dev/null
+rc=$?
+[ $rc = 0 ] && grep -q 'exit 0' drive-late.out && grep -q 'exit 0' drive-quiet.out &&
+	tap_ok "listen --record-host --flight: 2 sessions of agent --now, both exit 0, the listener too" ||
+	tap_fail "listen: exit $rc; $(cat drive-*.out | tr '\n' '|') $(grep -v '^ ' listen.log | tail -8 | tr '\n' '|')"
+
+h=$(ls out/*-flight-1.dat 2> /dev/null | grep -v -- '-flight-1-' | head -1)
+g=$(ls out/*-flight-1-*.dat 2> /dev/null | head -1)
+if grep -q '^hgtrace flight: net-1: trigger 1: marker:hgt-late: "app: hgt-late 7" by [^ ]*-[0-9]* on trace-[^ ]* CPU [0-9]* at ' listen.log &&
+	! grep -q ': not saved (\|not found again' listen.log &&
+	[ -n "$h" ] && [ -n "$g" ] && trace-cmd report "$h" > h.txt 2> /dev/null &&
+	trace-cmd report -t "$g" > g.txt 2> /dev/null; then
+	tap_ok "session 1: marker:hgt-late fired once (its marker found again in the saved window, not taken twice); saved $(basename "$h") and $(basename "$g"), trace-cmd reads both"
+else
+	tap_fail "session 1: no window: $(ls out | tr '\n' ' '); $(grep 'flight' listen.log | tr '\n' '|')"
+fi
+r=$(python3 - g.txt << 'EOF'
+import re, sys
+m, late = [], None
+for l in open(sys.argv[1]):
+    x = re.search(r" (\d+\.\d+): .*hgt-mark (\d+)$", l)
+    if x:
+        m.append((int(x.group(2)), float(x.group(1))))
+    x = re.search(r" (\d+\.\d+): .*hgt-late 7$", l)
+    if x:
+        late = float(x.group(1))
+inw = [a for a in m if late is not None and late - 0.9 <= a[1] <= late + 1.0]
+nums = [a for a, _ in inw]
+ok = late is not None and nums and nums == list(range(nums[0], nums[-1] + 1)) and \
+    min(t for _, t in m) <= late - 0.9 and max(t for _, t in m) >= late + 1.0
+print("%s the guest's window: %d markers, %s to %s without a gap from %.3f s before the "
+      "trigger's marker to %.3f s after it" %
+      ("ok" if ok else "FAIL", len(m), nums[0] if nums else "-", nums[-1] if nums else "-",
+       late - min(t for _, t in m) if m and late else -1,
+       max(t for _, t in m) - late if m and late else -1))
+EOF
+)
+case $r in ok*) tap_ok "session 1: ${r#ok }" ;; *) tap_fail "session 1: $r" ;; esac
+sw=$(grep -c ' sched_switch: ' h.txt 2> /dev/null)
+span=$(trace-cmd report -t "$h" 2> /dev/null | awk '/ sched_switch: / { t = $3 + 0; if (!a) a = t; b = t } END { printf "%.3f", b - a }')
+[ "${sw:-0}" -gt 10 ] && awk -v s="$span" 'BEGIN { exit !(s >= 1.5) }' &&
+	tap_ok "session 1: the host's window: $sw sched_switch events over $span s" ||
+	tap_fail "session 1: the host's window: ${sw:-0} sched_switch events over $span s"
+[ "$(ls out/*-flight-*.dat 2> /dev/null | wc -l)" = 2 ] && [ "$(grep -c '^hgtrace flight: net-[12]: cost: ' listen.log)" = 2 ] &&
+	tap_ok "session 2: no trigger, no window saved; each session's summary ($(grep -c '^hgtrace flight: net-[12]: cost: ' listen.log))" ||
+	tap_fail "session 2: $(ls out | tr '\n' ' '); summaries: $(grep -c '^hgtrace flight: net-[12]: cost: ' listen.log)"
+
+tap_refuses "listen --flight without --record-host" "" \
+	"$HGTRACE" listen --tcp 1 --flight --trigger marker:x
+tap_refuses "listen --trigger without --flight" "" \
+	"$HGTRACE" listen --tcp 1 --record-host -e sched --trigger marker:x
+tap_done
