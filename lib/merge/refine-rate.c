@@ -12,7 +12,8 @@
  *    event from tm) give every c for which a line of the cell puts each event in a window;
  *    the channel's samples, each within its bound, limit c as well. A cell where none fits
  *    holds no line that does: it is dropped. The others are cut in four, until the
- *    widening is a few ns or the cells too many;
+ *    widening is a few ns, the cells too many, or the searches past a budget (30 M
+ *    events looked at, 64 to 4000 searches);
  *  - the truth lies in the cells kept. The line stored is one that puts every event inside
  *    a window with no widening (the rate of a kept cell, the offset in the best piece), and
  *    its reach the farthest any kept line is from it over the events' span.
@@ -30,8 +31,10 @@
 #include "merge-local.h"
 
 #define FIRST_CELLS 32
-#define MAX_CELLS 256	/* kept cells beyond this: the rate is not pinned down, stop cutting */
-#define MAX_PASSES 4000 /* offset searches per CPU */
+#define MAX_CELLS 256 /* kept cells beyond this: the rate is not pinned down, stop cutting */
+/* offset searches per CPU: at most this many events looked at in all, and 64 searches at
+ * least, 4000 at most */
+#define MAX_WORK 30000000.0
 
 struct cell {
 	double rho, half;
@@ -179,7 +182,8 @@ static int one_cpu(void *arg, int i, const int64_t *g, size_t n, const struct hg
 	int64_t tm = g[0] + (g[n - 1] - g[0]) / 2, c0;
 	double far = fmax((double)(tm - g[0]), (double)(g[n - 1] - tm)), s, rho;
 	struct cell *cells = NULL;
-	int nc = FIRST_CELLS, passes = 0, ret = 0;
+	int nc = FIRST_CELLS, passes = 0, ret = 0,
+	    budget = (int)fmin(4000, fmax(64, MAX_WORK / (double)n));
 
 	if (!x->want[i] || !o->pt_time || c->count < 2 || n < 2 || far <= 0)
 		return 0;
@@ -198,8 +202,7 @@ static int one_cpu(void *arg, int i, const int64_t *g, size_t n, const struct hg
 	for (;;) {
 		passes += nc;
 		nc = level(x, c, b, cells, nc, g, n, w, nw, span_lo, span_hi, tm, far);
-		if (nc <= 0 || cells[0].half * far < 4 || nc > MAX_CELLS ||
-		    passes + 4 * nc > MAX_PASSES)
+		if (nc <= 0 || cells[0].half * far < 4 || nc > MAX_CELLS || passes + 4 * nc > budget)
 			break;
 		/* each kept cell cut in four, in place from the end */
 		for (int j = nc - 1; j >= 0; j--) {
