@@ -182,11 +182,12 @@ static int flight_start(struct run_ctx *rc, const char *output, unsigned int flu
 			const struct gopt *gs, int ng)
 {
 	size_t n = strlen(output);
-	const char **outs = calloc((size_t)ng + 1, sizeof(*outs));
+	const char **outs;
 	int i, k = 0;
 
 	if (!rc->fl)
 		return 0;
+	outs = calloc((size_t)ng + 1, sizeof(*outs));
 	if (!outs)
 		return 1;
 	outs[k++] = output;
