@@ -202,7 +202,8 @@ static int one_cpu(void *arg, int i, const int64_t *g, size_t n, const struct hg
 	for (;;) {
 		passes += nc;
 		nc = level(x, c, b, cells, nc, g, n, w, nw, span_lo, span_hi, tm, far);
-		if (nc <= 0 || cells[0].half * far < 4 || nc > MAX_CELLS || passes + 4 * nc > budget)
+		if (nc <= 0 || cells[0].half * far < 4 || nc > MAX_CELLS ||
+		    passes + 4 * nc > budget)
 			break;
 		/* each kept cell cut in four, in place from the end */
 		for (int j = nc - 1; j >= 0; j--) {
