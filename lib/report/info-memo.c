@@ -40,7 +40,10 @@ struct memo_slot {
 
 struct pure_slot {
 	const struct tep_event *ev;
-	bool pure;
+	bool pure;     /* printing it reads nothing but the payload and the fixed metadata */
+	bool compiled; /* printed by a compiled format (fmt-compile.c) */
+	bool skip;     /* compiled, and its payloads repeat too rarely for the table to pay */
+	unsigned int lookups, hits, skipped;
 };
 
 struct hgt__info_memo {
@@ -52,6 +55,8 @@ struct hgt__info_memo {
 	struct pure_slot pure[PURE_SLOTS];
 	unsigned long long hits, lookups, records;
 	bool stats;
+	bool on;	      /* the table is used (HGT_INFO_MEMO is not 0) */
+	struct hgt__fmtc *fc; /* compiled print formats, or NULL */
 };
 
 struct hgt__info_memo *hgt__info_memo_new(void)
@@ -59,11 +64,15 @@ struct hgt__info_memo *hgt__info_memo_new(void)
 	const char *e = getenv("HGT_INFO_MEMO");
 	struct hgt__info_memo *m;
 
-	if (e && !strcmp(e, "0"))
-		return NULL;
 	m = calloc(1, sizeof(*m));
-	if (m)
-		m->stats = e && !strcmp(e, "stats");
+	if (!m)
+		return NULL;
+	m->on = !(e && !strcmp(e, "0"));
+	m->stats = e && !strcmp(e, "stats");
+	e = getenv("HGT_FASTFMT");
+	if (e && !strcmp(e, "verify"))
+		m->on = false;	 /* every record through the compiled format, checked */
+	m->fc = hgt__fmtc_new(); /* NULL: libtraceevent prints every text */
 	return m;
 }
 
@@ -73,23 +82,47 @@ void hgt__info_memo_free(struct hgt__info_memo *m)
 		fprintf(stderr, "info memo: %llu records, %llu looked up, %llu hits (%.1f%%)\n",
 			m->records, m->lookups, m->hits,
 			100.0 * (double)m->hits / (double)m->records);
+	if (m)
+		hgt__fmtc_free(m->fc);
 	free(m);
 }
 
-/* Whether printing @ev's info reads nothing but the payload and the fixed metadata. */
-static bool event_pure(struct hgt__info_memo *m, const struct tep_event *ev, bool raw)
+/*
+ * The memo's record of @ev, or NULL when @ev's texts are not kept: printing them reads
+ * more than the payload and the fixed metadata, or @ev has a compiled format and its
+ * payloads repeat too rarely. A compiled format prints a text in about the time a memo
+ * lookup that misses costs (the table is 1.3 MB: its cache misses), so the table only pays
+ * for them when at least half the lookups hit: that is measured over MEMO_TRIAL lookups,
+ * and again after MEMO_TRIAL * 16 records without the table.
+ */
+#define MEMO_TRIAL 4096
+static struct pure_slot *memo_event(struct hgt__info_memo *m, const struct tep_event *ev, bool raw)
 {
 	struct pure_slot *p = &m->pure[(unsigned int)ev->id % PURE_SLOTS];
 
-	if (raw || !ev->handler) /* -R prints the fields; no handler prints the print fmt */
-		return true;
 	if (p->ev != ev) {
+		memset(p, 0, sizeof(*p));
 		p->ev = ev;
-		p->pure = !strcmp(ev->system, "sched") &&
-			  (!strcmp(ev->name, "sched_switch") || !strcmp(ev->name, "sched_wakeup") ||
-			   !strcmp(ev->name, "sched_wakeup_new"));
+		/* -R prints the fields; no handler prints the print fmt */
+		p->pure = raw || !ev->handler ||
+			  (!strcmp(ev->system, "sched") && (!strcmp(ev->name, "sched_switch") ||
+							    !strcmp(ev->name, "sched_wakeup") ||
+							    !strcmp(ev->name, "sched_wakeup_new")));
+		p->compiled = !raw && hgt__fmtc_has(m->fc, (struct tep_event *)ev);
 	}
-	return p->pure;
+	if (p->skip && ++p->skipped >= MEMO_TRIAL * 16)
+		p->skip = false; /* try again */
+	return p->pure && !p->skip ? p : NULL;
+}
+
+/* After a lookup of @p's event: whether its texts are worth keeping. */
+static void memo_judge(struct pure_slot *p, bool hit)
+{
+	p->hits += hit;
+	if (++p->lookups < MEMO_TRIAL)
+		return;
+	p->skip = p->compiled && p->hits * 2 < p->lookups;
+	p->lookups = p->hits = p->skipped = 0;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -159,35 +192,49 @@ const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, stru
 			   size_t *len)
 {
 	struct memo_slot *s = NULL;
+	struct pure_slot *e = NULL;
+	const char *text = NULL;
 	unsigned int k = 0;
 	uint64_t h = 0;
-	size_t n;
+	size_t n = 0;
 	int need;
 
 	if (m)
 		m->records++;
-	if (m && ev && rec->size > 0 && rec->size <= MEMO_KEY && event_pure(m, ev, raw)) {
+	if (m && m->on && ev && rec->size > 0 && rec->size <= MEMO_KEY &&
+	    (e = memo_event(m, ev, raw))) {
+		bool hit;
+
 		h = payload_hash(tep, rec->data, (size_t)rec->size, raw) | 1;
 		k = (unsigned int)(h >> 1) & (MEMO_SLOTS - 1);
 		s = &m->slot[k];
 		m->lookups++;
-		if (m->tag[k] == h && s->tep == tep && s->raw == raw &&
-		    s->klen == (uint16_t)rec->size && !memcmp(s->key, rec->data, s->klen)) {
+		hit = m->tag[k] == h && s->tep == tep && s->raw == raw &&
+		      s->klen == (uint16_t)rec->size && !memcmp(s->key, rec->data, s->klen);
+		memo_judge(e, hit);
+		if (hit) {
 			m->hits++;
 			*len = s->tlen;
 			return s->text;
 		}
 	}
-	trace_seq_reset(seq);
 	if (ev && (need = record_short(tep, ev, rec)) > 0) {
+		trace_seq_reset(seq);
 		trace_seq_printf(seq, "[SHORT RECORD: %d bytes, its format needs %d]", rec->size,
 				 need);
 		s = NULL; /* not kept */
-	} else {
-		tep_print_event(tep, seq, rec, "%s", raw ? TEP_PRINT_INFO_RAW : TEP_PRINT_INFO);
+		text = seq->buffer;
+		n = seq->len;
+	} else if (m && !raw && ev) {
+		text = hgt__fmtc_text(m->fc, tep, (struct tep_event *)ev, rec, &n);
 	}
-	n = seq->len;
-	if (n && seq->buffer[n - 1] == '\n')
+	if (!text) {
+		trace_seq_reset(seq);
+		tep_print_event(tep, seq, rec, "%s", raw ? TEP_PRINT_INFO_RAW : TEP_PRINT_INFO);
+		text = seq->buffer;
+		n = seq->len;
+	}
+	if (n && text[n - 1] == '\n')
 		n--;
 	if (s && n <= MEMO_TEXT) {
 		m->tag[k] = h;
@@ -196,8 +243,8 @@ const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, stru
 		s->klen = (uint16_t)rec->size;
 		memcpy(s->key, rec->data, s->klen);
 		s->tlen = (uint16_t)n;
-		memcpy(s->text, seq->buffer, n);
+		memcpy(s->text, text, n);
 	}
 	*len = n;
-	return seq->buffer;
+	return text;
 }

@@ -35,4 +35,12 @@ void hgt__par_free(struct hgt__par *p);
 /* --ts-diff: the value the next line compares with, after printing one at @ts */
 unsigned long long hgt__line_diff_base(const struct hgt__line_ctx *c, unsigned long long ts);
 
+/* fmt-compile.c: print formats compiled per event (info-memo.c runs them) */
+struct hgt__fmtc;
+struct hgt__fmtc *hgt__fmtc_new(void);
+void hgt__fmtc_free(struct hgt__fmtc *fc);
+bool hgt__fmtc_has(struct hgt__fmtc *fc, struct tep_event *ev);
+const char *hgt__fmtc_text(struct hgt__fmtc *fc, struct tep_handle *tep, struct tep_event *ev,
+			   struct tep_record *rec, size_t *len);
+
 #endif

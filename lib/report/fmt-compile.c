@@ -1,0 +1,1089 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Print formats compiled once per event into a small program of field fetches and
+ * conversions, run per record instead of libtraceevent's interpreter.
+ *
+ * libtraceevent 1.7 prints a record's info by walking its print fmt's argument tree for
+ * every record: a field found by name the first time, a number read through
+ * tep_read_number(), a cast applied by comparing type names with strcmp(), and every
+ * conversion through vsnprintf() into a trace_seq. Here the same tree is turned, once per
+ * event, into resolved nodes (offsets, sizes, masks and symbol values known), and the
+ * common conversions (%d %u %x with flags 0, - and #, a width, any length modifier; %s;
+ * %p and %ps) are written by hand. The text must be byte for byte libtraceevent's, so the
+ * program mirrors its rules (the casts of eval_type_str(), the operators of eval_num_arg(),
+ * the symbol and flag values of eval_flag(), the splitting of parse_args()), and anything
+ * else makes the event, or that one record, go back to libtraceevent:
+ * - events with a plugin handler, bprint and failed events, raw (-R) printing;
+ * - argument kinds not compiled here (__print_hex, bitmasks, cpumasks, dynamic arrays as
+ *   numbers, %pM/%pI/%pU/%ph, functions defined by plugins, '*' widths, %c and the '+'
+ *   flag, which libtraceevent versions print differently);
+ * - records where libtraceevent would warn or read outside the record (an index past the
+ *   end, a string with no NUL inside the record, an empty dynamic string, a flags value 0).
+ * HGT_FASTFMT=0 turns it off. HGT_FASTFMT=verify prints every record both ways, counts
+ * the differences and reports them at the end: the suite runs every recording it has and
+ * simulated sessions that way.
+ */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <traceevent/event-parse.h>
+
+#include "report-local.h"
+
+#define FMTC_SLOTS 1024 /* events with a compiled program (or a "not compiled") per handle */
+#define FMTC_OUT 8192	/* longest info text written here; longer ones go to libtraceevent */
+
+enum node_kind { N_CONST, N_FIELD, N_MASK, N_OP, N_COND, N_INDEX, N_DYNLEN };
+
+struct node {
+	uint8_t kind;
+	char op[2];		/* N_OP: the operator's first two characters */
+	int off, size;		/* N_FIELD, N_INDEX (element size), N_DYNLEN (the loc word) */
+	uint64_t k;		/* N_CONST: value; N_MASK, N_INDEX: mask (0: none) */
+	bool relative;		/* N_DYNLEN: __rel_loc */
+	struct node *a, *b, *c; /* operands; N_COND: a ? b : c; N_INDEX: b is the index */
+};
+
+enum str_kind { S_ATOM, S_FIELD, S_DYNSTR, S_SYMBOL, S_FLAGS, S_COND };
+
+struct sym {
+	long long v;
+	const char *str;
+};
+
+struct sarg {
+	uint8_t kind;
+	const char *atom; /* S_ATOM */
+	int off, len;	  /* S_FIELD (len -1: the rest of the record); S_DYNSTR: loc word */
+	bool relative;	  /* S_DYNSTR */
+	struct node *val; /* S_SYMBOL, S_FLAGS, S_COND (the condition) */
+	struct sym *syms; /* S_SYMBOL, S_FLAGS */
+	int nsyms;
+	const char *delim;  /* S_FLAGS */
+	struct sarg *t, *f; /* S_COND */
+};
+
+enum piece_kind { P_TEXT, P_INT, P_PTR, P_FUNC, P_STR };
+
+struct piece {
+	uint8_t kind;
+	/* P_TEXT: the text; P_INT, P_STR: the conversion as written, for snprintf() */
+	char *text;
+	size_t len;
+	struct node *val; /* P_INT, P_PTR, P_FUNC */
+	struct sarg *str; /* P_STR */
+	int ls;		  /* P_INT: libtraceevent's length count (-2 .. 2) */
+	char conv;	  /* P_INT: d i u x X o; P_FUNC: s f S F */
+	bool fast;	  /* P_INT: written here; P_STR: a plain "%s" */
+	bool left, zero, alt;
+	int width, bits; /* P_INT, fast: field width; the printf type's width in bits */
+	struct piece *next;
+};
+
+struct prog {
+	const struct tep_event *ev;
+	bool ok; /* false: this event always goes to libtraceevent */
+	bool swap;
+	struct piece *pieces;
+	void **mem; /* everything allocated for it */
+	int nmem, capmem;
+};
+
+struct hgt__fmtc {
+	struct prog *slot[FMTC_SLOTS];
+	char out[FMTC_OUT];
+	int verify; /* 0: off; 1: compare every record with libtraceevent */
+	struct trace_seq check;
+	unsigned long long compiled, fallback, differ;
+	struct {
+		const struct tep_event *ev;
+		char name[64]; /* the handle may be gone when this is printed */
+		unsigned long long n;
+	} back[16]; /* verify: the events libtraceevent printed, first 16 */
+};
+
+/* ---- compiling ---- */
+
+static void *pmem(struct prog *p, size_t n)
+{
+	void *m;
+
+	if (p->nmem == p->capmem) {
+		int cap = p->capmem ? 2 * p->capmem : 16;
+		void **nm = realloc(p->mem, (size_t)cap * sizeof(*nm));
+
+		if (!nm)
+			return NULL;
+		p->mem = nm;
+		p->capmem = cap;
+	}
+	m = calloc(1, n);
+	if (m)
+		p->mem[p->nmem++] = m;
+	return m;
+}
+
+/* eval_type_str()'s cast of a type name: the mask it applies, 0 for none */
+static uint64_t type_mask(const char *type)
+{
+	size_t len = strlen(type);
+
+	if (!len || type[len - 1] == '*' || !strncmp(type, "struct", 6))
+		return 0;
+	if (!strcmp(type, "u8") || !strcmp(type, "s8"))
+		return 0xff;
+	if (!strcmp(type, "u16") || !strcmp(type, "s16"))
+		return 0xffff;
+	if (!strcmp(type, "u32") || !strcmp(type, "s32"))
+		return 0xffffffff;
+	if (!strncmp(type, "unsigned ", 9))
+		type += 9;
+	if (!strcmp(type, "char"))
+		return 0xff;
+	if (!strcmp(type, "short"))
+		return 0xffff;
+	if (!strcmp(type, "int"))
+		return 0xffffffff;
+	return 0;
+}
+
+/* The same for an array element read through a pointer cast ("(u8 *)"), or -1 when the
+ * type is no pointer (libtraceevent warns). */
+static int64_t pointee_mask(const char *type)
+{
+	size_t len = strlen(type);
+	char buf[64];
+
+	if (len < 2 || type[len - 1] != '*' || len - 2 >= sizeof(buf))
+		return -1;
+	memcpy(buf, type, len - 2);
+	buf[len - 2] = 0;
+	return (int64_t)type_mask(buf);
+}
+
+/* eval_flag(): a symbol's or flag's value as written in the print fmt */
+static long long flag_value(const char *s)
+{
+	static const struct {
+		const char *name;
+		long long v;
+	} known[] = {
+		{ "HI_SOFTIRQ", 0 },	  { "TIMER_SOFTIRQ", 1 },     { "NET_TX_SOFTIRQ", 2 },
+		{ "NET_RX_SOFTIRQ", 3 },  { "BLOCK_SOFTIRQ", 4 },     { "IRQ_POLL_SOFTIRQ", 5 },
+		{ "TASKLET_SOFTIRQ", 6 }, { "SCHED_SOFTIRQ", 7 },     { "HRTIMER_SOFTIRQ", 8 },
+		{ "RCU_SOFTIRQ", 9 },	  { "HRTIMER_NORESTART", 0 }, { "HRTIMER_RESTART", 1 },
+	};
+
+	if (isdigit((unsigned char)s[0]))
+		return (long long)strtoull(s, NULL, 0);
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(known[i].name, s))
+			return known[i].v;
+	return -1;
+}
+
+static struct tep_format_field *field_of(struct tep_event *ev, const char *name)
+{
+	return name ? tep_find_any_field(ev, name) : NULL;
+}
+
+/* A plain field that can be read as a number here: 1, 2, 4 or 8 bytes. */
+static bool number_field(const struct tep_format_field *f)
+{
+	return f && !(f->flags & TEP_FIELD_IS_DYNAMIC) && f->offset >= 0 &&
+	       (f->size == 1 || f->size == 2 || f->size == 4 || f->size == 8);
+}
+
+static struct node *compile_num(struct prog *p, struct tep_event *ev, struct tep_print_arg *a);
+
+static struct node *compile_index(struct prog *p, struct tep_event *ev, struct tep_print_arg *a,
+				  struct node *n)
+{
+	struct tep_print_arg *l = a->op.left, *cast = NULL;
+	struct tep_format_field *f;
+	int64_t mask = 0;
+
+	while (l && l->type == TEP_PRINT_TYPE) {
+		if (!cast)
+			cast = l;
+		l = l->typecast.item;
+	}
+	if (!l || l->type != TEP_PRINT_FIELD)
+		return NULL; /* a dynamic array, or "all bets off" in libtraceevent */
+	f = field_of(ev, l->field.name);
+	if (!f || (f->flags & TEP_FIELD_IS_DYNAMIC) || f->offset < 0 ||
+	    (f->elementsize != 1 && f->elementsize != 2 && f->elementsize != 4 &&
+	     f->elementsize != 8))
+		return NULL;
+	if (cast && (mask = pointee_mask(cast->typecast.type)) < 0)
+		return NULL;
+	n->kind = N_INDEX;
+	n->off = f->offset;
+	n->size = (int)f->elementsize;
+	n->k = (uint64_t)mask;
+	n->b = compile_num(p, ev, a->op.right);
+	return n->b ? n : NULL;
+}
+
+static struct node *compile_op(struct prog *p, struct tep_event *ev, struct tep_print_arg *a,
+			       struct node *n)
+{
+	const char *op = a->op.op;
+
+	if (!op || !op[0])
+		return NULL;
+	if (!strcmp(op, "["))
+		return compile_index(p, ev, a, n);
+	if (!strcmp(op, "?")) {
+		struct tep_print_arg *r = a->op.right;
+
+		if (!r || r->type != TEP_PRINT_OP || !r->op.left || !r->op.right)
+			return NULL;
+		n->kind = N_COND;
+		n->a = compile_num(p, ev, a->op.left);
+		n->b = compile_num(p, ev, r->op.left);
+		n->c = compile_num(p, ev, r->op.right);
+		return n->a && n->b && n->c ? n : NULL;
+	}
+	if (!strchr("!~|&<>=-+/%*", op[0]))
+		return NULL; /* libtraceevent warns and prints 0 */
+	n->kind = N_OP;
+	n->op[0] = op[0];
+	n->op[1] = op[1];
+	n->a = compile_num(p, ev, a->op.left);
+	n->b = compile_num(p, ev, a->op.right);
+	return n->a && n->b ? n : NULL;
+}
+
+/* An argument evaluated as a number, as eval_num_arg() does; NULL when not compiled. */
+static struct node *compile_num(struct prog *p, struct tep_event *ev, struct tep_print_arg *a)
+{
+	struct tep_format_field *f;
+	struct node *n;
+
+	if (!a || !(n = pmem(p, sizeof(*n))))
+		return NULL;
+	switch (a->type) {
+	case TEP_PRINT_NULL:
+		n->kind = N_CONST;
+		return n;
+	case TEP_PRINT_ATOM:
+		if (!a->atom.atom || !isdigit((unsigned char)a->atom.atom[0]))
+			return NULL; /* a symbol's name: libtraceevent looks it up */
+		n->kind = N_CONST;
+		n->k = strtoull(a->atom.atom, NULL, 0);
+		return n;
+	case TEP_PRINT_FIELD:
+		f = field_of(ev, a->field.name);
+		if (!number_field(f))
+			return NULL;
+		n->kind = N_FIELD;
+		n->off = f->offset;
+		n->size = f->size;
+		return n;
+	case TEP_PRINT_TYPE:
+		if (!a->typecast.type)
+			return NULL;
+		n->kind = N_MASK;
+		n->k = type_mask(a->typecast.type);
+		n->a = compile_num(p, ev, a->typecast.item);
+		return n->a ? n : NULL;
+	case TEP_PRINT_OP:
+		return compile_op(p, ev, a, n);
+	case TEP_PRINT_DYNAMIC_ARRAY_LEN:
+		f = a->dynarray.field;
+		if (!f || f->size != 4 || f->offset < 0)
+			return NULL;
+		n->kind = N_DYNLEN;
+		n->off = f->offset;
+		n->size = f->size;
+		n->relative = f->flags & TEP_FIELD_IS_RELATIVE;
+		return n;
+	default:
+		return NULL;
+	}
+}
+
+static struct sym *compile_syms(struct prog *p, struct tep_print_flag_sym *fs, int *nr)
+{
+	struct sym *s;
+	int n = 0;
+
+	for (struct tep_print_flag_sym *f = fs; f; f = f->next)
+		n++;
+	s = pmem(p, (size_t)(n ? n : 1) * sizeof(*s));
+	if (!s)
+		return NULL;
+	n = 0;
+	for (struct tep_print_flag_sym *f = fs; f; f = f->next, n++) {
+		if (!f->value || !f->str)
+			return NULL;
+		s[n].v = flag_value(f->value);
+		s[n].str = f->str;
+	}
+	*nr = n;
+	return s;
+}
+
+/* An argument printed by %s, as print_str_arg() does; NULL when not compiled. */
+static struct sarg *compile_str(struct prog *p, struct tep_event *ev, struct tep_print_arg *a)
+{
+	struct tep_format_field *f;
+	struct sarg *s;
+
+	if (!a || !(s = pmem(p, sizeof(*s))))
+		return NULL;
+	switch (a->type) {
+	case TEP_PRINT_ATOM:
+		s->kind = S_ATOM;
+		s->atom = a->atom.atom;
+		return s->atom ? s : NULL;
+	case TEP_PRINT_FIELD:
+		f = field_of(ev, a->field.name);
+		if (!f || f->offset < 0 || (f->flags & TEP_FIELD_IS_DYNAMIC))
+			return NULL;
+		if (!(f->flags & TEP_FIELD_IS_ARRAY) && f->size == tep_get_long_size(ev->tep))
+			return NULL; /* a pointer: libtraceevent looks for a printk string */
+		s->kind = S_FIELD;
+		s->off = f->offset;
+		s->len = f->size ? f->size : -1;
+		return s;
+	case TEP_PRINT_STRING:
+		f = field_of(ev, a->string.string);
+		if (!f || f->size != 4 || f->offset < 0)
+			return NULL;
+		s->kind = S_DYNSTR;
+		s->off = f->offset;
+		s->relative = f->flags & TEP_FIELD_IS_RELATIVE;
+		return s;
+	case TEP_PRINT_SYMBOL:
+		s->kind = S_SYMBOL;
+		s->val = compile_num(p, ev, a->symbol.field);
+		s->syms = compile_syms(p, a->symbol.symbols, &s->nsyms);
+		return s->val && s->syms ? s : NULL;
+	case TEP_PRINT_FLAGS:
+		s->kind = S_FLAGS;
+		s->delim = a->flags.delim;
+		s->val = compile_num(p, ev, a->flags.field);
+		s->syms = compile_syms(p, a->flags.flags, &s->nsyms);
+		return s->val && s->syms ? s : NULL;
+	case TEP_PRINT_OP:
+		if (!a->op.op || a->op.op[0] != '?' || !a->op.right ||
+		    a->op.right->type != TEP_PRINT_OP)
+			return NULL;
+		s->kind = S_COND;
+		s->val = compile_num(p, ev, a->op.left);
+		s->t = compile_str(p, ev, a->op.right->op.left);
+		s->f = compile_str(p, ev, a->op.right->op.right);
+		return s->val && s->t && s->f ? s : NULL;
+	default:
+		return NULL;
+	}
+}
+
+static struct piece *add_piece(struct prog *p, struct piece ***tail, int kind, const char *text,
+			       size_t len)
+{
+	struct piece *pc = pmem(p, sizeof(*pc));
+
+	if (!pc || !(pc->text = pmem(p, len + 1)))
+		return NULL;
+	memcpy(pc->text, text, len);
+	pc->len = len;
+	pc->kind = (uint8_t)kind;
+	**tail = pc;
+	*tail = &pc->next;
+	return pc;
+}
+
+/* parse_arg_string(): literal text up to a lone '%', with \n \t \r \\ and %% turned into
+ * what they stand for. Returns the characters consumed, or 0 on what is not compiled. */
+static size_t literal(struct prog *p, struct piece ***tail, const char *f)
+{
+	char buf[512];
+	size_t n = 0, i = 0;
+
+	for (; f[i]; i++) {
+		char c = f[i];
+
+		if (c == '%' && f[i + 1] != '%')
+			break;
+		if (n + 1 >= sizeof(buf))
+			return 0;
+		if (c == '%') {
+			i++;
+		} else if (c == '\\') {
+			c = f[++i];
+			if (!c)
+				return 0; /* libtraceevent reads on past the end */
+			c = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c;
+		}
+		buf[n++] = c;
+	}
+	return add_piece(p, tail, P_TEXT, buf, n) ? i : 0;
+}
+
+/* How glibc's printf reads the length modifier @mod for an integer: its width in bits,
+ * or 0 when it is not one written here. */
+static int modifier_bits(const char *mod, size_t n)
+{
+	if (n == 0)
+		return 32;
+	if (n == 1)
+		return mod[0] == 'h'					 ? 16
+		       : mod[0] == 'l' || mod[0] == 'z' || mod[0] == 'L' ? 64
+									 : 0;
+	if (n == 2 && mod[0] == mod[1])
+		return mod[0] == 'h' ? 8 : mod[0] == 'l' ? 64 : 0;
+	return 0;
+}
+
+/* Whether the integer conversion @pc->text ("%08lx") is one written here, and how. */
+static void int_fast(struct piece *pc)
+{
+	const char *s = pc->text + 1;
+	size_t m = 0;
+
+	for (; *s == '-' || *s == '0' || *s == '#'; s++) {
+		pc->left |= *s == '-';
+		pc->zero |= *s == '0';
+		pc->alt |= *s == '#';
+	}
+	for (; isdigit((unsigned char)*s); s++)
+		pc->width = pc->width * 10 + (*s - '0');
+	while (s[m] && !strchr("diuxXo", s[m]))
+		m++;
+	pc->bits = modifier_bits(s, m);
+	pc->fast = pc->bits && s[m] && !s[m + 1] && strchr("diuxX", s[m]) && pc->width < 64;
+}
+
+/* parse_arg_format(): one conversion and the argument it takes. Returns the characters
+ * consumed, or 0 on what is not compiled. */
+static size_t conversion(struct prog *p, struct tep_event *ev, struct piece ***tail, const char *f,
+			 struct tep_print_arg **arg)
+{
+	struct piece *pc;
+	size_t i = 1;
+	int ls = 0;
+
+	for (; f[i]; i++) {
+		char c = f[i];
+
+		if (c == 'h')
+			ls--;
+		else if (c == 'l')
+			ls++;
+		else if (c == 'L')
+			ls = 2;
+		else if (c == 'z' || c == 'Z')
+			ls = 1;
+		else if (!(c == '#' || c == '.' || c == '-' || isdigit((unsigned char)c)))
+			break;
+	}
+	/* '+' and %c: libtraceevent 1.7 takes neither (it prints ">+<" and ">c<" and keeps
+	 * the argument), later versions do */
+	if (!f[i] || f[i] == '+' || f[i] == 'c' || !*arg || i + 1 > 30 || memchr(f, '*', i))
+		return 0;
+	if (f[i] == 'p') {
+		char x = f[i + 1];
+
+		if (x && strchr("MmIiUh", x))
+			return 0;
+		if (x && strchr("FfSs", x)) {
+			pc = add_piece(p, tail, P_FUNC, f, i + 2);
+			if (pc)
+				pc->conv = x;
+			i++;
+		} else {
+			pc = add_piece(p, tail, P_PTR, f, i + 1);
+		}
+		if (!pc || (*arg)->type == TEP_PRINT_BSTRING ||
+		    !(pc->val = compile_num(p, ev, *arg)))
+			return 0;
+	} else if (f[i] == 's') {
+		pc = add_piece(p, tail, P_STR, f, i + 1);
+		if (!pc || !(pc->str = compile_str(p, ev, *arg)))
+			return 0;
+		pc->fast = i == 1;
+	} else if (strchr("duixXo", f[i])) {
+		if (ls < -2 || ls > 2)
+			return 0;
+		pc = add_piece(p, tail, P_INT, f, i + 1);
+		if (!pc || !(pc->val = compile_num(p, ev, *arg)))
+			return 0;
+		pc->ls = ls;
+		pc->conv = f[i];
+		int_fast(pc);
+	} else {
+		return 0; /* libtraceevent prints ">c<" and keeps the argument */
+	}
+	*arg = (*arg)->next;
+	return i + 1;
+}
+
+static bool compile_event(struct prog *p, struct tep_event *ev)
+{
+	struct tep_print_arg *arg = ev->print_fmt.args;
+	const char *f = ev->print_fmt.format;
+	struct piece **tail = &p->pieces;
+	size_t left;
+
+	if (!f || ev->handler ||
+	    (ev->flags & (TEP_EVENT_FL_FAILED | TEP_EVENT_FL_ISBPRINT | TEP_EVENT_FL_PRINTRAW)))
+		return false;
+	left = strlen(f);
+	while (*f) {
+		size_t used = (f[0] == '%' && f[1] != '%') ? conversion(p, ev, &tail, f, &arg)
+							   : literal(p, &tail, f);
+
+		if (!used)
+			return false;
+		if (used >= left)
+			break;
+		left -= used;
+		f += used;
+	}
+	return true;
+}
+
+static void prog_free(struct prog *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->nmem; i++)
+		free(p->mem[i]);
+	free(p->mem);
+	free(p);
+}
+
+/* The program of @ev, compiled the first time it is asked for; NULL: not compiled. */
+static struct prog *prog_of(struct hgt__fmtc *fc, struct tep_event *ev)
+{
+	unsigned int h = ((unsigned int)(uintptr_t)ev >> 4) * 2654435761u;
+	unsigned int k = h % FMTC_SLOTS;
+	struct prog *p;
+
+	for (unsigned int probe = 0; probe < FMTC_SLOTS; probe++, k = (k + 1) % FMTC_SLOTS) {
+		p = fc->slot[k];
+		if (p && p->ev == ev)
+			return p->ok ? p : NULL;
+		if (!p)
+			break;
+	}
+	if (fc->slot[k])
+		return NULL; /* table full: libtraceevent prints the rest */
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->ev = ev;
+	p->swap = tep_is_file_bigendian(ev->tep) != tep_is_local_bigendian(ev->tep);
+	p->ok = tep_get_long_size(ev->tep) == 8 && compile_event(p, ev);
+	if (!p->ok) { /* keep only the verdict */
+		for (int i = 0; i < p->nmem; i++)
+			free(p->mem[i]);
+		free(p->mem);
+		p->mem = NULL;
+		p->nmem = p->capmem = 0;
+		p->pieces = NULL;
+	}
+	fc->slot[k] = p;
+	return p->ok ? p : NULL;
+}
+
+struct hgt__fmtc *hgt__fmtc_new(void)
+{
+	const char *e = getenv("HGT_FASTFMT");
+	struct hgt__fmtc *fc;
+
+	if (e && !strcmp(e, "0"))
+		return NULL;
+	fc = calloc(1, sizeof(*fc));
+	if (fc && e && !strcmp(e, "verify")) {
+		fc->verify = 1;
+		trace_seq_init(&fc->check);
+	}
+	return fc;
+}
+
+void hgt__fmtc_free(struct hgt__fmtc *fc)
+{
+	if (!fc)
+		return;
+	if (fc->verify) {
+		fprintf(stderr,
+			"fastfmt verify: %llu records printed by compiled formats, %llu by libtraceevent, %llu differ\n",
+			fc->compiled, fc->fallback, fc->differ);
+		for (int i = 0; i < 16 && fc->back[i].ev; i++)
+			fprintf(stderr, "fastfmt verify: by libtraceevent: %s %llu\n",
+				fc->back[i].name, fc->back[i].n);
+		trace_seq_destroy(&fc->check);
+	}
+	for (int i = 0; i < FMTC_SLOTS; i++)
+		prog_free(fc->slot[i]);
+	free(fc);
+}
+
+/* ---- running ---- */
+
+struct run {
+	const uint8_t *data;
+	int size;
+	bool swap;
+	struct tep_handle *tep;
+	char *out;
+	size_t n;
+	bool bad; /* libtraceevent must print this record */
+};
+
+static uint64_t read_num(const struct run *r, int off, int size)
+{
+	const uint8_t *q = r->data + off;
+	uint64_t v;
+
+	switch (size) {
+	case 1:
+		return q[0];
+	case 2: {
+		uint16_t x;
+
+		memcpy(&x, q, 2);
+		return r->swap ? __builtin_bswap16(x) : x;
+	}
+	case 4: {
+		uint32_t x;
+
+		memcpy(&x, q, 4);
+		return r->swap ? __builtin_bswap32(x) : x;
+	}
+	default:
+		memcpy(&v, q, 8);
+		return r->swap ? __builtin_bswap64(v) : v;
+	}
+}
+
+/* dynamic_offset_field() for a 4-byte __data_loc or __rel_loc word at @off */
+static void dyn_loc(const struct run *r, int off, bool relative, unsigned int *o, unsigned int *l)
+{
+	uint64_t v = read_num(r, off, 4);
+	unsigned int oo = (unsigned int)(v & 0xffff), ll = (unsigned int)(v >> 16) & 0xffff;
+
+	*o = oo > (unsigned int)r->size ? 0 : oo;
+	*l = oo + ll > (unsigned int)r->size ? 0 : ll;
+	if (relative)
+		*o += (unsigned int)off + 4;
+}
+
+static uint64_t eval(struct run *r, const struct node *n);
+
+static uint64_t eval_op(struct run *r, const struct node *n)
+{
+	uint64_t a = eval(r, n->a), b = eval(r, n->b);
+	char o0 = n->op[0], o1 = n->op[1];
+
+	switch (o0) {
+	case '!':
+		if (o1 && o1 != '=')
+			break;
+		return o1 ? a != b : !b;
+	case '~':
+		return ~b;
+	case '|':
+		return o1 ? (a || b) : (a | b);
+	case '&':
+		return o1 ? (a && b) : (a & b);
+	case '<':
+	case '>':
+		if (o1 == o0) {
+			if (b >= 64)
+				break; /* undefined in C: libtraceevent's own result */
+			return o0 == '<' ? a << b : a >> b;
+		}
+		if (o1 && o1 != '=')
+			break;
+		return o0 == '<' ? (o1 ? a <= b : a < b) : (o1 ? a >= b : a > b);
+	case '=':
+		if (o1 != '=')
+			break;
+		return a == b;
+	case '-':
+		return a - b;
+	case '+':
+		return a + b;
+	case '*':
+		return a * b;
+	case '/':
+	case '%':
+		if (!b)
+			break;
+		return o0 == '/' ? a / b : a % b;
+	}
+	r->bad = true;
+	return 0;
+}
+
+static uint64_t eval(struct run *r, const struct node *n)
+{
+	uint64_t v;
+	unsigned int o, l;
+
+	switch (n->kind) {
+	case N_CONST:
+		return n->k;
+	case N_FIELD:
+		return read_num(r, n->off, n->size);
+	case N_MASK:
+		v = eval(r, n->a);
+		return n->k ? v & n->k : v;
+	case N_COND:
+		return eval(r, n->a) ? eval(r, n->b) : eval(r, n->c);
+	case N_INDEX:
+		v = (uint64_t)n->off + eval(r, n->b) * (uint64_t)n->size;
+		if (v + (uint64_t)n->size > (uint64_t)r->size) {
+			r->bad = true; /* libtraceevent warns */
+			return 0;
+		}
+		v = read_num(r, (int)v, n->size);
+		return n->k ? v & n->k : v;
+	case N_DYNLEN:
+		dyn_loc(r, n->off, n->relative, &o, &l);
+		return l;
+	default:
+		return eval_op(r, n);
+	}
+}
+
+static bool room(struct run *r, size_t n)
+{
+	if (r->n + n < FMTC_OUT)
+		return true;
+	r->bad = true;
+	return false;
+}
+
+static void put(struct run *r, const char *s, size_t n)
+{
+	if (room(r, n)) {
+		memcpy(r->out + r->n, s, n);
+		r->n += n;
+	}
+}
+
+/* snprintf() of the conversion as written, as trace_seq_printf() would */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+static void put_slow_int(struct run *r, const struct piece *pc, uint64_t v)
+{
+	char buf[128];
+	int k;
+
+	switch (pc->ls) {
+	case -2:
+		k = snprintf(buf, sizeof(buf), pc->text, (char)v);
+		break;
+	case -1:
+		k = snprintf(buf, sizeof(buf), pc->text, (short)v);
+		break;
+	case 0:
+		k = snprintf(buf, sizeof(buf), pc->text, (int)v);
+		break;
+	case 1:
+		k = snprintf(buf, sizeof(buf), pc->text, (long)v);
+		break;
+	default:
+		k = snprintf(buf, sizeof(buf), pc->text, (long long)v);
+		break;
+	}
+	if (k < 0 || (size_t)k >= sizeof(buf))
+		r->bad = true;
+	else
+		put(r, buf, (size_t)k);
+}
+
+static void put_str(struct run *r, const struct piece *pc, const char *s)
+{
+	if (pc->fast) {
+		put(r, s, strlen(s));
+	} else if (room(r, 0)) {
+		int k = snprintf(r->out + r->n, FMTC_OUT - r->n, pc->text, s);
+
+		if (k < 0 || r->n + (size_t)k >= FMTC_OUT)
+			r->bad = true;
+		else
+			r->n += (size_t)k;
+	}
+}
+#pragma GCC diagnostic pop
+
+/* %d %u %x as glibc writes them, for the flags, widths and lengths int_fast() accepts */
+static void put_int(struct run *r, const struct piece *pc, uint64_t v)
+{
+	char d[24], *e = d + sizeof(d), *q = e;
+	uint64_t mask = pc->bits == 64 ? ~0ULL : (1ULL << pc->bits) - 1;
+	bool neg = false;
+	size_t pre = 0, len, pad;
+	const char *prefix = "";
+
+	v &= mask;
+	if (pc->conv == 'd' || pc->conv == 'i') {
+		uint64_t sign = 1ULL << (pc->bits - 1);
+
+		if (v & sign) {
+			neg = true;
+			v = (~v + 1) & mask;
+		}
+	}
+	if (pc->conv == 'x' || pc->conv == 'X') {
+		const char *digits = pc->conv == 'x' ? "0123456789abcdef" : "0123456789ABCDEF";
+
+		do
+			*--q = digits[v & 15];
+		while (v >>= 4);
+		if (pc->alt && !(q[0] == '0' && q + 1 == e)) {
+			prefix = pc->conv == 'x' ? "0x" : "0X";
+			pre = 2;
+		}
+	} else {
+		do
+			*--q = (char)('0' + v % 10);
+		while (v /= 10);
+	}
+	if (neg) {
+		prefix = "-";
+		pre = 1;
+	}
+	len = (size_t)(e - q);
+	pad = (size_t)pc->width > len + pre ? (size_t)pc->width - len - pre : 0;
+	if (!room(r, pad + pre + len))
+		return;
+	if (pad && !pc->left && !pc->zero) {
+		memset(r->out + r->n, ' ', pad);
+		r->n += pad;
+	}
+	put(r, prefix, pre);
+	if (pad && !pc->left && pc->zero) {
+		memset(r->out + r->n, '0', pad);
+		r->n += pad;
+	}
+	put(r, q, len);
+	if (pad && pc->left) {
+		memset(r->out + r->n, ' ', pad);
+		r->n += pad;
+	}
+}
+
+static void put_hex(struct run *r, const char *prefix, uint64_t v)
+{
+	char buf[40];
+	int k = snprintf(buf, sizeof(buf), "%s%llx", prefix, (unsigned long long)v);
+
+	put(r, buf, (size_t)k);
+}
+
+/* print_function(): a kernel address as its function's name */
+static void put_func(struct run *r, const struct piece *pc, uint64_t v)
+{
+	const char *name = tep_find_function(r->tep, v);
+
+	if (!name) {
+		put_hex(r, "0x", v);
+		return;
+	}
+	put(r, name, strlen(name));
+	if (pc->conv == 'F' || pc->conv == 'S')
+		put_hex(r, "+0x", v - tep_find_function_address(r->tep, v));
+}
+
+static void run_str(struct run *r, const struct piece *pc, const struct sarg *s);
+
+static void run_flags(struct run *r, const struct piece *pc, const struct sarg *s)
+{
+	long long v = (long long)eval(r, s->val);
+	bool printed = false;
+
+	if (!v) {
+		r->bad = true; /* libtraceevent versions differ on a 0 value */
+		return;
+	}
+	for (int i = 0; i < s->nsyms; i++) {
+		long long f = s->syms[i].v;
+
+		if (f > 0 && (v & f) == f) {
+			if (printed && s->delim)
+				put(r, s->delim, strlen(s->delim));
+			put_str(r, pc, s->syms[i].str);
+			printed = true;
+			v &= ~f;
+		}
+	}
+	if (v) {
+		if (printed && s->delim)
+			put(r, s->delim, strlen(s->delim));
+		put_hex(r, "0x", (uint64_t)v);
+	}
+}
+
+static void run_field_str(struct run *r, const struct piece *pc, const struct sarg *s)
+{
+	size_t len = s->len < 0 ? (size_t)(r->size - s->off) : (size_t)s->len;
+	char buf[1024];
+
+	if (s->off + (long long)len > r->size || len >= sizeof(buf)) {
+		r->bad = true;
+		return;
+	}
+	memcpy(buf, r->data + s->off, len);
+	buf[len] = 0;
+	put_str(r, pc, buf);
+}
+
+static void run_str(struct run *r, const struct piece *pc, const struct sarg *s)
+{
+	unsigned int o, l;
+	long long v;
+
+	switch (s->kind) {
+	case S_ATOM:
+		put_str(r, pc, s->atom);
+		break;
+	case S_FIELD:
+		run_field_str(r, pc, s);
+		break;
+	case S_DYNSTR:
+		dyn_loc(r, s->off, s->relative, &o, &l);
+		if (!l || o >= (unsigned int)r->size ||
+		    !memchr(r->data + o, 0, (size_t)r->size - o)) {
+			r->bad = true;
+			return;
+		}
+		put_str(r, pc, (const char *)r->data + o);
+		break;
+	case S_SYMBOL:
+		v = (long long)eval(r, s->val);
+		for (int i = 0; i < s->nsyms; i++)
+			if (s->syms[i].v == v) {
+				put_str(r, pc, s->syms[i].str);
+				return;
+			}
+		put_hex(r, "0x", (uint64_t)v);
+		break;
+	case S_FLAGS:
+		run_flags(r, pc, s);
+		break;
+	default:
+		run_str(r, pc, eval(r, s->val) ? s->t : s->f);
+		break;
+	}
+}
+
+static void run_piece(struct run *r, const struct piece *pc)
+{
+	uint64_t v;
+
+	switch (pc->kind) {
+	case P_TEXT:
+		put(r, pc->text, pc->len);
+		break;
+	case P_INT:
+		v = eval(r, pc->val);
+		if (pc->fast)
+			put_int(r, pc, v);
+		else
+			put_slow_int(r, pc, v);
+		break;
+	case P_PTR:
+		v = eval(r, pc->val);
+		if (v)
+			put_hex(r, "0x", v);
+		else
+			put(r, "(nil)", 5);
+		break;
+	case P_FUNC:
+		put_func(r, pc, eval(r, pc->val));
+		break;
+	default:
+		run_str(r, pc, pc->str);
+		break;
+	}
+}
+
+/* The compiled program's text for @rec, or NULL when libtraceevent must print it. */
+static const char *run_prog(struct hgt__fmtc *fc, const struct prog *p, struct tep_handle *tep,
+			    const struct tep_record *rec, size_t *len)
+{
+	struct run r = {
+		.data = rec->data, .size = rec->size, .swap = p->swap, .tep = tep, .out = fc->out
+	};
+
+	for (const struct piece *pc = p->pieces; pc && !r.bad; pc = pc->next)
+		run_piece(&r, pc);
+	if (r.bad)
+		return NULL;
+	*len = r.n;
+	return fc->out;
+}
+
+static void verify(struct hgt__fmtc *fc, struct tep_handle *tep, const struct tep_event *ev,
+		   struct tep_record *rec, const char *text, size_t len)
+{
+	size_t n;
+
+	trace_seq_reset(&fc->check);
+	tep_print_event(tep, &fc->check, rec, "%s", TEP_PRINT_INFO);
+	n = fc->check.len;
+	if (len == n && !memcmp(text, fc->check.buffer, n))
+		return;
+	if (fc->differ++ < 20)
+		fprintf(stderr,
+			"fastfmt verify: %s:%s: compiled \"%.*s\", libtraceevent \"%.*s\"\n",
+			ev->system, ev->name, (int)len, text, (int)n, fc->check.buffer);
+}
+
+static void count_fallback(struct hgt__fmtc *fc, const struct tep_event *ev)
+{
+	fc->fallback++;
+	for (int i = 0; i < 16; i++)
+		if (!fc->back[i].ev || fc->back[i].ev == ev) {
+			if (!fc->back[i].ev)
+				snprintf(fc->back[i].name, sizeof(fc->back[i].name), "%s:%s",
+					 ev->system, ev->name);
+			fc->back[i].ev = ev;
+			fc->back[i].n++;
+			return;
+		}
+}
+
+/* Whether @ev's info is printed by a compiled program (for most of its records). */
+bool hgt__fmtc_has(struct hgt__fmtc *fc, struct tep_event *ev)
+{
+	return fc && ev && prog_of(fc, ev);
+}
+
+/**
+ * hgt__fmtc_text - @rec's info text by @ev's compiled print format, or NULL when
+ * libtraceevent must print it (not compiled, or a record it would print differently).
+ * The record must hold every fixed field of @ev. Sets *@len; the text stays valid until
+ * the next call.
+ */
+const char *hgt__fmtc_text(struct hgt__fmtc *fc, struct tep_handle *tep, struct tep_event *ev,
+			   struct tep_record *rec, size_t *len)
+{
+	const struct prog *p;
+	const char *t;
+
+	if (!fc || !ev)
+		return NULL;
+	p = prog_of(fc, ev);
+	t = p ? run_prog(fc, p, tep, rec, len) : NULL;
+	if (fc->verify) {
+		if (t) {
+			fc->compiled++;
+			verify(fc, tep, ev, rec, t, *len);
+		} else {
+			count_fallback(fc, ev);
+		}
+	}
+	return t;
+}
