@@ -191,7 +191,7 @@ static int compare(struct tep_handle *tep, struct hgt__fmtc *fc, const struct ev
 		tep_print_event(tep, &s, &rec, "%s", TEP_PRINT_INFO);
 		if (len != s.len || memcmp(t, s.buffer, len)) {
 			print_message(
-				"%s, record %d: compiled \"%.*s\"\n   libtraceevent \"%.*s\"\n",
+				"# %s, record %d: compiled \"%.*s\"\n#   libtraceevent \"%.*s\"\n",
 				ev->name, i, (int)len, t, (int)s.len, s.buffer);
 			fail();
 		}
@@ -219,7 +219,7 @@ static void run(bool big)
 		int c = compare(tep, fc, &evs[k], big, n);
 
 		print_message(
-			"%s-endian %s: %d of %d records compiled, all equal to libtraceevent's\n",
+			"# %s-endian %s: %d of %d records compiled, all equal to libtraceevent's\n",
 			big ? "big" : "little", tep_find_event(tep, evs[k].id)->name, c, n);
 		if (evs[k].compiled)
 			assert_true(c >= n / 2);
