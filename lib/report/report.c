@@ -496,7 +496,33 @@ struct par_state {
 	struct hgt__par_handle *hs;
 	char (*prefix)[512];
 	uint8_t **kinds; /* per top input, per event type id */
+	int *type_off;	 /* per top input: where a record's 2-byte type lies, or -1 */
 };
+
+/* Where the 2-byte common_type lies in @tep's records when it can be read straight (file
+ * and machine little endian), else -1: tep_data_type() looks the field up every time. */
+static int type_offset(struct tep_handle *tep)
+{
+	struct tep_event *ev = tep_get_events_count(tep) ? tep_get_event(tep, 0) : NULL;
+	struct tep_format_field *f = ev ? tep_find_common_field(ev, "common_type") : NULL;
+
+	if (!f || f->size != 2 || f->offset < 0 || tep_is_file_bigendian(tep) ||
+	    __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		return -1;
+	return f->offset;
+}
+
+static int record_type(const struct par_state *ps, int top, struct tep_handle *tep,
+		       struct tep_record *rec)
+{
+	int off = ps->type_off[top];
+	uint16_t t;
+
+	if (off < 0 || off + 2 > rec->size)
+		return tep_data_type(tep, rec);
+	memcpy(&t, (const uint8_t *)rec->data + off, 2);
+	return t;
+}
 
 static int top_of(const struct report *r, const struct handle *h)
 {
@@ -598,8 +624,10 @@ static void par_state_free(struct report *r, struct par_state *ps)
 	for (i = 0; ps->kinds && i < r->nr_top; i++)
 		free(ps->kinds[i]);
 	free(ps->kinds);
+	free(ps->type_off);
 	free(ps->hs);
 	free(ps->prefix);
+	ps->type_off = NULL;
 	ps->kinds = NULL;
 	ps->hs = NULL;
 	ps->prefix = NULL;
@@ -616,9 +644,10 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 	ps->hs = calloc((size_t)r->nr_h, sizeof(*ps->hs));
 	ps->prefix = calloc((size_t)r->nr_h, sizeof(*ps->prefix));
 	ps->kinds = calloc((size_t)r->nr_top, sizeof(*ps->kinds));
+	ps->type_off = calloc((size_t)r->nr_top, sizeof(*ps->type_off));
 	paths = calloc((size_t)r->nr_top, sizeof(*paths));
 	teps = calloc((size_t)r->nr_top, sizeof(*teps));
-	if (!ps->hs || !ps->prefix || !ps->kinds || !paths || !teps)
+	if (!ps->hs || !ps->prefix || !ps->kinds || !ps->type_off || !paths || !teps)
 		goto fail;
 	for (i = 0; i < r->nr_top; i++) {
 		ps->kinds[i] = calloc(65536, 1);
@@ -626,6 +655,7 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 			goto fail;
 		paths[i] = hgt_input_path(r->h[i].in);
 		teps[i] = hgt_input_tep(r->h[i].in);
+		ps->type_off[i] = type_offset(teps[i]);
 	}
 	for (i = 0; i < r->nr_h; i++) {
 		struct handle *h = &r->h[i];
@@ -660,7 +690,7 @@ static int par_queue(struct report *r, struct par_state *ps, struct handle *h,
 		     struct tep_record *rec, bool boundary)
 {
 	struct tep_handle *tep = hgt_input_tep(h->in);
-	int top = ps->hs[h - r->h].top, type = tep_data_type(tep, rec), ret = 0;
+	int top = ps->hs[h - r->h].top, type = record_type(ps, top, tep, rec), ret = 0;
 	uint8_t *k = &ps->kinds[top][type & 0xffff];
 	unsigned long long prev = r->last_ts;
 
