@@ -927,10 +927,15 @@ static void run_flags(struct run *r, const struct piece *pc, const struct sarg *
 
 static void run_field_str(struct run *r, const struct piece *pc, const struct sarg *s)
 {
-	size_t len = s->len < 0 ? (size_t)(r->size - s->off) : (size_t)s->len;
 	char buf[1024];
+	size_t len;
 
-	if (s->off + (long long)len > r->size || len >= sizeof(buf)) {
+	if (s->off > r->size) {
+		r->bad = true;
+		return;
+	}
+	len = s->len < 0 ? (size_t)(r->size - s->off) : (size_t)s->len;
+	if ((size_t)s->off + len > (size_t)r->size || len >= sizeof(buf)) {
 		r->bad = true;
 		return;
 	}
