@@ -200,7 +200,7 @@ static int no_parse(struct tep_handle *tep, const char *text)
 int hgt__read_kallsyms(struct hgt_input *in, struct hgt__rd *rd)
 {
 	return read_text_item(in, rd, "kallsyms", false, &in->meta.kallsyms_size,
-			      in->flags & HGT_OPEN_NO_KALLSYMS ? no_parse : tep_parse_kallsyms);
+			      in->flags & HGT_OPEN_NO_KALLSYMS ? no_parse : hgt__parse_kallsyms);
 }
 
 /*

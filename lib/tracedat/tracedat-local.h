@@ -182,6 +182,9 @@ int hgt__read_header_info(struct hgt_input *in, struct hgt__rd *rd);
 int hgt__read_ftrace_events(struct hgt_input *in, struct hgt__rd *rd);
 int hgt__read_event_formats(struct hgt_input *in, struct hgt__rd *rd);
 int hgt__read_kallsyms(struct hgt_input *in, struct hgt__rd *rd);
+/* kallsyms.c: tep_parse_kallsyms() without its sscanf() */
+int hgt__parse_kallsyms(struct tep_handle *tep, const char *text);
+int hgt__kallsyms_own(struct tep_handle *tep, const char *text);
 int hgt__read_printk(struct hgt_input *in, struct hgt__rd *rd);
 int hgt__read_cmdlines(struct hgt_input *in, struct hgt__rd *rd);
 

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * hgt__parse_kallsyms() must leave a handle exactly as tep_parse_kallsyms() does: the same
+ * return value and the same function map, aliases' order and modules included, as
+ * tep_print_funcs() prints it. On this machine's /proc/kallsyms (when readable), on lines
+ * written to reach each rule (modules, '$' names, absolute symbols, blanks, upper-case hex,
+ * a tab without '[', two tabs, an empty module) and on malformed texts, where libtraceevent
+ * stops at the bad line.
+ */
+#include <fcntl.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test-helpers.h"
+
+#include <traceevent/event-parse.h>
+
+#include "../../lib/tracedat/tracedat-local.h"
+
+/* tep_print_funcs() of @tep into a malloc'd string (it prints to stdout) */
+static char *funcs_of(struct tep_handle *tep)
+{
+	char path[] = "/tmp/hgt-kallsyms-XXXXXX";
+	int fd = mkstemp(path), saved = dup(1);
+	char *buf;
+	off_t len;
+
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stdout);
+	dup2(fd, 1);
+	tep_print_funcs(tep);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	len = lseek(fd, 0, SEEK_END);
+	buf = calloc(1, (size_t)len + 1);
+	assert_non_null(buf);
+	assert_int_equal(pread(fd, buf, (size_t)len, 0), len);
+	close(fd);
+	unlink(path);
+	return buf;
+}
+
+/* both parsers on @text: the same return and the same map; returns the map's lines. @own:
+ * whether hgtrace's own reader must read it (else it must leave it to libtraceevent). */
+static size_t same(const char *what, const char *text, bool own)
+{
+	struct tep_handle *a = tep_alloc(), *b = tep_alloc(), *c = tep_alloc();
+	int ra = tep_parse_kallsyms(a, text), rb = hgt__parse_kallsyms(b, text);
+	int rc = hgt__kallsyms_own(c, text);
+	char *fa = funcs_of(a), *fb = funcs_of(b);
+	size_t lines = 0;
+
+	for (const char *p = fa; (p = strchr(p, '\n')); p++)
+		lines++;
+	if (ra != rb || strcmp(fa, fb)) {
+		print_message("# %s: libtraceevent returned %d, hgtrace %d; maps %s\n", what, ra,
+			      rb, strcmp(fa, fb) ? "differ" : "equal");
+		fail();
+	}
+	if ((rc == 0) != own) {
+		print_message("# %s: hgtrace's own reader returned %d\n", what, rc);
+		fail();
+	}
+	print_message("# %s: returned %d, %zu functions mapped the same (%s)\n", what, ra, lines,
+		      own ? "read by hgtrace's own reader" : "left to libtraceevent");
+	free(fa);
+	free(fb);
+	tep_free(a);
+	tep_free(b);
+	tep_free(c);
+	return lines;
+}
+
+static void test_this_machine(void **state)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char *text = NULL;
+	size_t cap = 0, len = 0, n;
+
+	(void)state;
+	if (!f)
+		skip();
+	text = malloc(cap = 1 << 20);
+	assert_non_null(text);
+	while ((n = fread(text + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (cap - len < 4096) {
+			text = realloc(text, cap *= 2);
+			assert_non_null(text);
+		}
+	}
+	fclose(f);
+	text[len] = 0;
+	if (len < 1000)
+		skip();
+	assert_true(same("/proc/kallsyms", text, true) > 1000);
+	free(text);
+}
+
+static void test_rules(void **state)
+{
+	static const char text[] = "ffffffff81000000 T _text\n"
+				   "ffffffff81000000 T startup_64\n"
+				   "ffffffff81000000 t alias_three\n"
+				   "ffffffff81001000 t $a\n"
+				   "0000000000000000 A fixed_percpu_data\n"
+				   "ffffffff81002000 a abs_sym\n"
+				   "ffffffffc0000000 t mod_func\t[mymod]\n"
+				   "ffffffffc0001000 T mod_func2\t[othermod]\n"
+				   "\n"
+				   "ffffffff81003000 W weak_one   \n"
+				   " ffffffff81004000 t lead_space\n"
+				   "ffffffffc0002000 t tab_no_bracket\tmymod\n"
+				   "ffffffffc0003000 t two_tabs\t\t[mymod]\n"
+				   "ffffffffc0004000 t empty_mod\t[\n"
+				   "FFFFFFFF81005000 T upper_hex\n"
+				   "1 t short_addr\n"
+				   "ffffffff81006000 Tglued\n"
+				   "ffffffff81007000\tt\ttabs_between\n"
+				   "ffffffffc0005000 t mod_no_close\t[mymod\n"
+				   "ffffffffc0006000 t space_bracket [mymod]\n"
+				   "ffffffff81008000 t last_no_newline";
+
+	(void)state;
+	assert_int_equal(same("rules", text, true), 17); /* counted by hand */
+}
+
+static void test_malformed(void **state)
+{
+	static const char *const bad[] = {
+		"ffffffff81000000 T good\nffffffff81001000 T\nffffffff81002000 T after\n",
+		"0xffffffff81000000 T hexprefix\n",
+		"-1 T negative\n",
+		"ffffffff810000001 T seventeen_digits\n",
+		"garbage line\nffffffff81000000 T x\n",
+		"ffffffffc0000000 t spaced_mod\t[ mymod]\nffffffff81000000 T y\n",
+		"ffffffff81000000\n",
+		"ffffffff81000000 T ok\nffffffff81000000 \n",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "malformed %zu", i + 1);
+		same(what, bad[i], false);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_this_machine),
+		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_malformed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
