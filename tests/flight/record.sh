@@ -4,9 +4,12 @@
 # 1 s, after 1 s, flush 100 ms), and at 5.5 s a marker that --trigger marker:hgt-slow
 # catches (trigger 2, its window saved with the marker in it). Checked, in the trace's own
 # times (trace-cmd report):
-#  - the saved flight-1.dat: trace-cmd reads it; its markers run without a gap; they reach
-#    back at least the window before the usr1 marker and on at least the after time after
-#    it (the window is saved the flush interval later, for its last pages to be written);
+#  - the saved flight-1.dat: trace-cmd reads it; its markers run without a gap over the
+#    window before the usr1 marker and the after time after it (the window is saved the
+#    flush interval later, for its last pages to be written), and it reaches back further
+#    (each CPU's pages begin with the page it was writing when the window began, so before
+#    the window one CPU can reach further back than another: markers there need not be
+#    whole);
 #  - the final file holds the kept span only: the first markers are gone (punched out of
 #    the recording), the rest run without a gap to the last one written, over at least
 #    the window and the after time;
@@ -90,15 +93,20 @@ f, fu = load(sys.argv[1])
 r, ru = load(sys.argv[2])
 written = int(sys.argv[3])
 gapless = lambda m: bool(m) and [a for a, _ in m] == list(range(m[0][0], m[-1][0] + 1))
-# up to the after time: every marker (the next one is there too, later); after it the
-# CPUs' last pages end where each was when the window was saved
-inw = [m for m in f if fu is not None and m[1] <= fu + 1.0]
+# the window: the usr1 marker's second before it to the after time (1 s) after it. Every
+# marker written then is there (and the next one, later): the window was saved from the
+# pages written since 1.3 s before the trigger (window, two ticks, flush). Before it, a
+# CPU's pages begin with the page it was writing then, so one CPU can reach further back
+# than another, and markers there need not be whole; at least one is there.
+inw = [m for m in f if fu is not None and fu - 1.0 <= m[1] <= fu + 1.0]
 nums = set(a for a, _ in f)
-ok = fu is not None and gapless(inw) and inw[-1][0] + 1 in nums and inw[0][1] <= fu - 1.0
-print("%s flight-1.dat: markers %s to %s without a gap (%d), from %.3f s before the usr1 "
-      "marker to the after time (1 s) after it, and marker %s after that" %
+ok = (fu is not None and gapless(inw) and inw[-1][0] + 1 in nums and
+      any(t < fu - 1.0 for _, t in f))
+print("%s flight-1.dat: markers %s to %s without a gap (%d), from the usr1 marker's second "
+      "before it (the file reaching back %.3f s) to the after time (1 s) after it, and "
+      "marker %s after that" %
       ("ok" if ok else "FAIL", inw[0][0] if inw else "-", inw[-1][0] if inw else "-",
-       len(inw), fu - inw[0][1] if inw and fu else -1, inw[-1][0] + 1 if inw else "-"))
+       len(inw), fu - f[0][1] if f and fu else -1, inw[-1][0] + 1 if inw else "-"))
 ok = gapless(r) and r[0][0] > 1 and r[-1][0] == written and r[-1][1] - r[0][1] >= 2.0
 print("%s r.dat: markers %s to %s of %d without a gap, %.3f s of them: the first %s gone" %
       ("ok" if ok else "FAIL", r[0][0] if r else "-", r[-1][0] if r else "-", written,
