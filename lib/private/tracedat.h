@@ -54,6 +54,9 @@ int hgt__append_undo(const char *path, const struct hgt__append_undo *u);
 /* formats.c: the format guard's helper forked now, before the caller starts threads; the
  * lock around libtraceevent's parser; an input's formats parsed now (0 or -errno). */
 int hgt__formats_helper_start(void);
+
+/* The descriptor @in reads its file through (owned by @in). */
+int hgt__input_fd(const struct hgt_input *in);
 void hgt__parse_lock(void);
 void hgt__parse_unlock(void);
 int hgt__formats_parse(struct hgt_input *in);

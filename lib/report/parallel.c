@@ -11,6 +11,11 @@
  * of its own) instead of waiting: one worker per spare core keeps every core busy whether
  * merging or formatting is the heavier part.
  *
+ * Opening an input again costs about a tenth of a report's time (its event formats are
+ * parsed again). The main thread opens its own context before it starts (it can always
+ * format, so a worker whose open fails is only missed), and each worker opens its own in
+ * its thread while the main thread merges.
+ *
  * Two things make a line depend on the lines before it, and both are kept:
  *  - the sched_switch plugin registers the comm of every pid it prints (first one wins):
  *    the main thread logs each first registration, and a worker applies the log of all
@@ -93,8 +98,8 @@ struct hgt__par {
 	struct comm_entry *log;
 	size_t nlog, maxlog;
 	int err;
-	/* what each worker opens (in the main thread, before any worker runs) */
-	const char **paths;
+	/* what each context opens (the main thread's handles stay untouched meanwhile) */
+	char **paths;
 	struct tep_handle **funcs_from; /* per top input: the main thread's handle */
 	unsigned int open_flags;
 	bool nsec;
@@ -122,29 +127,41 @@ static char *resolve_function(void *priv, unsigned long long *addrp, char **modp
 }
 
 /*
- * Open a worker's own inputs (tep handles are not thread safe). Done by the main thread
- * before any worker runs: libtraceevent's format parser keeps its input in static
- * variables, and the format guard forks (hgt__formats_parse), which must not happen while
- * other threads run. Returns 0 or -errno.
+ * Plugins register their options in a list of libtraceevent's that is global and has no
+ * lock (tep_plugin_add_options()): contexts are opened one at a time. Format parsing has
+ * a lock of its own (hgt__parse_lock()); the main thread parses nothing while workers run.
+ */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * Open a context's own inputs (tep handles are not thread safe). The format guard's
+ * helper was forked before any worker started (by the main thread's own open), and the
+ * formats' verdicts are known from that open: none is probed again. Returns 0 or -errno.
  */
 static int worker_open(struct worker *w)
 {
 	struct hgt__par *p = w->p;
 	HGT_OPTS(hgt_open_opts, oo, .flags = p->open_flags | HGT_OPEN_QUIET | HGT_OPEN_NO_KALLSYMS);
-	int i;
+	int i, ret = 0;
 
-	for (i = 0; i < p->nr_top; i++) {
+	pthread_mutex_lock(&open_lock);
+	for (i = 0; i < p->nr_top && !ret; i++) {
 		w->in[i] = hgt_input_open(p->paths[i], &oo);
-		if (!w->in[i])
-			return errno ? -errno : -EIO;
+		if (!w->in[i]) {
+			ret = errno ? -errno : -EIO;
+			break;
+		}
 		if (tep_set_function_resolver(hgt_input_tep(w->in[i]), resolve_function,
 					      p->funcs_from[i]))
-			return -ENOMEM;
+			ret = -ENOMEM;
 		if (p->nsec)
 			tep_set_flag(hgt_input_tep(w->in[i]), TEP_NSEC_OUTPUT);
 		/* settle the cmdline table as the first printed line does */
 		tep_data_comm_from_pid(hgt_input_tep(w->in[i]), 0);
 	}
+	pthread_mutex_unlock(&open_lock);
+	if (ret)
+		return ret;
 	for (i = 0; i < p->kvm_map.n; i++) {
 		w->kvm.pid[i] = p->kvm_map.pid[i];
 		w->kvm.tep[i] = hgt_input_tep(w->in[p->kvm_map.top[i]]);
@@ -240,6 +257,9 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct hgt__par *p = w->p;
+
+	if (worker_open(w)) /* it formats nothing: the others take its share */
+		return NULL;
 	hgt__kvm_funcs_set(w->kvm.n ? &w->kvm : NULL);
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
@@ -344,14 +364,16 @@ struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths,
 		if (!p->b[i].items)
 			goto fail;
 	}
-	p->paths = malloc(sizeof(*p->paths) * (size_t)(nr_top ? nr_top : 1));
+	p->paths = calloc((size_t)(nr_top ? nr_top : 1), sizeof(*p->paths));
 	if (!p->paths)
 		goto fail;
 	p->funcs_from = malloc(sizeof(*p->funcs_from) * (size_t)(nr_top ? nr_top : 1));
 	if (!p->funcs_from)
 		goto fail;
 	for (i = 0; i < nr_top; i++) {
-		p->paths[i] = paths[i];
+		p->paths[i] = strdup(paths[i]);
+		if (!p->paths[i])
+			goto fail;
 		p->funcs_from[i] = teps[i];
 		tep_find_function(teps[i], 0); /* builds the function map, here, once */
 	}
@@ -374,9 +396,9 @@ struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths,
 			if (!w->kvm.pid || !w->kvm.tep)
 				goto fail;
 		}
-		if (worker_open(w))
-			goto fail;
 	}
+	if (worker_open(&p->w[nr_workers])) /* the main thread's, before any worker runs */
+		goto fail;
 	for (k = 0; k < nr_workers; k++) {
 		if (hgt__thread_create(&p->w[k].thread, worker_main, &p->w[k]))
 			goto fail;
@@ -554,6 +576,8 @@ void hgt__par_free(struct hgt__par *p)
 	}
 	free(p->b);
 	free(p->w);
+	for (i = 0; p->paths && i < p->nr_top; i++)
+		free(p->paths[i]);
 	free(p->paths);
 	free(p->funcs_from);
 	free(p->log);

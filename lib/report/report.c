@@ -21,6 +21,7 @@
 #include <hgtrace/tracedat.h>
 
 #include "../common/common-local.h"
+#include "../private/tracedat.h"
 #include "report-local.h"
 
 struct handle {
@@ -633,10 +634,21 @@ static void par_state_free(struct report *r, struct par_state *ps)
 	ps->prefix = NULL;
 }
 
+/*
+ * The name under which a worker opens @in again: its open file through /proc (a file
+ * renamed or written over after this open is not read in its place), else its path.
+ */
+static const char *same_file(const struct hgt_input *in, char buf[32])
+{
+	snprintf(buf, 32, "/proc/self/fd/%d", hgt__input_fd(in));
+	return access(buf, R_OK) ? hgt_input_path(in) : buf;
+}
+
 static void par_state_init(struct report *r, struct par_state *ps, const struct hgt__kvm_map *km)
 {
 	int n = par_threads(r), i;
 	struct tep_handle **teps = NULL;
+	char(*fdpaths)[32] = NULL;
 	const char **paths;
 
 	if (!n)
@@ -646,14 +658,15 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 	ps->kinds = calloc((size_t)r->nr_top, sizeof(*ps->kinds));
 	ps->type_off = calloc((size_t)r->nr_top, sizeof(*ps->type_off));
 	paths = calloc((size_t)r->nr_top, sizeof(*paths));
+	fdpaths = calloc((size_t)r->nr_top, sizeof(*fdpaths));
 	teps = calloc((size_t)r->nr_top, sizeof(*teps));
-	if (!ps->hs || !ps->prefix || !ps->kinds || !ps->type_off || !paths || !teps)
+	if (!ps->hs || !ps->prefix || !ps->kinds || !ps->type_off || !paths || !fdpaths || !teps)
 		goto fail;
 	for (i = 0; i < r->nr_top; i++) {
 		ps->kinds[i] = calloc(65536, 1);
 		if (!ps->kinds[i])
 			goto fail;
-		paths[i] = hgt_input_path(r->h[i].in);
+		paths[i] = same_file(r->h[i].in, fdpaths[i]);
 		teps[i] = hgt_input_tep(r->h[i].in);
 		ps->type_off[i] = type_offset(teps[i]);
 	}
@@ -673,13 +686,16 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 			       (r->o->no_plugins ? HGT_OPEN_NO_PLUGINS : 0) | HGT_OPEN_QUIET,
 			       r->o->nsec, ps->hs, r->nr_h, km, r->out);
 	free(paths);
+	free(fdpaths);
 	free(teps);
 	if (ps->par)
 		return;
 	paths = NULL;
+	fdpaths = NULL;
 	teps = NULL;
 fail:
 	free(paths);
+	free(fdpaths);
 	free(teps);
 	par_state_free(r, ps);
 }

@@ -599,6 +599,11 @@ const char *hgt_input_path(const struct hgt_input *in)
 	return in->path;
 }
 
+int hgt__input_fd(const struct hgt_input *in)
+{
+	return in->fd;
+}
+
 int hgt_input_version(const struct hgt_input *in)
 {
 	return in->version;
