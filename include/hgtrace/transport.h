@@ -183,7 +183,9 @@ struct hgt_listen_opts {
 	void (*on_host_started)(void *ctx, const char *name, const char *host_path,
 				const char *guest_path);
 	/* --record-host: guest @name's recordings end next (called before the host's
-	 * recording stops and both files are written) */
+	 * recording stops and both files are written, in the thread that writes them: it may
+	 * take its time, the listener reads the other guests meanwhile; calls for different
+	 * guests may run at once, and beside on_host_started of others) */
 	void (*on_host_ending)(void *ctx, const char *name);
 };
 

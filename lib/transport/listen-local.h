@@ -93,6 +93,11 @@ struct guest {
 	int fin_state; /* FIN_NONE, FIN_RUNNING, FIN_DONE (set by the thread) */
 	int fin_ret;
 	char fin_err[HGT__ERRLEN];
+	int fin_missing; /* the description item that never came (-1: none; 6: HELLO) */
+	/* --record-host: the host's side, stopped in the same thread (host_stopped) */
+	bool host_stopped;
+	int host_ret;
+	char host_err[HGT__ERRLEN];
 	/* sessions */
 	const struct hgt_record_opts *record; /* CONFIG to send before the start */
 	uint64_t t_read;		      /* host clock when the last control read returned */

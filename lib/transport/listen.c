@@ -1160,6 +1160,7 @@ out:
 struct end_ctx {
 	struct listener *l;
 	struct guest *g;
+	bool write; /* the guest's file: its head is written, its pages follow */
 };
 
 static int end_options(void *ctx, struct hgt_output *out)
@@ -1194,15 +1195,55 @@ static int end_options(void *ctx, struct hgt_output *out)
 /* The slow part of writing a guest's file (its pages read back, compressed, written), run
  * in a thread of its own: the listener goes on reading the other guests meanwhile. @g is
  * left alone by the loop until fin_state is FIN_DONE. */
+/*
+ * --record-host: the host's side stopped and written, a flight recorder on it first (its
+ * last search and windows). In the finish thread too: that takes seconds, and the other
+ * guests' streams must go on being read meanwhile (what is said of it waits for
+ * host_said(), in the loop).
+ */
+static void stop_host(struct listener *l, struct guest *g)
+{
+	struct hgt_record_result hr;
+
+	if (!g->host_rec)
+		return;
+	if (l->o.on_host_ending)
+		l->o.on_host_ending(l->o.ctx, g->name);
+	g->host_ret = hgt_record_stop(g->host_rec, &hr);
+	if (g->host_ret)
+		snprintf(g->host_err, sizeof(g->host_err), "%s", hgt_last_error());
+	hgt_record_free(g->host_rec);
+	g->host_rec = NULL;
+	g->host_stopped = true;
+}
+
+static void host_said(struct listener *l, struct guest *g)
+{
+	if (!g->host_stopped)
+		return;
+	g->host_stopped = false;
+	if (g->host_ret) {
+		hgt__listen_log(l, "guest %s: the host's recording failed: %s", g->name,
+				g->host_err);
+		g->host_path[0] = 0;
+	} else {
+		hgt__listen_log(l, "guest %s: wrote %s (the host's side)", g->name, g->host_path);
+	}
+}
+
 static void *finish_thread(void *arg)
 {
 	struct end_ctx *e = arg;
 	struct guest *g = e->g;
 	HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = HGT_COMPRESS_ZSTD);
 
-	g->fin_ret = hgt__recdir_finish(g->rd.dir, g->path, &co, end_options, e, false, NULL);
-	if (g->fin_ret)
-		snprintf(g->fin_err, sizeof(g->fin_err), "%s", hgt_last_error());
+	stop_host(e->l, g);
+	if (e->write) {
+		g->fin_ret =
+			hgt__recdir_finish(g->rd.dir, g->path, &co, end_options, e, false, NULL);
+		if (g->fin_ret)
+			snprintf(g->fin_err, sizeof(g->fin_err), "%s", hgt_last_error());
+	}
 	free(e);
 	__atomic_store_n(&g->fin_state, FIN_DONE, __ATOMIC_RELEASE);
 	return NULL;
@@ -1213,6 +1254,17 @@ static int finish_end(struct listener *l, struct guest *g)
 {
 	int ret = g->fin_ret;
 
+	host_said(l, g);
+	if (g->fin_missing >= 0) {
+		hgt__listen_log(l,
+				"guest %s: no file: the stream ended before the guest sent its %s",
+				g->name,
+				g->fin_missing < 6 ? hgt_option_name((unsigned)g->fin_missing + 16)
+						   : "HELLO");
+		hgt__recdir_done(&g->rd, true); /* pages without formats: unreadable */
+		report_result(l, g, NULL);
+		return -EPROTO;
+	}
 	trace_listen_done(g->name, g->bytes, ret);
 	if (ret) {
 		if (hgt__recdir_present(&g->rd))
@@ -1241,54 +1293,37 @@ static int finish_end(struct listener *l, struct guest *g)
 }
 
 /*
- * Start writing a finished guest's file. Returns 1 when a thread writes it (finish_end()
- * once fin_state is FIN_DONE), else the result, the file written (or not) here. @wait:
- * write it here (the listener is ending).
+ * Start writing a finished guest's file (and stopping the host's side of it). Returns 1
+ * when a thread does (finish_end() once fin_state is FIN_DONE), else the result, the file
+ * written (or not) here. @wait: write it here (the listener is ending).
  */
 static int finish_guest(struct listener *l, struct guest *g, bool wait)
 {
 	struct end_ctx *e;
 	int i, ret = 0, ncpu = 0;
 
-	if (g->host_rec && l->o.on_host_ending)
-		l->o.on_host_ending(l->o.ctx, g->name);
-	if (g->host_rec) {
-		struct hgt_record_result hr;
-
-		if (hgt_record_stop(g->host_rec, &hr)) {
-			hgt__listen_log(l, "guest %s: the host's recording failed: %s", g->name,
-					hgt_last_error());
-			g->host_path[0] = 0;
-		} else {
-			hgt__listen_log(l, "guest %s: wrote %s (the host's side)", g->name,
-					g->host_path);
-		}
-		hgt_record_free(g->host_rec);
-		g->host_rec = NULL;
-	}
-	for (i = 0; i < 6; i++)
-		if (!g->meta[i] || !g->hello) {
-			hgt__listen_log(
-				l,
-				"guest %s: no file: the stream ended before the guest sent its %s",
-				g->name, g->hello ? hgt_option_name((unsigned)i + 16) : "HELLO");
-			hgt__recdir_done(&g->rd, true); /* pages without formats: unreadable */
-			report_result(l, g, NULL);
-			return -EPROTO;
-		}
+	g->fin_missing = g->hello ? -1 : 6;
+	for (i = 0; i < 6 && g->fin_missing < 0; i++)
+		if (!g->meta[i])
+			g->fin_missing = i;
 	for (i = 0; i < g->nr_data; i++)
 		if (g->data[i].cpu + 1 > ncpu)
 			ncpu = g->data[i].cpu + 1;
-	ret = guest_head(l, g, ncpu);
-	e = ret ? NULL : malloc(sizeof(*e));
-	if (!ret && !e)
-		ret = -ENOMEM;
-	if (ret) {
-		g->fin_ret = ret;
+	if (g->fin_missing < 0)
+		ret = guest_head(l, g, ncpu);
+	g->fin_ret = ret;
+	if (ret)
 		snprintf(g->fin_err, sizeof(g->fin_err), "%s", hgt_last_error());
+	e = malloc(sizeof(*e));
+	if (!e) {
+		stop_host(l, g);
+		if (g->fin_missing < 0 && !ret) {
+			g->fin_ret = -ENOMEM;
+			snprintf(g->fin_err, sizeof(g->fin_err), "%s", strerror(ENOMEM));
+		}
 		return finish_end(l, g);
 	}
-	*e = (struct end_ctx){ l, g };
+	*e = (struct end_ctx){ l, g, g->fin_missing < 0 && !ret };
 	g->fin_state = FIN_RUNNING;
 	if (!wait && !hgt__thread_create(&g->fin_thread, finish_thread, e))
 		return 1;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,16 +20,19 @@
 
 #define MAX_BY_SIGNAL 64
 static struct hgt_flight *by_signal[MAX_BY_SIGNAL]; /* SIGUSR1's */
+static int in_handler; /* handlers running: a flight taken off waits for them */
 
 static void on_usr1(int sig)
 {
 	(void)sig;
+	__atomic_add_fetch(&in_handler, 1, __ATOMIC_SEQ_CST);
 	for (int i = 0; i < MAX_BY_SIGNAL; i++) {
-		struct hgt_flight *f = __atomic_load_n(&by_signal[i], __ATOMIC_ACQUIRE);
+		struct hgt_flight *f = __atomic_load_n(&by_signal[i], __ATOMIC_SEQ_CST);
 
 		if (f)
 			hgt_flight_trigger(f);
 	}
+	__atomic_sub_fetch(&in_handler, 1, __ATOMIC_SEQ_CST);
 }
 
 /* SIGUSR1 triggers @f by hand (NULL: it no longer triggers any). */
@@ -43,18 +47,26 @@ void cmd_flight_signal(struct hgt_flight *f)
 	sigaction(SIGUSR1, &sa, NULL);
 }
 
-/* SIGUSR1 triggers @f too (@on), or no longer (@on false). Returns 0, or -ENOSPC. */
+/*
+ * SIGUSR1 triggers @f too (@on), or no longer (@on false). Returns 0, or -ENOSPC. Taking
+ * @f off may be done by another thread than the one the handler interrupts (listen stops
+ * a guest's flight recorder in a thread): it returns once no handler can still use @f,
+ * which the caller then frees.
+ */
 int cmd_flight_signal_also(struct hgt_flight *f, bool on)
 {
 	struct sigaction sa;
 
 	for (int i = 0; i < MAX_BY_SIGNAL; i++) {
-		struct hgt_flight *was = __atomic_load_n(&by_signal[i], __ATOMIC_ACQUIRE);
+		struct hgt_flight *was = __atomic_load_n(&by_signal[i], __ATOMIC_SEQ_CST);
 
 		if (on ? was == NULL : was == f) {
-			__atomic_store_n(&by_signal[i], on ? f : NULL, __ATOMIC_RELEASE);
-			if (!on)
+			__atomic_store_n(&by_signal[i], on ? f : NULL, __ATOMIC_SEQ_CST);
+			if (!on) {
+				while (__atomic_load_n(&in_handler, __ATOMIC_SEQ_CST))
+					sched_yield();
 				return 0;
+			}
 			memset(&sa, 0, sizeof(sa));
 			sa.sa_handler = on_usr1;
 			sigaction(SIGUSR1, &sa, NULL);

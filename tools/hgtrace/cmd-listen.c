@@ -2,6 +2,7 @@
 /* hgtrace listen: the host's side, receiving guest agents. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +22,18 @@ static volatile int stop_flag;
 #define MAX_FLIGHTS 64
 struct listen_flight {
 	struct cmd_flight_args *fl;
+	pthread_mutex_t lock; /* flight_ending() runs in the listener's finish threads */
 	struct {
 		char name[64];
 		struct hgt_flight *f;
 	} on[MAX_FLIGHTS];
 	int failed;
 };
+
+static void flight_failed(struct listen_flight *lf)
+{
+	__atomic_add_fetch(&lf->failed, 1, __ATOMIC_RELAXED);
+}
 
 /* Guest @name's host recording started: a flight recorder on both recordings, its windows
  * DIR/NAME-flight-N.dat (or --flight-prefix's). */
@@ -36,15 +43,20 @@ static void flight_started(void *ctx, const char *name, const char *host_path,
 	struct listen_flight *lf = ctx;
 	const char *outs[2] = { host_path, guest_path }, *slash = strrchr(host_path, '/');
 	struct hgt_flight_opts o = lf->fl->o;
+	struct hgt_flight *f;
 	char *prefix = NULL;
 	int k;
 
-	for (k = 0; k < MAX_FLIGHTS && lf->on[k].f; k++)
+	pthread_mutex_lock(&lf->lock);
+	for (k = 0; k < MAX_FLIGHTS && (lf->on[k].f || lf->on[k].name[0]); k++)
 		;
+	if (k < MAX_FLIGHTS) /* taken: the slot is ours while we start it */
+		snprintf(lf->on[k].name, sizeof(lf->on[k].name), "%s", name);
+	pthread_mutex_unlock(&lf->lock);
 	if (k == MAX_FLIGHTS) {
 		fprintf(stderr, "hgtrace: listen: guest %s: no flight recorder: %d run already\n",
 			name, MAX_FLIGHTS);
-		lf->failed++;
+		flight_failed(lf);
 		return;
 	}
 	if (!o.prefix && asprintf(&prefix, "%.*s%s-flight",
@@ -55,32 +67,43 @@ static void flight_started(void *ctx, const char *name, const char *host_path,
 	o.nr_outputs = 2;
 	o.name = name;
 	o.flush_ns = 1000000000;
-	lf->on[k].f = o.prefix ? hgt_flight_start(&o) : NULL;
+	f = o.prefix ? hgt_flight_start(&o) : NULL;
 	free(prefix);
-	if (!lf->on[k].f) {
+	if (!f) {
 		fprintf(stderr, "hgtrace: listen: guest %s: the flight recorder cannot start: %s\n",
 			name, hgt_last_error());
-		lf->failed++;
+		pthread_mutex_lock(&lf->lock);
+		lf->on[k].name[0] = 0;
+		pthread_mutex_unlock(&lf->lock);
+		flight_failed(lf);
 		return;
 	}
-	snprintf(lf->on[k].name, sizeof(lf->on[k].name), "%s", name);
-	cmd_flight_signal_also(lf->on[k].f, true);
+	cmd_flight_signal_also(f, true);
+	pthread_mutex_lock(&lf->lock);
+	lf->on[k].f = f;
+	pthread_mutex_unlock(&lf->lock);
 }
 
 /* Guest @name's recordings end next: its flight recorder's last search and windows. */
 static void flight_ending(void *ctx, const char *name)
 {
 	struct listen_flight *lf = ctx;
+	struct hgt_flight *f = NULL;
 
-	for (int k = 0; k < MAX_FLIGHTS; k++) {
+	pthread_mutex_lock(&lf->lock);
+	for (int k = 0; k < MAX_FLIGHTS && !f; k++) {
 		if (!lf->on[k].f || strcmp(lf->on[k].name, name))
 			continue;
-		cmd_flight_signal_also(lf->on[k].f, false);
-		if (hgt_flight_stop(lf->on[k].f))
-			lf->failed++;
+		f = lf->on[k].f;
 		lf->on[k].f = NULL;
-		return;
+		lf->on[k].name[0] = 0;
 	}
+	pthread_mutex_unlock(&lf->lock);
+	if (!f)
+		return;
+	cmd_flight_signal_also(f, false);
+	if (hgt_flight_stop(f))
+		flight_failed(lf);
 }
 
 /* --unix PATH:PORT: guests behind a hybrid-vsock VMM (Firecracker, Cloud Hypervisor)
@@ -312,6 +335,7 @@ int cmd_listen(int argc, char **argv)
 			goto out;
 		}
 		lf->fl = &a.fl;
+		pthread_mutex_init(&lf->lock, NULL);
 		a.lo.ctx = lf;
 		a.lo.on_host_started = flight_started;
 		a.lo.on_host_ending = flight_ending;
