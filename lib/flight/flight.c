@@ -443,10 +443,12 @@ static void take(struct hgt_flight *f, const struct hgt__hit *h, uint64_t now)
 	memset(n, 0, sizeof(*n));
 	n->hit = *h;
 	n->seen = now;
-	n->due = now + f->o.after_ns + f->o.flush_ns;
+	/* the after time, the flush interval for its last pages to reach the files, and a
+	 * tick for a flush that runs late (its thread not scheduled at once: a busy host) */
+	n->due = now + f->o.after_ns + f->o.flush_ns + f->o.tick_ns;
 	f->last_taken = now;
 	secs(after, sizeof(after), f->o.after_ns);
-	say(f, "trigger %d: %s; its window is saved %s after (and the flush)", f->ntr, d, after);
+	say(f, "trigger %d: %s; its window is saved %s after (and the flush and a tick)", f->ntr, d, after);
 }
 
 /* ---- one tick ---- */
