@@ -58,14 +58,15 @@ struct src {
 	int *vpid, *vid, nr_v;
 };
 
+#define ADDR_SLOTS 1024 /* power of two */
+
 /* Protobuf messages are built in hgt__bufs (Perfetto's trace format, written by hand from
  * its documented field numbers: protos/perfetto/trace/...). */
 struct exporter {
 	FILE *out;
-	bool pb; /* Perfetto protobuf, else JSON */
-	struct hgt__blob pkt, ev, sub,
-		ann;	    /* a packet, its track event or descriptor, their parts */
-	struct hgt__blob o; /* what goes to @out next, written a MB at a time */
+	bool pb;		  /* Perfetto protobuf, else JSON */
+	struct hgt__blob ev, sub; /* a packet's track event or descriptor, its parts */
+	struct hgt__blob o;	  /* what goes to @out next, written a MB at a time */
 	/* Perfetto's interning: each category, event name and annotation name is sent once,
 	 * in the packet that first uses it (its InternedData, @interned), then by iid */
 	struct intern {
@@ -74,6 +75,13 @@ struct exporter {
 		size_t cap, n; /* open addressing, @cap a power of two */
 	} names[3];
 	struct hgt__blob interned, entry;
+	/* iids of strings that stay at one address for the whole export (format names,
+	 * literals), by that address: most lookups then neither hash nor compare a string */
+	struct {
+		const char *p;
+		int kind;
+		uint64_t iid;
+	} by_addr[ADDR_SLOTS];
 	bool cleared; /* the sequence's first packet was written */
 	struct src *s;
 	int nr;
@@ -91,8 +99,14 @@ enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
 static void pb_key(struct hgt__blob *b, unsigned int field, int wt, uint64_t v)
 {
 	uint8_t t[20];
-	size_t n = hgt__varint(t, (uint64_t)field << 3 | (unsigned int)wt);
+	size_t n;
 
+	if (b->p && b->cap - b->len >= sizeof(t)) { /* in place: no copy of a few bytes */
+		n = hgt__varint(b->p + b->len, (uint64_t)field << 3 | (unsigned int)wt);
+		b->len += n + hgt__varint(b->p + b->len + n, v);
+		return;
+	}
+	n = hgt__varint(t, (uint64_t)field << 3 | (unsigned int)wt);
 	hgt__blob_add(b, t, n + hgt__varint(t + n, v));
 }
 
@@ -165,20 +179,79 @@ static uint64_t track_uuid(int si, int cpu, int kind)
 	return (uint64_t)(si + 1) << 32 | (uint32_t)(kind ? cpu * TIDS + kind : 0);
 }
 
-/* Write packet @x->pkt (with @x->ev as its field @field, a track event or descriptor, and
- * when @has_ts the timestamp @ts) as one Trace.packet. */
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	for (; v >= 0x80; v >>= 7)
+		n++;
+	return n;
+}
+
+/* The bytes of field @field holding @len bytes: its key, its length, them. */
+static size_t pb_field_len(unsigned int field, size_t len)
+{
+	return varint_len((uint64_t)field << 3 | WT_LEN) + varint_len(len) + len;
+}
+
+/*
+ * A length-delimited field @field of @b written in place, instead of built apart and copied
+ * in (pb_msg()): its key and one byte for its length, which most annotations fit. Returns
+ * where its body starts, for pb_close().
+ */
+static size_t pb_open(struct hgt__blob *b, unsigned int field)
+{
+	uint8_t t[11];
+	size_t n = hgt__varint(t, (uint64_t)field << 3 | WT_LEN);
+
+	t[n++] = 0;
+	hgt__blob_add(b, t, n);
+	return b->len;
+}
+
+/* Its length written; a body of 128 bytes or more is moved up for the longer length (the
+ * bytes are pb_msg()'s). */
+static void pb_close(struct hgt__blob *b, size_t start)
+{
+	uint8_t t[10];
+	size_t len, n;
+
+	if (b->oom || b->len < start)
+		return;
+	len = b->len - start;
+	n = hgt__varint(t, len);
+	if (n > 1) {
+		if (hgt__blob_put(b, t, n - 1)) /* the room: b->len grows by n - 1 */
+			return;
+		memmove(b->p + start + n - 1, b->p + start, len);
+	}
+	memcpy(b->p + start - 1, t, n);
+}
+
+/* Write a Trace.packet of @x->ev as its field @field (a track event or descriptor), with
+ * the timestamp @ts when @has_ts: straight into @x->o, its length counted first. */
 static void pb_packet(struct exporter *x, unsigned int field, bool has_ts, uint64_t ts)
 {
+	struct hgt__blob head = { 0 };
+	uint8_t h[40];
+	size_t body;
+
+	head.p = h;
+	head.cap = sizeof(h); /* three varint fields: never more */
 	if (has_ts)
-		pb_uint(&x->pkt, PKT_TIMESTAMP, ts);
-	pb_uint(&x->pkt, PKT_SEQ_ID, 1);
-	pb_uint(&x->pkt, PKT_SEQ_FLAGS,
+		pb_uint(&head, PKT_TIMESTAMP, ts);
+	pb_uint(&head, PKT_SEQ_ID, 1);
+	pb_uint(&head, PKT_SEQ_FLAGS,
 		x->cleared ? SEQ_NEEDS_INCREMENTAL_STATE : SEQ_INCREMENTAL_STATE_CLEARED);
 	x->cleared = true;
+	body = head.len + pb_field_len(field, x->ev.len);
 	if (x->interned.len)
-		pb_msg(&x->pkt, PKT_INTERNED_DATA, &x->interned);
-	pb_msg(&x->pkt, field, &x->ev);
-	pb_msg(&x->o, TRACE_PACKET, &x->pkt); /* the file is a Trace: its packets */
+		body += pb_field_len(PKT_INTERNED_DATA, x->interned.len);
+	pb_key(&x->o, TRACE_PACKET, WT_LEN, body); /* the file is a Trace: its packets */
+	hgt__blob_add(&x->o, h, head.len);
+	if (x->interned.len)
+		pb_msg(&x->o, PKT_INTERNED_DATA, &x->interned);
+	pb_msg(&x->o, field, &x->ev);
 }
 
 static uint64_t str_hash(const char *p)
@@ -237,6 +310,25 @@ static uint64_t intern(struct exporter *x, int kind, const char *str)
 	return t->iid[i];
 }
 
+/* intern() of a string @str that is not written over while the export runs (an event's,
+ * system's or field's name from its format, a literal). */
+static uint64_t intern_fixed(struct exporter *x, int kind, const char *str)
+{
+	uintptr_t a = (uintptr_t)str;
+	size_t k = (size_t)((a ^ a >> 11 ^ (uintptr_t)kind << 7) >> 3) & (ADDR_SLOTS - 1);
+
+	if (x->by_addr[k].p != str || x->by_addr[k].kind != kind) {
+		uint64_t iid = intern(x, kind, str);
+
+		if (!iid)
+			return 0; /* out of memory: not kept */
+		x->by_addr[k].p = str;
+		x->by_addr[k].kind = kind;
+		x->by_addr[k].iid = iid;
+	}
+	return x->by_addr[k].iid;
+}
+
 static void intern_free(struct exporter *x)
 {
 	for (int k = 0; k < 3; k++) {
@@ -249,16 +341,20 @@ static void intern_free(struct exporter *x)
 	free(x->entry.p);
 }
 
-/* A debug annotation: @name = a number (signed or not) or, with @str, a string. */
+/* A debug annotation: @name (a format's field name or a literal: intern_fixed()) = a number
+ * (signed or not) or, with @str, a string. */
 static void pb_ann(struct exporter *x, const char *name, const char *str, size_t n, int64_t v,
 		   bool sign)
 {
-	pb_uint(&x->ann, DA_NAME_IID, intern(x, ID_DEBUG_ANNOTATION_NAMES, name));
+	uint64_t iid = intern_fixed(x, ID_DEBUG_ANNOTATION_NAMES, name);
+	size_t at = pb_open(&x->ev, TE_DEBUG_ANNOTATIONS);
+
+	pb_uint(&x->ev, DA_NAME_IID, iid);
 	if (str)
-		pb_str(&x->ann, DA_STRING, str, n);
+		pb_str(&x->ev, DA_STRING, str, n);
 	else
-		pb_uint(&x->ann, sign ? DA_INT : DA_UINT, (uint64_t)v);
-	pb_msg(&x->ev, TE_DEBUG_ANNOTATIONS, &x->ann);
+		pb_uint(&x->ev, sign ? DA_INT : DA_UINT, (uint64_t)v);
+	pb_close(&x->ev, at);
 }
 
 /* The track descriptor of a process (@kind 0) or of one of its CPU threads. */
@@ -520,8 +616,8 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 	if (x->pb) {
 		pb_uint(&x->ev, TE_TYPE, TYPE_INSTANT);
 		pb_uint(&x->ev, TE_TRACK_UUID, track_uuid(si, cpu, TID_EVENTS));
-		pb_uint(&x->ev, TE_NAME_IID, intern(x, ID_EVENT_NAMES, name));
-		pb_uint(&x->ev, TE_CATEGORY_IIDS, intern(x, ID_EVENT_CATEGORIES, sys));
+		pb_uint(&x->ev, TE_NAME_IID, intern_fixed(x, ID_EVENT_NAMES, name));
+		pb_uint(&x->ev, TE_CATEGORY_IIDS, intern_fixed(x, ID_EVENT_CATEGORIES, sys));
 		pb_ann(x, "common_pid", NULL, 0, pid, true);
 		text = tep_data_comm_from_pid(tep, pid);
 		pb_ann(x, "common_comm", text, strlen(text), 0, false);
@@ -837,16 +933,13 @@ static int export_session(const struct hgt_export_opts *opts, bool pb)
 			put_s(&x.o, "\n]}\n");
 		if (!x.o.oom)
 			flush_out(&x, true);
-		if (!ret && (x.pkt.oom || x.ev.oom || x.sub.oom || x.ann.oom || x.o.oom ||
-			     x.interned.oom || x.entry.oom))
+		if (!ret && (x.ev.oom || x.sub.oom || x.o.oom || x.interned.oom || x.entry.oom))
 			ret = -ENOMEM;
 		if (!ret && (fflush(x.out) || ferror(x.out)))
 			ret = hgt__errorf(EIO, "export: write failed: %s", strerror(errno));
 	}
-	free(x.pkt.p);
 	free(x.ev.p);
 	free(x.sub.p);
-	free(x.ann.p);
 	free(x.o.p);
 	free(kf.pid);
 	free(kf.tep);
