@@ -82,6 +82,12 @@ struct exporter {
 		int kind;
 		uint64_t iid;
 	} by_addr[ADDR_SLOTS];
+	/* JSON: the quoted text of such strings, by their address */
+	struct {
+		const char *p;
+		char *json;
+		size_t len;
+	} json_by_addr[ADDR_SLOTS];
 	bool cleared; /* the sequence's first packet was written */
 	struct src *s;
 	int nr;
@@ -408,6 +414,30 @@ static void put_json(struct hgt__blob *o, const char *s)
 	hgt__json_blob(o, s, strlen(s));
 }
 
+/* put_json() of a string that stays at its address for the whole export (intern_fixed()'s
+ * kind): quoted once, then copied. */
+static void put_json_fixed(struct exporter *x, const char *str)
+{
+	uintptr_t a = (uintptr_t)str;
+	size_t k = (size_t)((a ^ a >> 11) >> 3) & (ADDR_SLOTS - 1);
+
+	if (x->json_by_addr[k].p != str) {
+		struct hgt__blob b = { 0 };
+
+		put_json(&b, str);
+		if (b.oom) {
+			free(b.p);
+			put_json(&x->o, str);
+			return;
+		}
+		free(x->json_by_addr[k].json);
+		x->json_by_addr[k].p = str;
+		x->json_by_addr[k].json = (char *)b.p;
+		x->json_by_addr[k].len = b.len;
+	}
+	hgt__blob_add(&x->o, x->json_by_addr[k].json, x->json_by_addr[k].len);
+}
+
 /* "ts": microseconds with the nanosecond digits. */
 static void put_ts(struct hgt__blob *o, const char *key, unsigned long long ns)
 {
@@ -532,7 +562,7 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_ev
 				continue;
 			}
 			put_s(o, ",");
-			put_json(o, fl->name);
+			put_json_fixed(x, fl->name);
 			put_s(o, ":");
 			hgt__json_blob(o, p, n);
 		} else if (!(fl->flags & (TEP_FIELD_IS_ARRAY | TEP_FIELD_IS_DYNAMIC)) &&
@@ -549,7 +579,7 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_ev
 				continue;
 			}
 			put_s(o, ",");
-			put_json(o, fl->name);
+			put_json_fixed(x, fl->name);
 			put_s(o, ":");
 			if (sign)
 				put_i64(o, (long long)v);
@@ -629,9 +659,9 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 	} else {
 		begin(x, "i", si + 1, cpu * TIDS + TID_EVENTS);
 		put_s(&x->o, ",\"s\":\"t\",\"name\":");
-		put_json(&x->o, name);
+		put_json_fixed(x, name);
 		put_s(&x->o, ",\"cat\":");
-		put_json(&x->o, sys);
+		put_json_fixed(x, sys);
 		put_ts(&x->o, "ts", rec->ts);
 		put_s(&x->o, ",\"args\":{\"common_pid\":");
 		put_i64(&x->o, pid);
@@ -944,6 +974,8 @@ static int export_session(const struct hgt_export_opts *opts, bool pb)
 	free(kf.pid);
 	free(kf.tep);
 	intern_free(&x);
+	for (int i = 0; i < ADDR_SLOTS; i++)
+		free(x.json_by_addr[i].json);
 	trace_seq_destroy(&x.seq);
 	hgt__info_memo_free(x.memo);
 	hgt_merge_free(m);
