@@ -13,7 +13,8 @@
  * program mirrors its rules (the casts of eval_type_str(), the operators of eval_num_arg(),
  * the symbol and flag values of eval_flag(), the splitting of parse_args()), and anything
  * else makes the event, or that one record, go back to libtraceevent:
- * - events with a plugin handler, bprint and failed events, raw (-R) printing;
+ * - events with a plugin handler (but for those of two plugins, below), bprint and failed
+ *   events, raw (-R) printing;
  * - argument kinds not compiled here (__print_hex, bitmasks, cpumasks, dynamic arrays as
  *   numbers, %pM/%pI/%pU/%ph, functions defined by plugins, '*' widths, %c and the '+'
  *   flag, which libtraceevent versions print differently);
@@ -24,6 +25,7 @@
  * simulated sessions that way.
  */
 #include <ctype.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,10 +85,16 @@ struct piece {
 	struct piece *next;
 };
 
+/* Plugin handlers whose text is written here (see "plugins" below) */
+enum plugin_kind { PL_NONE, PL_SWITCH, PL_WAKEUP, PL_HRT_EXPIRE, PL_HRT_START };
+#define PL_FIELDS 7
+
 struct prog {
 	const struct tep_event *ev;
 	bool ok; /* false: this event always goes to libtraceevent */
 	bool swap;
+	uint8_t plugin;			  /* PL_*: a plugin handler's text, not the print fmt's */
+	int fo[PL_FIELDS], fs[PL_FIELDS]; /* its fields' offsets and sizes (offset -1: none) */
 	struct piece *pieces;
 	void **mem; /* everything allocated for it */
 	int nmem, capmem;
@@ -549,6 +557,110 @@ static bool compile_event(struct prog *p, struct tep_event *ev)
 	return true;
 }
 
+/* ---- plugins ----
+ *
+ * Two of libtraceevent's plugins print the busiest events of a scheduling or KVM trace:
+ * plugin_sched_switch (sched_switch, sched_wakeup, sched_wakeup_new) and plugin_hrtimer
+ * (hrtimer_expire_entry, hrtimer_start). Their texts are written here as those handlers
+ * write them (checked against them record by record by HGT_FASTFMT=verify):
+ *  - sched_switch: "PREV_COMM:PREV_PID [PRIO] STATE ==> NEXT_COMM:NEXT_PID [PRIO]", the
+ *    pids as the unsigned values of their fields, the prios as int, STATE the letters
+ *    "SDTtZXxW" of the low 8 bits set (joined by '|'), "R" when none; a comm field that is
+ *    missing leaves out "COMM:"; each comm printed is registered for its pid, as they do;
+ *  - sched_wakeup(_new): "COMM:PID [PRIO] success=N CPU:%03u" (success only when the
+ *    field exists);
+ *  - hrtimer_expire_entry: "hrtimer=0x%llx now=%llu function=NAME/0x(ADDR - VALUE)" and
+ *    hrtimer_start: "hrtimer=0x%llx function=... expires=%llu softexpires=%llu", the timer
+ *    from the field "timer" where there is one, else "hrtimer"; a function not found is
+ *    "0x%08llx", a missing function field leaves out " function=...".
+ * An event is done here only when its handler lies in that plugin's file (dladdr()) and
+ * every field whose absence the handler would report is there; else libtraceevent prints
+ * it as before.
+ */
+enum { F_PID, F_COMM, F_PRIO, F_STATE, F_NPID, F_NCOMM, F_NPRIO };	/* PL_SWITCH */
+enum { W_PID = 0, W_COMM = 1, W_PRIO = 2, W_SUCCESS = 3, W_CPU = 4 };	/* PL_WAKEUP */
+enum { H_TIMER = 0, H_FUNC = 1, H_NOW = 2, H_EXPIRES = 3, H_SOFT = 4 }; /* PL_HRT_* */
+
+/* The file name of the shared object holding @ev's handler, or NULL. */
+static const char *handler_file(const struct tep_event *ev)
+{
+	Dl_info di;
+	const char *b;
+
+	if (!ev->handler || !dladdr((void *)ev->handler, &di) || !di.dli_fname)
+		return NULL;
+	b = strrchr(di.dli_fname, '/');
+	return b ? b + 1 : di.dli_fname;
+}
+
+/* Field @name of @ev (@any: common fields too) into slot @i: a number (@comm: a char
+ * array). Returns false when it is missing or of another shape. */
+static bool plugin_field(struct prog *p, struct tep_event *ev, int i, const char *name, bool any,
+			 bool comm)
+{
+	struct tep_format_field *f = any ? tep_find_any_field(ev, name) : tep_find_field(ev, name);
+
+	p->fo[i] = -1;
+	if (!f || f->offset < 0)
+		return false;
+	if (comm ? !(f->flags & TEP_FIELD_IS_ARRAY) || (f->flags & TEP_FIELD_IS_DYNAMIC) ||
+			    f->size <= 0 || f->size > 63
+		 : (f->flags & (TEP_FIELD_IS_ARRAY | TEP_FIELD_IS_DYNAMIC)) ||
+			    (f->size != 1 && f->size != 2 && f->size != 4 && f->size != 8))
+		return false;
+	p->fo[i] = f->offset;
+	p->fs[i] = f->size;
+	return true;
+}
+
+static bool compile_plugin(struct prog *p, struct tep_event *ev)
+{
+	const char *so = handler_file(ev);
+
+	if (!so)
+		return false;
+	if (!strcmp(so, "plugin_sched_switch.so") && !strcmp(ev->system, "sched")) {
+		if (!strcmp(ev->name, "sched_switch")) {
+			plugin_field(p, ev, F_COMM, "prev_comm", true, true);
+			plugin_field(p, ev, F_NCOMM, "next_comm", true, true);
+			if (!plugin_field(p, ev, F_PID, "prev_pid", false, false) ||
+			    !plugin_field(p, ev, F_PRIO, "prev_prio", false, false) ||
+			    !plugin_field(p, ev, F_STATE, "prev_state", false, false) ||
+			    !plugin_field(p, ev, F_NPID, "next_pid", false, false) ||
+			    !plugin_field(p, ev, F_NPRIO, "next_prio", false, false))
+				return false;
+			p->plugin = PL_SWITCH;
+		} else if (!strcmp(ev->name, "sched_wakeup") ||
+			   !strcmp(ev->name, "sched_wakeup_new")) {
+			plugin_field(p, ev, W_COMM, "comm", true, true);
+			plugin_field(p, ev, W_SUCCESS, "success", false, false);
+			if (!plugin_field(p, ev, W_PID, "pid", false, false) ||
+			    !plugin_field(p, ev, W_PRIO, "prio", false, false) ||
+			    !plugin_field(p, ev, W_CPU, "target_cpu", false, false))
+				return false;
+			p->plugin = PL_WAKEUP;
+		}
+	} else if (!strcmp(so, "plugin_hrtimer.so") && !strcmp(ev->system, "timer")) {
+		bool start = !strcmp(ev->name, "hrtimer_start");
+
+		if (!start && strcmp(ev->name, "hrtimer_expire_entry"))
+			return false;
+		if (!plugin_field(p, ev, H_TIMER, "timer", false, false) &&
+		    (tep_find_field(ev, "timer") ||
+		     !plugin_field(p, ev, H_TIMER, "hrtimer", false, false)))
+			return false; /* a "timer" it cannot read: it says so */
+		if (!plugin_field(p, ev, H_FUNC, "function", false, false) &&
+		    tep_find_field(ev, "function"))
+			return false;
+		if (start ? !plugin_field(p, ev, H_EXPIRES, "expires", false, false) ||
+				    !plugin_field(p, ev, H_SOFT, "softexpires", false, false)
+			  : !plugin_field(p, ev, H_NOW, "now", false, false))
+			return false;
+		p->plugin = start ? PL_HRT_START : PL_HRT_EXPIRE;
+	}
+	return p->plugin != PL_NONE;
+}
+
 static void prog_free(struct prog *p)
 {
 	if (!p)
@@ -580,7 +692,7 @@ static struct prog *prog_of(struct hgt__fmtc *fc, struct tep_event *ev)
 		return NULL;
 	p->ev = ev;
 	p->swap = tep_is_file_bigendian(ev->tep) != tep_is_local_bigendian(ev->tep);
-	p->ok = tep_get_long_size(ev->tep) == 8 && compile_event(p, ev);
+	p->ok = tep_get_long_size(ev->tep) == 8 && (compile_plugin(p, ev) || compile_event(p, ev));
 	if (!p->ok) { /* keep only the verdict */
 		for (int i = 0; i < p->nmem; i++)
 			free(p->mem[i]);
@@ -1014,6 +1126,128 @@ static void run_piece(struct run *r, const struct piece *pc)
 	}
 }
 
+/* ---- plugins, run ---- */
+
+static void put_dec(struct run *r, const char *fmt, long long v)
+{
+	char buf[64];
+	int k = snprintf(buf, sizeof(buf), fmt, v);
+
+	if (k < 0 || (size_t)k >= sizeof(buf))
+		r->bad = true;
+	else
+		put(r, buf, (size_t)k);
+}
+
+/* A comm field, as printed ("%.*s" of its size) and registered for @pid. */
+static void plugin_comm(struct run *r, const struct prog *p, int i, int pid)
+{
+	char comm[64];
+	size_t n;
+
+	if (p->fo[i] < 0)
+		return;
+	if (p->fo[i] + p->fs[i] > r->size) {
+		r->bad = true;
+		return;
+	}
+	n = strnlen((const char *)r->data + p->fo[i], (size_t)p->fs[i]);
+	memcpy(comm, r->data + p->fo[i], n);
+	comm[n] = 0;
+	put(r, comm, n);
+	put(r, ":", 1);
+	tep_register_comm(r->tep, comm, pid);
+}
+
+static uint64_t plugin_num(const struct run *r, const struct prog *p, int i)
+{
+	return read_num(r, p->fo[i], p->fs[i]);
+}
+
+static void plugin_state(struct run *r, int val)
+{
+	static const char states[] = "SDTtZXxW";
+	bool found = false;
+
+	for (int i = 0; i < 8; i++) {
+		if (!(val & (1 << i)))
+			continue;
+		if (found)
+			put(r, "|", 1);
+		found = true;
+		put(r, &states[i], 1);
+	}
+	if (!found)
+		put(r, "R", 1);
+}
+
+/* " function=NAME/0x(ADDR - VALUE)" of slot H_FUNC */
+static void plugin_func(struct run *r, const struct prog *p)
+{
+	uint64_t v;
+	const char *name;
+	char buf[160];
+	int k;
+
+	if (p->fo[H_FUNC] < 0)
+		return;
+	v = plugin_num(r, p, H_FUNC);
+	name = tep_find_function(r->tep, v);
+	if (name && strlen(name) > 100) { /* its buffer is 128 bytes: it would cut the name */
+		r->bad = true;
+		return;
+	}
+	if (name)
+		k = snprintf(buf, sizeof(buf), " function=%s/0x%llx", name,
+			     (unsigned long long)(tep_find_function_address(r->tep, v) - v));
+	else
+		k = snprintf(buf, sizeof(buf), " function=0x%08llx", (unsigned long long)v);
+	if (k < 0 || (size_t)k >= sizeof(buf))
+		r->bad = true;
+	else
+		put(r, buf, (size_t)k);
+}
+
+static void run_plugin(struct run *r, const struct prog *p)
+{
+	uint64_t v;
+
+	switch (p->plugin) {
+	case PL_SWITCH:
+		v = plugin_num(r, p, F_PID);
+		plugin_comm(r, p, F_COMM, (int)v);
+		put_dec(r, "%lld ", (long long)v);
+		put_dec(r, "[%d] ", (int)plugin_num(r, p, F_PRIO));
+		plugin_state(r, (int)plugin_num(r, p, F_STATE));
+		put(r, " ==> ", 5);
+		v = plugin_num(r, p, F_NPID);
+		plugin_comm(r, p, F_NCOMM, (int)v);
+		put_dec(r, "%lld", (long long)v);
+		put_dec(r, " [%d]", (int)plugin_num(r, p, F_NPRIO));
+		break;
+	case PL_WAKEUP:
+		v = plugin_num(r, p, W_PID);
+		plugin_comm(r, p, W_COMM, (int)v);
+		put_dec(r, "%lld", (long long)v);
+		put_dec(r, " [%lld]", (long long)plugin_num(r, p, W_PRIO));
+		if (p->fo[W_SUCCESS] >= 0)
+			put_dec(r, " success=%lld", (long long)plugin_num(r, p, W_SUCCESS));
+		put_dec(r, " CPU:%03llu", (long long)plugin_num(r, p, W_CPU));
+		break;
+	default:
+		put_hex(r, "hrtimer=0x", plugin_num(r, p, H_TIMER));
+		if (p->plugin == PL_HRT_EXPIRE) {
+			put_dec(r, " now=%llu", (long long)plugin_num(r, p, H_NOW));
+			plugin_func(r, p);
+		} else {
+			plugin_func(r, p);
+			put_dec(r, " expires=%llu", (long long)plugin_num(r, p, H_EXPIRES));
+			put_dec(r, " softexpires=%llu", (long long)plugin_num(r, p, H_SOFT));
+		}
+		break;
+	}
+}
+
 /* The compiled program's text for @rec, or NULL when libtraceevent must print it. */
 static const char *run_prog(struct hgt__fmtc *fc, const struct prog *p, struct tep_handle *tep,
 			    const struct tep_record *rec, size_t *len)
@@ -1022,6 +1256,8 @@ static const char *run_prog(struct hgt__fmtc *fc, const struct prog *p, struct t
 		.data = rec->data, .size = rec->size, .swap = p->swap, .tep = tep, .out = fc->out
 	};
 
+	if (p->plugin)
+		run_plugin(&r, p);
 	for (const struct piece *pc = p->pieces; pc && !r.bad; pc = pc->next)
 		run_piece(&r, pc);
 	if (r.bad)

@@ -6,7 +6,9 @@
  * dynamic and relative strings, char arrays, symbols, flags, %p and %ps/%pS, escapes) and
  * on records of random and edge-case bytes, little- and big-endian. Every record either
  * prints the same text both ways or goes to libtraceevent (NULL); each event must have most
- * of its records compiled, and the formats the compiler does not take none.
+ * of its records compiled, and the formats the compiler does not take none. The handlers of
+ * the sched_switch and hrtimer plugins that are written by hand are checked the same way
+ * against the plugins themselves, and so are the comms they register.
  */
 #include <string.h>
 
@@ -230,6 +232,163 @@ static void run(bool big)
 	tep_free(tep);
 }
 
+/* ---- the sched_switch and hrtimer plugins' handlers (fmt-compile.c's "plugins") ---- */
+
+static const char *const plugin_evs[] = {
+	"name: sched_switch\nID: 21\nformat:\n" COMMON
+	"\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+	"\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+	"\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n"
+	"\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n"
+	"\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n"
+	"\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n"
+	"\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid\n",
+	"name: sched_wakeup\nID: 22\nformat:\n" COMMON
+	"\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+	"\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+	"\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n"
+	"\tfield:int success;\toffset:32;\tsize:4;\tsigned:1;\n"
+	"\tfield:int target_cpu;\toffset:36;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"comm=%s pid=%d\", REC->comm, REC->pid\n",
+	"name: sched_wakeup_new\nID: 23\nformat:\n" COMMON
+	"\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+	"\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+	"\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n"
+	"\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"comm=%s pid=%d\", REC->comm, REC->pid\n",
+	"name: hrtimer_expire_entry\nID: 24\nformat:\n" COMMON
+	"\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:s64 now;\toffset:16;\tsize:8;\tsigned:1;\n"
+	"\tfield:void * function;\toffset:24;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"hrtimer=%p now=%llu\", REC->hrtimer, REC->now\n",
+	"name: hrtimer_start\nID: 25\nformat:\n" COMMON
+	"\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:void * function;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:s64 expires;\toffset:24;\tsize:8;\tsigned:1;\n"
+	"\tfield:s64 softexpires;\toffset:32;\tsize:8;\tsigned:1;\n\n"
+	"print fmt: \"hrtimer=%p expires=%llu\", REC->hrtimer, REC->expires\n",
+};
+static const int plugin_size[] = { 64, 40, 36, 32, 40 };
+
+/* a handle with the plugin events and libtraceevent's plugins */
+static struct tep_handle *plugin_tep(struct tep_plugin_list **pl)
+{
+	struct tep_handle *tep = tep_alloc();
+
+	assert_non_null(tep);
+	tep_set_file_bigendian(tep, TEP_LITTLE_ENDIAN);
+	tep_set_local_bigendian(tep, TEP_LITTLE_ENDIAN);
+	tep_set_long_size(tep, 8);
+	*pl = tep_load_plugins(tep);
+	tep_register_function(tep, "func_a", FUNC0, NULL);
+	tep_register_function(tep, "func_b", FUNC0 + 0x1000, "mod_b");
+	for (int k = 0; k < 5; k++)
+		assert_int_equal(tep_parse_event(tep, plugin_evs[k], strlen(plugin_evs[k]),
+						 k < 3 ? "sched" : "timer"),
+				 0);
+	return tep;
+}
+
+/* One record of plugin event @k: pids from a small range (comms registered again and
+ * again, the first one kept), prios and states of any bits, comms with a NUL or none. */
+static int make_plugin(uint8_t *rec, int k)
+{
+	uint64_t fn[] = { FUNC0, FUNC0 + 0x10, FUNC0 + 0x1000, FUNC0 - 1, value(8) };
+
+	memset(rec, 0, 256);
+	put(rec, (uint64_t)(21 + k), 2, false);
+	for (int o = 4; o < plugin_size[k]; o += 4)
+		put(rec + o, value(4), 4, false);
+	if (k < 3) {
+		for (int c = 0; c < 16; c++) {
+			rec[8 + c] = rnd() % 12 ? (uint8_t)('a' + rnd() % 26) : 0;
+			if (k == 0)
+				rec[40 + c] = rnd() % 12 ? (uint8_t)('A' + rnd() % 26) : 0;
+		}
+		put(rec + 24, rnd() % 40 - 2, 4, false);
+		if (k == 0) {
+			put(rec + 56, rnd() % 40 - 2, 4, false);
+			put(rec + 32, rnd() % 2 ? value(8) : rnd() % 0x400, 8, false);
+		}
+	} else {
+		put(rec + (k == 3 ? 24 : 16), fn[rnd() % 5], 8, false);
+		put(rec + 8, value(8), 8, false);
+		put(rec + (k == 3 ? 16 : 24), value(8), 8, false);
+	}
+	return plugin_size[k];
+}
+
+static void test_plugins(void **state)
+{
+	struct tep_plugin_list *pla, *plb;
+	struct tep_handle *a = plugin_tep(&pla), *b = plugin_tep(&plb);
+	struct hgt__fmtc *fc = hgt__fmtc_new();
+	struct trace_seq s;
+	const int n = 20000;
+	int pids = 0;
+
+	(void)state;
+	assert_non_null(fc);
+	if (!tep_find_event(a, 21)->handler || !tep_find_event(a, 24)->handler) {
+		print_message(
+			"# libtraceevent's sched_switch or hrtimer plugin is not installed\n");
+		skip();
+	}
+	trace_seq_init(&s);
+	for (int k = 0; k < 5; k++) {
+		struct tep_event *ev = tep_find_event(a, 21 + k);
+		int compiled = 0;
+
+		for (int i = 0; i < n; i++) {
+			uint8_t data[256];
+			struct tep_record rec = { .data = data, .cpu = 0 };
+			const char *t;
+			size_t len;
+
+			rec.size = make_plugin(data, k);
+			t = hgt__fmtc_text(fc, a, ev, &rec, &len);
+			trace_seq_reset(&s);
+			tep_print_event(b, &s, &rec, "%s", TEP_PRINT_INFO);
+			if (!t) { /* printed by libtraceevent: registers its comms there too */
+				trace_seq_reset(&s);
+				tep_print_event(a, &s, &rec, "%s", TEP_PRINT_INFO);
+				continue;
+			}
+			compiled++;
+			if (len != s.len || memcmp(t, s.buffer, len)) {
+				print_message(
+					"# %s, record %d: compiled \"%.*s\"\n#   plugin \"%.*s\"\n",
+					ev->name, i, (int)len, t, (int)s.len, s.buffer);
+				fail();
+			}
+		}
+		print_message("# plugin %s: %d of %d records compiled, all equal to the plugin's\n",
+			      ev->name, compiled, n);
+		assert_true(compiled >= n / 2);
+	}
+	/* the comms the handlers registered, pid by pid, as the plugin registered them */
+	for (int pid = -2; pid < 38; pid++) {
+		const char *ca = tep_data_comm_from_pid(a, pid),
+			   *cb = tep_data_comm_from_pid(b, pid);
+
+		if (strcmp(ca, cb)) {
+			print_message("# pid %d: comm \"%s\" here, \"%s\" by the plugin\n", pid, ca,
+				      cb);
+			fail();
+		}
+		pids += tep_is_pid_registered(b, pid);
+	}
+	print_message("# comms registered: the same for all 40 pids (%d registered)\n", pids);
+	assert_true(pids >= 30);
+	trace_seq_destroy(&s);
+	hgt__fmtc_free(fc);
+	tep_unload_plugins(pla, a);
+	tep_unload_plugins(plb, b);
+	tep_free(a);
+	tep_free(b);
+}
+
 static void test_little_endian(void **state)
 {
 	(void)state;
@@ -247,6 +406,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_little_endian),
 		cmocka_unit_test(test_big_endian),
+		cmocka_unit_test(test_plugins),
 	};
 
 	unsetenv("HGT_FASTFMT");
