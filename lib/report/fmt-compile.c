@@ -86,7 +86,15 @@ struct piece {
 };
 
 /* Plugin handlers whose text is written here (see "plugins" below) */
-enum plugin_kind { PL_NONE, PL_SWITCH, PL_WAKEUP, PL_HRT_EXPIRE, PL_HRT_START };
+enum plugin_kind {
+	PL_NONE,
+	PL_SWITCH,
+	PL_WAKEUP,
+	PL_HRT_EXPIRE,
+	PL_HRT_START,
+	PL_KVM_EXIT,
+	PL_KVM_ENTRY
+};
 #define PL_FIELDS 7
 
 struct prog {
@@ -100,8 +108,21 @@ struct prog {
 	int nmem, capmem;
 };
 
+/* kvm_exit's "reason ..." text per instruction set and exit reason, as the kvm plugin
+ * printed it the first time (its tables are the plugin's own) */
+#define KVM_REASONS 128
+struct kvm_reason {
+	const struct tep_event *ev;
+	uint64_t isa, reason;
+	char text[56];
+	uint8_t len;
+};
+
 struct hgt__fmtc {
 	struct prog *slot[FMTC_SLOTS];
+	struct kvm_reason reasons[KVM_REASONS];
+	int nr_reasons;
+	struct trace_seq plugin; /* the kvm plugin's first text of a reason */
 	char out[FMTC_OUT];
 	int verify; /* 0: off; 1: compare every record with libtraceevent */
 	struct trace_seq check;
@@ -559,9 +580,10 @@ static bool compile_event(struct prog *p, struct tep_event *ev)
 
 /* ---- plugins ----
  *
- * Two of libtraceevent's plugins print the busiest events of a scheduling or KVM trace:
+ * Three of libtraceevent's plugins print the busiest events of a scheduling or KVM trace:
  * plugin_sched_switch (sched_switch, sched_wakeup, sched_wakeup_new) and plugin_hrtimer
- * (hrtimer_expire_entry, hrtimer_start). Their texts are written here as those handlers
+ * (hrtimer_expire_entry, hrtimer_start), and plugin_kvm the host's side of a VM (kvm_exit,
+ * kvm_entry). Their texts are written here as those handlers
  * write them (checked against them record by record by HGT_FASTFMT=verify):
  *  - sched_switch: "PREV_COMM:PREV_PID [PRIO] STATE ==> NEXT_COMM:NEXT_PID [PRIO]", the
  *    pids as the unsigned values of their fields, the prios as int, STATE the letters
@@ -573,13 +595,18 @@ static bool compile_event(struct prog *p, struct tep_event *ev)
  *    hrtimer_start: "hrtimer=0x%llx function=... expires=%llu softexpires=%llu", the timer
  *    from the field "timer" where there is one, else "hrtimer"; a function not found is
  *    "0x%08llx", a missing function field leaves out " function=...".
+ *  - kvm_exit (plugin_kvm): "reason NAME rip 0x%llx[ FUNC+0xOFF] info %llx %llx", the
+ *    reason's words (its tables are the plugin's, by instruction set) taken from the
+ *    plugin's own text of the first record with that set and reason, the guest function
+ *    from the hooks the plugin calls (kvm-guest-func.c); kvm_entry: " vcpu %u rip ...".
  * An event is done here only when its handler lies in that plugin's file (dladdr()) and
  * every field whose absence the handler would report is there; else libtraceevent prints
  * it as before.
  */
-enum { F_PID, F_COMM, F_PRIO, F_STATE, F_NPID, F_NCOMM, F_NPRIO };	/* PL_SWITCH */
-enum { W_PID = 0, W_COMM = 1, W_PRIO = 2, W_SUCCESS = 3, W_CPU = 4 };	/* PL_WAKEUP */
-enum { H_TIMER = 0, H_FUNC = 1, H_NOW = 2, H_EXPIRES = 3, H_SOFT = 4 }; /* PL_HRT_* */
+enum { F_PID, F_COMM, F_PRIO, F_STATE, F_NPID, F_NCOMM, F_NPRIO };		   /* PL_SWITCH */
+enum { W_PID = 0, W_COMM = 1, W_PRIO = 2, W_SUCCESS = 3, W_CPU = 4 };		   /* PL_WAKEUP */
+enum { H_TIMER = 0, H_FUNC = 1, H_NOW = 2, H_EXPIRES = 3, H_SOFT = 4 };		   /* PL_HRT_* */
+enum { K_REASON = 0, K_ISA = 1, K_RIP = 2, K_INFO1 = 3, K_INFO2 = 4, K_VCPU = 5 }; /* PL_KVM_* */
 
 /* The file name of the shared object holding @ev's handler, or NULL. */
 static const char *handler_file(const struct tep_event *ev)
@@ -657,6 +684,23 @@ static bool compile_plugin(struct prog *p, struct tep_event *ev)
 			  : !plugin_field(p, ev, H_NOW, "now", false, false))
 			return false;
 		p->plugin = start ? PL_HRT_START : PL_HRT_EXPIRE;
+	} else if (!strcmp(so, "plugin_kvm.so") && !strcmp(ev->system, "kvm")) {
+		if (!strcmp(ev->name, "kvm_exit")) {
+			plugin_field(p, ev, K_ISA, "isa", false, false);
+			if (!plugin_field(p, ev, K_INFO1, "info1", false, false) ||
+			    !plugin_field(p, ev, K_INFO2, "info2", false, false))
+				p->fo[K_INFO1] = -1; /* " info A B" needs both */
+			if (!plugin_field(p, ev, K_REASON, "exit_reason", false, false) ||
+			    !plugin_field(p, ev, K_RIP, "guest_rip", false, false) ||
+			    (tep_find_field(ev, "isa") && p->fo[K_ISA] < 0))
+				return false;
+			p->plugin = PL_KVM_EXIT;
+		} else if (!strcmp(ev->name, "kvm_entry")) {
+			if (!plugin_field(p, ev, K_VCPU, "vcpu_id", false, false) ||
+			    !plugin_field(p, ev, K_RIP, "rip", false, false))
+				return false;
+			p->plugin = PL_KVM_ENTRY;
+		}
 	}
 	return p->plugin != PL_NONE;
 }
@@ -713,6 +757,8 @@ struct hgt__fmtc *hgt__fmtc_new(void)
 	if (e && !strcmp(e, "0"))
 		return NULL;
 	fc = calloc(1, sizeof(*fc));
+	if (fc)
+		trace_seq_init(&fc->plugin);
 	if (fc && e && !strcmp(e, "verify")) {
 		fc->verify = 1;
 		trace_seq_init(&fc->check);
@@ -735,12 +781,14 @@ void hgt__fmtc_free(struct hgt__fmtc *fc)
 	}
 	for (int i = 0; i < FMTC_SLOTS; i++)
 		prog_free(fc->slot[i]);
+	trace_seq_destroy(&fc->plugin);
 	free(fc);
 }
 
 /* ---- running ---- */
 
 struct run {
+	struct hgt__fmtc *fc;
 	const uint8_t *data;
 	int size;
 	bool swap;
@@ -1208,11 +1256,93 @@ static void plugin_func(struct run *r, const struct prog *p)
 		put(r, buf, (size_t)k);
 }
 
+/* " FUNC+0xOFF" of a guest rip, from the kvm plugin's hooks (kvm-guest-func.c), as the
+ * plugin adds it */
+static void kvm_rip_func(struct run *r, const struct prog *p, uint64_t rip)
+{
+	struct tep_record rec = { .data = (void *)r->data, .size = r->size };
+	unsigned long long ip = rip;
+	const char *func = tep_plugin_kvm_get_func((struct tep_event *)p->ev, &rec, &ip);
+	char buf[32];
+
+	if (!func)
+		return;
+	put(r, " ", 1);
+	put(r, func, strlen(func));
+	if (ip != rip) {
+		int k = snprintf(buf, sizeof(buf), "+0x%llx", (unsigned long long)(rip - ip));
+
+		put(r, buf, (size_t)k);
+	}
+	tep_plugin_kvm_put_func(func);
+}
+
+/* kvm_exit's "reason ..." for @isa and @reason: the plugin's own words, taken from its
+ * text of the first record with them (that record is printed by libtraceevent) */
+static const struct kvm_reason *kvm_reason(struct run *r, const struct prog *p, uint64_t isa,
+					   uint64_t reason)
+{
+	struct hgt__fmtc *fc = r->fc;
+	struct kvm_reason *k;
+	struct tep_record rec = { .data = (void *)r->data, .size = r->size };
+	const char *t, *end;
+
+	for (int i = 0; i < fc->nr_reasons; i++) {
+		k = &fc->reasons[i];
+		if (k->ev == p->ev && k->isa == isa && k->reason == reason)
+			return k->len ? k : NULL;
+	}
+	if (fc->nr_reasons == KVM_REASONS)
+		return NULL;
+	k = &fc->reasons[fc->nr_reasons++];
+	*k = (struct kvm_reason){ .ev = p->ev, .isa = isa, .reason = reason };
+	trace_seq_reset(&fc->plugin);
+	tep_print_event(r->tep, &fc->plugin, &rec, "%s", TEP_PRINT_INFO);
+	trace_seq_terminate(&fc->plugin);
+	t = fc->plugin.buffer;
+	end = strstr(t, " rip 0x");
+	if (!strncmp(t, "reason ", 7) && end && (size_t)(end - t) < sizeof(k->text)) {
+		memcpy(k->text, t, (size_t)(end - t));
+		k->len = (uint8_t)(end - t);
+	}
+	return NULL; /* this record: libtraceevent's */
+}
+
+static void run_kvm(struct run *r, const struct prog *p)
+{
+	uint64_t rip;
+
+	if (p->plugin == PL_KVM_ENTRY) {
+		put_dec(r, " vcpu %u", (unsigned int)plugin_num(r, p, K_VCPU));
+	} else {
+		const struct kvm_reason *k =
+			kvm_reason(r, p, p->fo[K_ISA] >= 0 ? plugin_num(r, p, K_ISA) : 1,
+				   plugin_num(r, p, K_REASON));
+
+		if (!k) {
+			r->bad = true;
+			return;
+		}
+		put(r, k->text, k->len);
+	}
+	rip = plugin_num(r, p, K_RIP);
+	put_hex(r, " rip 0x", rip);
+	kvm_rip_func(r, p, rip);
+	if (p->plugin == PL_KVM_EXIT && p->fo[K_INFO1] >= 0) {
+		put_hex(r, " info ", plugin_num(r, p, K_INFO1));
+		put_hex(r, " ", plugin_num(r, p, K_INFO2));
+	}
+}
+
 static void run_plugin(struct run *r, const struct prog *p)
 {
 	uint64_t v;
 
 	switch (p->plugin) {
+	case PL_KVM_EXIT:
+	case PL_KVM_ENTRY:
+		run_kvm(r, p);
+		break;
 	case PL_SWITCH:
 		v = plugin_num(r, p, F_PID);
 		plugin_comm(r, p, F_COMM, (int)v);
@@ -1252,9 +1382,12 @@ static void run_plugin(struct run *r, const struct prog *p)
 static const char *run_prog(struct hgt__fmtc *fc, const struct prog *p, struct tep_handle *tep,
 			    const struct tep_record *rec, size_t *len)
 {
-	struct run r = {
-		.data = rec->data, .size = rec->size, .swap = p->swap, .tep = tep, .out = fc->out
-	};
+	struct run r = { .fc = fc,
+			 .data = rec->data,
+			 .size = rec->size,
+			 .swap = p->swap,
+			 .tep = tep,
+			 .out = fc->out };
 
 	if (p->plugin)
 		run_plugin(&r, p);

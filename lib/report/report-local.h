@@ -7,6 +7,14 @@
 
 /* kvm-guest-func.c: host vCPU thread -> guest tep, for the kvm plugin's guest symbols */
 
+/* the hooks the kvm plugin calls (their names are the plugin's), also called by the
+ * compiled kvm texts (fmt-compile.c) */
+struct tep_event;
+struct tep_record;
+const char *tep_plugin_kvm_get_func(struct tep_event *event, struct tep_record *record,
+				    unsigned long long *val);
+void tep_plugin_kvm_put_func(const char *func);
+
 /* The same map by top-level input index, for the parallel workers' own teps. */
 struct hgt__kvm_map {
 	int n;

@@ -7,8 +7,9 @@
  * on records of random and edge-case bytes, little- and big-endian. Every record either
  * prints the same text both ways or goes to libtraceevent (NULL); each event must have most
  * of its records compiled, and the formats the compiler does not take none. The handlers of
- * the sched_switch and hrtimer plugins that are written by hand are checked the same way
- * against the plugins themselves, and so are the comms they register.
+ * the sched_switch, hrtimer and kvm plugins that are written by hand are checked the same
+ * way against the plugins themselves (kvm lines with a guest's functions), and so are the
+ * comms they register.
  */
 #include <string.h>
 
@@ -268,8 +269,23 @@ static const char *const plugin_evs[] = {
 	"\tfield:s64 expires;\toffset:24;\tsize:8;\tsigned:1;\n"
 	"\tfield:s64 softexpires;\toffset:32;\tsize:8;\tsigned:1;\n\n"
 	"print fmt: \"hrtimer=%p expires=%llu\", REC->hrtimer, REC->expires\n",
+	"name: kvm_exit\nID: 26\nformat:\n" COMMON
+	"\tfield:unsigned int exit_reason;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned long guest_rip;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:u32 isa;\toffset:24;\tsize:4;\tsigned:0;\n"
+	"\tfield:u64 info1;\toffset:32;\tsize:8;\tsigned:0;\n"
+	"\tfield:u64 info2;\toffset:40;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"reason %u rip 0x%lx\", REC->exit_reason, REC->guest_rip\n",
+	"name: kvm_entry\nID: 27\nformat:\n" COMMON
+	"\tfield:unsigned int vcpu_id;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned long rip;\toffset:16;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"vcpu %u, rip 0x%lx\", REC->vcpu_id, REC->rip\n",
 };
-static const int plugin_size[] = { 64, 40, 36, 32, 40 };
+#define NR_PLUGIN_EVS (int)(sizeof(plugin_evs) / sizeof(plugin_evs[0]))
+static const int plugin_size[] = { 64, 40, 36, 32, 40, 48, 24 };
+static const char *const plugin_sys[] = {
+	"sched", "sched", "sched", "timer", "timer", "kvm", "kvm"
+};
 
 /* a handle with the plugin events and libtraceevent's plugins */
 static struct tep_handle *plugin_tep(struct tep_plugin_list **pl)
@@ -283,10 +299,10 @@ static struct tep_handle *plugin_tep(struct tep_plugin_list **pl)
 	*pl = tep_load_plugins(tep);
 	tep_register_function(tep, "func_a", FUNC0, NULL);
 	tep_register_function(tep, "func_b", FUNC0 + 0x1000, "mod_b");
-	for (int k = 0; k < 5; k++)
-		assert_int_equal(tep_parse_event(tep, plugin_evs[k], strlen(plugin_evs[k]),
-						 k < 3 ? "sched" : "timer"),
-				 0);
+	for (int k = 0; k < NR_PLUGIN_EVS; k++)
+		assert_int_equal(
+			tep_parse_event(tep, plugin_evs[k], strlen(plugin_evs[k]), plugin_sys[k]),
+			0);
 	return tep;
 }
 
@@ -311,6 +327,19 @@ static int make_plugin(uint8_t *rec, int k)
 			put(rec + 56, rnd() % 40 - 2, 4, false);
 			put(rec + 32, rnd() % 2 ? value(8) : rnd() % 0x400, 8, false);
 		}
+	} else if (k >= 5) { /* kvm: a vCPU thread of the guest (5, 6) or of none (7) */
+		static const uint32_t reasons[] = {
+			0, 1, 10, 12, 30, 32, 48, 0x400, 0xffffffff, 77
+		};
+
+		put(rec + 4, 5 + rnd() % 3, 4, false);
+		put(rec + 16, fn[rnd() % 5], 8, false);
+		if (k == 5) {
+			put(rec + 8, rnd() % 50 ? reasons[rnd() % 10] : value(4), 4, false);
+			put(rec + 24, 1 + rnd() % 3, 4, false);
+			put(rec + 32, value(8), 8, false);
+			put(rec + 40, value(8), 8, false);
+		}
 	} else {
 		put(rec + (k == 3 ? 24 : 16), fn[rnd() % 5], 8, false);
 		put(rec + 8, value(8), 8, false);
@@ -322,23 +351,30 @@ static int make_plugin(uint8_t *rec, int k)
 static void test_plugins(void **state)
 {
 	struct tep_plugin_list *pla, *plb;
-	struct tep_handle *a = plugin_tep(&pla), *b = plugin_tep(&plb);
+	struct tep_handle *a = plugin_tep(&pla), *b = plugin_tep(&plb), *guest = tep_alloc();
 	struct hgt__fmtc *fc = hgt__fmtc_new();
+	int vpid[] = { 5, 6 };
+	struct tep_handle *vtep[] = { guest, guest };
+	struct hgt__kvm_funcs kf = { 2, vpid, vtep };
 	struct trace_seq s;
 	const int n = 20000;
 	int pids = 0;
 
 	(void)state;
 	assert_non_null(fc);
+	assert_non_null(guest);
+	tep_register_function(guest, "guest_a", FUNC0, NULL);
+	tep_register_function(guest, "guest_b", FUNC0 + 0x800, NULL);
+	hgt__kvm_funcs_set(&kf); /* the guest's functions in kvm lines, for both printers */
 	if (!tep_find_event(a, 21)->handler || !tep_find_event(a, 24)->handler) {
 		print_message(
 			"# libtraceevent's sched_switch or hrtimer plugin is not installed\n");
 		skip();
 	}
 	trace_seq_init(&s);
-	for (int k = 0; k < 5; k++) {
+	for (int k = 0; k < NR_PLUGIN_EVS; k++) {
 		struct tep_event *ev = tep_find_event(a, 21 + k);
-		int compiled = 0;
+		int compiled = 0, funcs = 0;
 
 		for (int i = 0; i < n; i++) {
 			uint8_t data[256];
@@ -356,6 +392,7 @@ static void test_plugins(void **state)
 				continue;
 			}
 			compiled++;
+			funcs += memmem(t, len, " guest_", 7) != NULL;
 			if (len != s.len || memcmp(t, s.buffer, len)) {
 				print_message(
 					"# %s, record %d: compiled \"%.*s\"\n#   plugin \"%.*s\"\n",
@@ -363,9 +400,12 @@ static void test_plugins(void **state)
 				fail();
 			}
 		}
-		print_message("# plugin %s: %d of %d records compiled, all equal to the plugin's\n",
-			      ev->name, compiled, n);
+		print_message(
+			"# plugin %s: %d of %d records compiled, all equal to the plugin's (%d with a guest function)\n",
+			ev->name, compiled, n, funcs);
 		assert_true(compiled >= n / 2);
+		if (k >= 5) /* the guest's vCPU threads: 2 pids of 3, 2 addresses of 5 in it */
+			assert_true(funcs >= n / 5);
 	}
 	/* the comms the handlers registered, pid by pid, as the plugin registered them */
 	for (int pid = -2; pid < 38; pid++) {
@@ -381,8 +421,10 @@ static void test_plugins(void **state)
 	}
 	print_message("# comms registered: the same for all 40 pids (%d registered)\n", pids);
 	assert_true(pids >= 30);
+	hgt__kvm_funcs_set(NULL);
 	trace_seq_destroy(&s);
 	hgt__fmtc_free(fc);
+	tep_free(guest);
 	tep_unload_plugins(pla, a);
 	tep_unload_plugins(plb, b);
 	tep_free(a);
