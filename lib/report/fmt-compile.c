@@ -1034,14 +1034,24 @@ static void put_int(struct run *r, const struct piece *pc, uint64_t v)
 	}
 }
 
-static void put_hex(struct run *r, const char *prefix, uint64_t v)
+/* @prefix and @v as %0*llx of @width (printf's %llx, %08llx, written by hand) */
+static void put_hexw(struct run *r, const char *prefix, uint64_t v, int width)
 {
-	char buf[40];
-	int k = snprintf(buf, sizeof(buf), "%s%llx", prefix, (unsigned long long)v);
+	char d[16], *q = d + sizeof(d);
 
-	put(r, buf, (size_t)k);
+	put(r, prefix, strlen(prefix));
+	do {
+		*--q = "0123456789abcdef"[v & 15];
+		v >>= 4;
+		width--;
+	} while (v || width > 0);
+	put(r, q, (size_t)(d + sizeof(d) - q));
 }
 
+static void put_hex(struct run *r, const char *prefix, uint64_t v)
+{
+	put_hexw(r, prefix, v, 1);
+}
 /* print_function(): a kernel address as its function's name */
 static void put_func(struct run *r, const struct piece *pc, uint64_t v)
 {
@@ -1176,15 +1186,28 @@ static void run_piece(struct run *r, const struct piece *pc)
 
 /* ---- plugins, run ---- */
 
-static void put_dec(struct run *r, const char *fmt, long long v)
+/* @prefix, @v in decimal (at least @width digits, zero-padded; @neg: a minus before),
+ * @suffix: printf's %llu, %03llu, %lld, %d written by hand */
+static void put_num(struct run *r, const char *prefix, bool neg, uint64_t v, int width,
+		    const char *suffix)
 {
-	char buf[64];
-	int k = snprintf(buf, sizeof(buf), fmt, v);
+	char d[24], *q = d + sizeof(d);
 
-	if (k < 0 || (size_t)k >= sizeof(buf))
-		r->bad = true;
-	else
-		put(r, buf, (size_t)k);
+	put(r, prefix, strlen(prefix));
+	do {
+		*--q = (char)('0' + v % 10);
+		v /= 10;
+		width--;
+	} while (v || width > 0);
+	if (neg)
+		*--q = '-';
+	put(r, q, (size_t)(d + sizeof(d) - q));
+	put(r, suffix, strlen(suffix));
+}
+
+static void put_s64(struct run *r, const char *prefix, int64_t v, const char *suffix)
+{
+	put_num(r, prefix, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, 1, suffix);
 }
 
 /* A comm field, as printed ("%.*s" of its size) and registered for @pid. */
@@ -1234,26 +1257,24 @@ static void plugin_func(struct run *r, const struct prog *p)
 {
 	uint64_t v;
 	const char *name;
-	char buf[160];
-	int k;
+	size_t n;
 
 	if (p->fo[H_FUNC] < 0)
 		return;
 	v = plugin_num(r, p, H_FUNC);
 	name = tep_find_function(r->tep, v);
-	if (name && strlen(name) > 100) { /* its buffer is 128 bytes: it would cut the name */
+	if (!name) {
+		put_hexw(r, " function=0x", v, 8);
+		return;
+	}
+	n = strlen(name);
+	if (n > 100) { /* its buffer is 128 bytes: it would cut the name */
 		r->bad = true;
 		return;
 	}
-	if (name)
-		k = snprintf(buf, sizeof(buf), " function=%s/0x%llx", name,
-			     (unsigned long long)(tep_find_function_address(r->tep, v) - v));
-	else
-		k = snprintf(buf, sizeof(buf), " function=0x%08llx", (unsigned long long)v);
-	if (k < 0 || (size_t)k >= sizeof(buf))
-		r->bad = true;
-	else
-		put(r, buf, (size_t)k);
+	put(r, " function=", 10);
+	put(r, name, n);
+	put_hex(r, "/0x", tep_find_function_address(r->tep, v) - v);
 }
 
 /* " FUNC+0xOFF" of a guest rip, from the kvm plugin's hooks (kvm-guest-func.c), as the
@@ -1263,17 +1284,13 @@ static void kvm_rip_func(struct run *r, const struct prog *p, uint64_t rip)
 	struct tep_record rec = { .data = (void *)r->data, .size = r->size };
 	unsigned long long ip = rip;
 	const char *func = tep_plugin_kvm_get_func((struct tep_event *)p->ev, &rec, &ip);
-	char buf[32];
 
 	if (!func)
 		return;
 	put(r, " ", 1);
 	put(r, func, strlen(func));
-	if (ip != rip) {
-		int k = snprintf(buf, sizeof(buf), "+0x%llx", (unsigned long long)(rip - ip));
-
-		put(r, buf, (size_t)k);
-	}
+	if (ip != rip)
+		put_hex(r, "+0x", rip - ip);
 	tep_plugin_kvm_put_func(func);
 }
 
@@ -1313,7 +1330,7 @@ static void run_kvm(struct run *r, const struct prog *p)
 	uint64_t rip;
 
 	if (p->plugin == PL_KVM_ENTRY) {
-		put_dec(r, " vcpu %u", (unsigned int)plugin_num(r, p, K_VCPU));
+		put_num(r, " vcpu ", false, (unsigned int)plugin_num(r, p, K_VCPU), 1, "");
 	} else {
 		const struct kvm_reason *k =
 			kvm_reason(r, p, p->fo[K_ISA] >= 0 ? plugin_num(r, p, K_ISA) : 1,
@@ -1346,33 +1363,33 @@ static void run_plugin(struct run *r, const struct prog *p)
 	case PL_SWITCH:
 		v = plugin_num(r, p, F_PID);
 		plugin_comm(r, p, F_COMM, (int)v);
-		put_dec(r, "%lld ", (long long)v);
-		put_dec(r, "[%d] ", (int)plugin_num(r, p, F_PRIO));
+		put_s64(r, "", (int64_t)v, " ");
+		put_s64(r, "[", (int)plugin_num(r, p, F_PRIO), "] ");
 		plugin_state(r, (int)plugin_num(r, p, F_STATE));
 		put(r, " ==> ", 5);
 		v = plugin_num(r, p, F_NPID);
 		plugin_comm(r, p, F_NCOMM, (int)v);
-		put_dec(r, "%lld", (long long)v);
-		put_dec(r, " [%d]", (int)plugin_num(r, p, F_NPRIO));
+		put_s64(r, "", (int64_t)v, "");
+		put_s64(r, " [", (int)plugin_num(r, p, F_NPRIO), "]");
 		break;
 	case PL_WAKEUP:
 		v = plugin_num(r, p, W_PID);
 		plugin_comm(r, p, W_COMM, (int)v);
-		put_dec(r, "%lld", (long long)v);
-		put_dec(r, " [%lld]", (long long)plugin_num(r, p, W_PRIO));
+		put_s64(r, "", (int64_t)v, "");
+		put_s64(r, " [", (int64_t)plugin_num(r, p, W_PRIO), "]");
 		if (p->fo[W_SUCCESS] >= 0)
-			put_dec(r, " success=%lld", (long long)plugin_num(r, p, W_SUCCESS));
-		put_dec(r, " CPU:%03llu", (long long)plugin_num(r, p, W_CPU));
+			put_s64(r, " success=", (int64_t)plugin_num(r, p, W_SUCCESS), "");
+		put_num(r, " CPU:", false, plugin_num(r, p, W_CPU), 3, "");
 		break;
 	default:
 		put_hex(r, "hrtimer=0x", plugin_num(r, p, H_TIMER));
 		if (p->plugin == PL_HRT_EXPIRE) {
-			put_dec(r, " now=%llu", (long long)plugin_num(r, p, H_NOW));
+			put_num(r, " now=", false, plugin_num(r, p, H_NOW), 1, "");
 			plugin_func(r, p);
 		} else {
 			plugin_func(r, p);
-			put_dec(r, " expires=%llu", (long long)plugin_num(r, p, H_EXPIRES));
-			put_dec(r, " softexpires=%llu", (long long)plugin_num(r, p, H_SOFT));
+			put_num(r, " expires=", false, plugin_num(r, p, H_EXPIRES), 1, "");
+			put_num(r, " softexpires=", false, plugin_num(r, p, H_SOFT), 1, "");
 		}
 		break;
 	}

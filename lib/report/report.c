@@ -39,6 +39,8 @@ struct handle {
 	struct tep_event_filter **pos, **neg;
 	int npos, nneg;
 	const struct hgt_report_input *rin;
+	char *pre; /* its file-name column as printed (line_prefix()), made at first use */
+	size_t pre_len;
 };
 
 /* A simple-backend file among the inputs (hgtrace-probes(3)): its events join the merge. */
@@ -81,6 +83,7 @@ static void report_free(struct report *r)
 			tep_filter_free(h->neg[c]);
 		free(h->pos);
 		free(h->neg);
+		free(h->pre);
 	}
 	for (i = 0; i < r->nr_h; i++)
 		if (r->h[i].owner)
@@ -797,10 +800,13 @@ static int print_events(struct report *r)
 			ret = 0; /* the parallel path closed: print here from now on */
 		}
 		if (r->prefix) {
-			char pre[512];
-			size_t n = line_prefix(r, h, pre);
-
-			hgt__line_put(&r->line, r->out, pre, n);
+			if (!h->pre && (h->pre = malloc(512)))
+				h->pre_len = line_prefix(r, h, h->pre);
+			if (!h->pre) {
+				ret = -ENOMEM;
+				break;
+			}
+			hgt__line_put(&r->line, r->out, h->pre, h->pre_len);
 		}
 		hgt__line_print(&r->line, &lc, rec, &r->last_ts, r->out);
 	}
