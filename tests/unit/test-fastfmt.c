@@ -282,13 +282,27 @@ static const char *const plugin_evs[] = {
 	"print fmt: \"vcpu %u, rip 0x%lx\", REC->vcpu_id, REC->rip\n",
 };
 #define NR_PLUGIN_EVS (int)(sizeof(plugin_evs) / sizeof(plugin_evs[0]))
+/* older kernels' shapes, same layout: hrtimer_expire_entry's timer as "timer"; kvm_exit
+ * with neither isa nor info1/info2 */
+static const char *const plugin_old[] = {
+	[3] = "name: hrtimer_expire_entry\nID: 24\nformat:\n" COMMON
+	      "\tfield:void * timer;\toffset:8;\tsize:8;\tsigned:0;\n"
+	      "\tfield:s64 now;\toffset:16;\tsize:8;\tsigned:1;\n"
+	      "\tfield:void * function;\toffset:24;\tsize:8;\tsigned:0;\n\n"
+	      "print fmt: \"timer=%p now=%llu\", REC->timer, REC->now\n",
+	[5] = "name: kvm_exit\nID: 26\nformat:\n" COMMON
+	      "\tfield:unsigned int exit_reason;\toffset:8;\tsize:4;\tsigned:0;\n"
+	      "\tfield:unsigned long guest_rip;\toffset:16;\tsize:8;\tsigned:0;\n\n"
+	      "print fmt: \"reason %u rip 0x%lx\", REC->exit_reason, REC->guest_rip\n",
+};
 static const int plugin_size[] = { 64, 40, 36, 32, 40, 48, 24 };
 static const char *const plugin_sys[] = {
 	"sched", "sched", "sched", "timer", "timer", "kvm", "kvm"
 };
 
-/* a handle with the plugin events and libtraceevent's plugins */
-static struct tep_handle *plugin_tep(struct tep_plugin_list **pl)
+/* a handle with the plugin events (@old: plugin_old's where there is one) and
+ * libtraceevent's plugins */
+static struct tep_handle *plugin_tep(struct tep_plugin_list **pl, bool old)
 {
 	struct tep_handle *tep = tep_alloc();
 
@@ -299,10 +313,11 @@ static struct tep_handle *plugin_tep(struct tep_plugin_list **pl)
 	*pl = tep_load_plugins(tep);
 	tep_register_function(tep, "func_a", FUNC0, NULL);
 	tep_register_function(tep, "func_b", FUNC0 + 0x1000, "mod_b");
-	for (int k = 0; k < NR_PLUGIN_EVS; k++)
-		assert_int_equal(
-			tep_parse_event(tep, plugin_evs[k], strlen(plugin_evs[k]), plugin_sys[k]),
-			0);
+	for (int k = 0; k < NR_PLUGIN_EVS; k++) {
+		const char *text = old && k < 6 && plugin_old[k] ? plugin_old[k] : plugin_evs[k];
+
+		assert_int_equal(tep_parse_event(tep, text, strlen(text), plugin_sys[k]), 0);
+	}
 	return tep;
 }
 
@@ -348,10 +363,11 @@ static int make_plugin(uint8_t *rec, int k)
 	return plugin_size[k];
 }
 
-static void test_plugins(void **state)
+static void plugins(bool old)
 {
 	struct tep_plugin_list *pla, *plb;
-	struct tep_handle *a = plugin_tep(&pla), *b = plugin_tep(&plb), *guest = tep_alloc();
+	struct tep_handle *a = plugin_tep(&pla, old), *b = plugin_tep(&plb, old),
+			  *guest = tep_alloc();
 	struct hgt__fmtc *fc = hgt__fmtc_new();
 	int vpid[] = { 5, 6 };
 	struct tep_handle *vtep[] = { guest, guest };
@@ -360,15 +376,15 @@ static void test_plugins(void **state)
 	const int n = 20000;
 	int pids = 0;
 
-	(void)state;
 	assert_non_null(fc);
 	assert_non_null(guest);
 	tep_register_function(guest, "guest_a", FUNC0, NULL);
 	tep_register_function(guest, "guest_b", FUNC0 + 0x800, NULL);
 	hgt__kvm_funcs_set(&kf); /* the guest's functions in kvm lines, for both printers */
-	if (!tep_find_event(a, 21)->handler || !tep_find_event(a, 24)->handler) {
+	if (!tep_find_event(a, 21)->handler || !tep_find_event(a, 24)->handler ||
+	    !tep_find_event(a, 26)->handler) {
 		print_message(
-			"# libtraceevent's sched_switch or hrtimer plugin is not installed\n");
+			"# libtraceevent's sched_switch, hrtimer or kvm plugin is not installed\n");
 		skip();
 	}
 	trace_seq_init(&s);
@@ -401,8 +417,9 @@ static void test_plugins(void **state)
 			}
 		}
 		print_message(
-			"# plugin %s: %d of %d records compiled, all equal to the plugin's (%d with a guest function)\n",
-			ev->name, compiled, n, funcs);
+			"# plugin %s%s: %d of %d records compiled, all equal to the plugin's (%d with a guest function)\n",
+			ev->name, old && k < 6 && plugin_old[k] ? " (older format)" : "", compiled,
+			n, funcs);
 		assert_true(compiled >= n / 2);
 		if (k >= 5) /* the guest's vCPU threads: 2 pids of 3, 2 addresses of 5 in it */
 			assert_true(funcs >= n / 5);
@@ -431,6 +448,18 @@ static void test_plugins(void **state)
 	tep_free(b);
 }
 
+static void test_plugins(void **state)
+{
+	(void)state;
+	plugins(false);
+}
+
+static void test_plugins_older_formats(void **state)
+{
+	(void)state;
+	plugins(true);
+}
+
 static void test_little_endian(void **state)
 {
 	(void)state;
@@ -449,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_little_endian),
 		cmocka_unit_test(test_big_endian),
 		cmocka_unit_test(test_plugins),
+		cmocka_unit_test(test_plugins_older_formats),
 	};
 
 	unsetenv("HGT_FASTFMT");
