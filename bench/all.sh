@@ -9,7 +9,7 @@ builddir=${1:-build}
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 benches=("$@")
-[ ${#benches[@]} -gt 0 ] || benches=(run hostguest agent probes session infer view-why export flight flight-soak crash soak)
+[ ${#benches[@]} -gt 0 ] || benches=(run hostguest agent probes session infer view-why export flight flight-soak flight-soak-listen crash soak)
 mkdir -p "$here/out"
 quiet=$here/out/summary-quiet.tsv busy=$here/out/summary-busy.tsv
 rm -f "$quiet" "$busy"
