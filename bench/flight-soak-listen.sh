@@ -14,7 +14,8 @@
 set -uo pipefail
 builddir=$(realpath "${1:-build}")
 hg=$builddir/tools/hgtrace/hgtrace
-. "$(dirname "$0")/lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 S=${FLIGHT_SOAK_S:-60}
 T=/sys/kernel/tracing
 [ "$(id -u)" = 0 ] && [ -e $T/trace_marker ] || { echo "bench flight-soak-listen: needs root and tracefs"; exit 0; }
@@ -33,24 +34,8 @@ until awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" { f = 1 } END { exit !f }' /proc
 	kill -0 $lp 2> /dev/null || { echo "bench flight-soak-listen: listen failed: $(tail -3 listen.log)"; exit 0; }
 	sleep 0.05
 done
-cat > writer.py << 'EOF'
-import os, signal, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY)
-end = time.monotonic() + float(sys.argv[2])
-pad = b"x" * 980
-n = 0
-usr1 = time.monotonic() + 20
-while time.monotonic() < end:
-    for _ in range(1000):
-        n += 1
-        os.write(fd, b"m %d %s\n" % (n, pad))
-    if time.monotonic() > usr1:
-        os.kill(int(sys.argv[3]), signal.SIGUSR1)
-        usr1 += 20
-print(n)
-EOF
 "$hg" agent --now --tcp "127.0.0.1:$port" -B $inst -b 8192 -e sched:sched_process_exit -- \
-	python3 writer.py "$T/instances/$inst/trace_marker" "$S" "$lp" > writer.txt 2> agent.log &
+	python3 "$here/marker-writer.py" "$T/instances/$inst/trace_marker" "$S" "$lp" > writer.txt 2> agent.log &
 ap=$!
 peak=0 arss=0 acpu=0
 while kill -0 $ap 2> /dev/null; do
@@ -101,7 +86,7 @@ for i in range(len(recs) - 1, -1, -1):
     for c in cpus:
         nxt[c][i] = i if recs[i][0] == c else nxt[c][i + 1]
 # from the first record of the CPU whose pages start last: before it, the other CPUs
-# reach back further (the span kept begins with each CPU's page being written)
+# reach back further (the span kept begins with the page each CPU was writing)
 start = max((next(i for i, r in enumerate(recs) if r[0] == c) for c in cpus), default=0)
 gaps = other = 0
 for i in range(start + 1, len(recs)):

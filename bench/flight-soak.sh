@@ -10,7 +10,8 @@
 set -uo pipefail
 builddir=$(realpath "${1:-build}")
 hg=$builddir/tools/hgtrace/hgtrace
-. "$(dirname "$0")/lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 S=${FLIGHT_SOAK_S:-60}
 T=/sys/kernel/tracing
 [ "$(id -u)" = 0 ] && [ -e $T/trace_marker ] || { echo "bench flight-soak: needs root and tracefs"; exit 0; }
@@ -27,22 +28,7 @@ while ! grep -q 'event types enabled' rec.log 2> /dev/null; do
 	kill -0 $rp 2> /dev/null || { echo "bench flight-soak: record failed: $(cat rec.log)"; exit 0; }
 	sleep 0.05
 done
-python3 - "$T/instances/$inst/trace_marker" "$S" "$rp" << 'EOF' > writer.txt &
-import os, signal, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY)
-end = time.monotonic() + float(sys.argv[2])
-pad = b"x" * 980
-n = 0
-usr1 = time.monotonic() + 20
-while time.monotonic() < end:
-    for _ in range(1000):
-        n += 1
-        os.write(fd, b"m %d %s\n" % (n, pad))
-    if time.monotonic() > usr1:
-        os.kill(int(sys.argv[3]), signal.SIGUSR1)
-        usr1 += 20
-print(n)
-EOF
+python3 "$here/marker-writer.py" "$T/instances/$inst/trace_marker" "$S" "$rp" > writer.txt &
 wp=$!
 peak=0
 dir=soak.dat.recording

@@ -448,7 +448,8 @@ static void take(struct hgt_flight *f, const struct hgt__hit *h, uint64_t now)
 	n->due = now + f->o.after_ns + f->o.flush_ns + f->o.tick_ns;
 	f->last_taken = now;
 	secs(after, sizeof(after), f->o.after_ns);
-	say(f, "trigger %d: %s; its window is saved %s after (and the flush and a tick)", f->ntr, d, after);
+	say(f, "trigger %d: %s; its window is saved %s after (and the flush and a tick)", f->ntr, d,
+	    after);
 }
 
 /* ---- one tick ---- */
