@@ -5,10 +5,11 @@
  * did with its thread, from why's pass; per probe file and thread: its events), each a
  * time-sorted list of items cut in chunks of varint-coded deltas, zlib-compressed and
  * base64-coded; per track and zoom level a summary (sparse buckets: how many events, or
- * how much of the bucket an interval covers and by what); every event's report line in
- * compressed chunks of its own. The page (view.js, embedded at build time, no library)
- * draws summaries when zoomed out and inflates the chunks it needs (the browser's own
- * DecompressionStream) when zoomed in.
+ * how much of the bucket an interval covers and by what); per events track, its events'
+ * report lines in compressed chunks of their own (a trace.dat CPU's without what the page
+ * knows: the file, CPU, time and event name). The page (view.js, embedded at build time,
+ * no library) draws summaries when zoomed out and inflates the chunks it needs (its own
+ * inflate) when zoomed in.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@
 #include "../private/why.h"
 
 #define CHUNK_ITEMS 16384
-#define TEXT_CHUNK 1024
+#define TEXT_CHUNK 4096
 #define MAX_BUCKETS 65536 /* a summary level is kept up to this many buckets */
 
 extern const char hgt__view_js[];
@@ -52,14 +53,33 @@ struct item {
 	uint32_t label, ev;
 };
 
+/* A compressed string of a track: chunk @k of the pool; a chunk of items (@n, from @a to
+ * @b) or a summary level (@n 0, bucket width @b). */
+struct piece {
+	size_t k, n;
+	uint64_t a, b;
+};
+
 struct track {
 	char name[96];
 	char group[160];
 	int kind;
 	int order; /* host CPUs, then vCPUs, then the other files, then probe files */
 	long tid;  /* a probe file's thread */
+	/* a trace.dat CPU's events: its CPU, and its lines kept short ("\1COMM-PID\0INFO"):
+	 * the page puts back the file (the group), the CPU, the time and the event name (the
+	 * label) as the report prints them; -1: whole lines */
+	int cpu;
 	struct item *it;
 	size_t n, cap;
+	/* an events track's report lines: TEXT_CHUNK per chunk compressed in the pool (their
+	 * numbers there in @tk), the rest here */
+	struct hgt__blob txt;
+	uint32_t nlines;
+	size_t *tk, ntk, cap_tk;
+	/* its chunks of items, then its summary levels, as compressed in the pool */
+	struct piece *pc;
+	size_t npc, cap_pc;
 };
 
 struct strtab {
@@ -75,11 +95,9 @@ struct viewer {
 	struct track *tr;
 	int nr_tr;
 	struct strtab lab;
-	uint64_t t0, t1; /* the session's first and last time */
-	uint32_t nev;	 /* events numbered in report order */
-	/* report lines, compressed per TEXT_CHUNK events */
-	struct hgt__blob txt;
-	struct zpool *zp; /* compresses the full chunks meanwhile */
+	uint64_t t0, t1;  /* the session's first and last time */
+	uint32_t nev;	  /* events */
+	struct zpool *zp; /* compresses the tracks' full chunks of lines meanwhile */
 	struct trace_seq seq;
 	struct hgt__info_memo *memo; /* info texts of payloads seen before (NULL: none) */
 	/* per top input: tracks per CPU */
@@ -180,6 +198,7 @@ static int new_track(struct viewer *v, int kind, const char *group, const char *
 	memset(n, 0, sizeof(*n));
 	n->kind = kind;
 	n->tid = -1;
+	n->cpu = -1;
 	snprintf(n->group, sizeof(n->group), "%s", group);
 	snprintf(n->name, sizeof(n->name), fmt, a, b);
 	return v->nr_tr++;
@@ -258,6 +277,7 @@ struct zpool {
 	char **out;
 	size_t n, cap, next; /* chunks queued, room, next to take */
 	size_t busy;	     /* taken, not done */
+	bool all;	     /* every chunk queued at once (the last ones: the page's end) */
 	bool done;
 	int err;
 };
@@ -326,15 +346,16 @@ static void zpool_start(struct zpool *z)
 		z->nth++;
 }
 
-/* Queue @b's bytes as the next chunk (@b is emptied); waits while ZQUEUE chunks wait. */
-static int zpool_push(struct zpool *z, struct hgt__blob *b)
+/* Queue @b's bytes as the next chunk (@b is emptied), its number in *@k; waits while ZQUEUE
+ * chunks wait. */
+static int zpool_push(struct zpool *z, struct hgt__blob *b, size_t *k)
 {
 	int ret = 0;
 
 	if (!z->started)
 		zpool_start(z);
 	pthread_mutex_lock(&z->mu);
-	while (z->n - z->next >= ZQUEUE && !z->err)
+	while (z->n - z->next >= ZQUEUE && !z->all && !z->err)
 		pthread_cond_wait(&z->room, &z->mu);
 	if (z->n == z->cap) {
 		size_t cap = z->cap ? z->cap * 2 : 256;
@@ -350,6 +371,7 @@ static int zpool_push(struct zpool *z, struct hgt__blob *b)
 		else
 			z->cap = cap;
 	}
+	*k = z->n;
 	if (!ret && !z->nth) { /* no worker thread: compress here */
 		FILE *m = open_memstream(&z->out[z->n], &(size_t){ 0 });
 
@@ -369,13 +391,15 @@ static int zpool_push(struct zpool *z, struct hgt__blob *b)
 	return ret;
 }
 
-/* Wait for every chunk; the workers end. Returns their first error. */
+/* Every chunk compressed, by this thread too; the workers end. Returns their first error. */
 static int zpool_finish(struct zpool *z)
 {
 	pthread_mutex_lock(&z->mu);
 	z->done = true;
 	pthread_cond_broadcast(&z->more);
 	pthread_mutex_unlock(&z->mu);
+	if (z->nth)
+		zworker(z);
 	for (int i = 0; i < z->nth; i++)
 		hgt__thread_join(z->th[i]);
 	z->nth = 0;
@@ -400,12 +424,24 @@ static void zpool_free(struct zpool *z)
 	free(z);
 }
 
-static int text_line(struct viewer *v, const char *line, size_t n)
+/* Track @k's lines so far as its next chunk in the pool. */
+static int text_chunk(struct viewer *v, struct track *k)
 {
-	int ret = hgt__blob_put(&v->txt, line, n) ?: hgt__blob_put(&v->txt, "\n", 1);
+	if (hgt__grow(&k->tk, &k->cap_tk, k->ntk + 1, sizeof(*k->tk), 16))
+		return -ENOMEM;
+	return zpool_push(v->zp, &k->txt, &k->tk[k->ntk++]);
+}
 
-	if (!ret && ++v->nev % TEXT_CHUNK == 0)
-		ret = zpool_push(v->zp, &v->txt);
+/* The report line of the event that is track @tr's item @k->nlines (added last). Lines are
+ * kept per track: a CPU's lines are alike, and compress better together. */
+static int text_line(struct viewer *v, int tr, const char *line, size_t n)
+{
+	struct track *k = &v->tr[tr];
+	int ret = hgt__blob_put(&k->txt, line, n) ?: hgt__blob_put(&k->txt, "\n", 1);
+
+	v->nev++;
+	if (!ret && ++k->nlines % TEXT_CHUNK == 0)
+		ret = text_chunk(v, k);
 	return ret;
 }
 
@@ -428,11 +464,40 @@ struct src {
 	uint64_t *last;
 };
 
+/* An event's line as its track keeps it: "\1COMM-PID\0INFO" in @line (its INFO cut to
+ * @n bytes in all); its length returned. */
+static size_t short_line(char *line, size_t n, const char *comm, int pid, const char *info,
+			 size_t len)
+{
+	char digits[12];
+	size_t o = 0, c = strlen(comm), d = 0;
+	unsigned int u = pid < 0 ? 0u - (unsigned int)pid : (unsigned int)pid;
+
+	do
+		digits[d++] = (char)('0' + u % 10);
+	while ((u /= 10));
+	if (pid < 0)
+		digits[d++] = '-';
+	if (c + d + 3 >= n) /* never: a comm is short */
+		c = 0;
+	line[o++] = 1;
+	memcpy(line + o, comm, c);
+	o += c;
+	line[o++] = '-';
+	while (d)
+		line[o++] = digits[--d];
+	line[o++] = 0;
+	if (len > n - 1 - o)
+		len = n - 1 - o;
+	memcpy(line + o, info, len);
+	return o + len;
+}
+
 static int record(struct viewer *v, struct src *s, int si, struct tep_record *rec)
 {
 	struct tep_handle *tep = hgt_input_tep(s->in);
 	struct tep_event *ev = tep_find_event_by_record(tep, rec);
-	int cpu = rec->cpu, pid = tep_data_pid(tep, rec), ret;
+	int cpu = rec->cpu, pid = tep_data_pid(tep, rec), tr, ret;
 	const char *info, *comm = tep_data_comm_from_pid(tep, pid);
 	char line[1024], tb[40];
 	size_t len;
@@ -441,12 +506,18 @@ static int record(struct viewer *v, struct src *s, int si, struct tep_record *re
 	if (cpu < 0 || cpu >= v->nr_cpus[si])
 		return 0;
 	info = hgt__info_text(v->memo, &v->seq, tep, ev, rec, false, &len);
-	hgt__format_time_col(tb, rec->ts, true, true);
-	len = (size_t)snprintf(line, sizeof(line), "%s: %s-%d [%03d] %s: %s: %.*s", s->name, comm,
-			       pid, cpu, tb, ev ? ev->name : "unknown", (int)len, info);
+	tr = v->ev_track[si][cpu];
+	if (v->tr[tr].cpu == cpu) {
+		len = short_line(line, sizeof(line), comm, pid, info, len);
+	} else {
+		hgt__format_time_col(tb, rec->ts, true, true);
+		len = (size_t)snprintf(line, sizeof(line), "%s: %s-%d [%03d] %s: %s: %.*s", s->name,
+				       comm, pid, cpu, tb, ev ? ev->name : "unknown", (int)len,
+				       info);
+	}
 	ret = label(v, ev ? ev->name : "unknown", 0, &lab);
-	ret = ret ?: add(v, v->ev_track[si][cpu], rec->ts, 0, lab, v->nev);
-	ret = ret ?: text_line(v, line, len < sizeof(line) ? len : sizeof(line) - 1);
+	ret = ret ?: add(v, tr, rec->ts, 0, lab, v->tr[tr].nlines);
+	ret = ret ?: text_line(v, tr, line, len < sizeof(line) ? len : sizeof(line) - 1);
 	if (ret)
 		return ret;
 	s->last[cpu] = rec->ts;
@@ -665,6 +736,9 @@ static int cpu_track(struct viewer *v, int kind, const struct src *s, const char
 
 	if (t >= 0)
 		v->tr[t].order = order;
+	/* short lines when the group holds the file's name whole */
+	if (t >= 0 && kind == K_EVENTS && strlen(s->name) < sizeof(v->tr[t].group))
+		v->tr[t].cpu = c;
 	return t;
 }
 
@@ -864,9 +938,9 @@ static int probes(struct viewer *v)
 			len = snprintf(line, sizeof(line), "%s: %s-%u %s: %s: %s", b,
 				       ev.comm ? ev.comm : "", ev.tid, tb, ev.name, text);
 			ret = label(v, ev.name, 0, &lab);
-			ret = ret ?: add(v, tr, ts, 0, lab, v->nev);
+			ret = ret ?: add(v, tr, ts, 0, lab, v->tr[tr].nlines);
 			ret = ret
-				      ?: text_line(v, line,
+				      ?: text_line(v, tr, line,
 						   (size_t)(len < (int)sizeof(line)
 								    ? len
 								    : (int)sizeof(line) - 1));
@@ -899,15 +973,24 @@ static uint64_t zigzag(int64_t x)
 	return ((uint64_t)x << 1) ^ (uint64_t)(x >> 63);
 }
 
+/* @b's bytes (emptied) to the pool as the next piece of track @k. */
+static int piece(struct viewer *v, struct track *k, struct hgt__blob *b, struct piece pc)
+{
+	if (hgt__grow(&k->pc, &k->cap_pc, k->npc + 1, sizeof(*k->pc), 16))
+		return -ENOMEM;
+	if (!b->p && hgt__blob_put(b, "", 0)) /* an empty level: a string all the same */
+		return -ENOMEM;
+	k->pc[k->npc] = pc;
+	return zpool_push(v->zp, b, &k->pc[k->npc++].k);
+}
+
 /* Per zoom level (bucket width 2^(14 + 4L) ns: 16 us, 262 us, 4.2 ms...), the sparse
  * buckets of a track: an event track's counts; an interval track's coverage (0-255) and
  * the label of the longest piece in it. Levels with more than MAX_BUCKETS are left out. */
-static int write_levels(FILE *f, const struct track *k, uint64_t t0, uint64_t span)
+static int encode_levels(struct viewer *v, struct track *k, uint64_t t0, uint64_t span)
 {
-	bool first = true;
 	int ret = 0;
 
-	fputs(",\"levels\":[", f);
 	for (int L = 0; L < 12 && !ret; L++) {
 		uint64_t W = 1ULL << (14 + 4 * L), cb = UINT64_MAX, prev = 0, cnt = 0, best = 0;
 		uint32_t bl = 0;
@@ -958,61 +1041,81 @@ static int write_levels(FILE *f, const struct track *k, uint64_t t0, uint64_t sp
 		}
 		FLUSH();
 #undef FLUSH
-		if (!ret) {
-			fprintf(f, "%s{\"w\":%llu,\"b\":", first ? "" : ",", (unsigned long long)W);
-			ret = blob(f, b.p ? b.p : (uint8_t *)"", b.len);
-			fputc('}', f);
-			first = false;
-		}
+		ret = ret ?: piece(v, k, &b, (struct piece){ .b = W });
 		free(b.p);
 		if (span / W == 0)
 			break; /* one bucket holds it all: the coarsest level */
 	}
-	fputc(']', f);
 	return ret;
 }
 
-static int write_track(FILE *f, struct track *k, uint64_t t0, uint64_t span, bool comma)
+/* Track @k's items sorted, cut in chunks and summed up per level, all to the pool. */
+static int encode_track(struct viewer *v, struct track *k, uint64_t t0, uint64_t span)
 {
 	int ret = 0;
 
 	if (k->n) /* a CPU with no event has no items (and NULL for them) */
 		qsort(k->it, k->n, sizeof(*k->it), cmp_item);
-	fprintf(f, "%s\n{\"name\":", comma ? "," : "");
-	hgt__json_str(f, k->name, strlen(k->name));
-	fputs(",\"group\":", f);
-	hgt__json_str(f, k->group, strlen(k->group));
-	fprintf(f, ",\"kind\":%d,\"n\":%zu,\"chunks\":[", k->kind, k->n);
 	for (size_t c0 = 0; c0 < k->n && !ret; c0 += CHUNK_ITEMS) {
 		size_t c1 = c0 + CHUNK_ITEMS < k->n ? c0 + CHUNK_ITEMS : k->n;
 		uint64_t pt = t0, tmax = 0;
-		int64_t pev = 0;
 		struct hgt__blob b = { 0 };
 
 		for (size_t i = c0; i < c1 && !ret; i++) {
 			const struct item *it = &k->it[i];
 
 			ret = hgt__blob_varint(&b, it->t - pt) ?: hgt__blob_varint(&b, it->d) ?: hgt__blob_varint(&b, it->label);
+			/* its line's number in the track: its own but where times went back */
 			if (!ret && k->kind == K_EVENTS)
-				ret = hgt__blob_varint(&b, zigzag((int64_t)it->ev - pev));
+				ret = hgt__blob_varint(&b, zigzag((int64_t)it->ev - (int64_t)i));
 			pt = it->t;
-			pev = it->ev;
 			if (it->t + it->d - t0 > tmax)
 				tmax = it->t + it->d - t0;
 		}
-		if (!ret) {
-			fprintf(f, "%s{\"t0\":%llu,\"t1\":%llu,\"n\":%zu,\"b\":", c0 ? "," : "",
-				(unsigned long long)(k->it[c0].t - t0), (unsigned long long)tmax,
-				c1 - c0);
-			ret = blob(f, b.p, b.len);
-			fputc('}', f);
-		}
+		ret = ret
+			      ?: piece(v, k, &b,
+				       (struct piece){
+					       .n = c1 - c0, .a = k->it[c0].t - t0, .b = tmax });
 		free(b.p);
 	}
-	fputc(']', f);
-	ret = ret ?: write_levels(f, k, t0, span);
-	fputc('}', f);
-	return ret;
+	return ret ?: encode_levels(v, k, t0, span);
+}
+
+static void write_track(FILE *f, const struct zpool *z, const struct track *k, bool comma)
+{
+	bool level = false;
+
+	fprintf(f, "%s\n{\"name\":", comma ? "," : "");
+	hgt__json_str(f, k->name, strlen(k->name));
+	fputs(",\"group\":", f);
+	hgt__json_str(f, k->group, strlen(k->group));
+	fprintf(f, ",\"kind\":%d,\"n\":%zu", k->kind, k->n);
+	if (k->cpu >= 0)
+		fprintf(f, ",\"cpu\":%d", k->cpu);
+	if (k->kind == K_EVENTS) { /* its lines, TEXT_CHUNK per string */
+		fputs(",\"texts\":[", f);
+		for (size_t i = 0; i < k->ntk; i++)
+			fprintf(f, "%s\n%s", i ? "," : "", z->out[k->tk[i]]);
+		fputc(']', f);
+	}
+	fputs(",\"chunks\":[", f);
+	for (size_t i = 0; i < k->npc; i++) {
+		const struct piece *p = &k->pc[i];
+
+		if (!p->n && !level) {
+			fputs("],\"levels\":[", f);
+			level = true;
+		} else if (i) {
+			fputc(',', f);
+		}
+		if (p->n)
+			fprintf(f, "{\"t0\":%llu,\"t1\":%llu,\"n\":%zu,\"b\":%s}",
+				(unsigned long long)p->a, (unsigned long long)p->b, p->n,
+				z->out[p->k]);
+		else
+			fprintf(f, "{\"w\":%llu,\"b\":%s}", (unsigned long long)p->b, z->out[p->k]);
+	}
+	fputs(level ? "]}" : "],\"levels\":[]}", f);
 }
 
 static int cmp_order(const void *a, const void *b, void *arg)
@@ -1156,17 +1259,18 @@ static int write_page(struct viewer *v)
 	fputs("],\"labelFlags\":[", f);
 	for (size_t i = 0; i < v->lab.n; i++)
 		fprintf(f, "%s%u", i ? "," : "", v->lab.flags[i]);
-	fprintf(f, "],\"textChunk\":%d,\"texts\":[", TEXT_CHUNK);
-	ret = zpool_finish(v->zp);
-	for (size_t i = 0; !ret && i < v->zp->n; i++)
-		fprintf(f, "%s\n%s", i ? "," : "", v->zp->out[i]);
-	if (!ret && v->txt.len) {
-		fputs(v->zp->n ? ",\n" : "\n", f);
-		ret = blob(f, v->txt.p, v->txt.len);
-	}
-	fputs("],\"tracks\":[", f);
+	fprintf(f, "],\"textChunk\":%d", TEXT_CHUNK);
+	/* every track's last lines, items and levels to the pool too, all compressed there */
 	for (int i = 0; i < v->nr_tr && !ret; i++)
-		ret = write_track(f, &v->tr[order[i]], v->t0, span, i > 0);
+		if (v->tr[i].txt.len)
+			ret = text_chunk(v, &v->tr[i]);
+	v->zp->all = true;
+	for (int i = 0; i < v->nr_tr && !ret; i++)
+		ret = encode_track(v, &v->tr[i], v->t0, span);
+	ret = zpool_finish(v->zp) ?: ret;
+	fputs(",\"tracks\":[", f);
+	for (int i = 0; i < v->nr_tr && !ret; i++)
+		write_track(f, v->zp, &v->tr[order[i]], i > 0);
 	fputc(']', f);
 	write_why(f, v, pos);
 	fputs("}</script>\n<script>\n", f);
@@ -1181,15 +1285,18 @@ static int write_page(struct viewer *v)
 
 static void viewer_free(struct viewer *v)
 {
-	for (int i = 0; i < v->nr_tr; i++)
+	for (int i = 0; i < v->nr_tr; i++) {
 		free(v->tr[i].it);
+		free(v->tr[i].txt.p);
+		free(v->tr[i].tk);
+		free(v->tr[i].pc);
+	}
 	free(v->tr);
 	for (size_t i = 0; i < v->lab.n; i++)
 		free(v->lab.s[i]);
 	free(v->lab.s);
 	free(v->lab.flags);
 	free(v->lab.slot);
-	free(v->txt.p);
 	zpool_free(v->zp);
 	for (int i = 0; i < v->nr_src; i++) {
 		free(v->ev_track ? v->ev_track[i] : NULL);

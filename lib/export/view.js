@@ -114,15 +114,16 @@
     };
   }
   const tracks = D.tracks.map((t, i) => Object.assign(t, { idx: i, dec: [], lv: [] }));
-  // A chunk of items: t (start), d (duration), l (label), e (event number) arrays.
+  // A chunk of items: t (start), d (duration), l (label), e (its line in tr.texts) arrays.
   function chunk(tr, ci) {
     if (tr.dec[ci]) return tr.dec[ci];
     const c = tr.chunks[ci], r = reader(inflate(c.b)), n = c.n;
     const o = { t: new Float64Array(n), d: new Float64Array(n), l: new Uint32Array(n), e: new Float64Array(n) };
-    let t = 0, e = 0;
+    let t = 0, base = 0;
+    for (let k = 0; k < ci; k++) base += tr.chunks[k].n;
     for (let i = 0; i < n; i++) {
       t += r.next(); o.t[i] = t; o.d[i] = r.next(); o.l[i] = r.next();
-      if (tr.kind === 0) { const z = r.next(); e += z % 2 ? -(z + 1) / 2 : z / 2; o.e[i] = e; }
+      if (tr.kind === 0) { const z = r.next(); o.e[i] = base + i + (z % 2 ? -(z + 1) / 2 : z / 2); }
     }
     return (tr.dec[ci] = o);
   }
@@ -341,9 +342,18 @@
     else if (k === "n") next();
   });
   window.addEventListener("resize", () => { resize(); redraw(); });
-  function eventText(e) {
-    const u = inflate(D.texts[Math.floor(e / D.textChunk)]);
-    return new TextDecoder("latin1").decode(u).split("\n")[e % D.textChunk];
+  // Item @i of chunk @c of events track @tr: its report line, among the track's own. A
+  // trace.dat CPU's track keeps "\1COMM-PID\0INFO"; the file (its group), CPU, time and event
+  // name (the label) are put back as the report prints them.
+  function eventText(tr, c, i) {
+    const e = c.e[i], u = inflate(tr.texts[Math.floor(e / D.textChunk)]);
+    const line = new TextDecoder("latin1").decode(u).split("\n")[e % D.textChunk];
+    if (tr.cpu === undefined || line.charCodeAt(0) !== 1) return line;
+    const z = line.indexOf("\0"), ns = T0 + BigInt(c.t[i]);
+    const s = (ns / 1000000000n).toString().padStart(5, " ");
+    const f = (ns % 1000000000n).toString().padStart(9, "0");
+    return `${tr.group}: ${line.slice(1, z)} [${String(tr.cpu).padStart(3, "0")}] ${s}.${f}: ` +
+      `${LAB[c.l[i]]}: ${line.slice(z + 1)}`;
   }
   // What a click at time @t on track @tr shows (tolerance @tol ns): an event's report line,
   // or an interval's label, start and length; "" when nothing is there.
@@ -358,7 +368,7 @@
     }
     if (!best) return "";
     const { c, i } = best;
-    return tr.kind === 0 ? eventText(c.e[i])
+    return tr.kind === 0 ? eventText(tr, c, i)
       : `${tr.group} ${tr.name}: ${LAB[c.l[i]]}  from ${absTime(c.t[i])} for ${dur(c.d[i])}`;
   }
   function click(x, y) {

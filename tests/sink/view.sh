@@ -79,6 +79,23 @@ st = json.loads(html.unescape(re.search(r"<pre id=\"state\">(.*?)</pre>", open(s
 print([i for i, t in enumerate(st["tracks"]) if (t["group"], t["name"]) == ("s-host.dat", "CPU " + sys.argv[2])][0])' s0.dom "$kc")
 browse s.html "zoom=$((kt - 1000)),$((kt + 1000))&click=$kk,$kt" s2.dom
 check "a host kvm_entry" s2.dom s.tc s-host.dat s-guest.dat --click "$kk,$kt,$kl"
+# a click on the last event of a long track: its item past the track's first chunk (16384
+# items) and its line past its first chunk of lines (4096), both found by the page
+simulate l --seed 7 --duration-ms 1500 --embed-sync || tap_fail "simulate (1.5 s)"
+"$HGTRACE" view -o l.html l-host.dat l-guest.dat 2> err.txt || tap_fail "view (1.5 s): $(cat err.txt)"
+trace-cmd report -t -i l-host.dat -i l-guest.dat > l.tc 2> /dev/null
+browse l.html "" l0.dom
+ll=$(grep '^ *l-guest.dat: .*\[000\]' l.tc | tail -1)
+lt=$(sed -n 's/^[^]]*\] *\([0-9]*\)\.\([0-9]*\): .*/\1\2/p' <<< "$ll" | sed 's/^0*//')
+read -r lk ln < <(python3 -c 'import html, json, re, sys
+st = json.loads(html.unescape(re.search(r"<pre id=\"state\">(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
+print(*[(i, t["n"]) for i, t in enumerate(st["tracks"]) if (t["group"], t["name"]) == ("l-guest.dat", "CPU 0")][0])' l0.dom)
+if [ "${ln:-0}" -gt 16384 ]; then
+	browse l.html "zoom=$((lt - 1000)),$((lt + 1000))&click=$lk,$lt" l.dom
+	check "the last of $ln events of l-guest.dat CPU 0" l.dom l.tc l-host.dat l-guest.dat --click "$lk,$lt,$ll"
+else
+	tap_fail "l-guest.dat CPU 0 has ${ln:-no} events, not over 16384: the click would not test a later chunk"
+fi
 # its delays list (up to 120 px) and a header of sync lines: the tracks from half way down
 shot s.html "$art/view-simulated.png" 50
 # The worst delay the host caused is listed and points at the right tracks.
