@@ -64,6 +64,7 @@ struct src {
  * its documented field numbers: protos/perfetto/trace/...). */
 struct exporter {
 	FILE *out;
+	struct hgt__comm_cache comms;
 	bool pb;		  /* Perfetto protobuf, else JSON */
 	struct hgt__blob ev, sub; /* a packet's track event or descriptor, its parts */
 	struct hgt__blob o;	  /* what goes to @out next, written a MB at a time */
@@ -649,7 +650,7 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 		pb_uint(&x->ev, TE_NAME_IID, intern_fixed(x, ID_EVENT_NAMES, name));
 		pb_uint(&x->ev, TE_CATEGORY_IIDS, intern_fixed(x, ID_EVENT_CATEGORIES, sys));
 		pb_ann(x, "common_pid", NULL, 0, pid, true);
-		text = tep_data_comm_from_pid(tep, pid);
+		text = hgt__comm_cached(&x->comms, tep, pid);
 		pb_ann(x, "common_comm", text, strlen(text), 0, false);
 		if (ev)
 			put_fields(x, tep, ev, rec);
@@ -666,7 +667,7 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 		put_s(&x->o, ",\"args\":{\"common_pid\":");
 		put_i64(&x->o, pid);
 		put_s(&x->o, ",\"common_comm\":");
-		text = tep_data_comm_from_pid(tep, pid);
+		text = hgt__comm_cached(&x->comms, tep, pid);
 		put_json(&x->o, text);
 		if (ev)
 			put_fields(x, tep, ev, rec);

@@ -3,9 +3,9 @@
  * A session as one self-contained HTML timeline. The C side does the heavy part once:
  * tracks (per file and CPU: events as markers, the running task; per vCPU: what the host
  * did with its thread, from why's pass; per probe file and thread: its events), each a
- * time-sorted list of items cut in chunks of varint-coded deltas, zlib-compressed and
- * base64-coded; per track and zoom level a summary (sparse buckets: how many events, or
- * how much of the bucket an interval covers and by what); per events track, its events'
+ * time-sorted list of items cut in chunks of varint-coded columns (encode_chunk()),
+ * zlib-compressed and base64-coded; per track and zoom level a summary (sparse buckets: how many
+ * events, or how much of the bucket an interval covers and by what); per events track, its events'
  * report lines in compressed chunks of their own (a trace.dat CPU's without what the page
  * knows: the file, CPU, time and event name). The page (view.js, embedded at build time,
  * no library) draws summaries when zoomed out and inflates the chunks it needs (its own
@@ -41,6 +41,10 @@
 
 #define CHUNK_ITEMS 16384
 #define TEXT_CHUNK 4096
+/* zlib's levels: report lines compress well and pay for 6; items are mostly times, which
+ * do not, and cost twice as much CPU above 3 for 2 % */
+#define TEXT_LEVEL 6
+#define ITEM_LEVEL 3
 #define MAX_BUCKETS 65536 /* a summary level is kept up to this many buckets */
 
 extern const char hgt__view_js[];
@@ -100,6 +104,7 @@ struct viewer {
 	struct zpool *zp; /* compresses the tracks' full chunks of lines meanwhile */
 	struct trace_seq seq;
 	struct hgt__info_memo *memo; /* info texts of payloads seen before (NULL: none) */
+	struct hgt__comm_cache comms;
 	/* per top input: tracks per CPU */
 	int **ev_track, **task_track, *nr_cpus;
 	int nr_src;		    /* buffers merged: the files' top ones, then instances */
@@ -218,8 +223,8 @@ static int add(struct viewer *v, int tr, uint64_t t, uint64_t d, uint32_t lab, u
 	return 0;
 }
 
-/* @n bytes zlib-compressed, then base64, as a JSON string on @f. */
-static int blob(FILE *f, const void *p, size_t n)
+/* @n bytes zlib-compressed at @level, then base64, as a JSON string on @f. */
+static int blob(FILE *f, const void *p, size_t n, int level)
 {
 	static const char b64[] =
 		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -230,7 +235,7 @@ static int blob(FILE *f, const void *p, size_t n)
 
 	if (!z)
 		return -ENOMEM;
-	if (compress2(z, &zn, p, (uLong)n, 6) != Z_OK) {
+	if (compress2(z, &zn, p, (uLong)n, level) != Z_OK) {
 		free(z);
 		return -EIO;
 	}
@@ -275,6 +280,7 @@ struct zpool {
 	bool started;
 	struct hgt__blob *raw; /* per chunk: its lines until a worker takes them */
 	char **out;
+	int *level;	     /* per chunk: zlib's */
 	size_t n, cap, next; /* chunks queued, room, next to take */
 	size_t busy;	     /* taken, not done */
 	bool all;	     /* every chunk queued at once (the last ones: the page's end) */
@@ -304,7 +310,7 @@ static void *zworker(void *arg)
 		z->busy++;
 		pthread_mutex_unlock(&z->mu);
 		m = open_memstream(&out, &len);
-		ret = m ? blob(m, raw.p, raw.len) : -ENOMEM;
+		ret = m ? blob(m, raw.p, raw.len, z->level[k]) : -ENOMEM;
 		if (m && fclose(m) && !ret)
 			ret = -ENOMEM;
 		free(raw.p);
@@ -346,9 +352,9 @@ static void zpool_start(struct zpool *z)
 		z->nth++;
 }
 
-/* Queue @b's bytes as the next chunk (@b is emptied), its number in *@k; waits while ZQUEUE
- * chunks wait. */
-static int zpool_push(struct zpool *z, struct hgt__blob *b, size_t *k)
+/* Queue @b's bytes as the next chunk (@b is emptied), to compress at @level, its number in
+ * *@k; waits while ZQUEUE chunks wait. */
+static int zpool_push(struct zpool *z, struct hgt__blob *b, int level, size_t *k)
 {
 	int ret = 0;
 
@@ -361,21 +367,26 @@ static int zpool_push(struct zpool *z, struct hgt__blob *b, size_t *k)
 		size_t cap = z->cap ? z->cap * 2 : 256;
 		struct hgt__blob *nr = realloc(z->raw, sizeof(*nr) * cap);
 		char **no = nr ? realloc(z->out, sizeof(*no) * cap) : NULL;
+		int *nl = no ? realloc(z->level, sizeof(*nl) * cap) : NULL;
 
 		if (nr)
 			z->raw = nr;
 		if (no)
 			z->out = no;
-		if (!nr || !no)
+		if (nl)
+			z->level = nl;
+		if (!nr || !no || !nl)
 			ret = -ENOMEM;
 		else
 			z->cap = cap;
 	}
 	*k = z->n;
+	if (!ret)
+		z->level[z->n] = level;
 	if (!ret && !z->nth) { /* no worker thread: compress here */
 		FILE *m = open_memstream(&z->out[z->n], &(size_t){ 0 });
 
-		ret = m ? blob(m, b->p, b->len) : -ENOMEM;
+		ret = m ? blob(m, b->p, b->len, level) : -ENOMEM;
 		if (m && fclose(m) && !ret)
 			ret = -ENOMEM;
 		b->len = 0;
@@ -417,6 +428,7 @@ static void zpool_free(struct zpool *z)
 	}
 	free(z->raw);
 	free(z->out);
+	free(z->level);
 	free(z->th);
 	pthread_mutex_destroy(&z->mu);
 	pthread_cond_destroy(&z->more);
@@ -429,7 +441,7 @@ static int text_chunk(struct viewer *v, struct track *k)
 {
 	if (hgt__grow(&k->tk, &k->cap_tk, k->ntk + 1, sizeof(*k->tk), 16))
 		return -ENOMEM;
-	return zpool_push(v->zp, &k->txt, &k->tk[k->ntk++]);
+	return zpool_push(v->zp, &k->txt, TEXT_LEVEL, &k->tk[k->ntk++]);
 }
 
 /* The report line of the event that is track @tr's item @k->nlines (added last). Lines are
@@ -498,7 +510,7 @@ static int record(struct viewer *v, struct src *s, int si, struct tep_record *re
 	struct tep_handle *tep = hgt_input_tep(s->in);
 	struct tep_event *ev = tep_find_event_by_record(tep, rec);
 	int cpu = rec->cpu, pid = tep_data_pid(tep, rec), tr, ret;
-	const char *info, *comm = tep_data_comm_from_pid(tep, pid);
+	const char *info, *comm = hgt__comm_cached(&v->comms, tep, pid);
 	char line[1024], tb[40];
 	size_t len;
 	uint32_t lab;
@@ -981,7 +993,7 @@ static int piece(struct viewer *v, struct track *k, struct hgt__blob *b, struct 
 	if (!b->p && hgt__blob_put(b, "", 0)) /* an empty level: a string all the same */
 		return -ENOMEM;
 	k->pc[k->npc] = pc;
-	return zpool_push(v->zp, b, &k->pc[k->npc++].k);
+	return zpool_push(v->zp, b, ITEM_LEVEL, &k->pc[k->npc++].k);
 }
 
 /* Per zoom level (bucket width 2^(14 + 4L) ns: 16 us, 262 us, 4.2 ms...), the sparse
@@ -1049,30 +1061,54 @@ static int encode_levels(struct viewer *v, struct track *k, uint64_t t0, uint64_
 	return ret;
 }
 
+/*
+ * Items @c0 to @c1 of track @k into @b, a column at a time: their times, an interval's
+ * lengths, their labels, an event's line numbers. Times go from the first's (the chunk's
+ * "t0"): an event's from the one before, an interval's from where the one before ended
+ * (zigzag: 0 for pieces back to back). A line number is told apart from the item's own
+ * position in the track (0 but where the times went back). The latest end in *@tmax.
+ */
+static int encode_chunk(const struct track *k, size_t c0, size_t c1, uint64_t t0,
+			struct hgt__blob *b, uint64_t *tmax)
+{
+	uint64_t prev = k->it[c0].t;
+	int ret = 0;
+
+	for (size_t i = c0; i < c1 && !ret; i++) {
+		const struct item *it = &k->it[i];
+
+		ret = hgt__blob_varint(b, k->kind == K_EVENTS ? it->t - prev
+							      : zigzag((int64_t)(it->t - prev)));
+		prev = k->kind == K_EVENTS ? it->t : it->t + it->d;
+		if (it->t + it->d - t0 > *tmax)
+			*tmax = it->t + it->d - t0;
+	}
+	for (size_t i = c0; i < c1 && !ret && k->kind != K_EVENTS; i++)
+		ret = hgt__blob_varint(b, k->it[i].d);
+	for (size_t i = c0; i < c1 && !ret; i++)
+		ret = hgt__blob_varint(b, k->it[i].label);
+	for (size_t i = c0; i < c1 && !ret && k->kind == K_EVENTS; i++)
+		ret = hgt__blob_varint(b, zigzag((int64_t)k->it[i].ev - (int64_t)i));
+	return ret;
+}
+
 /* Track @k's items sorted, cut in chunks and summed up per level, all to the pool. */
 static int encode_track(struct viewer *v, struct track *k, uint64_t t0, uint64_t span)
 {
 	int ret = 0;
 
-	if (k->n) /* a CPU with no event has no items (and NULL for them) */
-		qsort(k->it, k->n, sizeof(*k->it), cmp_item);
+	/* a CPU's events and a vCPU's pieces come in order: sorted only when they do not */
+	for (size_t i = 1; i < k->n; i++)
+		if (cmp_item(&k->it[i - 1], &k->it[i]) > 0) {
+			qsort(k->it, k->n, sizeof(*k->it), cmp_item);
+			break;
+		}
 	for (size_t c0 = 0; c0 < k->n && !ret; c0 += CHUNK_ITEMS) {
 		size_t c1 = c0 + CHUNK_ITEMS < k->n ? c0 + CHUNK_ITEMS : k->n;
-		uint64_t pt = t0, tmax = 0;
+		uint64_t tmax = 0;
 		struct hgt__blob b = { 0 };
 
-		for (size_t i = c0; i < c1 && !ret; i++) {
-			const struct item *it = &k->it[i];
-
-			ret = hgt__blob_varint(&b, it->t - pt) ?: hgt__blob_varint(&b, it->d) ?: hgt__blob_varint(&b, it->label);
-			/* its line's number in the track: its own but where times went back */
-			if (!ret && k->kind == K_EVENTS)
-				ret = hgt__blob_varint(&b, zigzag((int64_t)it->ev - (int64_t)i));
-			pt = it->t;
-			if (it->t + it->d - t0 > tmax)
-				tmax = it->t + it->d - t0;
-		}
-		ret = ret
+		ret = encode_chunk(k, c0, c1, t0, &b, &tmax)
 			      ?: piece(v, k, &b,
 				       (struct piece){
 					       .n = c1 - c0, .a = k->it[c0].t - t0, .b = tmax });

@@ -115,15 +115,23 @@
   }
   const tracks = D.tracks.map((t, i) => Object.assign(t, { idx: i, dec: [], lv: [] }));
   // A chunk of items: t (start), d (duration), l (label), e (its line in tr.texts) arrays.
+  // Its bytes are columns: times (an event's from the one before, an interval's from where
+  // the one before ended, zigzag; the first from the chunk's t0), an interval's durations,
+  // labels, an event's line numbers (zigzag, apart from its position in the track).
   function chunk(tr, ci) {
     if (tr.dec[ci]) return tr.dec[ci];
-    const c = tr.chunks[ci], r = reader(inflate(c.b)), n = c.n;
+    const c = tr.chunks[ci], r = reader(inflate(c.b)), n = c.n, ev = tr.kind === 0;
     const o = { t: new Float64Array(n), d: new Float64Array(n), l: new Uint32Array(n), e: new Float64Array(n) };
-    let t = 0, base = 0;
+    const zz = (z) => (z % 2 ? -(z + 1) / 2 : z / 2);
+    let base = 0;
     for (let k = 0; k < ci; k++) base += tr.chunks[k].n;
-    for (let i = 0; i < n; i++) {
-      t += r.next(); o.t[i] = t; o.d[i] = r.next(); o.l[i] = r.next();
-      if (tr.kind === 0) { const z = r.next(); o.e[i] = base + i + (z % 2 ? -(z + 1) / 2 : z / 2); }
+    for (let i = 0; i < n; i++) o.t[i] = r.next();
+    if (!ev) for (let i = 0; i < n; i++) o.d[i] = r.next();
+    for (let i = 0; i < n; i++) o.l[i] = r.next();
+    if (ev) for (let i = 0; i < n; i++) o.e[i] = base + i + zz(r.next());
+    for (let i = 0, p = c.t0; i < n; i++) {
+      o.t[i] = p + (ev ? o.t[i] : zz(o.t[i]));
+      p = ev ? o.t[i] : o.t[i] + o.d[i];
     }
     return (tr.dec[ci] = o);
   }

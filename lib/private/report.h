@@ -19,6 +19,19 @@ struct hgt_input;
 
 struct hgt__info_memo;
 
+/* pid -> comm as libtraceevent found it (found names only: a pid's first registered comm
+ * never changes, an unknown one may become known); zeroed to start */
+struct hgt__comm_cache {
+	struct {
+		const struct tep_handle *tep;
+		int pid;
+		const char *comm;
+	} e[512];
+};
+
+/* text.c: tep_data_comm_from_pid(), remembered in @c */
+const char *hgt__comm_cached(struct hgt__comm_cache *c, struct tep_handle *tep, int pid);
+
 struct hgt__line {
 	struct trace_seq info;
 	struct hgt__info_memo *memo; /* info texts of payloads printed before, or NULL */
@@ -27,13 +40,7 @@ struct hgt__line {
 	size_t ocap;
 	bool grow; /* keep everything in obuf (growing it) instead of writing to the FILE */
 	bool oom;  /* growing failed: lines were lost */
-	/* pid -> comm as libtraceevent found it (found names only: a pid's first registered
-	 * comm never changes, an unknown one may become known) */
-	struct {
-		const struct tep_handle *tep;
-		int pid;
-		const char *comm;
-	} comm_cache[512];
+	struct hgt__comm_cache comm_cache;
 	/* the time column's seconds, as last printed */
 	uint64_t tsec;
 	char tsec_txt[24];

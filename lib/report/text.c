@@ -27,7 +27,7 @@ int hgt__line_init(struct hgt__line *l)
 	l->olen = 0;
 	l->grow = false;
 	l->oom = false;
-	memset(l->comm_cache, 0, sizeof(l->comm_cache));
+	memset(&l->comm_cache, 0, sizeof(l->comm_cache));
 	memset(l->event_cache, 0, sizeof(l->event_cache));
 	memset(&l->common, 0, sizeof(l->common));
 	l->tsec_len = 0;
@@ -234,18 +234,21 @@ unsigned long long hgt__line_diff_base(const struct hgt__line_ctx *c, unsigned l
 	return c->use_trace_clock && !c->nsec ? (ts + 500) / 1000 : ts;
 }
 
-static const char *comm_of(struct hgt__line *l, struct tep_handle *tep, int pid)
+/**
+ * hgt__comm_cached - tep_data_comm_from_pid(@tep, @pid), remembered in @c once found.
+ */
+const char *hgt__comm_cached(struct hgt__comm_cache *c, struct tep_handle *tep, int pid)
 {
-	unsigned int k = (unsigned int)pid % (sizeof(l->comm_cache) / sizeof(l->comm_cache[0]));
+	unsigned int k = (unsigned int)pid % (sizeof(c->e) / sizeof(c->e[0]));
 	const char *comm;
 
-	if (l->comm_cache[k].tep == tep && l->comm_cache[k].pid == pid)
-		return l->comm_cache[k].comm;
+	if (c->e[k].tep == tep && c->e[k].pid == pid)
+		return c->e[k].comm;
 	comm = tep_data_comm_from_pid(tep, pid);
 	if (strcmp(comm, "<...>")) {
-		l->comm_cache[k].tep = tep;
-		l->comm_cache[k].pid = pid;
-		l->comm_cache[k].comm = comm;
+		c->e[k].tep = tep;
+		c->e[k].pid = pid;
+		c->e[k].comm = comm;
 	}
 	return comm;
 }
@@ -331,7 +334,7 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 	const char *name = event ? event->name : "[UNKNOWN EVENT]";
 	bool fast = common_fast(l, c->tep);
 	int pid = fast ? (int)common_read(l, rec, CF_PID) : tep_data_pid(c->tep, rec);
-	const char *comm = comm_of(l, c->tep, pid);
+	const char *comm = hgt__comm_cached(&l->comm_cache, c->tep, pid);
 	size_t clen = strlen(comm), nlen = strlen(name), n = 0, ilen;
 	const char *info;
 	char *p;

@@ -103,6 +103,26 @@ gp=$(sed -n '/^injected: preempt/s/.* guest_pid=\([0-9]*\).*/\1/p' s.out)
 grep -q "wakeup of [^ ]*-$gp on s-guest.dat CPU 0: 504.500 us: the host: preempted by stress-ng-$hp (500.000 us)" s.dom &&
 	tap_ok "the page lists the injected preemption among the worst delays the host caused" ||
 	tap_fail "the injected preemption is not listed"
+# a click on that preemption on its vCPU's track: its start and length, from the host's two
+# switches in trace-cmd's report (the vCPU thread out to stress-ng, and back)
+read -r pm pwant < <(python3 -c 'import re, sys
+ts = lambda l: int(re.search(r"\] +(\d+)\.(\d{9}):", l).group(1) + re.search(r"\] +(\d+)\.(\d{9}):", l).group(2))
+out = back = None
+for l in open(sys.argv[1]):
+    if " s-host.dat: " not in l or "sched_switch:" not in l:
+        continue
+    if out is None and re.search(r"CPU 0/KVM:5001 \[\d+\] R ==> stress-ng:%s " % sys.argv[2], l):
+        out = ts(l)
+    elif out is not None and re.search(r"stress-ng:%s \[\d+\] \S+ ==> CPU 0/KVM:5001 " % sys.argv[2], l):
+        back = ts(l)
+        break
+d = back - out
+print((out + back) // 2, "s-guest.dat: its vCPUs on the host vCPU 0 (thread 5001): preempted by stress-ng-%s  from %d.%09d for %.3f us" % (sys.argv[2], out // 10**9, out % 10**9, d / 1e3))' s.tc "$hp")
+pk=$(python3 -c 'import html, json, re, sys
+st = json.loads(html.unescape(re.search(r"<pre id=\"state\">(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
+print([i for i, t in enumerate(st["tracks"]) if t["name"] == "vCPU 0 (thread 5001)"][0])' s0.dom)
+browse s.html "zoom=$((pm - 1000)),$((pm + 1000))&click=$pk,$pm" s3.dom
+check "the injected preemption" s3.dom s.tc s-host.dat s-guest.dat --click "$pk,$pm,$pwant"
 
 # 2. Real recordings of this machine (x86-tsc cycles, CLOCK_MONOTONIC, a buffer instance
 # with dropped events).
