@@ -94,6 +94,8 @@ struct strtab {
 	size_t nslot;
 };
 
+struct why_async;
+
 struct viewer {
 	struct hgt_view_opts o;
 	struct track *tr;
@@ -111,6 +113,7 @@ struct viewer {
 	int *vcpu_pid, nr_vcpu_pid; /* host threads of vCPUs */
 	int host;		    /* the host input (-1) */
 	struct hgt_why_result *why;
+	struct why_async *wa; /* why's pass beside the session's, or NULL */
 	char *sync_text;
 	size_t sync_len;
 	char **loss;
@@ -564,6 +567,15 @@ static int record(struct viewer *v, struct src *s, int si, struct tep_record *re
 	return ret;
 }
 
+/* @pid among the host's vCPU threads (room for it made by the caller). */
+static void add_vcpu_pid(struct viewer *v, int pid)
+{
+	for (int i = 0; i < v->nr_vcpu_pid; i++)
+		if (v->vcpu_pid[i] == pid)
+			return;
+	v->vcpu_pid[v->nr_vcpu_pid++] = pid;
+}
+
 /* The vCPU tracks: what the host did with each vCPU thread (why's segments, which come
  * per guest input and CPU in turn). */
 static void segment(void *arg, int input, int cpu, int pid, uint64_t from, uint64_t to,
@@ -586,8 +598,8 @@ static void segment(void *arg, int input, int cpu, int pid, uint64_t from, uint6
 
 			v->tr[v->seg_track].order = 1;
 			if (np) {
-				np[v->nr_vcpu_pid++] = pid;
 				v->vcpu_pid = np;
+				add_vcpu_pid(v, pid);
 			}
 		}
 		v->seg_input = input;
@@ -855,6 +867,172 @@ static int merge_records(struct viewer *v, struct src *s, struct hgt_merge *m,
 	return ret;
 }
 
+/* ---- why's pass: before the session's, or in a thread beside it ---- */
+
+/*
+ * Beside the session's pass when no input needs a TSC rate (the session's clocks would wait
+ * for why's): its segments, which come at its end, wait until that pass is over (@open),
+ * then go to the tracks as segment() makes them while the main thread waits in the join.
+ */
+struct why_async {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool open, seen;
+	int err;
+	char msg[HGT__ERRLEN];
+};
+
+static void why_opts_of(const struct viewer *v, struct hgt_why_opts *wo)
+{
+	memset(wo, 0, sizeof(*wo));
+	wo->sz = sizeof(*wo);
+	wo->inputs = v->paths;
+	wo->nr_inputs = v->nr_paths;
+	wo->top = v->o.why_top ? v->o.why_top : 20;
+	wo->quiet = true;
+	wo->host_only = true;
+	wo->ts2secs = v->o.ts2secs;
+}
+
+static void gated_segment(void *arg, int input, int cpu, int pid, uint64_t from, uint64_t to,
+			  const struct hgt_why_part *part)
+{
+	struct viewer *v = arg;
+	struct why_async *a = v->wa;
+
+	if (!a->seen) {
+		pthread_mutex_lock(&a->mu);
+		while (!a->open)
+			pthread_cond_wait(&a->cv, &a->mu);
+		pthread_mutex_unlock(&a->mu);
+		a->seen = true;
+	}
+	segment(v, input, cpu, pid, from, to, part);
+}
+
+static void *why_thread(void *arg)
+{
+	struct viewer *v = arg;
+	struct hgt_why_opts wo;
+
+	why_opts_of(v, &wo);
+	v->why = hgt__why_segments(&wo, gated_segment, v);
+	if (!v->why) {
+		v->wa->err = errno ? errno : EIO;
+		snprintf(v->wa->msg, sizeof(v->wa->msg), "%s", hgt_last_error());
+	}
+	return NULL;
+}
+
+/* No input's times need a rate to be ns (why's and the session's clocks agree without it). */
+static bool no_rate_needed(const struct viewer *v, struct hgt_input *const *ins)
+{
+	if (v->o.ts2secs)
+		return false;
+	for (int i = 0; i < v->nr_paths; i++)
+		if (!hgt_input_in_usecs(ins[i]) && !hgt_input_tsc2nsec(ins[i], NULL, NULL, NULL))
+			return false;
+	return true;
+}
+
+/* What why's pass left (failed with @err, saying @msg): the page's note on it. Returns
+ * -errno when the page cannot go on. */
+static int why_done(struct viewer *v, int err, const char *msg)
+{
+	if (!v->why && err != EINVAL)
+		return hgt__errorf(err, "%s", msg);
+	if (!v->why) /* e.g. raw cycles at no known rate: the page without vCPU tracks, saying why
+		      */
+		snprintf(v->why_note, sizeof(v->why_note), "guest delays not analysed: %s", msg);
+	if (v->why && !v->why->host)
+		snprintf(
+			v->why_note, sizeof(v->why_note),
+			"no host with guests among these files: no guest delay to explain by the host");
+	else if (v->why && !v->why->found[0] && !v->why->found[1] && !v->why->found[2])
+		snprintf(
+			v->why_note, sizeof(v->why_note),
+			"no guest delay to analyse: no guest wakeup or timer expiry in these files");
+	return v->err;
+}
+
+/* why's pass, now or (when it can) started beside the session's. */
+static int why_start(struct viewer *v, struct hgt_input *const *ins)
+{
+	struct hgt_why_opts wo;
+
+	if (no_rate_needed(v, ins)) {
+		v->wa = calloc(1, sizeof(*v->wa));
+		if (v->wa) {
+			pthread_mutex_init(&v->wa->mu, NULL);
+			pthread_cond_init(&v->wa->cv, NULL);
+			if (!hgt__thread_create(&v->wa->th, why_thread, v))
+				return 0;
+			pthread_mutex_destroy(&v->wa->mu);
+			pthread_cond_destroy(&v->wa->cv);
+			free(v->wa);
+			v->wa = NULL;
+		}
+	}
+	why_opts_of(v, &wo);
+	v->why = hgt__why_segments(&wo, segment, v);
+	if (v->why)
+		return why_done(v, 0, "");
+	{
+		int err = errno ? errno : EIO;
+		char msg[HGT__ERRLEN];
+
+		snprintf(msg, sizeof(msg), "%s", hgt_last_error());
+		hgt__set_last_error("");
+		return why_done(v, err, msg);
+	}
+}
+
+/* The session's pass is over: why's segments go to the tracks, its thread ends. */
+static int why_finish(struct viewer *v)
+{
+	struct why_async *a = v->wa;
+	int ret;
+
+	if (!a)
+		return 0;
+	pthread_mutex_lock(&a->mu);
+	a->open = true;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	hgt__thread_join(a->th);
+	ret = why_done(v, a->err, a->msg);
+	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->cv);
+	free(a);
+	v->wa = NULL;
+	return ret;
+}
+
+/* With why beside the pass, the host's vCPU threads as its GUEST options name them (for
+ * their task labels, before why's segments name them). */
+static int guest_threads(struct viewer *v, struct hgt_input *const *ins)
+{
+	for (int i = 0; v->wa && v->host >= 0 && i < v->nr_paths; i++) {
+		int *pids = NULL,
+		    k = i == v->host ? 0 : hgt__guest_cpu_threads(ins[v->host], ins[i], &pids);
+		int *np = k > 0 ? realloc(v->vcpu_pid, sizeof(*np) * (size_t)(v->nr_vcpu_pid + k))
+				: NULL;
+
+		if (k > 0 && !np) {
+			free(pids);
+			return -ENOMEM;
+		}
+		if (np)
+			v->vcpu_pid = np;
+		for (int c = 0; np && c < k; c++)
+			if (pids[c] > 0)
+				add_vcpu_pid(v, pids[c]);
+		free(pids);
+	}
+	return 0;
+}
+
 static int pass(struct viewer *v)
 {
 	int n = v->nr_paths, ns = n, ret;
@@ -864,6 +1042,8 @@ static int pass(struct viewer *v)
 	struct hgt_merge *m = hgt_merge_new();
 
 	ret = !ins || !m ? -ENOMEM : open_inputs(v, ins, &ns);
+	if (!ret && v->o.why_top >= 0)
+		ret = why_start(v, ins);
 	if (!ret) {
 		s = calloc((size_t)ns + 1, sizeof(*s));
 		v->ev_track = calloc((size_t)ns + 1, sizeof(int *));
@@ -883,11 +1063,13 @@ static int pass(struct viewer *v)
 	if (!ret) {
 		sc = hgt_sync_check_new(ins, n, NULL);
 		v->host = sc ? hgt_sync_check_host(sc) : -1;
+		ret = guest_threads(v, ins);
 	}
 	for (int i = 0; i < ns && !ret; i++)
 		ret = add_source(v, s, i, m);
 	if (!ret)
 		ret = merge_records(v, s, m, sc);
+	ret = why_finish(v) ?: ret;
 	if (!ret)
 		ret = finish_sources(v, s);
 	if (!ret)
@@ -1379,34 +1561,8 @@ int hgt_view_html(const struct hgt_view_opts *opts)
 		else
 			v.paths[v.nr_paths++] = v.o.inputs[i];
 	}
-	if (!ret && v.nr_paths && v.o.why_top >= 0) {
-		/* the vCPU tracks and the worst delays: why's pass */
-		HGT_OPTS(hgt_why_opts, wo, .inputs = v.paths, .nr_inputs = v.nr_paths,
-			 .top = v.o.why_top ? v.o.why_top : 20, .quiet = true, .host_only = true,
-			 .ts2secs = v.o.ts2secs);
-
-		v.why = hgt__why_segments(&wo, segment, &v);
-		if (!v.why && errno != EINVAL) {
-			ret = -errno;
-		} else if (!v.why) {
-			/* e.g. raw cycles at no known rate: the page without vCPU tracks, and
-			 * saying why */
-			snprintf(v.why_note, sizeof(v.why_note), "guest delays not analysed: %s",
-				 hgt_last_error());
-			hgt__set_last_error("");
-		}
-		if (v.why && !v.why->host)
-			snprintf(
-				v.why_note, sizeof(v.why_note),
-				"no host with guests among these files: no guest delay to explain by the host");
-		else if (v.why && !v.why->found[0] && !v.why->found[1] && !v.why->found[2])
-			snprintf(
-				v.why_note, sizeof(v.why_note),
-				"no guest delay to analyse: no guest wakeup or timer expiry in these files");
-		ret = ret ?: v.err;
-	} else if (!ret && v.nr_paths) {
+	if (!ret && v.nr_paths && v.o.why_top < 0)
 		snprintf(v.why_note, sizeof(v.why_note), "guest delays not analysed (--no-why)");
-	}
 	ret = ret ?: v.nr_paths ? pass(&v) : 0;
 	ret = ret ?: probes(&v);
 	ret = ret ?: write_page(&v);

@@ -477,6 +477,7 @@
     const h = new URLSearchParams(location.hash.slice(1)), s = {
       tracks: tracks.map((t) => ({ name: t.name, group: t.group, kind: t.kind, n: t.n })),
       events: D.events, why: D.why.length, flight: D.flight ? D.flight.title : null, exitKey: exits.map((i) => LAB[i]), firstPaintMs: Math.round(firstPaint - started),
+      vcpuTasks: LAB.filter((l, i) => FL[i] & 1),
       loadMs: Math.round(performance.now()),
     };
     if (h.get("zoom")) {

@@ -65,6 +65,14 @@ k=$(python3 -c 'import html, json, re, sys
 st = json.loads(html.unescape(re.search(r"<pre id=\"state\">(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
 print([i for i, t in enumerate(st["tracks"]) if (t["group"], t["name"]) == ("s-guest.dat", "CPU 0")][0])' s0.dom)
 line=$(grep "^s-guest.dat: .*\[000\] *$((from / 1000000000)).$(printf %09d $((from % 1000000000))): sched_waking:" s.tc)
+# the host's tasks drawn as vCPU threads: exactly the simulator's vCPU threads
+vt=$(python3 -c 'import html, json, re, sys
+st = json.loads(html.unescape(re.search(r"<pre id=\"state\">(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
+print(" ".join(sorted({l.rsplit("-", 1)[1] for l in st["vcpuTasks"]})))' s0.dom)
+want=$(tr ' ' '\n' <<< "$pids" | grep . | sort | tr '\n' ' ' | sed 's/ $//')
+[ -n "$want" ] && [ "$vt" = "$want" ] && tap_ok "the page draws the simulator's $(wc -w <<< "$want") vCPU threads as such (pids $want)" ||
+	tap_fail "the page's vCPU threads: pids '$vt', the simulator's '$want'"
+
 browse s.html "zoom=$from,$to&search=kvm_exit&click=$k,$from" s.dom
 check "simulated session" s.dom s.tc s-host.dat s-guest.dat --zoom "$from,$to" --click "$k,$from,$line" \
 	--expect-label "s-guest.dat: its vCPUs on the host/vCPU 0 (thread 5001)=preempted by stress-ng-$hp" \
