@@ -4,7 +4,7 @@
   const D = JSON.parse(document.getElementById("hgt-data").textContent);
   const T0 = BigInt(D.t0);
   const LAB = D.labels, FL = D.labelFlags;
-  const GUTTER = 230, RULER = 24, RAW_MAX = 40000;
+  const GUTTER = 230, RULER = 24, RAW_MAX = 40000, RAW_PER_PX = 4;
   const cv = document.getElementById("cv"), ctx = cv.getContext("2d");
   const state = document.getElementById("state"), detail = document.getElementById("detail");
   const started = performance.now();
@@ -209,11 +209,25 @@
     return best;
   }
   const drawn = [];
+  // How many of chunks @cs of @tr lie in the view: a chunk inside it counts whole, one across
+  // its edges item by item.
+  function inView(tr, cs) {
+    let n = 0;
+    for (const ci of cs) {
+      const k = tr.chunks[ci];
+      if (k.t0 >= v0 && k.t1 <= v1) { n += k.n; continue; }
+      const c = chunk(tr, ci);
+      for (let i = 0; i < c.t.length; i++) if (c.t[i] <= v1 && c.t[i] + c.d[i] >= v0) n++;
+    }
+    return n;
+  }
   function drawTrack(tr) {
     const npp = (v1 - v0) / (W - GUTTER), cs = chunksIn(tr, v0, v1);
     const est = cs.reduce((s, i) => s + tr.chunks[i].n, 0);
     const y0 = tr.y, h = tr.h;
-    if (est <= RAW_MAX) {
+    // one by one while they can be told apart: at most RAW_PER_PX per pixel in view (more
+    // are one blur, drawn faster and as truly from the summary)
+    if (est <= RAW_MAX && inView(tr, cs) <= RAW_PER_PX * (W - GUTTER)) {
       const dec = cs.map((i) => chunk(tr, i));
       {
         drawn[tr.idx] = "raw";
