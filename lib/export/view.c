@@ -107,6 +107,10 @@ struct viewer {
 	struct trace_seq seq;
 	struct hgt__info_memo *memo; /* info texts of payloads seen before (NULL: none) */
 	struct hgt__comm_cache comms;
+	struct {
+		const struct tep_event *ev;
+		uint32_t lab;
+	} ev_lab[256]; /* an event's label, by its format */
 	/* per top input: tracks per CPU */
 	int **ev_track, **task_track, *nr_cpus;
 	int nr_src;		    /* buffers merged: the files' top ones, then instances */
@@ -479,6 +483,24 @@ struct src {
 	uint64_t *last;
 };
 
+/* The label of event @ev (its name), remembered by its format. */
+static int event_label(struct viewer *v, const struct tep_event *ev, uint32_t *lab)
+{
+	unsigned int k = ev ? (unsigned int)ev->id % 256 : 0;
+	int ret;
+
+	if (ev && v->ev_lab[k].ev == ev) {
+		*lab = v->ev_lab[k].lab;
+		return 0;
+	}
+	ret = label(v, ev ? ev->name : "unknown", 0, lab);
+	if (!ret && ev) {
+		v->ev_lab[k].ev = ev;
+		v->ev_lab[k].lab = *lab;
+	}
+	return ret;
+}
+
 /* An event's line as its track keeps it: "\1COMM-PID\0INFO" in @line (its INFO cut to
  * @n bytes in all); its length returned. */
 static size_t short_line(char *line, size_t n, const char *comm, int pid, const char *info,
@@ -530,7 +552,7 @@ static int record(struct viewer *v, struct src *s, int si, struct tep_record *re
 				       comm, pid, cpu, tb, ev ? ev->name : "unknown", (int)len,
 				       info);
 	}
-	ret = label(v, ev ? ev->name : "unknown", 0, &lab);
+	ret = event_label(v, ev, &lab);
 	ret = ret ?: add(v, tr, rec->ts, 0, lab, v->tr[tr].nlines);
 	ret = ret ?: text_line(v, tr, line, len < sizeof(line) ? len : sizeof(line) - 1);
 	if (ret)
