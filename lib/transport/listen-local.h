@@ -79,8 +79,9 @@ struct guest {
 	int nr_opts;
 	struct chan *data;
 	int nr_data;
-	uint64_t bytes; /* everything received */
-	uint64_t mem;	/* of it, control stream bytes: held in memory */
+	uint64_t bytes;	     /* everything received */
+	uint64_t mem;	     /* of it, control stream bytes: held in memory */
+	uint64_t held_check; /* bytes received when held() looks at the files again */
 	bool over_limit;
 	char fault[256];
 	uint64_t t_start, t_last;

@@ -636,6 +636,36 @@ static bool ctl_resyncing(const struct guest *g)
 
 /* Drop header candidate @h's first byte (of *@got), then every byte that cannot start a
  * header of @magic. Returns how many went. */
+
+/*
+ * More than @max bytes held for @g: what it sent, less the page bytes that no longer take
+ * room on disk (a flight recorder punches the old pages out of its files; the window it
+ * keeps is what counts). The files are looked at again only when what was sent since could
+ * have reached the limit.
+ */
+static bool over_held(struct guest *g, uint64_t max)
+{
+	uint64_t freed = 0, held;
+
+	if (g->bytes < g->held_check)
+		return false;
+	for (int i = 0; i < g->nr_data; i++) {
+		struct stat st;
+		uint64_t room;
+
+		if (g->data[i].tmp < 0 || fstat(g->data[i].tmp, &st))
+			continue;
+		room = (uint64_t)st.st_blocks * 512;
+		if (g->data[i].bytes > room)
+			freed += g->data[i].bytes - room;
+	}
+	held = g->bytes - freed;
+	if (held > max)
+		return true;
+	g->held_check = g->bytes + (max - held);
+	return false;
+}
+
 static uint64_t slide_to_magic(uint8_t *h, size_t *got, uint32_t magic)
 {
 	uint64_t n = 0;
@@ -741,7 +771,7 @@ void hgt__listen_ctl_bytes(struct listener *l, struct guest *g, const uint8_t *b
 			g->mhdr_got = 0;
 		}
 	}
-	if (g->bytes > l->o.max_bytes && !g->over_limit) {
+	if (g->bytes > l->o.max_bytes && !g->over_limit && over_held(g, l->o.max_bytes)) {
 		g->over_limit = true;
 		hgt__listen_fault(l, g, "more than %llu bytes: the guest's limit",
 				  (unsigned long long)l->o.max_bytes);
@@ -881,7 +911,7 @@ static void read_data(struct listener *l, struct guest *g, struct chan *c)
 		if (c->hdr_got < HGT__DATA_HDR || check_header(l, g, c))
 			return;
 	}
-	if (g->bytes > l->o.max_bytes) {
+	if (g->over_limit || (g->bytes > l->o.max_bytes && over_held(g, l->o.max_bytes))) {
 		if (!g->over_limit)
 			hgt__listen_fault(l, g, "more than %llu bytes: the guest's limit",
 					  (unsigned long long)l->o.max_bytes);

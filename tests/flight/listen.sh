@@ -102,6 +102,47 @@ span=$(trace-cmd report -t "$h" 2> /dev/null | awk '/ sched_switch: / { t = $3 +
 	tap_ok "session 2: no trigger, no window saved; each session's summary ($(grep -c '^hgtrace flight: net-[12]: cost: ' listen.log))" ||
 	tap_fail "session 2: $(ls out | tr '\n' ' '); summaries: $(grep -c '^hgtrace flight: net-[12]: cost: ' listen.log)"
 
+# --max-mb in a flight session counts what the guest's files hold, which the flight
+# recorder keeps to its window (4.2 s here), not all the guest sent: 300 markers of 3000
+# bytes a second (one a page: 1.2 MB/s whatever the agent's timing) for 20 s, 18 MB of
+# markers alone, against a limit of 16 MB (the guest's metadata, its kallsyms, is 5 MB of
+# it). The session must run to its end (no "the guest's limit"), the guest's file ending
+# with the last marker. (The limit's cut, where nothing is punched out, is
+# transport-hostile's.)
+cat > pace.py << EOF
+import os, time
+fd = os.open("/sys/kernel/tracing/instances/$inst/trace_marker", os.O_WRONLY)
+pad, n, start = b"x" * 2980, 0, time.monotonic()
+while time.monotonic() - start < 20:
+    for _ in range(3):
+        n += 1
+        os.write(fd, b"m %d %s\n" % (n, pad))
+    time.sleep(max(0, start + n / 300 - time.monotonic()))
+print(n)
+EOF
+mkdir out2
+port=$(free_port)
+"$HGTRACE" listen -o out2 --tcp $port --record-host -e sched:sched_switch --flight --max-mb 16 \
+	--window 0.5 --after 0.5 --tick 0.1 --trigger 'marker:no-such-marker' 2> listen2.log &
+lp=$!
+wait_listen $port $lp
+"$HGTRACE" agent --now --tcp 127.0.0.1:$port -B $inst -e sched:sched_process_exit -- \
+	python3 pace.py > pace.out 2> agent2.log
+for _ in $(seq 1 300); do
+	grep -q 'wrote .*/trace-[^ ]*\.dat$\|limit' listen2.log && break
+	sleep 0.1
+done
+kill -INT $lp
+wait_exit $lp 30 > /dev/null
+n=$(cat pace.out)
+gf=$(ls out2/trace-*.dat 2> /dev/null | head -1)
+last=$([ -n "$gf" ] && trace-cmd report "$gf" 2> /dev/null | grep -o ' m [0-9]* ' | tail -1 | tr -dc 0-9)
+if [ $((${n:-0} * 3000)) -gt $((16 << 20)) ] && ! grep -q "limit" listen2.log && [ "${last:-0}" = "$n" ]; then
+	tap_ok "--max-mb 16 in a flight session: $n markers of 3000 bytes sent, not cut; the guest's file ends with marker $last"
+else
+	tap_fail "--max-mb 16 in a flight session: ${n:-no} markers sent, last in the file ${last:-none}: $(grep -v '^hgtrace flight' listen2.log | tail -4 | tr '\n' '|')"
+fi
+
 tap_refuses "listen --flight without --record-host" "" \
 	"$HGTRACE" listen --tcp 1 --flight --trigger marker:x
 tap_refuses "listen --trigger without --flight" "" \
