@@ -56,6 +56,8 @@ struct cpu_file {
 	struct sample *s; /* oldest first */
 	int ns, cap;
 	uint64_t size, trimmed;
+	/* an incremental search's: where the searches so far ended, where this one ends */
+	uint64_t searched, searching;
 	bool punch_failed; /* said once */
 };
 
@@ -98,9 +100,11 @@ struct hgt_flight {
 	uint64_t last_taken, start, keep;
 	/* the cost, for the summary */
 	uint64_t searches, worst_lag, disk_peak;
-	uint64_t write_ns;    /* the last search's writing of the window */
-	uint64_t prev_search; /* when the last search began (0: none yet) */
-	uint64_t unsearched;  /* time no search covered: searches more than a window apart */
+	uint64_t write_ns;	 /* the last search's writing of the window */
+	uint64_t prev_search;	 /* when the last search began (0: none yet) */
+	uint64_t unsearched;	 /* time no search covered: searches more than a window apart */
+	uint64_t searched_bytes; /* the pages the searches read */
+	bool incremental;	 /* marker triggers alone: each search reads the pages none read */
 	double cpu_s;
 	char last_err[256];
 	int ret;
@@ -286,7 +290,9 @@ static uint64_t offset_at(const struct cpu_file *c, uint64_t t)
 
 struct range_ctx {
 	struct member *m;
-	uint64_t since; /* monotonic: the pages written since */
+	uint64_t since;	  /* monotonic: the pages written since */
+	bool incremental; /* and none an earlier search read */
+	uint64_t bytes;	  /* the pages' bytes */
 };
 
 static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint64_t *to)
@@ -300,7 +306,11 @@ static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint
 		return 0;
 	}
 	*from = offset_at(c, r->since);
+	if (r->incremental && c->searched > *from)
+		*from = c->searched;
 	*to = c->size > *from ? c->size : *from;
+	c->searching = *to;
+	r->bytes += *to - *from;
 	if (*to == *from) /* nothing: not 0, which would mean all of it */
 		*from = *to = UINT64_MAX;
 	return 0;
@@ -341,12 +351,14 @@ static int mark_option(void *ctx, struct hgt_output *out)
 static int write_members(struct hgt_flight *f, uint64_t since, char **paths, bool final,
 			 const struct mark *k, const char **out, int *which)
 {
+	/* a search of marker triggers alone needs no page before the ones it has not read */
+	bool incremental = !final && f->incremental;
 	HGT_OPTS(hgt_convert_opts, co, .version = 7,
 		 .compression = final ? HGT_COMPRESS_ZSTD : HGT_COMPRESS_NONE);
 	int n = 0;
 
 	for (int i = 0; i < f->nm; i++) {
-		struct range_ctx rc = { &f->m[i], since };
+		struct range_ctx rc = { &f->m[i], since, incremental, 0 };
 		struct hgt__recdir_range r = { page_range, &rc };
 		int ret;
 
@@ -358,6 +370,8 @@ static int write_members(struct hgt_flight *f, uint64_t since, char **paths, boo
 		ret = hgt__recdir_snapshot(f->m[i].dir, paths[i], &co, &r, mark_option, (void *)k);
 		if (ret)
 			return ret;
+		if (!final)
+			f->searched_bytes += rc.bytes;
 		out[n] = paths[i];
 		which[n++] = i;
 	}
@@ -487,6 +501,10 @@ static void search(struct hgt_flight *f, uint64_t now)
 	}
 	ret = hgt__trigger_search(f->t, f->nt, in, n, &hits, &nr);
 	f->searches++;
+	for (int i = 0; !ret && f->incremental && i < f->nm; i++)
+		for (int j = 0; j < f->m[i].nf; j++)
+			if (f->m[i].f[j].searching > f->m[i].f[j].searched)
+				f->m[i].f[j].searched = f->m[i].f[j].searching;
 	for (int i = 0; !ret && i < nr; i++) {
 		hits[i].input = hits[i].input >= 0 ? which[hits[i].input] : -1;
 		take(f, &hits[i], now);
@@ -843,6 +861,10 @@ struct hgt_flight *hgt_flight_start(const struct hgt_flight_opts *opts)
 		ret = hgt__trigger_parse(f->o.triggers[i], &f->t[i]);
 		f->nt += !ret;
 	}
+	/* a marker is one record: found in the pages it lies in, none before them needed */
+	f->incremental = f->nt > 0;
+	for (int i = 0; i < f->nt; i++)
+		f->incremental &= f->t[i].kind == HGT__TRIG_MARKER;
 	if (!ret) {
 		const char *host = f->o.outputs[0];
 
@@ -908,7 +930,16 @@ void hgt_flight_trigger(struct hgt_flight *f)
 
 static void summary(struct hgt_flight *f)
 {
-	uint64_t ran = mono() - f->start;
+	uint64_t ran = mono() - f->start, recorded = 0;
+
+	/* every page the files got, the last ones no tick saw too */
+	for (int i = 0; i < f->nm; i++)
+		for (int k = 0; k < f->m[i].nf; k++) {
+			struct stat st;
+
+			recorded += !fstat(f->m[i].f[k].fd, &st) ? (uint64_t)st.st_size
+								 : f->m[i].f[k].size;
+		}
 
 	say(f, "%d trigger%s saved, %d not saved (held off or over --max-triggers)", f->ntr,
 	    f->ntr == 1 ? "" : "s", f->held);
@@ -920,10 +951,12 @@ static void summary(struct hgt_flight *f)
 		say(f, "  %d: %s%s", t->n, d, t->saved ? "" : " (not saved)");
 	}
 	say(f,
-	    "cost: %llu searches, %.3f s of CPU in %.1f s (%.1f %% of one CPU), worst lag %.3f s, %.3f s unsearched, at most %.1f MB of pages on disk",
+	    "cost: %llu searches, %.3f s of CPU in %.1f s (%.1f %% of one CPU), worst lag %.3f s, %.3f s unsearched, at most %.1f MB of pages on disk, %.1f MB of pages searched of %.1f MB recorded (%s)",
 	    (unsigned long long)f->searches, f->cpu_s, (double)ran / 1e9,
 	    ran ? 100.0 * f->cpu_s * 1e9 / (double)ran : 0.0, (double)f->worst_lag / 1e9,
-	    (double)f->unsearched / 1e9, (double)f->disk_peak / 1e6);
+	    (double)f->unsearched / 1e9, (double)f->disk_peak / 1e6,
+	    (double)f->searched_bytes / 1e6, (double)recorded / 1e6,
+	    f->incremental ? "each page once: marker triggers alone" : "the window each time");
 }
 
 int hgt_flight_stop(struct hgt_flight *f)

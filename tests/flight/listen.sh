@@ -102,6 +102,14 @@ span=$(trace-cmd report -t "$h" 2> /dev/null | awk '/ sched_switch: / { t = $3 +
 	tap_ok "session 2: no trigger, no window saved; each session's summary ($(grep -c '^hgtrace flight: net-[12]: cost: ' listen.log))" ||
 	tap_fail "session 2: $(ls out | tr '\n' ' '); summaries: $(grep -c '^hgtrace flight: net-[12]: cost: ' listen.log)"
 
+# marker triggers alone: each search reads only the pages no search read before, so every
+# page is searched once at most (a search of the whole window each tick would read each
+# about window / tick = 10 times)
+read -r sm rm < <(sed -n 's/^hgtrace flight: net-1: cost: .*, \([0-9.]*\) MB of pages searched of \([0-9.]*\) MB recorded (each page once: marker triggers alone)$/\1 \2/p' listen.log)
+[ -n "$sm" ] && awk -v s="$sm" -v r="$rm" 'BEGIN { exit !(s > 0 && s <= r + 0.1) }' &&
+	tap_ok "session 1: its searches read $sm MB of the $rm MB of pages recorded: each page once at most" ||
+	tap_fail "session 1: searched ${sm:-?} MB of ${rm:-?} MB: $(grep '^hgtrace flight: net-1: cost' listen.log)"
+
 # --max-mb in a flight session counts what the guest's files hold, which the flight
 # recorder keeps to its window (4.2 s here), not all the guest sent: 300 markers of 3000
 # bytes a second (one a page: 1.2 MB/s whatever the agent's timing) for 20 s, 18 MB of
