@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,8 @@ struct cpu_reader {
 	uint64_t full_ms;   /* when it began */
 	unsigned int fulls; /* how many times */
 	int pend;	    /* bytes in buf the full disk refused: written first */
+	/* since the last sleep for want of a whole page: its start (ns), the bytes moved */
+	uint64_t nap_from, moved;
 };
 
 /* A tracefs file of the instance, saved to be restored. */
@@ -86,6 +89,7 @@ struct hgt_recorder {
 	bool own_fds;	       /* the per-CPU files are ours (the recording's), not the caller's */
 	unsigned int flush_us; /* a reader with no whole page sleeps this long */
 	uint64_t flush_ms;     /* a partial page is written after this long */
+	uint64_t ring_bytes;   /* each CPU's ring buffer (0: not known) */
 	struct hgt__recdir rd; /* own files: OUTPUT.recording */
 	bool traced;	       /* tracing was switched on: the directory holds a recording */
 	bool finished;	       /* the output was written and the directory removed */
@@ -443,6 +447,36 @@ static void stored(struct cpu_reader *c)
 	c->full_err = 0;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * How long a reader sleeps for want of a whole page. Idle, flush_us (a streaming reader's
+ * non-blocking splice has nothing to wait in: 50 ms, 20 wakeups a second). When pages
+ * came since its last sleep, a quarter of the time its ring would take to fill at that
+ * rate, at least 1 ms: a fixed 200 ms let a writer of 170 MB/s overwrite more than half
+ * of a 16 MB ring.
+ */
+static unsigned int nap_us(struct cpu_reader *c)
+{
+	uint64_t now = mono_ns(), el_us = (now - c->nap_from) / 1000, us = c->rec->flush_us;
+
+	if (c->moved && c->rec->ring_bytes && el_us) {
+		uint64_t quarter = c->rec->ring_bytes * el_us / c->moved / 4;
+
+		if (quarter < us)
+			us = quarter > 1000 ? quarter : 1000;
+	}
+	c->nap_from = now;
+	c->moved = 0;
+	return (unsigned int)us;
+}
+
 static void *reader_main(void *arg)
 {
 	struct cpu_reader *c = arg;
@@ -455,6 +489,7 @@ static void *reader_main(void *arg)
 		return NULL;
 	}
 	c->last_ms = hgt__now_ms();
+	c->nap_from = mono_ns();
 	while (!r->stop) {
 		int n = put_pending(c);
 
@@ -470,6 +505,7 @@ static void *reader_main(void *arg)
 		n = move_pages(c);
 		if (n > 0) {
 			c->bytes += (uint64_t)n;
+			c->moved += (uint64_t)n;
 			c->last_ms = hgt__now_ms();
 			stored(c);
 			continue;
@@ -495,7 +531,7 @@ static void *reader_main(void *arg)
 		 * holds a partial page and buffer_percent is 0, as it is when streaming: sleep
 		 * instead of asking again, or the reader spins. */
 		if (!r->stop)
-			usleep(r->flush_us);
+			usleep(nap_us(c));
 	}
 	for (;;) {
 		int n = put_pending(c) > 0 ? flush_pages(c) : -1;
@@ -642,6 +678,14 @@ static int configure_instance(struct hgt_recorder *r, bool streaming)
 		return ret;
 	r->clock = selected_clock(v = inst_read(r, "trace_clock"));
 	free(v);
+	/* "N", or the top instance's "N (expanded: M)" before its first use */
+	v = inst_read(r, "buffer_size_kb");
+	if (v) {
+		const char *x = strstr(v, "expanded:");
+
+		r->ring_bytes = strtoull(x ? x + 9 : v, NULL, 10) * 1024;
+	}
+	free(v);
 	return 0;
 }
 
@@ -750,9 +794,10 @@ static struct hgt_recorder *recorder_new(const struct hgt_record_opts *opts, con
 	memcpy(&r->o, opts, opts->sz);
 	r->trace_id = hgt_trace_id_generate();
 	r->own_fds = !cpu_fds;
-	/* streaming readers hand pages on at most this late; a file recorder's blocking
-	 * reads wait in the kernel for half a buffer and rarely get here */
-	r->flush_us = cpu_fds ? 200000 : 10000;
+	/* streaming readers hand pages on at most this late when idle (sooner as pages come:
+	 * nap_us()); a file recorder's blocking reads wait in the kernel for half a buffer
+	 * and rarely get here */
+	r->flush_us = cpu_fds ? 50000 : 10000;
 	/* and a partial page goes out (to the file, or the agent's host) after this long */
 	r->flush_ms = r->o.flush_ms ? r->o.flush_ms : 1000;
 	if (r->flush_us > r->flush_ms * 1000 / 4)
