@@ -76,6 +76,14 @@ int hgt_flight_stop(struct hgt_flight *f);
  */
 int hgt_flight_parse_trigger(const char *text);
 
+/**
+ * hgt_flight_check_opts - check @opts as hgt_flight_start() does, the outputs aside: the
+ * times, and each trigger, which must parse and, but for a marker, be shorter than the
+ * window (a delay is found only whole in the window a search reads). Returns 0 or -EINVAL
+ * with the reason in hgt_last_error().
+ */
+int hgt_flight_check_opts(const struct hgt_flight_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif

@@ -814,12 +814,26 @@ static void flight_free(struct hgt_flight *f)
 	free(f);
 }
 
-static int check_opts(struct hgt_flight *f, const struct hgt_flight_opts *opts)
+/* Trigger @t can fire: a delay or stretch is found only when it lies whole in the window
+ * a search reads, so one as long as the window never is. */
+static int trigger_fits(const struct hgt_flight_opts *o, const struct hgt__trigger *t)
+{
+	if (t->kind == HGT__TRIG_MARKER || t->dur_ns < o->window_ns)
+		return 0;
+	return hgt__errorf(
+		EINVAL,
+		"trigger '%s': not shorter than the window (%.3f s): a delay that long is never whole in the window searched",
+		t->text, (double)o->window_ns / 1e9);
+}
+
+/* @opts into @f->o with their defaults, checked; the outputs too unless @outputs_too is
+ * false. */
+static int check_opts(struct hgt_flight *f, const struct hgt_flight_opts *opts, bool outputs_too)
 {
 	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(f->o))
 		return -EINVAL;
 	memcpy(&f->o, opts, opts->sz);
-	if (f->o.nr_outputs < 1 || f->o.nr_outputs > 64 || !f->o.outputs)
+	if (outputs_too && (f->o.nr_outputs < 1 || f->o.nr_outputs > 64 || !f->o.outputs))
 		return hgt__errorf(EINVAL, "flight: 1 to 64 recordings (the host's first)");
 	if (f->o.nr_triggers < 0 || (f->o.nr_triggers && !f->o.triggers))
 		return hgt__errorf(EINVAL, "flight: bad triggers");
@@ -854,12 +868,13 @@ struct hgt_flight *hgt_flight_start(const struct hgt_flight_opts *opts)
 	f->efd = -1;
 	f->next_n = 1;
 	f->t0_ok = !hgt_tsc_sample_read(&f->t0);
-	ret = check_opts(f, opts);
+	ret = check_opts(f, opts, true);
 	if (!ret && !(f->t = calloc((size_t)f->o.nr_triggers + 1, sizeof(*f->t))))
 		ret = -ENOMEM;
 	for (int i = 0; !ret && i < f->o.nr_triggers; i++) {
 		ret = hgt__trigger_parse(f->o.triggers[i], &f->t[i]);
 		f->nt += !ret;
+		ret = ret ?: trigger_fits(&f->o, &f->t[i]);
 	}
 	/* a marker is one record: found in the pages it lies in, none before them needed */
 	f->incremental = f->nt > 0;
@@ -984,5 +999,24 @@ int hgt_flight_parse_trigger(const char *text)
 
 	if (!ret)
 		hgt__trigger_free(&t);
+	return ret;
+}
+
+int hgt_flight_check_opts(const struct hgt_flight_opts *opts)
+{
+	struct hgt_flight f;
+	int ret;
+
+	memset(&f, 0, sizeof(f));
+	ret = check_opts(&f, opts, false);
+	for (int i = 0; !ret && i < f.o.nr_triggers; i++) {
+		struct hgt__trigger t;
+
+		ret = f.o.triggers[i] ? hgt__trigger_parse(f.o.triggers[i], &t) : -EINVAL;
+		if (!ret) {
+			ret = trigger_fits(&f.o, &t);
+			hgt__trigger_free(&t);
+		}
+	}
 	return ret;
 }

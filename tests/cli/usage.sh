@@ -72,6 +72,10 @@ check "agent --listen bad" 2 "tcp:[ADDR:]PORT or vsock:PORT" agent --serve --lis
 check "record -A bad transport" 2 "expected NAME[@fifo:DIR]" record -e sched -A g@bogus
 check "listen -e without --record-host" 2 "give --record-host" listen -e sched --tcp 1
 check "listen --record-host without -e" 2 "needs the host's events" listen --record-host --tcp 1
+check "listen --tcp 0" 2 "hgtrace: listen: port '0': a port from 1 to 65535" listen --tcp 0
+# a flight trigger as long as the window can never fire: refused before anything starts
+check "listen --flight: a trigger as long as --window" 2 "hgtrace: listen: trigger 'wakeup>2s': not shorter than the window (2.000 s)" listen --record-host -e sched --tcp 1 --flight --window 2 --trigger 'wakeup>2s'
+check "record --flight: a trigger longer than the default window" 2 "hgtrace: record: trigger 'timer>10s': not shorter than the window (10.000 s)" record --flight --trigger 'timer>10s' -e sched -o x.dat -- true
 check "agent: a command with --serve" 2 "do not go together" agent --serve -- true
 # numbers: out of range, not a number, trailing junk, each refused by name (exit 2)
 check "attach -c 0" 2 "attach: -c '0': expected a CPU count" attach -c 0 a b

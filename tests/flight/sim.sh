@@ -193,7 +193,7 @@ EOF
 )
 case $r in ok*) tap_ok "bounded: ${r#ok }" ;; *) tap_fail "bounded: $r" ;; esac
 
-usr1_at=10 feed c 20 --tick 0.1 --window 1 --after 0.2 --trigger 'wakeup>1s'
+usr1_at=10 feed c 20 --tick 0.1 --window 1 --after 0.2 --trigger 'wakeup>900ms'
 grep -q '^hgtrace flight: trigger 1: by hand' c.log && [ -s c/flight-1.dat ] &&
 	[ -s c/flight-1-g.dat ] && [ "$(trace-cmd report c/flight-1-g.dat 2> /dev/null | wc -l)" -gt 100 ] &&
 	tap_ok "SIGUSR1: a window saved by hand, trace-cmd reads it" ||
@@ -219,4 +219,17 @@ rc=$?
 rc=$?
 [ $rc = 2 ] && [ "$(wc -l < out.txt)" = 1 ] && grep -q -- "--window '5x'" out.txt &&
 	tap_ok "--window 5x: exit 2, one line" || tap_fail "--window 5x: exit $rc: $(cat out.txt)"
+# a trigger as long as the window is never found whole in one: refused; a marker is one
+# record, whatever the window
+"$HGTRACE" flight --window 0.5 --trigger 'marker:x' --trigger 'preempt>500ms' a/t.dat > out.txt 2>&1
+rc=$?
+[ $rc = 2 ] && [ "$(wc -l < out.txt)" = 1 ] &&
+	grep -q "trigger 'preempt>500ms': not shorter than the window (0.500 s)" out.txt &&
+	tap_ok "--window 0.5 --trigger 'preempt>500ms': exit 2, one line: $(cat out.txt)" ||
+	tap_fail "--window 0.5 --trigger 'preempt>500ms': exit $rc: $(cat out.txt)"
+"$HGTRACE" flight --window 0.5 --trigger 'marker:x' --trigger 'preempt>499ms' nothing.dat > out.txt 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q 'no recording in progress' out.txt &&
+	tap_ok "--window 0.5 --trigger 'marker:x' --trigger 'preempt>499ms': taken (then: no recording)" ||
+	tap_fail "--window 0.5, a marker and preempt>499ms: exit $rc: $(cat out.txt)"
 tap_done

@@ -149,12 +149,17 @@ int cmd_flight_opt(const char *cmd, int c, const char *arg, struct cmd_flight_ar
 	return -ENOENT;
 }
 
-/* After the options: --holdoff defaults to --after (a trigger within it is in the same
- * window). */
-void cmd_flight_defaults(struct cmd_flight_args *a)
+/* After the options of @cmd: --holdoff defaults to --after (a trigger within it is in the
+ * same window); with triggers, the options are checked together. Returns 0, or 2 (said). */
+int cmd_flight_defaults(const char *cmd, struct cmd_flight_args *a)
 {
 	if (!a->holdoff_set)
 		a->o.holdoff_ns = a->o.after_ns;
+	if (a->nt && hgt_flight_check_opts(&a->o)) {
+		fprintf(stderr, "hgtrace: %s: %s\n", cmd, hgt_last_error());
+		return 2;
+	}
+	return 0;
 }
 
 static void usage(FILE *f)
@@ -176,8 +181,9 @@ static void usage(FILE *f)
 		"        preempt>DUR            a vCPU thread preempted in the host for DUR\n"
 		"        exit:REASON>DUR        one exit of REASON handled in the host for DUR\n"
 		"        marker:TEXT            a trace_marker write holding TEXT (host or guest)\n"
-		"  DUR: a number and ns, us, ms or s. After a trigger, none is taken for --holdoff\n"
-		"  (--after); --max-triggers (10) windows at most. SIGUSR1 triggers by hand.\n"
+		"  DUR: a number and ns, us, ms or s, under --window. After a trigger, none is\n"
+		"  taken for --holdoff (--after); --max-triggers (10) windows at most. SIGUSR1\n"
+		"  triggers by hand.\n"
 		"  Runs until SIGINT/SIGTERM or until the host's recording ends.\n");
 }
 
@@ -225,13 +231,14 @@ int cmd_flight(int argc, char **argv)
 		usage(stderr);
 		goto out;
 	}
+	if (cmd_flight_defaults("flight", &a))
+		goto out;
 	if (recording_gone(argv[optind])) {
 		fprintf(stderr, "hgtrace: flight: %s: no recording in progress (%s.recording)\n",
 			argv[optind], argv[optind]);
 		ret = 1;
 		goto out;
 	}
-	cmd_flight_defaults(&a);
 	a.o.outputs = (const char *const *)argv + optind;
 	a.o.nr_outputs = argc - optind;
 	cmd_catch_stop(&stop);

@@ -232,8 +232,12 @@ static int listen_opt(int c, char *arg, struct listen_args *a)
 		return fifo_arg(arg, a);
 	case O_TCP:
 	case O_VSOCK:
-		if (cmd_uint_arg("listen: port", arg, 65535, &v) || !v)
+		if (cmd_uint_arg("listen: port", arg, 65535, &v))
 			return 2;
+		if (!v) {
+			fprintf(stderr, "hgtrace: listen: port '%s': a port from 1 to 65535\n", arg);
+			return 2;
+		}
 		*(c == O_TCP ? &a->lo.tcp_port : &a->lo.vsock_port) = (unsigned int)v;
 		return 0;
 	case O_UNIX:
@@ -324,7 +328,8 @@ int cmd_listen(int argc, char **argv)
 	}
 	if (ret || (ret = check_args(&a)))
 		goto out;
-	cmd_flight_defaults(&a.fl);
+	if ((ret = cmd_flight_defaults("listen", &a.fl)))
+		goto out;
 	a.hro.events = a.events;
 	a.hro.nr_events = a.nev;
 	a.lo.guests = a.gs;

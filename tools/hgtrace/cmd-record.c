@@ -557,7 +557,8 @@ int cmd_record(int argc, char **argv)
 			"hgtrace: record: --flight needs a --trigger COND (hgtrace flight -h)\n");
 		goto out;
 	}
-	cmd_flight_defaults(&a.fl);
+	if (cmd_flight_defaults("record", &a.fl))
+		goto out;
 	rc.cmd = optind < argc ? argv + optind : NULL;
 	rc.fl = a.flight ? &a.fl : NULL;
 	/* before any recording starts, -A or not: a stop request ends it with its files

@@ -121,8 +121,9 @@ struct cmd_flight_args {
 	int nt;
 	bool holdoff_set;
 };
-/* After the options: the defaults that depend on others (--holdoff: --after). */
-void cmd_flight_defaults(struct cmd_flight_args *a);
+/* After the options of @cmd: the defaults that depend on others (--holdoff: --after), and
+ * the options checked together when there are triggers: 0, or 2 (said). */
+int cmd_flight_defaults(const char *cmd, struct cmd_flight_args *a);
 /* A flight option @c of @cmd into @a: 0, 1 (said), -ENOMEM, or -ENOENT (not one). */
 int cmd_flight_opt(const char *cmd, int c, const char *arg, struct cmd_flight_args *a);
 /* SIGUSR1 triggers @f by hand (NULL: ignored again). */
