@@ -35,8 +35,9 @@ int hgt__write_full(int fd, const void *buf, size_t n);
  */
 int hgt__write_within(int fd, const void *buf, size_t n, unsigned int stall_ms,
 		      const volatile int *stop);
-/* CLOCK_MONOTONIC in milliseconds (io.c). */
+/* CLOCK_MONOTONIC in milliseconds, in nanoseconds (io.c). */
 uint64_t hgt__now_ms(void);
+uint64_t hgt__now_ns(void);
 /* Room in *@pp, an array of @size-byte elements with *@cap of them, for @need: its
  * capacity doubled (from @first) until it holds them (io.c). 0, or -ENOMEM with *@pp and
  * *@cap unchanged. */

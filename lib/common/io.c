@@ -52,14 +52,22 @@ int hgt__write_full(int fd, const void *buf, size_t n)
 }
 
 /**
- * hgt__now_ms - CLOCK_MONOTONIC in milliseconds.
+ * hgt__now_ns - CLOCK_MONOTONIC in nanoseconds.
  */
-uint64_t hgt__now_ms(void)
+uint64_t hgt__now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/**
+ * hgt__now_ms - CLOCK_MONOTONIC in milliseconds.
+ */
+uint64_t hgt__now_ms(void)
+{
+	return hgt__now_ns() / 1000000u;
 }
 
 /**

@@ -117,14 +117,6 @@ struct hgt_flight {
 	bool t0_ok;
 };
 
-static uint64_t mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
-}
-
 static void say(struct hgt_flight *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(struct hgt_flight *f, const char *fmt, ...)
 {
@@ -477,12 +469,12 @@ static void search(struct hgt_flight *f, uint64_t now)
 	int nr = 0, n, ret;
 
 	struct mark k = { f, NULL, NULL };
-	uint64_t t0 = mono();
+	uint64_t t0 = hgt__now_ns();
 
 	for (int i = 0; i < f->nm; i++)
 		paths[i] = f->m[i].snap;
 	n = write_members(f, now - f->o.window_ns - f->o.tick_ns, paths, false, &k, in, which);
-	f->write_ns = mono() - t0;
+	f->write_ns = hgt__now_ns() - t0;
 	/* a search covers the window before it: after a longer gap, what fell between */
 	if (n > 0 && f->prev_search && now - f->prev_search > f->o.window_ns + f->o.tick_ns) {
 		uint64_t gap = now - f->prev_search - f->o.window_ns - f->o.tick_ns;
@@ -675,7 +667,7 @@ static bool rate_known(struct hgt_flight *f)
 
 static void tick(struct hgt_flight *f, bool final)
 {
-	uint64_t now = mono(), took;
+	uint64_t now = hgt__now_ns(), took;
 
 	scan(f, now);
 	if (rate_known(f) || final)
@@ -690,7 +682,7 @@ static void tick(struct hgt_flight *f, bool final)
 		if (!f->tr[i].saved && !f->tr[i].n && (final || f->tr[i].due <= now))
 			save(f, &f->tr[i]);
 	trim(f, now);
-	took = mono() - now;
+	took = hgt__now_ns() - now;
 	if (took > f->o.tick_ns && took - f->o.tick_ns > f->worst_lag) {
 		char a[32], b[32];
 
@@ -706,11 +698,11 @@ static void tick(struct hgt_flight *f, bool final)
 static void *flight_main(void *arg)
 {
 	struct hgt_flight *f = arg;
-	uint64_t next = mono() + f->o.tick_ns;
+	uint64_t next = hgt__now_ns() + f->o.tick_ns;
 	struct rusage ru;
 
 	while (!f->stop) {
-		uint64_t now = mono();
+		uint64_t now = hgt__now_ns();
 		struct pollfd p = { .fd = f->efd, .events = POLLIN };
 		uint64_t v;
 
@@ -718,11 +710,11 @@ static void *flight_main(void *arg)
 			if (poll(&p, 1, (int)((next - now) / 1000000 + 1)) > 0 &&
 			    read(f->efd, &v, sizeof(v)) < 0)
 				continue;
-			if (f->stop || (mono() < next && !f->manual))
+			if (f->stop || (hgt__now_ns() < next && !f->manual))
 				continue;
 		}
 		tick(f, false);
-		next = mono() + f->o.tick_ns;
+		next = hgt__now_ns() + f->o.tick_ns;
 	}
 	tick(f, true);
 	if (!getrusage(RUSAGE_THREAD, &ru))
@@ -903,7 +895,7 @@ struct hgt_flight *hgt_flight_start(const struct hgt_flight_opts *opts)
 	if (!ret && f->efd < 0)
 		ret = -errno;
 	f->keep = f->o.window_ns + f->o.after_ns + f->o.flush_ns + 2 * f->o.tick_ns + 2 * NS;
-	f->start = mono();
+	f->start = hgt__now_ns();
 	if (!ret) {
 		/* the format guard's helper forked while this thread may still fork it */
 		hgt__formats_helper_start();
@@ -936,7 +928,7 @@ void hgt_flight_trigger(struct hgt_flight *f)
 
 	if (!f)
 		return;
-	f->manual_at = mono();
+	f->manual_at = hgt__now_ns();
 	f->manual = 1;
 	if (write(f->efd, &one, sizeof(one)) < 0) {
 		/* the flag alone: the next tick takes it */
@@ -945,7 +937,7 @@ void hgt_flight_trigger(struct hgt_flight *f)
 
 static void summary(struct hgt_flight *f)
 {
-	uint64_t ran = mono() - f->start, recorded = 0;
+	uint64_t ran = hgt__now_ns() - f->start, recorded = 0;
 
 	/* every page the files got, the last ones no tick saw too */
 	for (int i = 0; i < f->nm; i++)

@@ -447,14 +447,6 @@ static void stored(struct cpu_reader *c)
 	c->full_err = 0;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * How long a reader sleeps for want of a whole page. Idle, flush_us (a streaming reader's
  * non-blocking splice has nothing to wait in: 50 ms, 20 wakeups a second). When pages
@@ -464,7 +456,7 @@ static uint64_t mono_ns(void)
  */
 static unsigned int nap_us(struct cpu_reader *c)
 {
-	uint64_t now = mono_ns(), el_us = (now - c->nap_from) / 1000, us = c->rec->flush_us;
+	uint64_t now = hgt__now_ns(), el_us = (now - c->nap_from) / 1000, us = c->rec->flush_us;
 
 	if (c->moved && c->rec->ring_bytes && el_us) {
 		uint64_t quarter = c->rec->ring_bytes * el_us / c->moved / 4;
@@ -489,7 +481,7 @@ static void *reader_main(void *arg)
 		return NULL;
 	}
 	c->last_ms = hgt__now_ms();
-	c->nap_from = mono_ns();
+	c->nap_from = hgt__now_ns();
 	while (!r->stop) {
 		int n = put_pending(c);
 

@@ -68,14 +68,6 @@ struct agent {
 	uint64_t probes;
 };
 
-static uint64_t mono_ns(void)
-{
-	uint64_t t = 0;
-
-	hgt_trace_clock_read("mono", &t);
-	return t;
-}
-
 static uint64_t cpu_ns(void)
 {
 	struct rusage ru;
@@ -860,7 +852,7 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 		return 1; /* never started: nothing to send */
 	}
 	cpu0 = cpu_ns();
-	t0 = mono_ns();
+	t0 = hgt__now_ns();
 	rec = hgt__record_start(&a->ro, a->data, describe, a);
 	if (!rec)
 		return -errno;
@@ -886,11 +878,11 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 			a->o.started(a->o.ctx);
 	}
 	cpu1 = cpu_ns();
-	t1 = mono_ns();
+	t1 = hgt__now_ns();
 	if (!ret)
 		wait_command(a, '0', silent_ms, true);
 	cpu2 = cpu_ns();
-	t2 = mono_ns();
+	t2 = hgt__now_ns();
 	drain_start(a, &drain);
 	i = hgt__record_halt(rec);
 	drain_end(&drain);
@@ -909,7 +901,7 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	if (!ret) {
 		/* lost events per CPU are in the CPUSTAT options; our own cost for the summary */
 		/* the page bytes of each CPU channel: the host is done when it has them all */
-		uint64_t end[5] = { 0, cpu_ns() - cpu0, mono_ns() - t0, cpu2 - cpu1, t2 - t1 };
+		uint64_t end[5] = { 0, cpu_ns() - cpu0, hgt__now_ns() - t0, cpu2 - cpu1, t2 - t1 };
 		uint64_t *b = malloc(8 * (size_t)a->nr_cpus);
 
 		if (!b) {

@@ -26,7 +26,7 @@ python3 - "$HGTRACE" << 'EOF' > drive.out 2>&1
 import os, signal, subprocess, sys, time
 hg = sys.argv[1]
 p = subprocess.Popen([hg, "record", "--flight", "--window", "1", "--after", "1", "--tick",
-                      "0.1", "--flush-ms", "100", "--trigger", "wakeup>10s", "--trigger",
+                      "0.1", "--flush-ms", "100", "--trigger", "wakeup>900ms", "--trigger",
                       "marker:hgt-slow", "-e",
                       "sched:sched_process_exit", "-o", "r.dat"],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
