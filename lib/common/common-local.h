@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -87,5 +88,13 @@ static inline size_t hgt__varint(uint8_t *out, uint64_t v)
 	return n;
 }
 int hgt__blob_item(struct hgt__blob *b, const void *text, size_t n, int size_bytes);
+
+/* A thread writing a maker's buffers to a FILE, in order, while the maker goes on
+ * (bgwrite.c): start (NULL: none, write yourself), put a full buffer and take an empty one
+ * back, end (all written, the thread joined). A failed write stays in the FILE (ferror). */
+struct hgt__bgwrite;
+struct hgt__bgwrite *hgt__bgwrite_start(FILE *out);
+void hgt__bgwrite_put(struct hgt__bgwrite *w, struct hgt__blob *b);
+void hgt__bgwrite_end(struct hgt__bgwrite *w);
 
 #endif

@@ -68,6 +68,7 @@ struct exporter {
 	bool pb;		  /* Perfetto protobuf, else JSON */
 	struct hgt__blob ev, sub; /* a packet's track event or descriptor, its parts */
 	struct hgt__blob o;	  /* what goes to @out next, written a MB at a time */
+	struct hgt__bgwrite *bw;  /* writes it while the next is made (NULL: written here) */
 	/* Perfetto's interning: each category, event name and annotation name is sent once,
 	 * in the packet that first uses it (its InternedData, @interned), then by iid */
 	struct intern {
@@ -102,8 +103,10 @@ struct exporter {
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
 
-/* a field's key, and a varint after it */
-static void pb_key(struct hgt__blob *b, unsigned int field, int wt, uint64_t v)
+/* a field's key, and a varint after it (inlined: the key of a constant field folds to a
+ * constant, and this is the export's most frequent call) */
+static inline __attribute__((always_inline)) void pb_key(struct hgt__blob *b, unsigned int field,
+							 int wt, uint64_t v)
 {
 	uint8_t t[20];
 	size_t n;
@@ -117,7 +120,8 @@ static void pb_key(struct hgt__blob *b, unsigned int field, int wt, uint64_t v)
 	hgt__blob_add(b, t, n + hgt__varint(t + n, v));
 }
 
-static void pb_uint(struct hgt__blob *b, unsigned int field, uint64_t v)
+static inline __attribute__((always_inline)) void pb_uint(struct hgt__blob *b, unsigned int field,
+							  uint64_t v)
 {
 	pb_key(b, field, WT_VARINT, v);
 }
@@ -384,14 +388,34 @@ static void pb_track(struct exporter *x, int si, int cpu, int kind, const char *
 /* @v in decimal, as printf's %llu (at least @digits digits, zeros before) */
 static void put_u64(struct hgt__blob *o, unsigned long long v, int digits)
 {
-	char b[24];
-	int i = sizeof(b);
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+				    "25262728293031323334353637383940414243444546474849"
+				    "50515253545556575859606162636465666768697071727374"
+				    "75767778798081828384858687888990919293949596979899";
+	char b[48]; /* the digits end at 24: 24 bytes from any start can be copied whole */
+	int i = 24;
+	size_t n;
 
+	while (v >= 100) { /* two digits a division */
+		unsigned int r = (unsigned int)(v % 100);
+
+		v /= 100;
+		i -= 2;
+		memcpy(b + i, pairs + 2 * r, 2);
+	}
 	do {
 		b[--i] = (char)('0' + v % 10);
 		v /= 10;
-	} while (v || (int)sizeof(b) - i < digits);
-	hgt__blob_add(o, b + i, sizeof(b) - (size_t)i);
+	} while (v);
+	while (24 - i < digits && i > 0)
+		b[--i] = '0';
+	n = 24 - (size_t)i;
+	if (o->p && o->cap - o->len >= 24) { /* a fixed-size copy, inlined; n of it kept */
+		memcpy(o->p + o->len, b + i, 24);
+		o->len += n;
+	} else {
+		hgt__blob_add(o, b + i, n);
+	}
 }
 
 /* @v as printf's %lld */
@@ -405,10 +429,13 @@ static void put_i64(struct hgt__blob *o, long long v)
 	}
 }
 
-static void put_s(struct hgt__blob *o, const char *s)
+static void put_str(struct hgt__blob *o, const char *s)
 {
 	hgt__blob_add(o, s, strlen(s));
 }
+
+/* put_str() of a string literal: its length known, the copy inlined */
+#define put_s(o, lit) hgt__blob_add((o), "" lit, sizeof(lit) - 1)
 
 static void put_json(struct hgt__blob *o, const char *s)
 {
@@ -443,7 +470,7 @@ static void put_json_fixed(struct exporter *x, const char *str)
 static void put_ts(struct hgt__blob *o, const char *key, unsigned long long ns)
 {
 	put_s(o, ",\"");
-	put_s(o, key);
+	put_str(o, key);
 	put_s(o, "\":");
 	put_u64(o, ns / 1000, 1);
 	put_s(o, ".");
@@ -455,14 +482,21 @@ static void flush_out(struct exporter *x, bool all)
 {
 	if (x->o.len < (1u << 20) && !all)
 		return;
+	if (x->bw) {
+		hgt__bgwrite_put(x->bw, &x->o);
+		return;
+	}
 	fwrite(x->o.p, 1, x->o.len, x->out);
 	x->o.len = 0;
 }
 
 static void begin(struct exporter *x, const char *ph, int pid, int tid)
 {
-	put_s(&x->o, x->first ? "\n{\"ph\":\"" : ",\n{\"ph\":\"");
-	put_s(&x->o, ph);
+	if (x->first)
+		put_s(&x->o, "\n{\"ph\":\"");
+	else
+		put_s(&x->o, ",\n{\"ph\":\"");
+	put_str(&x->o, ph);
 	put_s(&x->o, "\",\"pid\":");
 	put_i64(&x->o, pid);
 	put_s(&x->o, ",\"tid\":");
@@ -489,7 +523,7 @@ static void thread_name(struct exporter *x, int si, int cpu, int kind)
 	put_s(&x->o, ",\"name\":\"thread_name\",\"args\":{\"name\":\"CPU ");
 	put_i64(&x->o, cpu);
 	put_s(&x->o, " ");
-	put_s(&x->o, what[kind]);
+	put_str(&x->o, what[kind]);
 	put_s(&x->o, "\"}}");
 	begin(x, "M", si + 1, cpu * TIDS + kind);
 	put_s(&x->o, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
@@ -534,7 +568,8 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 	if (pid >= 0) {
 		put_s(&x->o, "\"pid\":");
 		put_i64(&x->o, pid);
-		put_s(&x->o, key ? "," : "");
+		if (key)
+			put_s(&x->o, ",");
 	}
 	if (key) {
 		put_json(&x->o, key);
@@ -952,6 +987,8 @@ static int export_session(const struct hgt_export_opts *opts, bool pb)
 		}
 		ret = kvm_funcs(&x, &kf);
 		hgt__kvm_funcs_set(kf.n ? &kf : NULL);
+		/* the inputs are open (their format checks forked, if any): now a thread */
+		x.bw = hgt__bgwrite_start(x.out);
 		while (ret >= 0 && (ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
 			intptr_t u = (intptr_t)user;
 
@@ -964,6 +1001,7 @@ static int export_session(const struct hgt_export_opts *opts, bool pb)
 			put_s(&x.o, "\n]}\n");
 		if (!x.o.oom)
 			flush_out(&x, true);
+		hgt__bgwrite_end(x.bw);
 		if (!ret && (x.ev.oom || x.sub.oom || x.o.oom || x.interned.oom || x.entry.oom))
 			ret = -ENOMEM;
 		if (!ret && (fflush(x.out) || ferror(x.out)))

@@ -17,6 +17,13 @@
  */
 void hgt__json_blob(struct hgt__blob *b, const char *p, size_t n)
 {
+	/* 1: a byte kept as it is (printable ASCII but '"', '\\' and '<'); NUL ends */
+	static const uint8_t plain[256] = {
+		[0x20 ... 0x21] = 1,
+		/* '"' */ [0x23 ... 0x3b] = 1,
+		/* '<' */ [0x3d ... 0x5b] = 1,
+		/* '\\' */ [0x5d ... 0x7e] = 1,
+	};
 	size_t i = 0, run = 0;
 	char esc[8];
 
@@ -24,7 +31,7 @@ void hgt__json_blob(struct hgt__blob *b, const char *p, size_t n)
 	for (; i < n && p[i]; i++) {
 		unsigned char c = (unsigned char)p[i];
 
-		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '<')
+		if (plain[c])
 			continue; /* put with the run it belongs to */
 		hgt__blob_add(b, p + run, i - run);
 		run = i + 1;

@@ -2,12 +2,17 @@
 /* The time and latency columns must equal what libtraceevent prints for the same record. */
 #include "test-helpers.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <traceevent/event-parse.h>
 #include <traceevent/trace-seq.h>
 
 #include <hgtrace/report.h>
+
+#include "common/common-local.h"
+#include "private/report.h"
 
 static const char fmt[] =
 	"name: probe\nID: 7\nformat:\n"
@@ -104,11 +109,54 @@ static void test_latency_matches_libtraceevent(void **state)
 	data[2] = data[3] = 0;
 }
 
+/* Every byte but NUL as the JSON string of hgt__json_blob(): the escapes written out here
+ * by the rule (RFC 8259; '<' too, for a page's script), one byte at a time and all 255 in
+ * one string; a NUL ends the string, and @n bytes at most are read. */
+static void test_json_escapes_every_byte(void **state)
+{
+	char all[256], want_all[256 * 6 + 3] = "\"", want[16];
+	struct hgt__blob b = { 0 };
+
+	(void)state;
+	for (int c = 1; c < 256; c++) {
+		if (c == '"' || c == '\\')
+			snprintf(want, sizeof(want), "\"\\%c\"", c);
+		else if (c < 0x20 || c >= 0x7f || c == '<')
+			snprintf(want, sizeof(want), "\"\\u%04x\"", c);
+		else
+			snprintf(want, sizeof(want), "\"%c\"", c);
+		all[c - 1] = (char)c;
+		b.len = 0;
+		hgt__json_blob(&b, &all[c - 1], 1);
+		assert_false(b.oom);
+		assert_int_equal(b.len, strlen(want));
+		if (memcmp(b.p, want, b.len))
+			fail_msg("byte 0x%02x: %.*s, not %s", c, (int)b.len, (char *)b.p, want);
+		want[strlen(want) - 1] = 0;
+		strcat(want_all, want + 1);
+	}
+	strcat(want_all, "\"");
+	b.len = 0;
+	hgt__json_blob(&b, all, 255);
+	assert_int_equal(b.len, strlen(want_all));
+	assert_memory_equal(b.p, want_all, b.len);
+	b.len = 0;
+	hgt__json_blob(&b, "ab\0cd", 5); /* NUL: the end */
+	assert_int_equal(b.len, 4);
+	assert_memory_equal(b.p, "\"ab\"", 4);
+	b.len = 0;
+	hgt__json_blob(&b, "abcd", 2); /* @n: the end */
+	assert_memory_equal(b.p, "\"ab\"", 4);
+	print_message("json: the 255 bytes one by one and together, NUL and length ends\n");
+	free(b.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_time_matches_libtraceevent),
 		cmocka_unit_test(test_latency_matches_libtraceevent),
+		cmocka_unit_test(test_json_escapes_every_byte),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
