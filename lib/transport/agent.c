@@ -902,23 +902,25 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 		/* lost events per CPU are in the CPUSTAT options; our own cost for the summary */
 		/* the page bytes of each CPU channel: the host is done when it has them all */
 		uint64_t end[5] = { 0, cpu_ns() - cpu0, hgt__now_ns() - t0, cpu2 - cpu1, t2 - t1 };
-		uint64_t *b = malloc(8 * (size_t)a->nr_cpus);
+		uint64_t *b = malloc(8 * (size_t)a->nr_cpus), pages = 0;
 
 		if (!b) {
 			ret = -ENOMEM;
 		} else {
 			for (i = 0; i < a->nr_cpus; i++)
-				b[i] = hgt__record_cpu_bytes(rec, i);
+				pages += b[i] = hgt__record_cpu_bytes(rec, i);
 			ret = send_msg(a, HGT__MSG_END, end, sizeof(end), b,
 				       8 * (size_t)a->nr_cpus);
 			free(b);
 		}
 		if (a->o.log && !ret)
 			fprintf(a->o.log,
-				"hgtrace agent: stopped: %.1f ms of CPU in %.3f s of recording (%.3f%% of one CPU), %.1f ms in all; %llu probes answered\n",
+				"hgtrace agent: stopped: %.1f ms of CPU in %.3f s of recording (%.3f%% of one CPU), %.1f ms in all; %.3f MB of pages, %.3f ms of CPU per MB; %llu probes answered\n",
 				(double)end[3] / 1e6, (double)end[4] / 1e9,
 				end[4] ? 100.0 * (double)end[3] / (double)end[4] : 0.0,
-				(double)end[1] / 1e6, (unsigned long long)a->probes);
+				(double)end[1] / 1e6, (double)pages / 1e6,
+				pages ? (double)end[3] / 1e6 / ((double)pages / 1e6) : 0.0,
+				(unsigned long long)a->probes);
 	}
 	trace_agent_state("stopped", ret);
 	if (a->o.log && ret < 0)

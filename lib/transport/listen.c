@@ -531,6 +531,20 @@ static void msg_end(struct listener *l, struct guest *g, const uint8_t *p, size_
 			g->agent_setup_cpu_ns -= g->agent_cpu_ns;
 	}
 	g->ended = true;
+	if (g->end_bytes && g->agent_wall_ns) {
+		uint64_t pages = 0;
+
+		for (uint32_t i = 0; i < g->nr_cpus; i++)
+			pages += g->end_bytes[i];
+		/* the agent's cost in the guest, per MB it traced (issue 24's measure) */
+		hgt__listen_log(
+			l,
+			"guest %s: stopped; its agent: %.1f ms of CPU in %.3f s of recording, %.3f ms of CPU per MB traced (%.3f MB of pages)",
+			g->name, (double)g->agent_cpu_ns / 1e6, (double)g->agent_wall_ns / 1e9,
+			pages ? (double)g->agent_cpu_ns / 1e6 / ((double)pages / 1e6) : 0.0,
+			(double)pages / 1e6);
+		return;
+	}
 	hgt__listen_log(l, "guest %s: stopped", g->name);
 }
 

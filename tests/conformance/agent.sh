@@ -74,6 +74,23 @@ wait $apid
 wait_exit $lpid 60 > /dev/null && tap_ok "FIFO: listener finished ($(tail -1 listen.log))" ||
 	tap_fail "FIFO listener: $(cat listen.log)"
 check_markers trace-g1.dat "FIFO"
+# The agent's cost per MB, measured natively over FIFOs (issue 24): the MB the listener says
+# it traced are trace-g1.dat's pages as trace-cmd sees them uncompressed.
+trace-cmd convert --compression none -i trace-g1.dat -o g1-none.dat > /dev/null 2>&1
+want=$(trace-cmd dump --flyrecord g1-none.dat 2> /dev/null |
+	awk '/\[id, data offset and size\]/ { s += $3 } END { print s + 0 }')
+cost=$(sed -n 's/.*guest g1: stopped; its agent: \([0-9.]*\) ms of CPU in [0-9.]* s of recording, \([0-9.]*\) ms of CPU per MB traced (\([0-9.]*\) MB of pages)$/\1 \2 \3/p' listen.log)
+r=$(python3 -c '
+import sys
+want, f = int(sys.argv[1]), sys.argv[2].split()
+if len(f) != 3 or not want:
+    print("FAIL no cost line (%r) or no pages (%d)" % (sys.argv[2], want)); sys.exit()
+ms, per, mb = map(float, f)
+# ms printed with one decimal, MB with three: per within what those round from
+ok = abs(mb * 1e6 - want) <= 500 and mb > 0 and (ms - 0.05) / (mb + 0.0005) - 0.002 <= per <= (ms + 0.05) / max(mb - 0.0005, 1e-9) + 0.002
+print("%s %.3f ms of CPU per MB over %.3f MB of pages (trace-cmd, uncompressed: %d bytes; %.1f ms)" %
+      ("ok" if ok else "FAIL", per, mb, want, ms))' "$want" "$cost")
+case $r in ok*) tap_ok "FIFO: the agent's cost: ${r#ok }" ;; *) tap_fail "FIFO: the agent's cost: $r $(grep stopped listen.log)" ;; esac
 [ -d "$TRACEFS/instances/$inst" ] && tap_fail "FIFO: the agent's instance is left" ||
 	tap_ok "FIFO: the agent removed its instance"
 "$HGTRACE" simpletrace listen.trace > lt.txt 2>&1

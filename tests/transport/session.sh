@@ -57,6 +57,28 @@ for n in 1 2 3; do
 	trace-cmd report -i "h$n.dat" -i "h$n-g.dat" > tr.txt 2> /dev/null
 	tap_cmp "session $n${clk:+ ($clk)}: merged report = trace-cmd's ($(wc -l < hr.txt) lines)" hr.txt tr.txt
 done
+# The agent's cost per MB (issue 24): the MB it says it traced are the guest file's pages as
+# trace-cmd sees them once it has uncompressed the file, and the ms per MB its CPU over them.
+trace-cmd convert --compression none -i h1-g.dat -o h1-g-none.dat > /dev/null 2>&1
+want=$(trace-cmd dump --flyrecord h1-g-none.dat 2> /dev/null |
+	awk '/\[id, data offset and size\]/ { s += $3 } END { print s + 0 }')
+line=$(grep '^    agent: [0-9.]* ms of CPU per MB traced' rec1.log)
+r=$(python3 - "$want" "$(grep '^    agent: [0-9.]* ms of CPU in ' rec1.log)" "$line" << 'EOF'
+import re, sys
+want = int(sys.argv[1])
+cpu = re.match(r"\s*agent: ([0-9.]+) ms of CPU in ", sys.argv[2])
+m = re.match(r"\s*agent: ([0-9.]+) ms of CPU per MB traced \(([0-9.]+) MB of pages\)", sys.argv[3])
+if not cpu or not m or not want:
+    print("FAIL no line or no pages: %r %r, trace-cmd: %d bytes" % (sys.argv[2], sys.argv[3], want))
+    sys.exit()
+per, mb, ms = float(m.group(1)), float(m.group(2)), float(cpu.group(1))
+# ms printed with one decimal, MB with three: per within what those round from
+ok = abs(mb * 1e6 - want) <= 500 and (ms - 0.05) / (mb + 0.0005) - 0.002 <= per <= (ms + 0.05) / max(mb - 0.0005, 1e-9) + 0.002
+print("%s %.3f MB of pages (trace-cmd, uncompressed: %d bytes), %.3f ms of CPU per MB "
+      "(%.1f ms / %.3f MB)" % ("ok" if ok else "FAIL", mb, want, per, ms, mb))
+EOF
+)
+case $r in ok*) tap_ok "session 1: the agent's cost: ${r#ok }" ;; *) tap_fail "session 1: the agent's cost: $r" ;; esac
 grep -q 'sync: agent channel, clock local: [0-9]* samples' rec3.log &&
 	tap_ok "session 3: clock local synced through the trace" ||
 	tap_fail "session 3 (-C local): $(grep 'sync' rec3.log | tr '\n' '|')"
