@@ -44,6 +44,10 @@ struct hgt_flight_opts {
 	/* each line on @log says this after "hgtrace flight: " (NULL: nothing), when several
 	 * recorders share it (hgtrace listen: the guest's name) */
 	const char *name;
+	/* a search reads the newest this many bytes of pages at most (0: 256 MB), so that a
+	 * recorder that cannot keep up still punches out old pages in time; what it leaves is
+	 * said ("behind: ... unsearched") */
+	uint64_t search_max_bytes;
 };
 
 struct hgt_flight;

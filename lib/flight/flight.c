@@ -56,7 +56,8 @@ struct cpu_file {
 	struct sample *s; /* oldest first */
 	int ns, cap;
 	uint64_t size, trimmed;
-	/* an incremental search's: where the searches so far ended, where this one ends */
+	/* where the searches so far ended (an incremental search starts there), and where
+	 * this one ends */
 	uint64_t searched, searching;
 	bool punch_failed; /* said once */
 };
@@ -104,6 +105,8 @@ struct hgt_flight {
 	uint64_t prev_search;	 /* when the last search began (0: none yet) */
 	uint64_t unsearched;	 /* time no search covered: searches more than a window apart */
 	uint64_t searched_bytes; /* the pages the searches read */
+	uint64_t skipped_bytes;	 /* pages a search left for want of time (search_max_bytes) */
+	bool said_cut;		 /* that a search reads only the newest of a window */
 	bool incremental;	 /* marker triggers alone: each search reads the pages none read */
 	double cpu_s;
 	char last_err[256];
@@ -284,7 +287,10 @@ struct range_ctx {
 	struct member *m;
 	uint64_t since;	  /* monotonic: the pages written since */
 	bool incremental; /* and none an earlier search read */
+	uint64_t cap;	  /* the newest this many bytes of a file at most (0: all) */
 	uint64_t bytes;	  /* the pages' bytes */
+	uint64_t skipped; /* older pages the cap left out that no search read */
+	bool cut;	  /* the cap left out some */
 };
 
 static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint64_t *to)
@@ -301,6 +307,14 @@ static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint
 	if (r->incremental && c->searched > *from)
 		*from = c->searched;
 	*to = c->size > *from ? c->size : *from;
+	if (r->cap && *to - *from > r->cap) { /* a search behind: the newest pages */
+		uint64_t cut = *to - r->cap, read = c->searched > *from ? c->searched : *from;
+
+		if (cut > read) /* pages no search read, nor will */
+			r->skipped += cut - read;
+		r->cut = true;
+		*from = cut;
+	}
 	c->searching = *to;
 	r->bytes += *to - *from;
 	if (*to == *from) /* nothing: not 0, which would mean all of it */
@@ -347,10 +361,12 @@ static int write_members(struct hgt_flight *f, uint64_t since, char **paths, boo
 	bool incremental = !final && f->incremental;
 	HGT_OPTS(hgt_convert_opts, co, .version = 7,
 		 .compression = final ? HGT_COMPRESS_ZSTD : HGT_COMPRESS_NONE);
+	uint64_t skipped = 0;
+	bool cut = false;
 	int n = 0;
 
 	for (int i = 0; i < f->nm; i++) {
-		struct range_ctx rc = { &f->m[i], since, incremental, 0 };
+		struct range_ctx rc = { &f->m[i], since, incremental, 0, 0, 0, false };
 		struct hgt__recdir_range r = { page_range, &rc };
 		int ret;
 
@@ -359,14 +375,35 @@ static int write_members(struct hgt_flight *f, uint64_t since, char **paths, boo
 				return 0;
 			continue;
 		}
+		/* a search reads search_max_bytes at most, shared by the CPU files, whole pages:
+		 * its time, and the disk the pages written meanwhile take, stay bounded */
+		if (!final && f->m[i].nf) {
+			uint64_t share =
+				f->o.search_max_bytes / (uint64_t)f->nm / (uint64_t)f->m[i].nf;
+
+			rc.cap = share / f->m[i].page * f->m[i].page ?: f->m[i].page;
+		}
 		ret = hgt__recdir_snapshot(f->m[i].dir, paths[i], &co, &r, mark_option, (void *)k);
 		if (ret)
 			return ret;
-		if (!final)
+		if (!final) {
 			f->searched_bytes += rc.bytes;
+			f->skipped_bytes += rc.skipped;
+			skipped += rc.skipped;
+			cut |= rc.cut;
+		}
 		out[n] = paths[i];
 		which[n++] = i;
 	}
+	if (skipped)
+		say(f,
+		    "behind: %.1f MB of pages went unsearched (a search reads the newest %.1f MB at most)",
+		    (double)skipped / 1e6, (double)f->o.search_max_bytes / 1e6);
+	else if (cut && !f->said_cut)
+		say(f,
+		    "the window holds more than a search reads (the newest %.1f MB of pages): a delay longer than those pages span may be missed",
+		    (double)f->o.search_max_bytes / 1e6);
+	f->said_cut |= cut && !skipped;
 	return n;
 }
 
@@ -493,7 +530,7 @@ static void search(struct hgt_flight *f, uint64_t now)
 	}
 	ret = hgt__trigger_search(f->t, f->nt, in, n, &hits, &nr);
 	f->searches++;
-	for (int i = 0; !ret && f->incremental && i < f->nm; i++)
+	for (int i = 0; !ret && i < f->nm; i++) /* what the searches have read */
 		for (int j = 0; j < f->m[i].nf; j++)
 			if (f->m[i].f[j].searching > f->m[i].f[j].searched)
 				f->m[i].f[j].searched = f->m[i].f[j].searching;
@@ -837,8 +874,11 @@ static int check_opts(struct hgt_flight *f, const struct hgt_flight_opts *opts, 
 		f->o.max_triggers = 10;
 	if (!f->o.flush_ns)
 		f->o.flush_ns = NS;
+	if (!f->o.search_max_bytes)
+		f->o.search_max_bytes = 256ULL << 20;
 	if (f->o.window_ns > 3600 * NS || f->o.after_ns > 3600 * NS || f->o.tick_ns > 60 * NS ||
-	    f->o.tick_ns < NS / 100 || f->o.max_triggers < 0 || f->o.flush_ns > 3600 * NS)
+	    f->o.tick_ns < NS / 100 || f->o.max_triggers < 0 || f->o.flush_ns > 3600 * NS ||
+	    f->o.search_max_bytes > (1ULL << 40))
 		return hgt__errorf(
 			EINVAL,
 			"flight: a window and an after time of at most an hour, a tick of 10 ms to 60 s");
@@ -958,11 +998,11 @@ static void summary(struct hgt_flight *f)
 		say(f, "  %d: %s%s", t->n, d, t->saved ? "" : " (not saved)");
 	}
 	say(f,
-	    "cost: %llu searches, %.3f s of CPU in %.1f s (%.1f %% of one CPU), worst lag %.3f s, %.3f s unsearched, at most %.1f MB of pages on disk, %.1f MB of pages searched of %.1f MB recorded (%s)",
+	    "cost: %llu searches, %.3f s of CPU in %.1f s (%.1f %% of one CPU), worst lag %.3f s, %.3f s unsearched, at most %.1f MB of pages on disk, %.1f MB of pages searched of %.1f MB recorded, %.1f MB left unsearched behind (%s)",
 	    (unsigned long long)f->searches, f->cpu_s, (double)ran / 1e9,
 	    ran ? 100.0 * f->cpu_s * 1e9 / (double)ran : 0.0, (double)f->worst_lag / 1e9,
 	    (double)f->unsearched / 1e9, (double)f->disk_peak / 1e6,
-	    (double)f->searched_bytes / 1e6, (double)recorded / 1e6,
+	    (double)f->searched_bytes / 1e6, (double)recorded / 1e6, (double)f->skipped_bytes / 1e6,
 	    f->incremental ? "each page once: marker triggers alone" : "the window each time");
 }
 

@@ -199,6 +199,30 @@ grep -q '^hgtrace flight: trigger 1: by hand' c.log && [ -s c/flight-1.dat ] &&
 	tap_ok "SIGUSR1: a window saved by hand, trace-cmd reads it" ||
 	tap_fail "SIGUSR1: $(tr '\n' '|' < c.log)"
 
+# 2b. --search-max-mb 1: each search reads the newest 1 MB of pages at most (the window is
+# about 9 MB), what it leaves that no search read is said (less than was recorded: a page
+# is counted once), and the summary's count of it is the sum of what was said.
+feed d 60 --tick 0.1 --window 1 --after 0.2 --holdoff 0 --trigger 'wakeup>15ms' --search-max-mb 1
+r=$(python3 - d.log << 'EOF'
+import re, sys
+log = open(sys.argv[1]).read()
+m = re.search(r"cost: (\d+) searches, .* ([0-9.]+) MB of pages searched of ([0-9.]+) MB recorded, "
+              r"([0-9.]+) MB left unsearched behind", log)
+said = [float(x) for x in re.findall(r"behind: ([0-9.]+) MB of pages went unsearched", log)]
+if not m:
+    print("FAIL no summary: %s" % log[-300:]); sys.exit()
+n, searched, recorded, left = int(m.group(1)), float(m.group(2)), float(m.group(3)), float(m.group(4))
+once = log.count("the window holds more than a search reads")
+# what no search read is some of what was recorded, once
+ok = (n >= 20 and searched <= n * 1.0486 + 0.05 and 0 < left < recorded and said and
+      abs(sum(said) - left) <= 0.05 * len(said) + 0.05 and once <= 1)
+print("%s %d searches read %.1f MB (at most 1 MiB each: %.1f MB) of %.1f MB recorded; %.1f MB "
+      "left unsearched, said in %d lines (%.1f MB)" %
+      ("ok" if ok else "FAIL", n, searched, n * 1.0486, recorded, left, len(said), sum(said)))
+EOF
+)
+case $r in ok*) tap_ok "--search-max-mb 1: ${r#ok }" ;; *) tap_fail "--search-max-mb 1: $r" ;; esac
+
 # 3. Bad input: one line each.
 for bad in 'wakeup>5' 'wakeup=5ms' 'pair:sched_switch>5ms' 'exit>5ms' 'bogus>1ms' \
 	'wakeup>5ms:a-name-longer-than-15'; do

@@ -132,6 +132,11 @@ int cmd_flight_opt(const char *cmd, int c, const char *arg, struct cmd_flight_ar
 	case CMD_O_PREFIX:
 		a->o.prefix = arg;
 		return 0;
+	case CMD_O_SEARCHMAX:
+		if (cmd_num_arg(cmd, "--search-max-mb", arg, 1, 1048576, "1 to 1048576", &v))
+			return 1;
+		a->o.search_max_bytes = (uint64_t)v << 20;
+		return 0;
 	case CMD_O_TRIGGER:
 		if (hgt_flight_parse_trigger(arg)) {
 			fprintf(stderr, "hgtrace: %s: --trigger: %s\n", cmd, hgt_last_error());
@@ -167,7 +172,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: hgtrace flight --trigger COND... [--window S] [--after S] [--tick S]\n"
 		"                      [--holdoff S] [--max-triggers N] [--flight-prefix PREFIX]\n"
-		"                      [--flush S] OUTPUT [GUEST-OUTPUT...]\n"
+		"                      [--flush S] [--search-max-mb N] OUTPUT [GUEST-OUTPUT...]\n"
 		"  the flight recorder on a recording in progress: hgtrace record -o OUTPUT (and\n"
 		"  its guests' GUEST-OUTPUT, BASE-NAME.dat) or listen. Keeps only the last pages\n"
 		"  of each (--window, 10 s, + --after, 1 s, + 2 ticks), searches them every --tick\n"
@@ -183,7 +188,8 @@ static void usage(FILE *f)
 		"        marker:TEXT            a trace_marker write holding TEXT (host or guest)\n"
 		"  DUR: a number and ns, us, ms or s, under --window. After a trigger, none is\n"
 		"  taken for --holdoff (--after); --max-triggers (10) windows at most. SIGUSR1\n"
-		"  triggers by hand.\n"
+		"  triggers by hand. A search reads the newest --search-max-mb (256) MB of pages\n"
+		"  at most: one behind leaves the older unsearched, and says so.\n"
 		"  Runs until SIGINT/SIGTERM or until the host's recording ends.\n");
 }
 

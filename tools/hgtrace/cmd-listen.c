@@ -165,7 +165,8 @@ static void usage(void)
 	       "                      [--start] [--stop-after MS] [--max-mb N] [--max-total-mb N] [--silent-timeout S]\n"
 	       "                      [--record-host [-e SYSTEM[:EVENT]]... [-b KB]\n"
 	       "                       [--flight --trigger COND... [--window S] [--after S] [--tick S]\n"
-	       "                        [--holdoff S] [--max-triggers N] [--flight-prefix PREFIX]]]\n"
+	       "                        [--holdoff S] [--max-triggers N] [--flight-prefix PREFIX]\n"
+	       "                        [--search-max-mb N]]]\n"
 	       "  --record-host: when a guest starts recording (agent --now -- CMD), record the\n"
 	       "  host for the same span into DIR/NAME-host.dat, synced with trace-NAME.dat\n"
 	       "  --flight: a flight recorder on each of those sessions (hgtrace flight -h): only\n"
@@ -284,7 +285,7 @@ static int check_args(const struct listen_args *a)
 	else if (a->flight && !a->lo.record_host)
 		why = "--flight follows the sessions --record-host records: give --record-host";
 	else if (a->fl_opts && !a->flight)
-		why = "--trigger, --window, --after, --tick, --holdoff, --max-triggers and --flight-prefix need --flight";
+		why = "--trigger, --window, --after, --tick, --holdoff, --max-triggers, --flight-prefix and --search-max-mb need --flight";
 	else if (a->flight && !a->fl.nt)
 		why = "--flight needs a --trigger COND (hgtrace flight -h)";
 	if (why)

@@ -29,7 +29,7 @@ static void usage(FILE *f)
 		"                      [--sync-interval MS] [--flush-ms MS] [--fsync]\n"
 		"                      [--flight --trigger COND... [--window S] [--after S]\n"
 		"                          [--tick S] [--holdoff S] [--max-triggers N]\n"
-		"                          [--flight-prefix PREFIX]]\n"
+		"                          [--flight-prefix PREFIX] [--search-max-mb N]]\n"
 		"                      [-- COMMAND ARGS...]\n"
 		"  records until COMMAND exits, or until SIGINT/SIGTERM/SIGHUP without one.\n"
 		"  Pages reach FILE.recording/ at most --flush-ms (1000) late; after a kill,\n"
@@ -549,7 +549,7 @@ int cmd_record(int argc, char **argv)
 	o.nr_pids = a.npid;
 	if (a.fl_opts && !a.flight) {
 		fprintf(stderr,
-			"hgtrace: record: --trigger, --window, --after, --tick, --holdoff, --max-triggers and --flight-prefix need --flight\n");
+			"hgtrace: record: --trigger, --window, --after, --tick, --holdoff, --max-triggers, --flight-prefix and --search-max-mb need --flight\n");
 		goto out;
 	}
 	if (a.flight && !a.fl.nt) {

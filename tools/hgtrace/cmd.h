@@ -104,16 +104,18 @@ enum {
 	CMD_O_PREFIX,
 	CMD_O_TRIGGER,
 	CMD_O_FLUSH, /* flight's alone: record has --flush-ms */
+	CMD_O_SEARCHMAX,
 };
-#define CMD_FLIGHT_LONGOPTS                                                 \
-	{ "window", required_argument, NULL, CMD_O_WINDOW },                \
-		{ "after", required_argument, NULL, CMD_O_AFTER },          \
-		{ "tick", required_argument, NULL, CMD_O_TICK },            \
-		{ "holdoff", required_argument, NULL, CMD_O_HOLDOFF },      \
-		{ "max-triggers", required_argument, NULL, CMD_O_MAXTRIG }, \
-		{ "flight-prefix", required_argument, NULL, CMD_O_PREFIX }, \
-	{                                                                   \
-		"trigger", required_argument, NULL, CMD_O_TRIGGER           \
+#define CMD_FLIGHT_LONGOPTS                                                    \
+	{ "window", required_argument, NULL, CMD_O_WINDOW },                   \
+		{ "after", required_argument, NULL, CMD_O_AFTER },             \
+		{ "tick", required_argument, NULL, CMD_O_TICK },               \
+		{ "holdoff", required_argument, NULL, CMD_O_HOLDOFF },         \
+		{ "max-triggers", required_argument, NULL, CMD_O_MAXTRIG },    \
+		{ "flight-prefix", required_argument, NULL, CMD_O_PREFIX },    \
+		{ "search-max-mb", required_argument, NULL, CMD_O_SEARCHMAX }, \
+	{                                                                      \
+		"trigger", required_argument, NULL, CMD_O_TRIGGER              \
 	}
 struct cmd_flight_args {
 	struct hgt_flight_opts o;
