@@ -236,7 +236,8 @@ static int listen_opt(int c, char *arg, struct listen_args *a)
 		if (cmd_uint_arg("listen: port", arg, 65535, &v))
 			return 2;
 		if (!v) {
-			fprintf(stderr, "hgtrace: listen: port '%s': a port from 1 to 65535\n", arg);
+			fprintf(stderr, "hgtrace: listen: port '%s': a port from 1 to 65535\n",
+				arg);
 			return 2;
 		}
 		*(c == O_TCP ? &a->lo.tcp_port : &a->lo.vsock_port) = (unsigned int)v;
