@@ -23,6 +23,7 @@ struct hgt__page_file {
 	uint64_t kept;	  /* out: bytes of whole pages copied */
 	uint64_t dropped; /* out: bytes after them (a partial or damaged page onwards) */
 	bool damaged;	  /* out: the copy stopped at a damaged page */
+	uint64_t loss_pages; /* out: pages copied whose header flags missed events */
 };
 
 struct hgt_output;

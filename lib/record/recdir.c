@@ -506,10 +506,11 @@ static void close_files(struct hgt__page_file *files, int nf)
 
 /* @output from the recording in @dir: head.dat's metadata and options, @src's options
  * after them, cmdlines, and of each CPU file the pages @range gives (NULL: all). With
- * @log, a line per CPU file that was cut. */
+ * @log, a line per CPU file that was cut; with @loss_pages, the pages copied whose headers
+ * flag missed events are added to it. */
 static int write_from(const char *dir, const char *output, const struct hgt_convert_opts *co,
 		      struct hgt__convert_src *src, const struct hgt__recdir_range *range,
-		      FILE *log)
+		      FILE *log, uint64_t *loss_pages)
 {
 	/* the file is rewritten, never printed: kallsyms are copied, not parsed */
 	HGT_OPTS(hgt_open_opts, oo,
@@ -550,6 +551,8 @@ static int write_from(const char *dir, const char *output, const struct hgt_conv
 	cmd = cmdlines_item(dir, &src->cmdlines_len);
 	src->cmdlines = cmd;
 	ret = hgt__convert(in, output, co, src);
+	for (int i = 0; !ret && loss_pages && i < nf; i++)
+		*loss_pages += files[i].loss_pages;
 	for (int i = 0; !ret && log && i < nf; i++)
 		if (files[i].dropped)
 			fprintf(log,
@@ -568,17 +571,19 @@ out:
 /**
  * hgt__recdir_finish - write @output from the recording in @dir (head.dat, the CPU files,
  * cmdlines) and remove @dir. @more adds options after the head's. With @log, a line per
- * CPU file that was cut. On failure @dir is kept and the error names it.
+ * CPU file that was cut; with @loss_pages (may be NULL), the pages written whose headers
+ * flag missed events, counted as they are copied. On failure @dir is kept and the error
+ * names it.
  */
 int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_convert_opts *co,
 		       int (*more)(void *ctx, struct hgt_output *out), void *ctx, bool sync,
-		       FILE *log)
+		       FILE *log, uint64_t *loss_pages)
 {
 	/* without the recorder's own end (a restore), the options it had saved */
 	struct hgt__convert_src src = { .more_options = more ? more : saved_options,
 					.ctx = more ? ctx : (void *)dir,
 					.sync = sync };
-	int ret = write_from(dir, output, co, &src, NULL, log);
+	int ret = write_from(dir, output, co, &src, NULL, log, loss_pages);
 
 	if (!ret) {
 		/* from here a cut leaves a directory that restore only removes */
@@ -619,7 +624,7 @@ int hgt__recdir_snapshot(const char *dir, const char *output, const struct hgt_c
 	struct snap_more m = { dir, more, ctx };
 	struct hgt__convert_src src = { .more_options = snap_options, .ctx = &m };
 
-	return write_from(dir, output, co, &src, range, NULL);
+	return write_from(dir, output, co, &src, range, NULL, NULL);
 }
 
 /**
@@ -684,7 +689,7 @@ int hgt_record_restore(const char *output, const struct hgt_restore_opts *opts)
 		HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = o.compression);
 
 		ret = hgt__recdir_finish(dir, o.output ? o.output : output, &co, NULL, NULL, false,
-					 o.log);
+					 o.log, NULL);
 	}
 	if (!ret && o.log)
 		fprintf(o.log, "hgtrace: restored %s from %s (recorded by process %d)\n",

@@ -54,7 +54,7 @@ int hgt__record_put_options(struct hgt_recorder *r, const struct hgt_option_blob
 struct hgt_output *hgt__recdir_head(const struct hgt__recdir *d, uint32_t page_size, int long_size);
 int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_convert_opts *co,
 		       int (*more)(void *ctx, struct hgt_output *out), void *ctx, bool sync,
-		       FILE *log);
+		       FILE *log, uint64_t *loss_pages);
 void hgt__recdir_done(struct hgt__recdir *d, bool remove);
 bool hgt__recdir_present(const struct hgt__recdir *d);
 uint64_t hgt__proc_start(int pid);

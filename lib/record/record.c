@@ -469,6 +469,34 @@ static unsigned int nap_us(struct cpu_reader *c)
 	return (unsigned int)us;
 }
 
+/* At stop, what the ring buffer holds: its whole pages as while recording (spliced, many
+ * a call: read() would take one page a call, 4,000 for a full 16 MB ring), then the partial
+ * page. */
+static void drain(struct cpu_reader *c)
+{
+	bool whole = true;
+
+	for (;;) {
+		int n = put_pending(c);
+
+		if (n > 0)
+			n = whole ? move_pages(c) : flush_pages(c);
+		else
+			n = -1;
+		if (n > 0) {
+			c->bytes += (uint64_t)n;
+			continue;
+		}
+		if (n < 0 && no_space(errno))
+			store_failed(c, errno);
+		else if (whole && (!n || errno == EAGAIN || errno == EINTR)) {
+			whole = false; /* none left: the partial page */
+			continue;
+		}
+		break;
+	}
+}
+
 static void *reader_main(void *arg)
 {
 	struct cpu_reader *c = arg;
@@ -525,15 +553,7 @@ static void *reader_main(void *arg)
 		if (!r->stop)
 			usleep(nap_us(c));
 	}
-	for (;;) {
-		int n = put_pending(c) > 0 ? flush_pages(c) : -1;
-
-		if (n < 0 && no_space(errno))
-			store_failed(c, errno);
-		if (n <= 0)
-			break;
-		c->bytes += (uint64_t)n;
-	}
+	drain(c);
 	free(c->buf);
 	c->buf = NULL;
 	return NULL;
@@ -1226,13 +1246,16 @@ int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 	HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = r->o.compression);
 	int i, ret = hgt__record_halt(r);
 	struct end_options e = { .stats = read_stats(r) };
+	uint64_t loss_pages = 0;
 	int rc;
 
 	if (r->rate0.tsc && hgt__tsc_rate_line(&r->rate0, e.rate, sizeof(e.rate)))
 		e.rate[0] = 0;
 	/* the task names at the end, then the file from the recording directory */
 	keep_cmdlines(r);
-	rc = hgt__recdir_finish(r->rd.dir, r->o.output, &co, add_stats, &e, r->o.sync, r->o.log);
+	/* pages whose headers say events were missed: counted as they are copied */
+	rc = hgt__recdir_finish(r->rd.dir, r->o.output, &co, add_stats, &e, r->o.sync, r->o.log,
+				&loss_pages);
 	free(e.stats);
 	if (!rc)
 		r->finished = true;
@@ -1250,26 +1273,7 @@ int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 		res->cpus = r->res;
 		for (i = 0; i < r->nr_cpus; i++)
 			res->lost += r->res[i].overrun + r->res[i].dropped;
-	}
-	if (!ret && res) {
-		/* pages whose headers say events were missed */
-		HGT_OPTS(hgt_open_opts, op, .flags = HGT_OPEN_NO_PLUGINS | HGT_OPEN_QUIET);
-		struct hgt_input *in = hgt_input_open(r->o.output, &op);
-
-		for (i = 0; in && i < hgt_input_nr_cpus(in); i++) {
-			struct hgt_cursor *c = hgt_cursor_open(in, 0, i);
-			struct tep_record rec;
-			struct hgt_loss l;
-
-			if (!c)
-				continue;
-			while (hgt_cursor_next(c, &rec) > 0)
-				;
-			hgt_cursor_loss(c, &l);
-			res->pages_with_loss += l.pages_with_loss;
-			hgt_cursor_close(c);
-		}
-		hgt_input_close(in);
+		res->pages_with_loss = loss_pages;
 	}
 	if (r->o.log && res) {
 		uint64_t bytes = 0;

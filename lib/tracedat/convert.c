@@ -107,13 +107,10 @@ static int copy_latency(struct hgt_input *in, struct hgt_output *out)
 	return ret;
 }
 
-/* A page from a recording's file is damaged when its commit size cannot fit. */
-static bool page_damaged(struct hgt_input *in, const uint8_t *p, uint32_t page_size)
+/* A page's commit field: its data size and the missed-events flags. */
+static uint64_t page_commit(struct hgt_input *in, const uint8_t *p)
 {
-	uint32_t hdr = 8 + (uint32_t)in->kernel_long_size;
-	uint64_t commit = in->kernel_long_size == 8 ? hgt__get64(in, p + 8) : hgt__get32(in, p + 8);
-
-	return (commit & HGT__COMMIT_MASK) > page_size - hdr;
+	return in->kernel_long_size == 8 ? hgt__get64(in, p + 8) : hgt__get32(in, p + 8);
 }
 
 /* Whole pages of one recording file up to the first damaged one; what is left is counted
@@ -121,6 +118,7 @@ static bool page_damaged(struct hgt_input *in, const uint8_t *p, uint32_t page_s
 static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
 		     struct hgt__page_file *f, uint32_t page_size)
 {
+	uint32_t hdr = 8 + (uint32_t)in->kernel_long_size;
 	size_t cap = 256 * (size_t)page_size;
 	uint8_t *buf = malloc(cap);
 	uint64_t off = f->from, end = f->to;
@@ -129,7 +127,7 @@ static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
 
 	if (!buf)
 		return -ENOMEM;
-	f->kept = f->dropped = 0;
+	f->kept = f->dropped = f->loss_pages = 0;
 	f->damaged = false;
 	if (!off && !end) {
 		off_t d = lseek(f->fd, 0, SEEK_DATA);
@@ -154,11 +152,16 @@ static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
 			break;
 		}
 		whole = (size_t)n - (size_t)n % page_size;
-		for (k = 0; k < whole; k += page_size)
-			if (page_damaged(in, buf + k, page_size)) {
+		for (k = 0; k < whole; k += page_size) {
+			uint64_t commit = page_commit(in, buf + k);
+
+			/* damaged: its commit size cannot fit */
+			if ((commit & HGT__COMMIT_MASK) > page_size - hdr) {
 				f->damaged = true;
 				break;
 			}
+			f->loss_pages += !!(commit & HGT__MISSED_EVENTS);
+		}
 		if (k)
 			ret = hgt_output_write_cpu(out, 0, cpu, buf, k);
 		if (ret)

@@ -14,8 +14,8 @@
 #include "tracedat-local.h"
 
 #define WINDOW_PAGES 16
-#define MISSED_EVENTS (1ULL << 31)
-#define MISSED_STORED (1ULL << 30)
+#define MISSED_EVENTS HGT__MISSED_EVENTS
+#define MISSED_STORED HGT__MISSED_STORED
 #define COMMIT_MASK HGT__COMMIT_MASK
 
 struct hgt_cursor {

@@ -24,6 +24,9 @@
 #include "output-local.h"
 
 #define PAGES_IN_CHUNK 10
+/* small writes at the end of the file (a compressed chunk's two sizes and its data, the
+ * headers) are gathered up to this much and written at once */
+#define WBUF_SIZE (1U << 20)
 #define NR_META (HGT_OPT_CMDLINES - HGT_OPT_HEADER_INFO + 1)
 
 struct out_opt {
@@ -70,6 +73,9 @@ struct hgt_output {
 	int nr_bufs;
 
 	uint64_t pos; /* next write position (always the end of what is written) */
+	uint8_t *wb;  /* WBUF_SIZE bytes: what is written at wb_off up to pos, not yet */
+	size_t wb_len;
+	uint64_t wb_off;
 	int cur_buf, cur_cpu;
 	uint64_t cpu_start; /* offset of the current CPU's data */
 	uint8_t *chunk;	    /* compressed: pages waiting to form a chunk */
@@ -102,23 +108,55 @@ static int out_error(struct hgt_output *o, int err, const char *fmt, ...)
 	return o->err;
 }
 
-static int pwrite_all(struct hgt_output *o, const void *p, size_t n, uint64_t off)
+static int pwrite_now(struct hgt_output *o, const void *p, size_t n, uint64_t off)
 {
-	int ret;
+	int ret = hgt__pwrite_full(o->fd, p, n, off);
 
-	if (o->err)
-		return o->err;
-	ret = hgt__pwrite_full(o->fd, p, n, off);
 	if (ret)
 		return out_error(o, -ret, "offset 0x%llx: write failed: %s",
 				 (unsigned long long)off, strerror(-ret));
 	return 0;
 }
 
+/* What wr() gathered, into the file. */
+static int wb_flush(struct hgt_output *o)
+{
+	size_t n = o->wb_len;
+
+	if (o->err)
+		return o->err;
+	o->wb_len = 0;
+	return n ? pwrite_now(o, o->wb, n, o->wb_off) : 0;
+}
+
+/* @n bytes at @off, after what wr() gathered (a patch may fall inside it). */
+static int pwrite_all(struct hgt_output *o, const void *p, size_t n, uint64_t off)
+{
+	int ret = wb_flush(o);
+
+	return ret ? ret : pwrite_now(o, p, n, off);
+}
+
+/* @n bytes at the end: gathered in o->wb when they fit, so that a compressed chunk and its
+ * sizes are one write(2) with the chunks around it. */
 static int wr(struct hgt_output *o, const void *p, size_t n)
 {
-	int ret = pwrite_all(o, p, n, o->pos);
+	int ret = 0;
 
+	if (o->err)
+		return o->err;
+	if (!o->wb && n < WBUF_SIZE)
+		o->wb = malloc(WBUF_SIZE); /* without it, every write goes at once */
+	if (o->wb_len + n > WBUF_SIZE)
+		ret = wb_flush(o);
+	if (!ret && o->wb && n < WBUF_SIZE) {
+		if (!o->wb_len)
+			o->wb_off = o->pos;
+		memcpy(o->wb + o->wb_len, p, n);
+		o->wb_len += n;
+	} else if (!ret) {
+		ret = pwrite_now(o, p, n, o->pos);
+	}
 	if (!ret)
 		o->pos += n;
 	return ret;
@@ -533,6 +571,8 @@ ssize_t hgt__output_head(struct hgt_output *o, uint8_t **head)
 	uint8_t *p;
 	int ret = begin_data(o);
 
+	if (!ret)
+		ret = wb_flush(o);
 	if (ret)
 		return ret;
 	p = malloc(o->pos ? o->pos : 1);
@@ -905,6 +945,7 @@ static void out_free(struct hgt_output *o)
 	free(o->opts);
 	free(o->bufs);
 	free(o->chunk);
+	free(o->wb);
 	free(o->strings);
 	free(o->path);
 	free(o);
@@ -932,6 +973,8 @@ int hgt_output_close(struct hgt_output *o)
 		ret = end_buffer(o);
 	if (!ret && o->version >= 7)
 		ret = finish_v7(o);
+	if (!ret)
+		ret = wb_flush(o);
 	if (ret) {
 		hgt_output_abort(o);
 		return ret;

@@ -154,6 +154,9 @@ const char *hgt__compression_version(enum hgt_compression comp);
 /* input.c: the v6 encoding of metadata item @id (16..21); caller frees *buf. */
 /* A ring-buffer page's commit field: data bytes (the flags above them masked). */
 #define HGT__COMMIT_MASK ((1ULL << 27) - 1)
+/* ... and its flags: events were missed before the page (and their count is stored) */
+#define HGT__MISSED_EVENTS (1ULL << 31)
+#define HGT__MISSED_STORED (1ULL << 30)
 
 int hgt__input_meta_blob(struct hgt_input *in, unsigned int id, uint8_t **buf, uint64_t *len);
 

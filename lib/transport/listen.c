@@ -1283,8 +1283,8 @@ static void *finish_thread(void *arg)
 
 	stop_host(e->l, g);
 	if (e->write) {
-		g->fin_ret =
-			hgt__recdir_finish(g->rd.dir, g->path, &co, end_options, e, false, NULL);
+		g->fin_ret = hgt__recdir_finish(g->rd.dir, g->path, &co, end_options, e, false,
+						NULL, NULL);
 		if (g->fin_ret)
 			snprintf(g->fin_err, sizeof(g->fin_err), "%s", hgt_last_error());
 	}

@@ -723,7 +723,8 @@ int hgt__tchost_stop(struct hgt__tchost *h, struct hgt_listen_result *r)
 			 h->rounds ? "trace-cmd ptp" : "none (the agent agreed no time sync)");
 	r->sync = h->sync_said;
 	r->sync_failed = h->sync_fault[0] != 0;
-	ret = hgt__recdir_finish(h->rd.dir, h->o.output, &co, add_time_shift, h, false, h->o.log);
+	ret = hgt__recdir_finish(h->rd.dir, h->o.output, &co, add_time_shift, h, false, h->o.log,
+				 NULL);
 	if (ret) {
 		snprintf(h->fault, sizeof(h->fault), "%s", hgt_last_error());
 		r->fault = h->fault;

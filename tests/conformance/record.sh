@@ -145,8 +145,18 @@ if [ "$lost" -gt 0 ]; then
 	else
 		tap_fail "overrun of $lost events not reported: $(cat log)"
 	fi
+	# the pages flagged as after a loss, as record counted them while writing the file,
+	# against trace-cmd's report of the file: one "[N EVENTS DROPPED]" line per such page
+	marks=$(sed -n 's/^hgtrace record: \([0-9]*\) pages carry missed-events marks$/\1/p' log)
+	dropped=$(trace-cmd report small.dat 2> /dev/null | grep -c 'EVENTS DROPPED\]$')
+	if [ "$dropped" -gt 0 ] && [ "${marks:-0}" = "$dropped" ]; then
+		tap_ok "record counted $marks pages flagged after a loss, as trace-cmd report shows"
+	else
+		tap_fail "record said ${marks:-no} pages flagged after a loss, trace-cmd report shows $dropped"
+	fi
 else
 	tap_skip "loss reporting" "the 4 KB buffer did not overrun this time"
+	tap_skip "pages flagged after a loss" "the 4 KB buffer did not overrun this time"
 fi
 
 # 7. Bad input: one line, non-zero, nothing left behind.
