@@ -38,13 +38,15 @@ run() { # TRANSPORT MODE
 	apid=$!
 	while [ ! -e $T/instances/$inst/trace_marker ]; do sleep 0.05; done
 	local t0 t1
-	t0=$(date +%s.%N)
-	python3 -c "
-import os, sys
+	# from the first write (the writer's own clock: Python's start-up is not the agent's)
+	t0=$(python3 -c "
+import os, sys, time
 fd = os.open('$T/instances/$inst/trace_marker', os.O_WRONLY)
 line = b'x' * 999 + b'\n'
+t0 = time.time()
 for i in range($MB * 1000): os.write(fd, line)
-"
+print('%.6f' % t0)
+")
 	# the agent is time's only child: ended by its PID
 	kill -INT "$(pgrep -P $apid)"
 	wait $apid

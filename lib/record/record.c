@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <time.h>
 #include <stdio.h>
@@ -48,6 +49,8 @@ struct cpu_reader {
 	int cpu;
 	int fd; /* the CPU's file in the recording directory, or the caller's */
 	struct tracefs_cpu *tcpu;
+	int pfd;	 /* the CPU's trace_pipe_raw again, to poll (libtracefs hides its fd) */
+	bool poll_ready; /* the last poll said ready, and no whole page has come since */
 	pthread_t thread;
 	bool started;
 	int err;
@@ -497,6 +500,26 @@ static void drain(struct cpu_reader *c)
 	}
 }
 
+/*
+ * Wait for a whole page: poll() until the ring is buffer_percent full (1 %, set at start:
+ * a burst wakes the reader at once, where a sleep let a 1 GB/s writer overwrite a 16 MB
+ * ring), or nap_us() at most, for the partial page's flush and the stop. A poll that said
+ * ready with no whole page to take (a kernel whose poll ignores buffer_percent) is followed
+ * by a plain sleep, so that the reader cannot spin.
+ */
+static void wait_pages(struct cpu_reader *c)
+{
+	unsigned int us = nap_us(c);
+	struct pollfd p = { .fd = c->pfd, .events = POLLIN };
+
+	if (c->pfd < 0 || c->poll_ready) {
+		c->poll_ready = false;
+		usleep(us);
+		return;
+	}
+	c->poll_ready = poll(&p, 1, (int)((us + 999) / 1000)) > 0;
+}
+
 static void *reader_main(void *arg)
 {
 	struct cpu_reader *c = arg;
@@ -524,6 +547,7 @@ static void *reader_main(void *arg)
 		}
 		n = move_pages(c);
 		if (n > 0) {
+			c->poll_ready = false;
 			c->bytes += (uint64_t)n;
 			c->moved += (uint64_t)n;
 			c->last_ms = hgt__now_ms();
@@ -547,11 +571,10 @@ static void *reader_main(void *arg)
 			c->err = errno ? errno : EIO;
 			break;
 		}
-		/* No whole page yet. splice() reports that at once (0 or EAGAIN) when the ring
-		 * holds a partial page and buffer_percent is 0, as it is when streaming: sleep
-		 * instead of asking again, or the reader spins. */
+		/* No whole page yet. A non-blocking splice() reports that at once (0 or EAGAIN):
+		 * wait instead of asking again, or the reader spins. */
 		if (!r->stop)
-			usleep(nap_us(c));
+			wait_pages(c);
 	}
 	drain(c);
 	free(c->buf);
@@ -659,8 +682,8 @@ static int set_clock(struct hgt_recorder *r)
 }
 
 /* The instance's settings from the options (each saved, to restore), then the clock it
- * has. @streaming: the agent's recorder. Returns 0 or -errno. */
-static int configure_instance(struct hgt_recorder *r, bool streaming)
+ * has. Returns 0 or -errno. */
+static int configure_instance(struct hgt_recorder *r)
 {
 	int ret = set_saved(r, "tracing_on", "0");
 	char *v;
@@ -683,9 +706,10 @@ static int configure_instance(struct hgt_recorder *r, bool streaming)
 	}
 	if (!ret && r->o.cpumask)
 		ret = set_saved(r, "tracing_cpumask", r->o.cpumask);
-	/* streaming (the agent): hand over every completed page, not half a buffer's worth */
-	if (!ret && streaming && tracefs_file_exists(r->inst, "buffer_percent"))
-		ret = set_saved(r, "buffer_percent", "0");
+	/* a reader's poll() returns once 1 % of the ring is written: a burst is taken from
+	 * its start, and a partial page alone does not wake it */
+	if (!ret && tracefs_file_exists(r->inst, "buffer_percent"))
+		ret = set_saved(r, "buffer_percent", "1");
 	if (ret)
 		return ret;
 	r->clock = selected_clock(v = inst_read(r, "trace_clock"));
@@ -727,6 +751,17 @@ static int enable_events(struct hgt_recorder *r)
 	return 0;
 }
 
+/* The CPU's trace_pipe_raw files: open, they keep the instance busy. */
+static void close_cpu(struct cpu_reader *c)
+{
+	if (c->tcpu)
+		tracefs_cpu_close(c->tcpu);
+	c->tcpu = NULL;
+	if (c->pfd >= 0)
+		close(c->pfd);
+	c->pfd = -1;
+}
+
 /* One reader thread per CPU of the mask, writing to @cpu_fds or the recording's files. */
 static int start_readers(struct hgt_recorder *r, const int *cpu_fds)
 {
@@ -738,7 +773,7 @@ static int start_readers(struct hgt_recorder *r, const int *cpu_fds)
 	if (!r->r || !r->res)
 		return -ENOMEM;
 	for (i = 0; i < r->nr_cpus; i++)
-		r->r[i].fd = -1;
+		r->r[i].fd = r->r[i].pfd = -1;
 	for (i = 0; i < r->nr_cpus; i++) {
 		struct cpu_reader *c = &r->r[i];
 
@@ -756,6 +791,13 @@ static int start_readers(struct hgt_recorder *r, const int *cpu_fds)
 		 * half a buffer, which a file recorder cannot wait for (a kill would lose it).
 		 * Non-blocking it returns EAGAIN and the reader sleeps. */
 		c->tcpu = tracefs_cpu_open(r->inst, i, true);
+		if (c->tcpu) {
+			char rel[64];
+
+			/* without it the reader sleeps instead of polling */
+			snprintf(rel, sizeof(rel), "per_cpu/cpu%d/trace_pipe_raw", i);
+			c->pfd = tracefs_instance_file_open(r->inst, rel, O_RDONLY | O_NONBLOCK);
+		}
 		if (!c->tcpu)
 			return hgt__errorf(errno ? errno : EIO,
 					   "record: cpu %d: cannot open trace_pipe_raw: %s", i,
@@ -847,7 +889,7 @@ struct hgt_recorder *hgt__record_start(const struct hgt_record_opts *opts, const
 	if (!ret)
 		ret = make_instance(r);
 	if (!ret)
-		ret = configure_instance(r, cpu_fds != NULL);
+		ret = configure_instance(r);
 	if (!ret)
 		ret = enable_events(r);
 	if (!ret)
@@ -1262,9 +1304,7 @@ int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 	ret = ret ? ret : rc;
 	for (i = 0; i < r->nr_cpus; i++) {
 		/* open trace_pipe_raw files keep the instance busy */
-		if (r->r[i].tcpu)
-			tracefs_cpu_close(r->r[i].tcpu);
-		r->r[i].tcpu = NULL;
+		close_cpu(&r->r[i]);
 	}
 	restore(r);
 	if (res) {
@@ -1317,9 +1357,7 @@ void hgt_record_free(struct hgt_recorder *r)
 	for (i = 0; r->r && i < r->nr_cpus; i++) {
 		if (r->r[i].started)
 			hgt__thread_join(r->r[i].thread);
-		if (r->r[i].tcpu)
-			tracefs_cpu_close(r->r[i].tcpu);
-		r->r[i].tcpu = NULL;
+		close_cpu(&r->r[i]);
 	}
 	restore(r);
 	for (i = 0; r->own_fds && r->r && i < r->nr_cpus; i++)

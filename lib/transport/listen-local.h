@@ -25,6 +25,7 @@
 #define MAX_GUESTS 64
 #define MAX_CPUS 1024
 #define MAX_PENDING 64
+#define RBUF_SIZE (1 << 20)    /* a data channel's read at most; a FIFO's pipe */
 #define HELLO_TIMEOUT_MS 10000 /* a network guest's first words */
 #define SYNC_FIRST 16	       /* probes per CPU in the first and the last round */
 #define SYNC_PERIODIC 8	       /* in the others */
@@ -148,6 +149,7 @@ struct pending {
 
 struct listener {
 	struct hgt_listen_opts o;
+	uint8_t *rbuf; /* RBUF_SIZE bytes: a data channel's read (64 KB when it is NULL) */
 	bool started_called;
 	bool stop_seen; /* on_stopping called */
 	uint64_t t_begin;

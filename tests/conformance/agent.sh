@@ -69,6 +69,12 @@ apid=$!
 # the session ends once every marker is written (SIGINT: the agent stops, sends what it
 # has and ends its stream), however long the writing took on a busy machine
 markers $inst $N
+# the listener grew the data FIFOs' pipes to 1 MB while it serves them (F_GETPIPE_SZ through
+# an end of the test's own; the kernel's default is 64 KB)
+psz=$(python3 -c 'import fcntl, os, sys
+print(fcntl.fcntl(os.open(sys.argv[1], os.O_RDWR | os.O_NONBLOCK), 1032))' g1/trace-path-cpu0.out)
+[ "$psz" = 1048576 ] && tap_ok "FIFO: the listener's data pipe holds $psz bytes" ||
+	tap_fail "FIFO: the listener's data pipe holds $psz bytes, not 1048576"
 kill -INT $apid
 wait $apid
 wait_exit $lpid 60 > /dev/null && tap_ok "FIFO: listener finished ($(tail -1 listen.log))" ||

@@ -185,6 +185,27 @@ elif [ "$(wc -l < err)" = 1 ] && grep -q "the kernel refused it as a filter of s
 else
 	tap_fail "a refused filter: $(cat err)"
 fi
+# 9. An idle recorder whose ring holds a partial page does not spin: its readers poll()
+# until 1 % of the ring is written, with a timeout for the partial page's flush and the
+# stop (no timeout, or a poll that returns at once for a partial page, would take a CPU
+# per reader). Its CPU time over 3 s from /proc, and the marker of the partial page in
+# the file at the end (trace-cmd report).
+inst=hgt_rec_idle$$
+"$HGTRACE" record -B $inst -e sched:sched_process_exit -o idle.dat 2> idle.log &
+rpid=$!
+wait_for_line idle.log 'record: recording' 30 # tracing is on: a marker is taken
+echo "one partial page" > $TRACEFS/instances/$inst/trace_marker
+cpu0=$(awk '{ print $14 + $15 }' /proc/$rpid/stat)
+sleep 3
+cpu1=$(awk '{ print $14 + $15 }' /proc/$rpid/stat)
+kill -INT $rpid
+wait $rpid
+ticks=$((cpu1 - cpu0))
+if [ "$ticks" -le 30 ] && trace-cmd report idle.dat 2> /dev/null | grep -q 'one partial page'; then
+	tap_ok "an idle recorder with a partial page used $ticks clock ticks in 3 s (one busy CPU: 300), and wrote the page"
+else
+	tap_fail "an idle recorder with a partial page used $ticks clock ticks in 3 s (30 at most; one busy CPU: 300); the page: $(trace-cmd report idle.dat 2>&1 | grep -c 'one partial page') / $(tr '\n' ' ' < idle.log)"
+fi
 top_state > after
 tap_cmp "top-level tracefs still untouched" after before
 tap_done
