@@ -150,7 +150,7 @@ static void test_bgwrite_in_order(void **state)
 				fail_msg("byte %zu (buffer %zu, byte %zu): 0x%02x, not 0x%02x", at,
 					 i, k, c.got[at], byte_of(i, k));
 	}
-	print_message("bgwrite: %zu bytes of %d buffers, in order\n", want_len, N);
+	print_message("# bgwrite: %zu bytes of %d buffers, in order\n", want_len, N);
 	free(c.got);
 	free(b.p);
 }

@@ -147,7 +147,7 @@ static void test_json_escapes_every_byte(void **state)
 	b.len = 0;
 	hgt__json_blob(&b, "abcd", 2); /* @n: the end */
 	assert_memory_equal(b.p, "\"ab\"", 4);
-	print_message("json: the 255 bytes one by one and together, NUL and length ends\n");
+	print_message("# json: the 255 bytes one by one and together, NUL and length ends\n");
 	free(b.p);
 }
 
