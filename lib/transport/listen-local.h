@@ -45,6 +45,7 @@ struct chan {
 	size_t part;	/* bytes of the current, incomplete page */
 	int tmp;	/* the CPU's file in the guest's recording directory (-1: not yet) */
 	bool eof;
+	bool no_splice; /* splice refused: read and write from now on */
 	uint64_t stale; /* bytes before this session's header (a dead host's agent's) */
 };
 
@@ -150,6 +151,7 @@ struct pending {
 struct listener {
 	struct hgt_listen_opts o;
 	uint8_t *rbuf; /* RBUF_SIZE bytes: a data channel's read (64 KB when it is NULL) */
+	int spipe[2];  /* a socket's pages are spliced through it to the file (-1: not yet) */
 	bool started_called;
 	bool stop_seen; /* on_stopping called */
 	uint64_t t_begin;

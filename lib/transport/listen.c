@@ -890,6 +890,76 @@ static int check_header(struct listener *l, struct guest *g, struct chan *c)
 	return 0;
 }
 
+/* The listener's pipe, its bytes read and dropped: what a failed store left in it. */
+static void spipe_empty(struct listener *l)
+{
+	uint8_t junk[65536];
+
+	while (read(l->spipe[0], junk, sizeof(junk)) > 0)
+		;
+}
+
+/* Splice @n bytes from @in (a pipe) into @c's file. 0, or -1 with errno. */
+static int splice_out(int in, struct chan *c, size_t n)
+{
+	while (n) {
+		ssize_t w = splice(in, NULL, c->tmp, NULL, n, SPLICE_F_MOVE);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!w)
+				errno = EIO;
+			return -1;
+		}
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * Past its header, a channel's page bytes go to its file with no copy here: spliced straight
+ * from a FIFO (a pipe), through the listener's own 1 MB pipe from a socket. Returns bytes
+ * stored, 0 for nothing now (or EOF: c->eof), -1 for a fault said, or -2 where splice is
+ * refused (the channel is read from then on).
+ */
+static ssize_t splice_data(struct listener *l, struct guest *g, struct chan *c)
+{
+	unsigned int fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+	ssize_t r;
+
+	if (g->fifo) {
+		r = splice(c->fd, NULL, c->tmp, NULL, RBUF_SIZE, fl);
+	} else {
+		if (l->spipe[0] < 0) {
+			if (pipe2(l->spipe, O_CLOEXEC | O_NONBLOCK))
+				return -2;
+			fcntl(l->spipe[0], F_SETPIPE_SZ, RBUF_SIZE);
+		}
+		r = splice(c->fd, NULL, l->spipe[1], NULL, RBUF_SIZE, fl);
+	}
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (r < 0 && (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+		c->no_splice = true;
+		return -2;
+	}
+	if (r < 0 && g->fifo) { /* a FIFO's errors are the file's */
+		hgt__listen_fault(l, g, "cannot store cpu %d's pages: %s", c->cpu, strerror(errno));
+		return -1;
+	}
+	if (r <= 0) {
+		c->eof = true;
+		return 0;
+	}
+	if (!g->fifo && splice_out(l->spipe[0], c, (size_t)r)) {
+		hgt__listen_fault(l, g, "cannot store cpu %d's pages: %s", c->cpu, strerror(errno));
+		spipe_empty(l);
+		return -1;
+	}
+	return r;
+}
+
 static void read_data(struct listener *l, struct guest *g, struct chan *c)
 {
 	uint8_t small[65536], *buf = l->rbuf ? l->rbuf : small;
@@ -899,6 +969,19 @@ static void read_data(struct listener *l, struct guest *g, struct chan *c)
 
 	if (holding(g, c))
 		return;
+	/* in the pages, within the guest's limit: spliced, no copy */
+	if (c->tmp >= 0 && !c->no_splice && c->hdr_got == HGT__DATA_HDR && !resyncing(g, c) &&
+	    !g->over_limit && g->bytes + RBUF_SIZE <= l->o.max_bytes) {
+		r = splice_data(l, g, c);
+		if (r > 0) {
+			g->t_last = hgt__now_ms();
+			g->bytes += (uint64_t)r;
+			c->bytes += (uint64_t)r;
+			trace_listen_data(g->name, c->cpu, (size_t)r);
+		}
+		if (r != -2)
+			return;
+	}
 	/* looking for the header, nothing after it is read: the last byte once READY came */
 	if (resyncing(g, c))
 		want = (g->ready ? HGT__DATA_HDR : HGT__DATA_HDR - 1) - c->hdr_got;
@@ -1807,7 +1890,7 @@ static int listen_end(struct listener *l, int ret)
 
 int hgt_listen_run(const struct hgt_listen_opts *opts)
 {
-	struct listener l = { .tcp_fd = -1, .vsock_fd = -1, .unix_fd = -1 };
+	struct listener l = { .tcp_fd = -1, .vsock_fd = -1, .unix_fd = -1, .spipe = { -1, -1 } };
 	int ret;
 
 	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(l.o))
@@ -1834,6 +1917,10 @@ int hgt_listen_run(const struct hgt_listen_opts *opts)
 		ret = loop_once(&l);
 	ret = listen_end(&l, ret < 0 ? ret : 0);
 	free(l.rbuf);
+	if (l.spipe[0] >= 0) {
+		close(l.spipe[0]);
+		close(l.spipe[1]);
+	}
 	return ret;
 }
 
@@ -1857,6 +1944,7 @@ int hgt__listen_fuzz(const uint8_t *data, size_t size, const char *base, FILE *l
 	l->o.max_bytes = 32u << 20;
 	l->o.max_total_bytes = 64u << 20;
 	l->tcp_fd = l->vsock_fd = -1;
+	l->spipe[0] = l->spipe[1] = -1;
 	g = hgt__listen_new_guest(l, "fz");
 	if (!g) {
 		free(l);

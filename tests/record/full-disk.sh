@@ -66,4 +66,55 @@ fi
 "$HGTRACE" report --no-latency fs/r.dat > hg.txt 2> /dev/null
 tap_cmp "hgtrace report = trace-cmd report" hg.txt tc.txt
 [ -d "$TRACEFS/instances/$inst" ] && tap_fail "instance $inst left" || tap_ok "instance removed"
+
+# The listener's disk fills while an agent streams to it over TCP (its pages spliced from
+# the socket into the guest's file): one line naming the CPU and ENOSPC, the listener and
+# the agent end (each wait a hang guard), and what was stored is kept: restored once there
+# is space, trace-cmd reads the writer's markers from the first, in order, without a gap.
+# The writer is pinned to CPU 0, so its markers are one CPU's pages.
+rm -rf fs/*
+avail=$(df -k --output=avail fs | tail -1)
+dd if=/dev/zero of=fs/filler bs=1K count=$((avail - 7000)) 2> /dev/null
+inst=hgt_fullag_$$
+port=$(free_port)
+"$HGTRACE" listen -o fs --tcp $port --start 2> lis.log &
+lpid=$!
+wait_listen $port $lpid
+"$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -b 1024 2> ag.log &
+apid=$!
+wait_for_line ag.log 'agent: recording' 60
+python3 -c '
+import os, sys, time
+os.sched_setaffinity(0, {0})
+fd = os.open(sys.argv[1], os.O_WRONLY)
+end, i = time.time() + 60, 0
+while time.time() < end:
+    os.write(fd, b"hgt-m %08d " % i + b"p" * 980 + b"\n")
+    i += 1
+    if i % 500 == 0 and "cannot store" in open("lis.log").read():
+        break
+' $TRACEFS/instances/$inst/trace_marker
+kill -INT $apid
+wait_exit $apid 60 > /dev/null
+arc=$?
+kill -INT $lpid
+wait_exit $lpid 60 > /dev/null
+lrc=$?
+line=$(grep -m1 "cannot store cpu 0's pages" lis.log)
+if echo "$line" | grep -q 'No space left on device' && [ $arc != 124 ] && [ $lrc != 124 ]; then
+	tap_ok "listener, disk full: said in one line: ${line#hgtrace listen: }; both ended (agent $arc, listener $lrc)"
+else
+	tap_fail "listener, disk full: agent $arc, listener $lrc: $(tr '\n' '|' < lis.log)"
+fi
+rm -f fs/filler
+"$HGTRACE" restore fs/trace-net-1.dat 2> restore.log
+r=$(trace-cmd report fs/trace-net-1.dat 2> /dev/null | grep -o 'hgt-m [0-9]*' | awk '
+	{ v = $2 + 0; if (NR == 1) f = v; else if (v != p + 1) g++; p = v }
+	END { printf "%d %d %d %d", NR, f, p, g }')
+read -r n first last gaps <<< "$r"
+if [ "${n:-0}" -gt 100 ] && [ "$first" = 0 ] && [ "$gaps" = 0 ]; then
+	tap_ok "listener, disk full: what it stored is kept: markers 0 to $last, no gap ($(cat restore.log))"
+else
+	tap_fail "listener, disk full: restored markers: ${r:-none} (count first last gaps); $(cat restore.log)"
+fi
 tap_done
