@@ -70,8 +70,10 @@ tap_cmp "hgtrace report = trace-cmd report" hg.txt tc.txt
 # The listener's disk fills while an agent streams to it over TCP (its pages spliced from
 # the socket into the guest's file): one line naming the CPU and ENOSPC, the listener and
 # the agent end (each wait a hang guard), and what was stored is kept: restored once there
-# is space, trace-cmd reads the writer's markers from the first, in order, without a gap.
-# The writer is pinned to CPU 0, so its markers are one CPU's pages.
+# is space, trace-cmd reads the writer's markers from the first, in order, and every gap is
+# one the kernel's ring made (a "[N EVENTS DROPPED]" line of trace-cmd's right before it: a
+# slow agent, under a sanitizer on a busy machine). The writer is pinned to CPU 0, so its
+# markers are one CPU's pages.
 rm -rf fs/*
 avail=$(df -k --output=avail fs | tail -1)
 dd if=/dev/zero of=fs/filler bs=1K count=$((avail - 7000)) 2> /dev/null
@@ -80,7 +82,7 @@ port=$(free_port)
 "$HGTRACE" listen -o fs --tcp $port --start 2> lis.log &
 lpid=$!
 wait_listen $port $lpid
-"$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -b 1024 2> ag.log &
+"$HGTRACE" agent --tcp 127.0.0.1:$port -B $inst -b 4096 2> ag.log &
 apid=$!
 wait_for_line ag.log 'agent: recording' 60
 python3 -c '
@@ -108,13 +110,18 @@ else
 fi
 rm -f fs/filler
 "$HGTRACE" restore fs/trace-net-1.dat 2> restore.log
-r=$(trace-cmd report fs/trace-net-1.dat 2> /dev/null | grep -o 'hgt-m [0-9]*' | awk '
-	{ v = $2 + 0; if (NR == 1) f = v; else if (v != p + 1) g++; p = v }
-	END { printf "%d %d %d %d", NR, f, p, g }')
-read -r n first last gaps <<< "$r"
+r=$(trace-cmd report fs/trace-net-1.dat 2> /dev/null | awk '
+	/EVENTS DROPPED\]$/ { drop = 1; d++ }
+	match($0, /hgt-m [0-9]+/) {
+		v = substr($0, RSTART + 6, RLENGTH - 6) + 0
+		if (!n) f = v; else if (v != p + 1 && !drop) g++
+		n++; p = v; drop = 0
+	}
+	END { printf "%d %d %d %d %d", n, f, p, g, d }')
+read -r n first last gaps drops <<< "$r"
 if [ "${n:-0}" -gt 100 ] && [ "$first" = 0 ] && [ "$gaps" = 0 ]; then
-	tap_ok "listener, disk full: what it stored is kept: markers 0 to $last, no gap ($(cat restore.log))"
+	tap_ok "listener, disk full: what it stored is kept: $n markers from 0 to $last, no gap but the kernel's $drops drops ($(cat restore.log))"
 else
-	tap_fail "listener, disk full: restored markers: ${r:-none} (count first last gaps); $(cat restore.log)"
+	tap_fail "listener, disk full: restored markers: ${r:-none} (count first last unexplained-gaps drops); $(cat restore.log)"
 fi
 tap_done
