@@ -20,9 +20,9 @@ struct hgt__page_file {
 	/* the pages from @from to @to (0: the end); both 0: from the first byte that is not
 	 * a hole (a flight recording punches out pages it no longer keeps) */
 	uint64_t from, to;
-	uint64_t kept;	  /* out: bytes of whole pages copied */
-	uint64_t dropped; /* out: bytes after them (a partial or damaged page onwards) */
-	bool damaged;	  /* out: the copy stopped at a damaged page */
+	uint64_t kept;	     /* out: bytes of whole pages copied */
+	uint64_t dropped;    /* out: bytes after them (a partial or damaged page onwards) */
+	bool damaged;	     /* out: the copy stopped at a damaged page */
 	uint64_t loss_pages; /* out: pages copied whose header flags missed events */
 };
 
