@@ -104,6 +104,68 @@ const struct hgt__kvm_funcs *hgt__kvm_funcs_get(void);
 int hgt__kvm_funcs_build(struct hgt_input *const *in, int n, struct hgt__kvm_funcs *f,
 			 struct hgt__kvm_map *km);
 
+/* The same map by top-level input index, for parallel workers' own teps. */
+struct hgt__kvm_map {
+	int n;
+	int *pid;
+	int *top;
+};
+
+/*
+ * parallel.c: records formatted by worker threads, each with its own handles of the
+ * inputs, and written out in the order they were queued.
+ */
+#define HGT__PAR_SLACK (128 * 1024 + 64)
+#define HGT__PAR_BATCH 4096 /* records a batch: the first of each starts one */
+struct hgt__par;
+struct hgt__blob;
+/* a queued record as a worker gets it */
+struct hgt__par_item {
+	int h; /* the caller's: which of its inputs or handles */
+	int cpu;
+	unsigned long long ts;
+	long long missed;
+	unsigned long long prev_ts; /* the caller's */
+	size_t off;		    /* its payload: the batch's data + off */
+	int size;
+	bool boundary;	  /* the caller's */
+	uint32_t aux_off; /* bytes of the caller's queued with it: data + aux_off */
+	uint32_t aux_len;
+};
+struct hgt__par_ops {
+	/* a formatting context over @in (one handle per top-level input, opened for this
+	 * context alone); NULL when it cannot be made */
+	void *(*ctx_new)(void *arg, struct hgt_input *const *in);
+	void (*ctx_free)(void *ctx);
+	/* @n items (payloads in @data) formatted into @out, which comes empty and may be
+	 * swapped for another buffer. Returns 0 or -errno. */
+	int (*format)(void *ctx, const struct hgt__par_item *it, int n, uint8_t *data,
+		      struct hgt__blob *out);
+	/* @text written out in queue order (may be swapped for an empty buffer). Returns 0 or
+	 * -errno. */
+	int (*write)(void *arg, struct hgt__blob *text);
+	void *arg;
+};
+/* the workers worth starting for @in: 0 below a size, for a latency trace, or on one core */
+int hgt__par_workers(struct hgt_input *const *in, int n);
+/* the name under which a worker opens @in again (@buf: room for it) */
+const char *hgt__par_path(const struct hgt_input *in, char buf[32]);
+struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths,
+			      struct tep_handle *const *teps, int nr_top, unsigned int open_flags,
+			      bool nsec, const struct hgt__kvm_map *kvm,
+			      const struct hgt__par_ops *ops);
+int hgt__par_add(struct hgt__par *p, int h, const struct tep_record *rec, bool boundary,
+		 unsigned long long prev_ts, const void *aux, size_t aux_len);
+int hgt__par_finish(struct hgt__par *p);
+void hgt__par_free(struct hgt__par *p);
+/* Before @rec of top input @top (the main thread's handle @tep) is queued: the comms its
+ * plugin registers (sched_switch, sched_wakeup) registered in @tep and, when new, logged for
+ * the workers. Returns 1 when its plugin keeps other state (the function tracer's
+ * indentation: the caller finishes the parallel path and formats the rest alone), 0, or
+ * -errno. */
+int hgt__par_comms(struct hgt__par *p, int top, struct tep_handle *tep, struct tep_record *rec);
+bool hgt__par_stateful(const struct tep_event *ev);
+
 /* fields.c: a JSON string of @n bytes of @p (HTML-safe: '<' escaped), written or appended */
 void hgt__json_str(FILE *f, const char *p, size_t n);
 struct hgt__blob;

@@ -486,46 +486,99 @@ static size_t line_prefix(const struct report *r, const struct handle *h, char *
 	return n < 512 ? (size_t)n : 511;
 }
 
-/* What printing a record of some event does besides printing. */
-enum rec_kind {
-	K_UNSEEN = 0,
-	K_PLAIN,
-	K_SWITCH,   /* sched_switch plugin: registers prev and next comms */
-	K_WAKEUP,   /* sched_wakeup plugin: registers the woken comm */
-	K_STATEFUL, /* a plugin keeping other state (function tracer indentation) */
-};
-
 struct par_state {
 	struct hgt__par *par;
 	struct hgt__par_handle *hs;
 	char (*prefix)[512];
-	uint8_t **kinds; /* per top input, per event type id */
-	int *type_off;	 /* per top input: where a record's 2-byte type lies, or -1 */
+	FILE *out;
 };
 
-/* Where the 2-byte common_type lies in @tep's records when it can be read straight (file
- * and machine little endian), else -1: tep_data_type() looks the field up every time. */
-static int type_offset(struct tep_handle *tep)
-{
-	struct tep_event *ev = tep_get_events_count(tep) ? tep_get_event(tep, 0) : NULL;
-	struct tep_format_field *f = ev ? tep_find_common_field(ev, "common_type") : NULL;
+/* A formatting context of the parallel report: one worker's line buffer over its inputs. */
+struct par_ctx {
+	struct hgt__line line;
+	struct hgt_input *const *in;
+	const struct par_state *ps;
+};
 
-	if (!f || f->size != 2 || f->offset < 0 || tep_is_file_bigendian(tep) ||
-	    __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
-		return -1;
-	return f->offset;
+static void *par_ctx_new(void *arg, struct hgt_input *const *in)
+{
+	struct par_ctx *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (hgt__line_init(&c->line)) {
+		free(c);
+		return NULL;
+	}
+	c->in = in;
+	c->ps = arg;
+	return c;
 }
 
-static int record_type(const struct par_state *ps, int top, struct tep_handle *tep,
-		       struct tep_record *rec)
+static void par_ctx_free(void *ctx)
 {
-	int off = ps->type_off[top];
-	uint16_t t;
+	struct par_ctx *c = ctx;
 
-	if (off < 0 || off + 2 > rec->size)
-		return tep_data_type(tep, rec);
-	memcpy(&t, (const uint8_t *)rec->data + off, 2);
-	return t;
+	hgt__line_fini(&c->line);
+	free(c);
+}
+
+/*
+ * Format a batch straight into the context's growing line buffer, then hand that buffer
+ * to the batch and take the batch's old one (no stream, no copy).
+ */
+static int par_format(void *ctx, const struct hgt__par_item *it, int n, uint8_t *data,
+		      struct hgt__blob *out)
+{
+	struct par_ctx *pc = ctx;
+	struct hgt__line *l = &pc->line;
+
+	l->grow = true;
+	l->olen = 0;
+	for (int i = 0; i < n; i++) {
+		const struct hgt__par_handle *h = &pc->ps->hs[it[i].h];
+		struct hgt__line_ctx c = h->ctx;
+		struct tep_record rec = { 0 };
+		unsigned long long last = it[i].prev_ts;
+
+		c.tep = hgt_input_tep(pc->in[h->top]);
+		c.boundary = it[i].boundary;
+		rec.ts = it[i].ts;
+		rec.cpu = it[i].cpu;
+		rec.data = data + it[i].off;
+		rec.size = it[i].size;
+		rec.missed_events = it[i].missed;
+		if (h->prefix_len)
+			hgt__line_put(l, NULL, h->prefix, h->prefix_len);
+		hgt__line_print(l, &c, &rec, &last, NULL);
+	}
+	if (l->oom)
+		return -ENOMEM;
+	{
+		uint8_t *text = out->p;
+		size_t cap = out->cap;
+
+		out->p = (uint8_t *)l->obuf;
+		out->cap = l->ocap;
+		out->len = l->olen;
+		l->obuf = (char *)text;
+		l->ocap = cap;
+		l->olen = 0;
+		if (!l->obuf) { /* the batch had none yet */
+			l->ocap = HGT__OBUF;
+			l->obuf = malloc(l->ocap);
+			if (!l->obuf)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int par_write(void *arg, struct hgt__blob *text)
+{
+	const struct par_state *ps = arg;
+
+	return fwrite(text->p, 1, text->len, ps->out) == text->len ? 0 : -EIO;
 }
 
 static int top_of(const struct report *r, const struct handle *h)
@@ -538,117 +591,40 @@ static int top_of(const struct report *r, const struct handle *h)
 	return 0;
 }
 
-static enum rec_kind classify(struct tep_handle *tep, struct tep_record *rec)
-{
-	struct tep_event *ev = tep_find_event_by_record(tep, rec);
-
-	if (!ev || !ev->handler)
-		return K_PLAIN;
-	if (!strcmp(ev->system, "sched") && !strcmp(ev->name, "sched_switch"))
-		return K_SWITCH;
-	if (!strcmp(ev->system, "sched") &&
-	    (!strcmp(ev->name, "sched_wakeup") || !strcmp(ev->name, "sched_wakeup_new")))
-		return K_WAKEUP;
-	if (!strcmp(ev->system, "ftrace") &&
-	    (!strcmp(ev->name, "function") || !strncmp(ev->name, "funcgraph", 9)))
-		return K_STATEFUL;
-	return K_PLAIN;
-}
-
-/* The comm the sched plugins register for (@comm_field, @pid_field), if it is new. */
-static int log_comm(struct par_state *ps, struct tep_handle *tep, int top, struct tep_record *rec,
-		    const char *comm_field, const char *pid_field)
-{
-	struct tep_event *ev = tep_find_event_by_record(tep, rec);
-	struct tep_format_field *f = ev ? tep_find_any_field(ev, comm_field) : NULL;
-	unsigned long long pid;
-	char comm[64];
-	int len;
-
-	if (!f || tep_get_field_val(NULL, ev, pid_field, rec, &pid, 0))
-		return 0;
-	if (tep_is_pid_registered(tep, (int)pid))
-		return 0;
-	len = f->size < (int)sizeof(comm) - 1 ? f->size : (int)sizeof(comm) - 1;
-	if ((unsigned int)f->offset + (unsigned int)len > (unsigned int)rec->size)
-		return 0;
-	snprintf(comm, sizeof(comm), "%.*s", len, (const char *)rec->data + f->offset);
-	tep_register_comm(tep, comm, (int)pid);
-	return hgt__par_log_comm(ps->par, top, (int)pid, comm);
-}
-
-/*
- * Below this much page data (stored bytes, compressed ones counted PAR_ZIP_RATIO times)
- * the report is formatted by the main thread alone: each worker opens every input again
- * and parses all its event formats, which costs more than it saves on a small file (a
- * 100 KB recording with ~1,500 formats: 0.19 s with two threads, 0.14 s with one).
- */
-#define PAR_MIN_BYTES (8u << 20)
-#define PAR_ZIP_RATIO 8
-
-static uint64_t page_bytes(const struct hgt_input *in)
-{
-	uint64_t sum = 0;
-
-	for (int b = 0; b < hgt_input_nr_buffers(in); b++) {
-		const struct hgt_buffer *buf = hgt_input_buffer(in, b);
-
-		for (int c = 0; c < buf->nr_cpus; c++)
-			if (buf->cpus[c].present)
-				sum += buf->cpus[c].size * (buf->compressed ? PAR_ZIP_RATIO : 1);
-	}
-	return sum;
-}
-
 static int par_threads(const struct report *r)
 {
-	const char *e = getenv("HGT_THREADS");
-	long n = e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-	uint64_t bytes = 0;
-	int i;
+	struct hgt_input **in;
+	int n;
 
-	for (i = 0; i < r->nr_top; i++) {
-		if (hgt_input_is_latency(r->h[i].in))
-			return 0;
-		bytes += page_bytes(r->h[i].in);
-	}
-	if (!e && bytes < PAR_MIN_BYTES) /* HGT_THREADS asks for workers whatever the size */
+	if (r->nr_ps) /* probe lines are printed here, in order with the rest */
 		return 0;
-	if (n < 2 || r->nr_ps) /* probe lines are printed here, in order with the rest */
+	in = calloc((size_t)r->nr_top + 1, sizeof(*in));
+	if (!in)
 		return 0;
-	return n > 9 ? 8 : (int)n - 1; /* the main thread merges on a core of its own */
+	for (int i = 0; i < r->nr_top; i++)
+		in[i] = r->h[i].in;
+	n = hgt__par_workers(in, r->nr_top);
+	free(in);
+	return n;
 }
 
 static void par_state_free(struct report *r, struct par_state *ps)
 {
-	int i;
-
 	hgt__par_free(ps->par);
 	ps->par = NULL;
-	for (i = 0; ps->kinds && i < r->nr_top; i++)
-		free(ps->kinds[i]);
-	free(ps->kinds);
-	free(ps->type_off);
 	free(ps->hs);
 	free(ps->prefix);
-	ps->type_off = NULL;
-	ps->kinds = NULL;
 	ps->hs = NULL;
 	ps->prefix = NULL;
 }
 
-/*
- * The name under which a worker opens @in again: its open file through /proc (a file
- * renamed or written over after this open is not read in its place), else its path.
- */
-static const char *same_file(const struct hgt_input *in, char buf[32])
-{
-	snprintf(buf, 32, "/proc/self/fd/%d", hgt__input_fd(in));
-	return access(buf, R_OK) ? hgt_input_path(in) : buf;
-}
-
 static void par_state_init(struct report *r, struct par_state *ps, const struct hgt__kvm_map *km)
 {
+	const struct hgt__par_ops ops = { .ctx_new = par_ctx_new,
+					  .ctx_free = par_ctx_free,
+					  .format = par_format,
+					  .write = par_write,
+					  .arg = ps };
 	int n = par_threads(r), i;
 	struct tep_handle **teps = NULL;
 	char(*fdpaths)[32] = NULL;
@@ -658,20 +634,14 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 		return;
 	ps->hs = calloc((size_t)r->nr_h, sizeof(*ps->hs));
 	ps->prefix = calloc((size_t)r->nr_h, sizeof(*ps->prefix));
-	ps->kinds = calloc((size_t)r->nr_top, sizeof(*ps->kinds));
-	ps->type_off = calloc((size_t)r->nr_top, sizeof(*ps->type_off));
 	paths = calloc((size_t)r->nr_top, sizeof(*paths));
 	fdpaths = calloc((size_t)r->nr_top, sizeof(*fdpaths));
 	teps = calloc((size_t)r->nr_top, sizeof(*teps));
-	if (!ps->hs || !ps->prefix || !ps->kinds || !ps->type_off || !paths || !fdpaths || !teps)
+	if (!ps->hs || !ps->prefix || !paths || !fdpaths || !teps)
 		goto fail;
 	for (i = 0; i < r->nr_top; i++) {
-		ps->kinds[i] = calloc(65536, 1);
-		if (!ps->kinds[i])
-			goto fail;
-		paths[i] = same_file(r->h[i].in, fdpaths[i]);
+		paths[i] = hgt__par_path(r->h[i].in, fdpaths[i]);
 		teps[i] = hgt_input_tep(r->h[i].in);
-		ps->type_off[i] = type_offset(teps[i]);
 	}
 	for (i = 0; i < r->nr_h; i++) {
 		struct handle *h = &r->h[i];
@@ -685,9 +655,10 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 			ph->prefix_len = line_prefix(r, h, ps->prefix[i]);
 		}
 	}
+	ps->out = r->out;
 	ps->par = hgt__par_new(n, paths, teps, r->nr_top,
 			       (r->o->no_plugins ? HGT_OPEN_NO_PLUGINS : 0) | HGT_OPEN_QUIET,
-			       r->o->nsec, ps->hs, r->nr_h, km, r->out);
+			       r->o->nsec, km, &ops);
 	free(paths);
 	free(fdpaths);
 	free(teps);
@@ -708,30 +679,20 @@ fail:
 static int par_queue(struct report *r, struct par_state *ps, struct handle *h,
 		     struct tep_record *rec, bool boundary)
 {
-	struct tep_handle *tep = hgt_input_tep(h->in);
-	int top = ps->hs[h - r->h].top, type = record_type(ps, top, tep, rec), ret = 0;
-	uint8_t *k = &ps->kinds[top][type & 0xffff];
+	int top = ps->hs[h - r->h].top;
+	int ret = hgt__par_comms(ps->par, top, hgt_input_tep(h->in), rec);
 	unsigned long long prev = r->last_ts;
 
-	if (*k == K_UNSEEN)
-		*k = (uint8_t)classify(tep, rec);
-	if (*k == K_STATEFUL) {
+	if (ret == 1) {
 		ret = hgt__par_finish(ps->par);
 		par_state_free(r, ps);
 		return ret ? ret : 1;
-	}
-	if (*k == K_SWITCH) {
-		ret = log_comm(ps, tep, top, rec, "prev_comm", "prev_pid");
-		if (!ret)
-			ret = log_comm(ps, tep, top, rec, "next_comm", "next_pid");
-	} else if (*k == K_WAKEUP) {
-		ret = log_comm(ps, tep, top, rec, "comm", "pid");
 	}
 	if (ret)
 		return ret;
 	if (r->o->ts_diff)
 		r->last_ts = hgt__line_diff_base(&ps->hs[h - r->h].ctx, rec->ts);
-	return hgt__par_add(ps->par, (int)(h - r->h), rec, boundary, prev);
+	return hgt__par_add(ps->par, (int)(h - r->h), rec, boundary, prev, NULL, 0);
 }
 
 static int print_events(struct report *r)
