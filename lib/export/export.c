@@ -12,6 +12,7 @@
  * looked up as the report looks them up (kvm-guest-func.c), so that text is the report's.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,7 @@ struct src {
 	struct track *tr;
 	int nr_cpus;
 	const char *name;
+	int top;    /* which of the session's inputs (files) it is of */
 	bool owner; /* closes @in */
 	struct tep_event *sw, *entry, *exit_;
 	/* their fields, found once */
@@ -60,15 +62,31 @@ struct src {
 
 #define ADDR_SLOTS 1024 /* power of two */
 
-/* Protobuf messages are built in hgt__bufs (Perfetto's trace format, written by hand from
- * its documented field numbers: protos/perfetto/trace/...). */
-struct exporter {
+/* The session: its sources, each CPU's state, where it goes. */
+struct session {
 	FILE *out;
+	bool pb;		 /* Perfetto protobuf, else JSON */
+	struct hgt__bgwrite *bw; /* writes the output while the next is made (NULL: written
+				  * by whoever made it) */
+	struct src *s;
+	int nr, nr_top;		  /* sources; inputs (files) */
+	uint64_t tsc_hz;	  /* TSC cycles made ns at this rate (0: were ns, or no rate) */
+	unsigned long long count; /* records planned */
+	bool stateful;		  /* a record of a plugin with state was planned */
+	struct exporter *mk;	  /* the main thread's formatting context */
+	struct hgt__par *par;	  /* workers formatting batches (NULL: the main thread) */
+};
+
+/* A formatting context: the main thread's, or a worker's with its own handles. Protobuf
+ * messages are built in hgt__bufs (Perfetto's trace format, written by hand from its
+ * documented field numbers: protos/perfetto/trace/...). */
+struct exporter {
+	const struct session *ss;
+	struct tep_handle **tep; /* per source: this context's handle of its file */
 	struct hgt__comm_cache comms;
 	bool pb;		  /* Perfetto protobuf, else JSON */
 	struct hgt__blob ev, sub; /* a packet's track event or descriptor, its parts */
-	struct hgt__blob o;	  /* what goes to @out next, written a MB at a time */
-	struct hgt__bgwrite *bw;  /* writes it while the next is made (NULL: written here) */
+	struct hgt__blob o;	  /* what goes out next, a MB at a time or a batch */
 	/* Perfetto's interning: each category, event name and annotation name is sent once,
 	 * in the packet that first uses it (its InternedData, @interned), then by iid */
 	struct intern {
@@ -90,13 +108,10 @@ struct exporter {
 		char *json;
 		size_t len;
 	} json_by_addr[ADDR_SLOTS];
-	bool cleared; /* the sequence's first packet was written */
-	struct src *s;
-	int nr;
+	bool cleared; /* the sequence's first packet since a reset was written */
 	struct trace_seq seq;
 	struct hgt__info_memo *memo; /* info texts of payloads seen before (NULL: none) */
 	bool first;		     /* no event written yet: no comma before the next */
-	uint64_t tsc_hz;	     /* TSC cycles made ns at this rate (0: were ns, or no rate) */
 };
 
 /* ---- protobuf encoding ---- */
@@ -340,6 +355,26 @@ static uint64_t intern_fixed(struct exporter *x, int kind, const char *str)
 	return x->by_addr[k].iid;
 }
 
+/* The sequence's incremental state cleared: every string interned again from iid 1, the
+ * next packet says so (a batch formatted apart starts so). */
+static void intern_reset(struct exporter *x)
+{
+	if (!x->pb)
+		return;
+	for (int k = 0; k < 3; k++) {
+		struct intern *t = &x->names[k];
+
+		for (size_t i = 0; i < t->cap; i++) {
+			free(t->str[i]);
+			t->str[i] = NULL;
+		}
+		t->n = 0;
+	}
+	memset(x->by_addr, 0, sizeof(x->by_addr));
+	x->interned.len = 0;
+	x->cleared = false;
+}
+
 static void intern_free(struct exporter *x)
 {
 	for (int k = 0; k < 3; k++) {
@@ -475,16 +510,17 @@ static void put_ts(struct hgt__blob *o, const char *key, unsigned long long ns)
 	put_u64(o, ns % 1000, 3);
 }
 
-/* The output so far to @x->out once it holds a MB (with @all: whatever it holds). */
+/* The output so far to the session's FILE once it holds a MB (with @all: whatever it
+ * holds). */
 static void flush_out(struct exporter *x, bool all)
 {
 	if (x->o.len < (1u << 20) && !all)
 		return;
-	if (x->bw) {
-		hgt__bgwrite_put(x->bw, &x->o);
+	if (x->ss->bw) {
+		hgt__bgwrite_put(x->ss->bw, &x->o);
 		return;
 	}
-	fwrite(x->o.p, 1, x->o.len, x->out);
+	fwrite(x->o.p, 1, x->o.len, x->ss->out);
 	x->o.len = 0;
 }
 
@@ -502,14 +538,11 @@ static void begin(struct exporter *x, const char *ph, int pid, int tid)
 	x->first = false;
 }
 
+/* The name of thread @kind of CPU @cpu of source @si (written once: plan_name()). */
 static void thread_name(struct exporter *x, int si, int cpu, int kind)
 {
 	static const char *const what[] = { "", "events", "tasks", "guest mode" };
-	struct track *t = &x->s[si].tr[cpu];
 
-	if (t->named & (1u << kind))
-		return;
-	t->named |= 1u << kind;
 	if (x->pb) {
 		char name[64];
 
@@ -535,14 +568,6 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 		     unsigned long long from, unsigned long long to, int pid, const char *key,
 		     const char *val, size_t n)
 {
-	unsigned long long *end = &x->s[si].tr[cpu].end[kind];
-
-	/* none that ends before it begins or overlaps the last: a CPU whose time stepped back
-	 * (a damaged page, a clock set back) has its events, not a slice across the step */
-	if (!from || to < from || from < *end)
-		return;
-	*end = to;
-	thread_name(x, si, cpu, kind);
 	if (x->pb) { /* a slice: its begin and its end */
 		pb_uint(&x->ev, TE_TYPE, TYPE_SLICE_BEGIN);
 		pb_uint(&x->ev, TE_TRACK_UUID, track_uuid(si, cpu, kind));
@@ -623,60 +648,15 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_ev
 	}
 }
 
-static int vcpu_of(const struct src *s, int pid)
+/* The record as an instant on its CPU's events thread, with its fields and texts. */
+static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
+		    struct tep_event *ev)
 {
-	for (int i = 0; i < s->nr_v; i++)
-		if (s->vpid[i] == pid)
-			return s->vid[i];
-	return -1;
-}
-
-/* TCG: a vCPU thread runs its guest whenever it runs: guest mode from its switch-in to its
- * switch-out (from the CPU's first event for one running when the trace began). Called
- * before the task of @cpu is updated for this switch. */
-static void tcg_switch(struct exporter *x, int si, int cpu, struct tep_record *rec,
-		       struct tep_event *ev)
-{
-	struct src *s = &x->s[si];
-	struct track *t = &s->tr[cpu];
-	int vp = vcpu_of(s, (int)hgt__field_num(s->prev_pid, rec));
-	int vn = vcpu_of(s, (int)hgt__field_num(s->next_pid, rec));
-
-	if (vp >= 0) {
-		unsigned long long from = t->guest_start  ? t->guest_start
-					  : !t->run_start ? t->first
-							  : 0;
-		char name[32];
-		const char *text;
-		size_t len;
-
-		text = hgt__info_text(x->memo, &x->seq, hgt_input_tep(s->in), ev, rec, false, &len);
-		snprintf(name, sizeof(name), "vCPU %d", vp);
-		if (from && rec->ts > from)
-			complete(x, si, cpu, TID_GUEST, name, from, rec->ts, -1, "switch", text,
-				 len);
-		t->guest_start = 0;
-	}
-	if (vn >= 0) {
-		t->guest_start = rec->ts;
-		t->vcpu = vn;
-	}
-}
-
-static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
-{
-	struct src *s = &x->s[si];
-	struct tep_handle *tep = hgt_input_tep(s->in);
-	struct tep_event *ev = tep_find_event_by_record(tep, rec);
-	struct track *t = &s->tr[cpu];
+	struct tep_handle *tep = x->tep[si];
 	int pid = tep_data_pid(tep, rec);
 	const char *text, *name = ev ? ev->name : "unknown", *sys = ev ? ev->system : "unknown";
 	size_t len;
 
-	if (!t->first)
-		t->first = rec->ts;
-	t->last = rec->ts;
-	thread_name(x, si, cpu, TID_EVENTS);
 	if (x->pb) {
 		pb_uint(&x->ev, TE_TYPE, TYPE_INSTANT);
 		pb_uint(&x->ev, TE_TRACK_UUID, track_uuid(si, cpu, TID_EVENTS));
@@ -690,59 +670,221 @@ static void event(struct exporter *x, int si, int cpu, struct tep_record *rec)
 		text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
 		pb_ann(x, "common_info", text, len, 0, false);
 		pb_packet(x, PKT_TRACK_EVENT, true, rec->ts);
-	} else {
-		begin(x, "i", si + 1, cpu * TIDS + TID_EVENTS);
-		put_s(&x->o, ",\"s\":\"t\",\"name\":");
-		put_json_fixed(x, name);
-		put_s(&x->o, ",\"cat\":");
-		put_json_fixed(x, sys);
-		put_ts(&x->o, "ts", rec->ts);
-		put_s(&x->o, ",\"args\":{\"common_pid\":");
-		put_i64(&x->o, pid);
-		put_s(&x->o, ",\"common_comm\":");
-		text = hgt__comm_cached(&x->comms, tep, pid);
-		put_json(&x->o, text);
-		if (ev)
-			put_fields(x, tep, ev, rec);
-		text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
-		put_s(&x->o, ",\"common_info\":");
-		hgt__json_blob(&x->o, text, len);
-		put_s(&x->o, "}}");
+		return;
 	}
+	begin(x, "i", si + 1, cpu * TIDS + TID_EVENTS);
+	put_s(&x->o, ",\"s\":\"t\",\"name\":");
+	put_json_fixed(x, name);
+	put_s(&x->o, ",\"cat\":");
+	put_json_fixed(x, sys);
+	put_ts(&x->o, "ts", rec->ts);
+	put_s(&x->o, ",\"args\":{\"common_pid\":");
+	put_i64(&x->o, pid);
+	put_s(&x->o, ",\"common_comm\":");
+	text = hgt__comm_cached(&x->comms, tep, pid);
+	put_json(&x->o, text);
+	if (ev)
+		put_fields(x, tep, ev, rec);
+	text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
+	put_s(&x->o, ",\"common_info\":");
+	hgt__json_blob(&x->o, text, len);
+	put_s(&x->o, "}}");
+}
 
-	if (ev && ev == s->sw && s->nr_v)
-		tcg_switch(x, si, cpu, rec, ev);
-	if (ev && ev == s->sw) {
-		const char *p;
-		size_t n;
-		struct tep_format_field *nc = s->next_comm, *pc = s->prev_comm;
+/* ---- what the main thread decides about each record, in time order ---- */
 
-		/* the task switched out ran since the CPU's last switch (or its first event) */
-		if (!t->run_start) {
-			t->run_start = t->first;
-			t->pid = (int)hgt__field_num(s->prev_pid, rec);
-			t->comm[0] = 0;
-			if (pc && hgt__field_str(rec, pc, &p, &n))
-				snprintf(t->comm, sizeof(t->comm), "%.*s", (int)n, p);
-		}
-		complete(x, si, cpu, TID_TASKS, t->comm[0] ? t->comm : "?", t->run_start, rec->ts,
-			 t->pid, NULL, NULL, 0);
-		t->run_start = rec->ts;
-		t->pid = (int)hgt__field_num(s->next_pid, rec);
+enum { KEY_NONE, KEY_SWITCH, KEY_EXIT };
+
+/* A complete event on a CPU's tasks or guest-mode thread. */
+struct slice {
+	unsigned long long from, to;
+	int pid;      /* its "pid" arg (-1: none) */
+	uint8_t kind; /* TID_* */
+	uint8_t key;  /* KEY_*: an arg named so, the record's text */
+	bool named;   /* its thread's name is written first */
+	char name[64];
+};
+
+/*
+ * What is written for a record: the main thread decides it with the state of every CPU,
+ * and whichever context formats the record writes it (queued beside the record, up to its
+ * slices in use). The same plan whether one thread formats or several: the same bytes.
+ */
+struct plan {
+	bool reset;   /* Perfetto: the sequence's incremental state cleared first */
+	bool named;   /* the events thread's name is written first */
+	bool instant; /* the record itself (else its slices alone: the ends at the last) */
+	uint8_t nsl;
+	struct slice sl[2];
+};
+
+static size_t plan_size(const struct plan *pl)
+{
+	return offsetof(struct plan, sl) + pl->nsl * sizeof(pl->sl[0]);
+}
+
+/* Whether thread @kind of track @t is named now (true the first time). */
+static bool plan_name(struct track *t, int kind)
+{
+	if (t->named & (1u << kind))
+		return false;
+	t->named |= 1u << kind;
+	return true;
+}
+
+/* A slice of @pl, unless it ends before it begins or overlaps the last: a CPU whose time
+ * stepped back (a damaged page, a clock set back) has its events, not a slice across the
+ * step. */
+static void plan_slice(struct plan *pl, struct track *t, int kind, const char *name,
+		       unsigned long long from, unsigned long long to, int pid, int key)
+{
+	struct slice *sl = &pl->sl[pl->nsl];
+
+	if (!from || to < from || from < t->end[kind] || pl->nsl == 2)
+		return;
+	t->end[kind] = to;
+	pl->nsl++;
+	sl->from = from;
+	sl->to = to;
+	sl->pid = pid;
+	sl->kind = (uint8_t)kind;
+	sl->key = (uint8_t)key;
+	sl->named = plan_name(t, kind);
+	snprintf(sl->name, sizeof(sl->name), "%s", name);
+}
+
+static int vcpu_of(const struct src *s, int pid)
+{
+	for (int i = 0; i < s->nr_v; i++)
+		if (s->vpid[i] == pid)
+			return s->vid[i];
+	return -1;
+}
+
+/* TCG: a vCPU thread runs its guest whenever it runs: guest mode from its switch-in to its
+ * switch-out (from the CPU's first event for one running when the trace began). Planned
+ * before the task of the CPU is updated for this switch. */
+static void plan_tcg_switch(struct src *s, struct track *t, struct tep_record *rec, struct plan *pl)
+{
+	int vp = vcpu_of(s, (int)hgt__field_num(s->prev_pid, rec));
+	int vn = vcpu_of(s, (int)hgt__field_num(s->next_pid, rec));
+
+	if (vp >= 0) {
+		unsigned long long from = t->guest_start  ? t->guest_start
+					  : !t->run_start ? t->first
+							  : 0;
+		char name[32];
+
+		snprintf(name, sizeof(name), "vCPU %d", vp);
+		if (from && rec->ts > from)
+			plan_slice(pl, t, TID_GUEST, name, from, rec->ts, -1, KEY_SWITCH);
+		t->guest_start = 0;
+	}
+	if (vn >= 0) {
+		t->guest_start = rec->ts;
+		t->vcpu = vn;
+	}
+}
+
+/* The task switched out ran since the CPU's last switch (or its first event). */
+static void plan_switch(struct src *s, struct track *t, struct tep_record *rec, struct plan *pl)
+{
+	struct tep_format_field *nc = s->next_comm, *pc = s->prev_comm;
+	const char *p;
+	size_t n;
+
+	if (!t->run_start) {
+		t->run_start = t->first;
+		t->pid = (int)hgt__field_num(s->prev_pid, rec);
 		t->comm[0] = 0;
-		if (nc && hgt__field_str(rec, nc, &p, &n))
+		if (pc && hgt__field_str(rec, pc, &p, &n))
 			snprintf(t->comm, sizeof(t->comm), "%.*s", (int)n, p);
+	}
+	plan_slice(pl, t, TID_TASKS, t->comm[0] ? t->comm : "?", t->run_start, rec->ts, t->pid,
+		   KEY_NONE);
+	t->run_start = rec->ts;
+	t->pid = (int)hgt__field_num(s->next_pid, rec);
+	t->comm[0] = 0;
+	if (nc && hgt__field_str(rec, nc, &p, &n))
+		snprintf(t->comm, sizeof(t->comm), "%.*s", (int)n, p);
+}
+
+static void plan_record(struct session *ss, int si, int cpu, struct tep_record *rec,
+			struct plan *pl)
+{
+	struct src *s = &ss->s[si];
+	struct track *t = &s->tr[cpu];
+	struct tep_event *ev = tep_find_event_by_record(hgt_input_tep(s->in), rec);
+
+	/* a Perfetto sequence's interned strings start again every batch of the parallel
+	 * path, and where it ends */
+	pl->reset = ss->count++ % HGT__PAR_BATCH == 0;
+	if (hgt__par_stateful(ev) && !ss->stateful) {
+		ss->stateful = true;
+		pl->reset = true;
+	}
+	pl->named = plan_name(t, TID_EVENTS);
+	pl->instant = true;
+	pl->nsl = 0;
+	if (!t->first)
+		t->first = rec->ts;
+	t->last = rec->ts;
+	if (ev && ev == s->sw && s->nr_v)
+		plan_tcg_switch(s, t, rec, pl);
+	if (ev && ev == s->sw) {
+		plan_switch(s, t, rec, pl);
 	} else if (ev && ev == s->entry) {
 		t->guest_start = rec->ts;
 		t->vcpu = (int)hgt__field_num(s->vcpu_id, rec);
 	} else if (ev && ev == s->exit_ && t->guest_start) {
 		char name[32];
 
-		text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
 		snprintf(name, sizeof(name), "vCPU %d", t->vcpu);
-		complete(x, si, cpu, TID_GUEST, name, t->guest_start, rec->ts, -1, "exit", text,
-			 len);
+		plan_slice(pl, t, TID_GUEST, name, t->guest_start, rec->ts, -1, KEY_EXIT);
 		t->guest_start = 0;
+	}
+}
+
+/* The slices still open at the end of CPU @c of source @si (the first of them: @reset). */
+static void plan_end(struct session *ss, int si, int c, bool reset, struct plan *pl)
+{
+	struct track *t = &ss->s[si].tr[c];
+
+	memset(pl, 0, offsetof(struct plan, sl));
+	pl->reset = reset;
+	if (t->run_start && t->last > t->run_start)
+		plan_slice(pl, t, TID_TASKS, t->comm[0] ? t->comm : "?", t->run_start, t->last,
+			   t->pid, KEY_NONE);
+	if (t->guest_start && t->last > t->guest_start)
+		plan_slice(pl, t, TID_GUEST, "guest mode (no exit seen)", t->guest_start, t->last,
+			   -1, KEY_NONE);
+}
+
+/* ---- what is written for a record, as planned ---- */
+
+static void render(struct exporter *x, int si, int cpu, struct tep_record *rec,
+		   const struct plan *pl)
+{
+	static const char *const keys[] = { NULL, "switch", "exit" };
+	struct tep_event *ev = rec ? tep_find_event_by_record(x->tep[si], rec) : NULL;
+
+	if (pl->reset)
+		intern_reset(x);
+	if (pl->named)
+		thread_name(x, si, cpu, TID_EVENTS);
+	if (pl->instant)
+		instant(x, si, cpu, rec, ev);
+	for (int i = 0; i < pl->nsl; i++) {
+		const struct slice *sl = &pl->sl[i];
+		const char *text = NULL;
+		size_t len = 0;
+
+		if (sl->named)
+			thread_name(x, si, cpu, sl->kind);
+		if (sl->key)
+			text = hgt__info_text(x->memo, &x->seq, x->tep[si], ev, rec, false, &len);
+		complete(x, si, cpu, sl->kind, sl->name, sl->from, sl->to, sl->pid, keys[sl->key],
+			 text, len);
 	}
 }
 
@@ -776,22 +918,7 @@ static int tcg_threads(struct src *s)
 	return 0;
 }
 
-static void finish_tracks(struct exporter *x)
-{
-	for (int si = 0; si < x->nr; si++)
-		for (int c = 0; c < x->s[si].nr_cpus; c++) {
-			struct track *t = &x->s[si].tr[c];
-
-			if (t->run_start && t->last > t->run_start)
-				complete(x, si, c, TID_TASKS, t->comm[0] ? t->comm : "?",
-					 t->run_start, t->last, t->pid, NULL, NULL, 0);
-			if (t->guest_start && t->last > t->guest_start)
-				complete(x, si, c, TID_GUEST, "guest mode (no exit seen)",
-					 t->guest_start, t->last, -1, NULL, NULL, 0);
-		}
-}
-
-static void free_sources(struct exporter *x)
+static void free_sources(struct session *x)
 {
 	/* every cursor first: an instance's cursors use its input, closed with the top's */
 	for (int i = 0; i < x->nr; i++) {
@@ -810,9 +937,9 @@ static void free_sources(struct exporter *x)
 	free(x->s);
 }
 
-/* Source @x->nr: buffer @b of @in (the top one in the input's time base, an instance in
- * its own, as the report prints them), its CPUs added to @m. */
-static int add_source(struct exporter *x, struct hgt_merge *m, struct hgt_input *in, int b,
+/* Source @x->nr: buffer @b of @in, the session's input @file (the top one in the input's
+ * time base, an instance in its own, as the report prints them), its CPUs added to @m. */
+static int add_source(struct session *x, struct hgt_merge *m, struct hgt_input *in, int file, int b,
 		      const char *name, const struct hgt_clock *clock)
 {
 	struct src *s = &x->s[x->nr];
@@ -820,6 +947,7 @@ static int add_source(struct exporter *x, struct hgt_merge *m, struct hgt_input 
 	int idx = x->nr++;
 
 	s->in = in;
+	s->top = file;
 	s->name = name;
 	s->clock = *clock;
 	s->sw = tep_find_event_by_name(tep, "sched", "sched_switch");
@@ -853,7 +981,7 @@ static int add_source(struct exporter *x, struct hgt_merge *m, struct hgt_input 
 	return 0;
 }
 
-static int open_sources(struct exporter *x, const struct hgt_export_opts *o, struct hgt_merge *m)
+static int open_sources(struct session *x, const struct hgt_export_opts *o, struct hgt_merge *m)
 {
 	HGT_OPTS(hgt_open_opts, oo, .flags = o->quiet ? HGT_OPEN_QUIET : 0);
 	HGT_OPTS(hgt_clock_opts, co, .ts2secs = o->ts2secs);
@@ -878,6 +1006,7 @@ static int open_sources(struct exporter *x, const struct hgt_export_opts *o, str
 		nsrc += hgt_input_nr_buffers(in[i]);
 	}
 	x->s = calloc((size_t)nsrc, sizeof(*x->s));
+	x->nr_top = o->nr_inputs;
 	clks = calloc((size_t)o->nr_inputs, sizeof(*clks));
 	if (!x->s || !clks) {
 		ret = -ENOMEM;
@@ -901,8 +1030,8 @@ static int open_sources(struct exporter *x, const struct hgt_export_opts *o, str
 			if (pass == 0) {
 				const char *base = strrchr(o->inputs[i], '/');
 
-				ret = add_source(x, m, in[i], top, base ? base + 1 : o->inputs[i],
-						 &clk);
+				ret = add_source(x, m, in[i], i, top,
+						 base ? base + 1 : o->inputs[i], &clk);
 				if (!ret)
 					x->s[x->nr - 1].owner = true;
 				continue;
@@ -910,7 +1039,7 @@ static int open_sources(struct exporter *x, const struct hgt_export_opts *o, str
 			clk.tsync = NULL; /* instances stay in their own time */
 			for (int b = 0; b < hgt_input_nr_buffers(in[i]) && !ret; b++)
 				if (b != top)
-					ret = add_source(x, m, in[i], b,
+					ret = add_source(x, m, in[i], i, b,
 							 hgt_input_buffer(in[i], b)->name, &clk);
 		}
 out:
@@ -929,7 +1058,7 @@ out:
 }
 
 /* The kvm plugin's guest symbols, from the files' GUEST options, as the report's. */
-static int kvm_funcs(struct exporter *x, struct hgt__kvm_funcs *kf)
+static int kvm_funcs(struct session *x, struct hgt__kvm_funcs *kf, struct hgt__kvm_map *km)
 {
 	struct hgt_input **in = calloc((size_t)x->nr + 1, sizeof(*in));
 	int n = 0, ret;
@@ -939,84 +1068,276 @@ static int kvm_funcs(struct exporter *x, struct hgt__kvm_funcs *kf)
 	for (int i = 0; i < x->nr; i++)
 		if (x->s[i].owner) /* the top buffer of each file */
 			in[n++] = x->s[i].in;
-	ret = hgt__kvm_funcs_build(in, n, kf, NULL);
+	ret = hgt__kvm_funcs_build(in, n, kf, km);
 	free(in);
+	return ret;
+}
+
+/* ---- formatting contexts: the main thread's, and each worker's ---- */
+
+/* A context writing sources @ss->s with the handles @teps (one per source). */
+static struct exporter *maker_new(const struct session *ss, struct tep_handle **teps)
+{
+	struct exporter *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	x->ss = ss;
+	x->pb = ss->pb;
+	x->first = true;
+	x->tep = teps;
+	trace_seq_init(&x->seq);
+	x->memo = hgt__info_memo_new(); /* NULL: every text printed */
+	return x;
+}
+
+static void maker_free(struct exporter *x)
+{
+	if (!x)
+		return;
+	free(x->ev.p);
+	free(x->sub.p);
+	free(x->o.p);
+	intern_free(x);
+	for (int i = 0; i < ADDR_SLOTS; i++)
+		free(x->json_by_addr[i].json);
+	trace_seq_destroy(&x->seq);
+	hgt__info_memo_free(x->memo);
+	free(x->tep);
+	free(x);
+}
+
+static bool maker_oom(const struct exporter *x)
+{
+	return x->ev.oom || x->sub.oom || x->o.oom || x->interned.oom || x->entry.oom;
+}
+
+/* A worker's context: its own handles @in of the files (parallel.c opened them). */
+static void *par_ctx_new(void *arg, struct hgt_input *const *in)
+{
+	const struct session *ss = arg;
+	struct tep_handle **teps = calloc((size_t)ss->nr + 1, sizeof(*teps));
+	struct exporter *x;
+
+	if (!teps)
+		return NULL;
+	for (int si = 0; si < ss->nr; si++)
+		teps[si] = hgt_input_tep(in[ss->s[si].top]);
+	x = maker_new(ss, teps);
+	if (!x) {
+		free(teps);
+		return NULL;
+	}
+	x->first = false; /* the main thread wrote the processes first */
+	return x;
+}
+
+static void par_ctx_free(void *ctx)
+{
+	maker_free(ctx);
+}
+
+/* A batch: each record as its plan says, into @out (swapped in as the context's output). */
+static int par_format(void *ctx, const struct hgt__par_item *it, int n, uint8_t *data,
+		      struct hgt__blob *out)
+{
+	struct exporter *x = ctx;
+	int ret;
+
+	x->o = *out;
+	for (int i = 0; i < n; i++) {
+		struct tep_record rec = { .ts = it[i].ts, .cpu = it[i].cpu, .size = it[i].size };
+		struct plan pl;
+
+		rec.data = data + it[i].off;
+		rec.missed_events = it[i].missed;
+		memcpy(&pl, data + it[i].aux_off, it[i].aux_len);
+		render(x, it[i].h, it[i].cpu, &rec, &pl);
+	}
+	ret = maker_oom(x) ? -ENOMEM : 0;
+	*out = x->o;
+	memset(&x->o, 0, sizeof(x->o));
+	return ret;
+}
+
+static int par_write(void *arg, struct hgt__blob *text)
+{
+	const struct session *ss = arg;
+
+	if (ss->bw) {
+		hgt__bgwrite_put(ss->bw, text);
+		return 0;
+	}
+	return fwrite(text->p, 1, text->len, ss->out) == text->len ? 0 : -EIO;
+}
+
+/* Workers for a large session (none: the main thread writes it alone). */
+static void par_start(struct session *ss, const struct hgt__kvm_map *km)
+{
+	const struct hgt__par_ops ops = { .ctx_new = par_ctx_new,
+					  .ctx_free = par_ctx_free,
+					  .format = par_format,
+					  .write = par_write,
+					  .arg = ss };
+	struct hgt_input **in = calloc((size_t)ss->nr_top + 1, sizeof(*in));
+	struct tep_handle **teps = calloc((size_t)ss->nr_top + 1, sizeof(*teps));
+	const char **paths = calloc((size_t)ss->nr_top + 1, sizeof(*paths));
+	char(*fdpaths)[32] = calloc((size_t)ss->nr_top + 1, sizeof(*fdpaths));
+	int n;
+
+	if (!in || !teps || !paths || !fdpaths)
+		goto out;
+	for (int si = 0; si < ss->nr; si++)
+		if (ss->s[si].owner) {
+			int top = ss->s[si].top;
+
+			in[top] = ss->s[si].in;
+			teps[top] = hgt_input_tep(in[top]);
+			paths[top] = hgt__par_path(in[top], fdpaths[top]);
+		}
+	n = hgt__par_workers(in, ss->nr_top);
+	if (n)
+		ss->par = hgt__par_new(n, paths, teps, ss->nr_top, HGT_OPEN_QUIET, false, km, &ops);
+out:
+	free(in);
+	free(teps);
+	free(paths);
+	free(fdpaths);
+}
+
+/* Record @rec of CPU @cpu of source @si: planned, and queued for a worker or written. */
+static int one_record(struct session *ss, int si, int cpu, struct tep_record *rec)
+{
+	struct src *s = &ss->s[si];
+	struct plan pl;
+
+	if (ss->par) {
+		int ret = hgt__par_comms(ss->par, s->top, hgt_input_tep(s->in), rec);
+
+		if (ret == 1) { /* a plugin with state: the rest written here, in order */
+			ret = hgt__par_finish(ss->par);
+			hgt__par_free(ss->par);
+			ss->par = NULL;
+		}
+		if (ret < 0)
+			return ret;
+	}
+	plan_record(ss, si, cpu, rec, &pl);
+	if (ss->par)
+		return hgt__par_add(ss->par, si, rec, false, 0, &pl, plan_size(&pl));
+	render(ss->mk, si, cpu, rec, &pl);
+	flush_out(ss->mk, false);
+	return 0;
+}
+
+/* The processes, before any event. */
+static void processes(struct exporter *x, const struct session *ss)
+{
+	if (!x->pb)
+		put_s(&x->o, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	for (int i = 0; i < ss->nr; i++) {
+		if (x->pb) {
+			pb_track(x, i, 0, 0, ss->s[i].name);
+			continue;
+		}
+		begin(x, "M", i + 1, 0);
+		put_s(&x->o, ",\"name\":\"process_name\",\"args\":{\"name\":");
+		put_json(&x->o, ss->s[i].name);
+		put_s(&x->o, "}}");
+		begin(x, "M", i + 1, 0);
+		put_s(&x->o, ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":");
+		put_i64(&x->o, i);
+		put_s(&x->o, "}}");
+	}
+}
+
+/* Every record of the session, then the slices still open. */
+static int records(struct session *ss, struct hgt_merge *m)
+{
+	struct tep_record *rec;
+	void *user;
+	int src, ret;
+
+	while ((ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
+		intptr_t u = (intptr_t)user;
+
+		ret = one_record(ss, (int)(u / 65536), (int)(u % 65536), rec);
+		if (ret < 0)
+			break;
+	}
+	if (ss->par) {
+		int pret = hgt__par_finish(ss->par);
+
+		if (pret && ret >= 0)
+			ret = pret;
+	}
+	for (int si = 0; ret >= 0 && si < ss->nr; si++)
+		for (int c = 0; c < ss->s[si].nr_cpus; c++) {
+			struct plan pl;
+
+			plan_end(ss, si, c, !si && !c, &pl);
+			render(ss->mk, si, c, NULL, &pl);
+		}
 	return ret;
 }
 
 static int export_session(const struct hgt_export_opts *opts, bool pb)
 {
 	struct hgt_export_opts o = { 0 };
-	struct exporter x = { .first = true, .pb = pb };
+	struct session ss = { .pb = pb };
 	struct hgt__kvm_funcs kf = { 0 };
+	struct hgt__kvm_map km = { 0 };
+	struct tep_handle **teps;
 	struct hgt_merge *m;
-	struct tep_record *rec;
-	void *user;
-	int src, ret;
+	int ret;
 
 	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o))
 		return -EINVAL;
 	memcpy(&o, opts, opts->sz);
 	if (!o.out || o.nr_inputs < 1)
 		return -EINVAL;
-	x.out = o.out;
+	ss.out = o.out;
 	m = hgt_merge_new();
 	if (!m)
 		return -ENOMEM;
-	trace_seq_init(&x.seq);
-	x.memo = hgt__info_memo_new(); /* NULL: every text printed */
-	ret = open_sources(&x, &o, m);
+	ret = open_sources(&ss, &o, m);
+	teps = ret ? NULL : calloc((size_t)ss.nr + 1, sizeof(*teps));
+	for (int si = 0; teps && si < ss.nr; si++)
+		teps[si] = hgt_input_tep(ss.s[si].in);
+	ss.mk = teps ? maker_new(&ss, teps) : NULL;
+	if (!ss.mk) {
+		free(teps);
+		ret = ret ? ret : -ENOMEM;
+	}
 	if (!ret) {
-		if (!pb)
-			put_s(&x.o, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-		for (int i = 0; i < x.nr; i++) {
-			if (pb) {
-				pb_track(&x, i, 0, 0, x.s[i].name);
-				continue;
-			}
-			begin(&x, "M", i + 1, 0);
-			put_s(&x.o, ",\"name\":\"process_name\",\"args\":{\"name\":");
-			put_json(&x.o, x.s[i].name);
-			put_s(&x.o, "}}");
-			begin(&x, "M", i + 1, 0);
-			put_s(&x.o, ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":");
-			put_i64(&x.o, i);
-			put_s(&x.o, "}}");
-		}
-		ret = kvm_funcs(&x, &kf);
+		processes(ss.mk, &ss);
+		ret = kvm_funcs(&ss, &kf, &km);
 		hgt__kvm_funcs_set(kf.n ? &kf : NULL);
-		/* the inputs are open (their format checks forked, if any): now a thread */
-		x.bw = hgt__bgwrite_start(x.out);
-		while (ret >= 0 && (ret = hgt_merge_next(m, &rec, &user, &src)) > 0) {
-			intptr_t u = (intptr_t)user;
-
-			event(&x, (int)(u / 65536), (int)(u % 65536), rec);
-			flush_out(&x, false);
-		}
+		/* the inputs are open (their format checks forked, if any): now threads */
+		ss.bw = hgt__bgwrite_start(ss.out);
+		flush_out(ss.mk, true); /* the processes before any worker's batch */
+		if (!ret)
+			par_start(&ss, &km);
+		if (!ret)
+			ret = records(&ss, m);
+		hgt__par_free(ss.par);
 		hgt__kvm_funcs_set(NULL);
-		finish_tracks(&x);
 		if (!pb)
-			put_s(&x.o, "\n]}\n");
-		if (!x.o.oom)
-			flush_out(&x, true);
-		hgt__bgwrite_end(x.bw);
-		if (!ret && (x.ev.oom || x.sub.oom || x.o.oom || x.interned.oom || x.entry.oom))
+			put_s(&ss.mk->o, "\n]}\n");
+		if (!ss.mk->o.oom)
+			flush_out(ss.mk, true);
+		hgt__bgwrite_end(ss.bw);
+		if (!ret && maker_oom(ss.mk))
 			ret = -ENOMEM;
-		if (!ret && (fflush(x.out) || ferror(x.out)))
+		if (!ret && (fflush(ss.out) || ferror(ss.out)))
 			ret = hgt__errorf(EIO, "export: write failed: %s", strerror(errno));
 	}
-	free(x.ev.p);
-	free(x.sub.p);
-	free(x.o.p);
+	maker_free(ss.mk);
 	free(kf.pid);
 	free(kf.tep);
-	intern_free(&x);
-	for (int i = 0; i < ADDR_SLOTS; i++)
-		free(x.json_by_addr[i].json);
-	trace_seq_destroy(&x.seq);
-	hgt__info_memo_free(x.memo);
+	free(km.top);
 	hgt_merge_free(m);
-	free_sources(&x);
+	free_sources(&ss);
 	return ret < 0 ? ret : 0;
 }
 

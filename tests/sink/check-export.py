@@ -2,7 +2,9 @@
 """Check `hgtrace export` JSON against trace-cmd's report of the same files.
 
 Usage: check-export.py OUT.json TRACE_CMD_REPORT.txt [--guest-mode] [--tcg PID=VCPU,...]
-TRACE_CMD_REPORT.txt is `trace-cmd report -t -i F1 [-i F2 ...]` (file column when several).
+                       [--raw TRACE_CMD_RAW_REPORT.txt]
+TRACE_CMD_REPORT.txt is `trace-cmd report -t -i F1 [-i F2 ...]` (file column when several);
+the raw one the same with -R (each event's fields as name=value).
 Prints one line per check; exits 1 on the first failed one.
 """
 import json, re, sys
@@ -42,6 +44,66 @@ if got != want:
         sum(extra.values()), list(extra)[:1], sum(missing.values()), list(missing)[:1]))
 print("ok every one of %d instants has trace-cmd's comm-pid and text (args common_comm, common_pid, common_info)"
       % sum(want.values()))
+# and its fields: each of an instant's args but the common_ ones has the value trace-cmd's
+# raw report (-R) prints for that field: numbers (decimal or hex there) equal, strings equal
+if "--raw" in sys.argv:
+    raw = {}
+    for k in report_events(sys.argv[sys.argv.index("--raw") + 1], procs[min(procs)], text=True):
+        raw.setdefault(k[:4], []).append(k[5])
+
+    def raw_fields(text, names):
+        """The value of each of @names in @text ("a=1 b=x y c=0x3"), by where each name=
+        starts, in order."""
+        at, pos = [], 0
+        for n in names:
+            j = 0 if pos == 0 and text.startswith(n + "=") else text.find(" " + n + "=", pos) + 1
+            if j <= 0 and not (j == 0 and pos == 0 and text.startswith(n + "=")):
+                return None
+            at.append((n, j))
+            pos = j + len(n) + 1
+        return {n: text[j + len(n) + 1:(at[i + 1][1] - 1 if i + 1 < len(at) else len(text))].strip()
+                for i, (n, j) in enumerate(at)}
+
+    def number(r):
+        try:
+            return int(r, 16) if r.lower().startswith(("0x", "-0x")) else int(r, 10)
+        except ValueError:
+            return None
+
+    def same(j, r):
+        """JSON value @j against trace-cmd's @r: None when trace-cmd printed a number as a
+        symbol (a function pointer's name), which is not compared."""
+        if isinstance(j, str):
+            return j.strip() == r
+        v = number(r)
+        if v is None:
+            return None
+        return v == j or any(j < 0 and j % (1 << b) == v for b in (8, 16, 32, 64))
+
+    nf = nev = nsym = 0
+    for e in evs:
+        if e["ph"] != "i":
+            continue
+        names = [k for k in e["args"] if not k.startswith("common_")]
+        if not names:
+            continue
+        key = (procs[e["pid"]], (e["tid"] - 1) // 3, ns(e["ts"]), e["name"])
+        texts = raw.get(key)
+        if not texts:
+            fail("instant %s: not in trace-cmd's raw report" % (key,))
+        vals = [raw_fields(t, names) for t in texts]
+        ok = [v for v in vals if v and all(same(e["args"][n], v[n]) is not False for n in names)]
+        if not ok:
+            fail("instant %s: fields %s, trace-cmd's raw report: %s" % (
+                key, {n: e["args"][n] for n in names}, texts))
+        sym = sum(same(e["args"][n], ok[0][n]) is None for n in names)
+        nsym += sym
+        nf += len(names) - sym
+        nev += 1
+    if nev < 100:
+        fail("only %d instants with fields" % nev)
+    print("ok %d fields of %d instants have the values trace-cmd's raw report prints (%d it "
+          "prints as symbols not compared)" % (nf, nev, nsym))
 # complete events: none overlaps another of its thread
 threads = {}
 for e in evs:

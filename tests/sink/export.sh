@@ -9,7 +9,8 @@
 # the vCPU threads' running intervals trace-cmd's sched_switch lines show; x86-tsc cycles
 # are ns at the timers' rate (or --ts2secs), both as trace-cmd's --ts2secs prints them.
 # Checks in check-export.py. The same for --format perfetto, decoded with Google's
-# protobuf library.
+# protobuf library. The host + guest pairs are exported by worker threads (HGT_THREADS=3:
+# whatever the size), the single files by the main thread alone (small: no workers).
 # Usage: export.sh HGTRACE
 HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,9 +33,10 @@ check() { # WHAT JSON TRACE-CMD-REPORT [--guest-mode]
 simulate s --vcpus 4 --seed 3 || tap_fail "simulate"
 # shellcheck disable=SC2086
 "$HGTRACE" attach -s "$off" s-host.dat s-guest.dat $pids > /dev/null || tap_fail "attach"
-if "$HGTRACE" export -o s.json s-host.dat s-guest.dat 2> err.txt; then
+if HGT_THREADS=3 "$HGTRACE" export -o s.json s-host.dat s-guest.dat 2> err.txt; then
 	trace-cmd report -t -i s-host.dat -i s-guest.dat > s.tc 2> /dev/null
-	check "host + guest" s.json s.tc --guest-mode
+	trace-cmd report -R -t -i s-host.dat -i s-guest.dat > s.raw 2> /dev/null
+	check "host + guest" s.json s.tc --guest-mode --raw s.raw
 else
 	tap_fail "export host + guest: $(cat err.txt)"
 fi
@@ -46,7 +48,8 @@ for f in tsc mono local-v7none tsc-v6 inst; do
 		hz=$(python3 "$here/lib/timer-rate.py" "$f.tc")
 		case $f in tsc*) [ -n "$hz" ] || tap_fail "$f.dat: no timer rate in trace-cmd's report" ;; esac
 		[ -n "$hz" ] && trace-cmd report -t --ts2secs "$hz" "$here/data/$f.dat" > "$f.tc" 2> /dev/null
-		check "$f.dat${hz:+ (ns at the rate of its timers, $hz Hz)}" "$f.json" "$f.tc"
+		trace-cmd report -R -t ${hz:+--ts2secs "$hz"} "$here/data/$f.dat" > "$f.raw" 2> /dev/null
+		check "$f.dat${hz:+ (ns at the rate of its timers, $hz Hz)}" "$f.json" "$f.tc" --raw "$f.raw"
 	else
 		tap_fail "export $f.dat: $(cat err.txt)"
 	fi
@@ -67,7 +70,7 @@ tcgmap=$(trace-cmd dump --options t-host.dat 2> /dev/null |
 	sed -n 's/^ *\([0-9]*\) \([1-9][0-9]*\) \[guest cpu, host pid\]/\2=\1/p' | paste -sd,)
 [ "$(echo "$tcgmap" | tr ',' '\n' | grep -c .)" = 3 ] || tap_fail "trace-cmd dump: vCPU threads '$tcgmap'"
 trace-cmd report -t -i t-host.dat -i t-guest.dat > t.tc 2> /dev/null
-if "$HGTRACE" export -o t.json t-host.dat t-guest.dat 2> err.txt; then
+if HGT_THREADS=3 "$HGTRACE" export -o t.json t-host.dat t-guest.dat 2> err.txt; then
 	check "TCG host + guest" t.json t.tc --tcg "$tcgmap"
 else
 	tap_fail "export TCG host + guest: $(cat err.txt)"
@@ -107,16 +110,18 @@ check_rc=$("$HGTRACE" export --format protobuf s-host.dat > /dev/null 2> err.txt
 if command -v protoc > /dev/null && /usr/bin/python3 -c 'import google.protobuf' 2> /dev/null; then
 	protoc --python_out=. -I"$here/sink" "$here/sink/perfetto.proto"
 	for f in s t tsc inst b; do
+		threads=
 		case $f in
-		s | t) set -- $f-host.dat $f-guest.dat ;;
+		s | t) set -- $f-host.dat $f-guest.dat && threads=3 ;;
 		b) set -- b-host.dat ;;
 		*) set -- "$here/data/$f.dat" ;;
 		esac
-		if "$HGTRACE" export --format perfetto -o "$f.pftrace" "$@" 2> err.txt &&
+		if env ${threads:+HGT_THREADS=$threads} "$HGTRACE" export --format perfetto -o "$f.pftrace" "$@" 2> err.txt &&
 			PYTHONPATH=. /usr/bin/python3 "$here/sink/perfetto-to-json.py" "$f.pftrace" "$f.pf.json" > dec.txt 2>&1; then
 			tap_ok "perfetto $f: $(cat dec.txt)"
 			# shellcheck disable=SC2046
 			check "perfetto $f" "$f.pf.json" "$f.tc" $([ $f = s ] && echo --guest-mode) \
+				$([ -e $f.raw ] && echo --raw $f.raw) \
 				$([ $f = t ] && echo --tcg "$tcgmap")
 		else
 			tap_fail "perfetto $f: $(cat err.txt dec.txt)"
