@@ -61,6 +61,7 @@ struct src {
 };
 
 #define ADDR_SLOTS 1024 /* power of two */
+#define EV_SLOTS 256	/* power of two */
 
 /* The session: its sources, each CPU's state, where it goes. */
 struct session {
@@ -112,6 +113,14 @@ struct exporter {
 	struct trace_seq seq;
 	struct hgt__info_memo *memo; /* info texts of payloads seen before (NULL: none) */
 	bool first;		     /* no event written yet: no comma before the next */
+	int *type_off;		     /* per source: hgt__type_offset() of its handle */
+	/* events by type id, as found last in each slot: tep_find_event() keeps one and
+	 * bisects for the others, 9% of an export's time */
+	struct {
+		struct tep_handle *tep;
+		int id;
+		struct tep_event *ev;
+	} evc[EV_SLOTS];
 };
 
 /* ---- protobuf encoding ---- */
@@ -420,35 +429,71 @@ static void pb_track(struct exporter *x, int si, int cpu, int kind, const char *
 	pb_packet(x, PKT_TRACK_DESCRIPTOR, false, 0);
 }
 
-/* @v in decimal, as printf's %llu (at least @digits digits, zeros before) */
+static const char pairs[] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+
+/* the number of decimal digits of @v */
+static inline int ndigits(unsigned long long v)
+{
+	static const unsigned long long pow10[20] = {
+		1ULL,
+		10ULL,
+		100ULL,
+		1000ULL,
+		10000ULL,
+		100000ULL,
+		1000000ULL,
+		10000000ULL,
+		100000000ULL,
+		1000000000ULL,
+		10000000000ULL,
+		100000000000ULL,
+		1000000000000ULL,
+		10000000000000ULL,
+		100000000000000ULL,
+		1000000000000000ULL,
+		10000000000000000ULL,
+		100000000000000000ULL,
+		1000000000000000000ULL,
+		10000000000000000000ULL,
+	};
+	int t = ((64 - __builtin_clzll(v | 1)) * 1233) >> 12; /* log10 from log2, or one more */
+
+	return v ? t + 1 - (v < pow10[t]) : 1;
+}
+
+/*
+ * @v in decimal, as printf's %llu (at least @digits digits, zeros before, at most 24).
+ * Written from its end straight into the output: digits made in a buffer of their own and
+ * copied out of it whole stalled on each copy (a 16-byte load of bytes just stored two at
+ * a time is not forwarded from the stores).
+ */
 static void put_u64(struct hgt__blob *o, unsigned long long v, int digits)
 {
-	static const char pairs[] =
-		"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
-	char b[48]; /* the digits end at 24: 24 bytes from any start can be copied whole */
-	int i = 24;
-	size_t n;
+	char tmp[24], *p, *e;
+	int n = ndigits(v);
+	size_t d = (size_t)(n < digits ? (digits < 24 ? digits : 24) : n);
+	unsigned long long r;
 
-	while (v >= 100) { /* two digits a division */
-		unsigned int r = (unsigned int)(v % 100);
-
-		v /= 100;
-		i -= 2;
-		memcpy(b + i, pairs + 2 * r, 2);
+	p = o->p && o->cap - o->len >= sizeof(tmp) ? (char *)o->p + o->len : tmp;
+	e = p + d;
+	for (; v >= 100; v /= 100) { /* two digits a division */
+		r = v % 100;
+		e -= 2;
+		memcpy(e, pairs + 2 * r, 2);
 	}
-	do {
-		b[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (24 - i < digits && i > 0)
-		b[--i] = '0';
-	n = 24 - (size_t)i;
-	if (o->p && o->cap - o->len >= 24) { /* a fixed-size copy, inlined; n of it kept */
-		memcpy(o->p + o->len, b + i, 24);
-		o->len += n;
+	if (v >= 10) {
+		e -= 2;
+		memcpy(e, pairs + 2 * v, 2);
 	} else {
-		hgt__blob_add(o, b + i, n);
+		*--e = (char)('0' + v);
 	}
+	while (e > p) /* the zeros before */
+		*--e = '0';
+	if (p == tmp)
+		hgt__blob_add(o, tmp, d);
+	else
+		o->len += d;
 }
 
 /* @v as printf's %lld */
@@ -648,6 +693,27 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_ev
 	}
 }
 
+/* tep_find_event_by_record() of source @si's handle in this context, remembered by id. */
+static struct tep_event *event_of(struct exporter *x, int si, struct tep_record *rec)
+{
+	struct tep_handle *tep = x->tep[si];
+	int off = x->type_off[si], id;
+	uint16_t t;
+
+	if (off < 0 || off + 2 > rec->size) {
+		id = tep_data_type(tep, rec);
+	} else {
+		memcpy(&t, (const uint8_t *)rec->data + off, 2);
+		id = t;
+	}
+	if (x->evc[id & (EV_SLOTS - 1)].tep != tep || x->evc[id & (EV_SLOTS - 1)].id != id) {
+		x->evc[id & (EV_SLOTS - 1)].tep = tep;
+		x->evc[id & (EV_SLOTS - 1)].id = id;
+		x->evc[id & (EV_SLOTS - 1)].ev = tep_find_event(tep, id);
+	}
+	return x->evc[id & (EV_SLOTS - 1)].ev;
+}
+
 /* The record as an instant on its CPU's events thread, with its fields and texts. */
 static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 		    struct tep_event *ev)
@@ -723,6 +789,34 @@ static size_t plan_size(const struct plan *pl)
 	return offsetof(struct plan, sl) + pl->nsl * sizeof(pl->sl[0]);
 }
 
+/* @n bytes of @p (up to a NUL) as a string in @buf of @size bytes: snprintf's "%.*s" without
+ * its cost (a comm at each sched_switch) */
+static void copy_name(char *buf, size_t size, const char *p, size_t n)
+{
+	size_t l = strnlen(p, n < size - 1 ? n : size - 1);
+
+	memcpy(buf, p, l);
+	buf[l] = 0;
+}
+
+/* "vCPU @v" in @buf (32 bytes) */
+static void vcpu_name(char *buf, int v)
+{
+	unsigned int u = v < 0 ? 0u - (unsigned int)v : (unsigned int)v;
+	char d[16];
+	int i = 16;
+
+	do {
+		d[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		d[--i] = '-';
+	memcpy(buf, "vCPU ", 5);
+	memcpy(buf + 5, d + i, (size_t)(16 - i));
+	buf[5 + 16 - i] = 0;
+}
+
 /* Whether thread @kind of track @t is named now (true the first time). */
 static bool plan_name(struct track *t, int kind)
 {
@@ -750,7 +844,7 @@ static void plan_slice(struct plan *pl, struct track *t, int kind, const char *n
 	sl->kind = (uint8_t)kind;
 	sl->key = (uint8_t)key;
 	sl->named = plan_name(t, kind);
-	snprintf(sl->name, sizeof(sl->name), "%s", name);
+	copy_name(sl->name, sizeof(sl->name), name, sizeof(sl->name));
 }
 
 static int vcpu_of(const struct src *s, int pid)
@@ -775,7 +869,7 @@ static void plan_tcg_switch(struct src *s, struct track *t, struct tep_record *r
 							  : 0;
 		char name[32];
 
-		snprintf(name, sizeof(name), "vCPU %d", vp);
+		vcpu_name(name, vp);
 		if (from && rec->ts > from)
 			plan_slice(pl, t, TID_GUEST, name, from, rec->ts, -1, KEY_SWITCH);
 		t->guest_start = 0;
@@ -798,7 +892,7 @@ static void plan_switch(struct src *s, struct track *t, struct tep_record *rec, 
 		t->pid = (int)hgt__field_num(s->prev_pid, rec);
 		t->comm[0] = 0;
 		if (pc && hgt__field_str(rec, pc, &p, &n))
-			snprintf(t->comm, sizeof(t->comm), "%.*s", (int)n, p);
+			copy_name(t->comm, sizeof(t->comm), p, n);
 	}
 	plan_slice(pl, t, TID_TASKS, t->comm[0] ? t->comm : "?", t->run_start, rec->ts, t->pid,
 		   KEY_NONE);
@@ -806,7 +900,7 @@ static void plan_switch(struct src *s, struct track *t, struct tep_record *rec, 
 	t->pid = (int)hgt__field_num(s->next_pid, rec);
 	t->comm[0] = 0;
 	if (nc && hgt__field_str(rec, nc, &p, &n))
-		snprintf(t->comm, sizeof(t->comm), "%.*s", (int)n, p);
+		copy_name(t->comm, sizeof(t->comm), p, n);
 }
 
 static void plan_record(struct session *ss, int si, int cpu, struct tep_record *rec,
@@ -814,7 +908,7 @@ static void plan_record(struct session *ss, int si, int cpu, struct tep_record *
 {
 	struct src *s = &ss->s[si];
 	struct track *t = &s->tr[cpu];
-	struct tep_event *ev = tep_find_event_by_record(hgt_input_tep(s->in), rec);
+	struct tep_event *ev = event_of(ss->mk, si, rec); /* the main thread's handles */
 
 	/* a Perfetto sequence's interned strings start again every batch of the parallel
 	 * path, and where it ends */
@@ -839,7 +933,7 @@ static void plan_record(struct session *ss, int si, int cpu, struct tep_record *
 	} else if (ev && ev == s->exit_ && t->guest_start) {
 		char name[32];
 
-		snprintf(name, sizeof(name), "vCPU %d", t->vcpu);
+		vcpu_name(name, t->vcpu);
 		plan_slice(pl, t, TID_GUEST, name, t->guest_start, rec->ts, -1, KEY_EXIT);
 		t->guest_start = 0;
 	}
@@ -866,7 +960,7 @@ static void render(struct exporter *x, int si, int cpu, struct tep_record *rec,
 		   const struct plan *pl)
 {
 	static const char *const keys[] = { NULL, "switch", "exit" };
-	struct tep_event *ev = rec ? tep_find_event_by_record(x->tep[si], rec) : NULL;
+	struct tep_event *ev = rec ? event_of(x, si, rec) : NULL;
 
 	if (pl->reset)
 		intern_reset(x);
@@ -1086,6 +1180,13 @@ static struct exporter *maker_new(const struct session *ss, struct tep_handle **
 	x->pb = ss->pb;
 	x->first = true;
 	x->tep = teps;
+	x->type_off = calloc((size_t)ss->nr + 1, sizeof(*x->type_off));
+	if (!x->type_off) {
+		free(x);
+		return NULL;
+	}
+	for (int si = 0; si < ss->nr; si++)
+		x->type_off[si] = hgt__type_offset(teps[si]);
 	trace_seq_init(&x->seq);
 	x->memo = hgt__info_memo_new(); /* NULL: every text printed */
 	return x;
@@ -1103,6 +1204,7 @@ static void maker_free(struct exporter *x)
 		free(x->json_by_addr[i].json);
 	trace_seq_destroy(&x->seq);
 	hgt__info_memo_free(x->memo);
+	free(x->type_off);
 	free(x->tep);
 	free(x);
 }

@@ -4,11 +4,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <traceevent/event-parse.h>
 
 #include "../common/common-local.h"
 #include "../private/report.h"
+
+/* Whether the 16 bytes at @p are all kept as they are by hgt__json_blob() (printable
+ * ASCII but '"', '\\' and '<'; no NUL). */
+static inline bool plain16(const char *p)
+{
+#ifdef __SSE2__
+	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+	/* signed: below 0x20 is a control byte or one of 0x80-0xff */
+	__m128i bad = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+				   _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)));
+
+	bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+	bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+	bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('<')));
+	return !_mm_movemask_epi8(bad);
+#else
+	(void)p;
+	return false; /* byte by byte */
+#endif
+}
 
 /**
  * hgt__json_blob - @n bytes of @p (up to a NUL) as a JSON string appended to @b: bytes
@@ -24,22 +47,36 @@ void hgt__json_blob(struct hgt__blob *b, const char *p, size_t n)
 		/* '<' */ [0x3d ... 0x5b] = 1,
 		/* '\\' */ [0x5d ... 0x7e] = 1,
 	};
-	size_t i = 0, run = 0;
+	static const char hex[] = "0123456789abcdef";
+	size_t i = 0, run = 0, bytewise = 0; /* bytes before @bytewise: one at a time */
 	char esc[8];
 
 	hgt__blob_add(b, "\"", 1);
 	for (; i < n && p[i]; i++) {
-		unsigned char c = (unsigned char)p[i];
+		unsigned char c;
 
+		if (i >= bytewise) { /* most text: 16 plain bytes at a time */
+			while (i + 16 <= n && plain16(p + i))
+				i += 16;
+			bytewise = i + 16; /* one of these is not plain, or the end is near */
+			if (i >= n || !p[i])
+				break;
+		}
+		c = (unsigned char)p[i];
 		if (plain[c])
 			continue; /* put with the run it belongs to */
 		hgt__blob_add(b, p + run, i - run);
 		run = i + 1;
-		if (c == '"' || c == '\\')
-			snprintf(esc, sizeof(esc), "\\%c", c);
-		else
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-		hgt__blob_add(b, esc, strlen(esc));
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			hgt__blob_add(b, esc, 2);
+		} else { /* \u00XX */
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			hgt__blob_add(b, esc, 6);
+		}
 	}
 	hgt__blob_add(b, p + run, i - run);
 	hgt__blob_add(b, "\"", 1);

@@ -286,9 +286,12 @@ const char *hgt__par_path(const struct hgt_input *in, char buf[32])
 	return access(buf, R_OK) ? hgt_input_path(in) : buf;
 }
 
-/* Where the 2-byte common_type lies in @tep's records when it can be read straight (file
- * and machine little endian), else -1: tep_data_type() looks the field up every time. */
-static int type_offset(struct tep_handle *tep)
+/**
+ * hgt__type_offset - where the 2-byte common_type lies in @tep's records when it can be
+ * read straight (file and machine little endian), else -1: tep_data_type() looks the
+ * field up every time.
+ */
+int hgt__type_offset(struct tep_handle *tep)
 {
 	struct tep_event *ev = tep_get_events_count(tep) ? tep_get_event(tep, 0) : NULL;
 	struct tep_format_field *f = ev ? tep_find_common_field(ev, "common_type") : NULL;
@@ -362,7 +365,7 @@ struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths,
 		if (!p->paths[i] || !p->kinds[i])
 			goto fail;
 		p->funcs_from[i] = teps[i];
-		p->type_off[i] = type_offset(teps[i]);
+		p->type_off[i] = hgt__type_offset(teps[i]);
 		tep_find_function(teps[i], 0); /* builds the function map, here, once */
 	}
 	p->open_flags = open_flags;

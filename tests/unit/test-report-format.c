@@ -151,12 +151,69 @@ static void test_json_escapes_every_byte(void **state)
 	free(b.p);
 }
 
+/* The rule of test_json_escapes_every_byte, byte by byte, for the test below. */
+static size_t json_by_rule(char *out, const char *p, size_t n)
+{
+	size_t o = 0;
+
+	out[o++] = '"';
+	for (size_t i = 0; i < n && p[i]; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == '"' || c == '\\')
+			o += (size_t)sprintf(out + o, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f || c == '<')
+			o += (size_t)sprintf(out + o, "\\u%04x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o++] = '"';
+	return o;
+}
+
+/* hgt__json_blob() reads plain text 16 bytes at a time: a byte to escape (or a NUL) at
+ * every place of plain strings of 1 to 50 bytes, read whole or cut short by @n, is escaped
+ * where the rule says, nothing after a NUL is kept, nothing past @n is read into it. */
+static void test_json_escapes_anywhere(void **state)
+{
+	static const unsigned char special[] = { '"', '\\', '<', 0x01, 0x1f, 0x7f, 0x80, 0xff, 0 };
+	struct hgt__blob b = { 0 };
+	char text[64], want[64 * 6 + 3];
+	int checked = 0;
+
+	(void)state;
+	for (size_t len = 1; len <= 50; len++)
+		for (size_t k = 0; k < len; k++)
+			for (size_t s = 0; s < sizeof(special); s++)
+				for (size_t n = k; n <= len; n += len - k ? len - k : 1) {
+					size_t wl;
+
+					for (size_t i = 0; i < len; i++)
+						text[i] = (char)('a' + i % 26);
+					text[k] = (char)special[s];
+					b.len = 0;
+					hgt__json_blob(&b, text, n);
+					wl = json_by_rule(want, text, n);
+					assert_false(b.oom);
+					if (b.len != wl || memcmp(b.p, want, wl))
+						fail_msg(
+							"0x%02x at %zu of %zu bytes, %zu read: %.*s, not %.*s",
+							special[s], k, len, n, (int)b.len,
+							(char *)b.p, (int)wl, want);
+					checked++;
+				}
+	print_message("# json: %d strings, a byte to escape at each place of each length\n",
+		      checked);
+	free(b.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_time_matches_libtraceevent),
 		cmocka_unit_test(test_latency_matches_libtraceevent),
 		cmocka_unit_test(test_json_escapes_every_byte),
+		cmocka_unit_test(test_json_escapes_anywhere),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
