@@ -93,7 +93,7 @@ struct hgt__par {
 	unsigned int open_flags;
 	bool nsec;
 	struct hgt__kvm_map kvm_map;
-	/* the main thread's: each event type's kind (HGT__K_*), per top input and type id;
+	/* the main thread's: each event type's kind (K_*), per top input and type id;
 	 * where a record's 2-byte type lies in each input (-1: asked of libtraceevent) */
 	uint8_t **kinds;
 	int *type_off;
