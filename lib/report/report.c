@@ -680,8 +680,13 @@ static int par_queue(struct report *r, struct par_state *ps, struct handle *h,
 		     struct tep_record *rec, bool boundary)
 {
 	int top = ps->hs[h - r->h].top;
-	int ret = hgt__par_comms(ps->par, top, hgt_input_tep(h->in), rec);
 	unsigned long long prev = r->last_ts;
+	int ret = 0;
+
+	/* -R prints fields, no plugin runs: none registers a comm or keeps state (a comm only
+	 * a sched_switch names stays "<...>", as trace-cmd report -R prints it) */
+	if (!r->o->raw)
+		ret = hgt__par_comms(ps->par, top, hgt_input_tep(h->in), rec);
 
 	if (ret == 1) {
 		ret = hgt__par_finish(ps->par);
