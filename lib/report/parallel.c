@@ -302,6 +302,20 @@ int hgt__type_offset(struct tep_handle *tep)
 	return f->offset;
 }
 
+/**
+ * hgt__record_type - tep_data_type(@tep, @rec), read at @off (hgt__type_offset()) when the
+ * record holds it.
+ */
+int hgt__record_type(struct tep_handle *tep, int off, struct tep_record *rec)
+{
+	uint16_t t;
+
+	if (off < 0 || off + 2 > rec->size)
+		return tep_data_type(tep, rec);
+	memcpy(&t, (const uint8_t *)rec->data + off, 2);
+	return t;
+}
+
 /* Each context's inputs and formatting context, and the main thread's own opened. */
 static int contexts_new(struct hgt__par *p, int nr_workers)
 {
@@ -565,17 +579,8 @@ static int plugin_comm(struct hgt__par *p, struct tep_handle *tep, int top, stru
  */
 int hgt__par_comms(struct hgt__par *p, int top, struct tep_handle *tep, struct tep_record *rec)
 {
-	int off = p->type_off[top], type;
-	uint8_t *k;
-	uint16_t t;
+	uint8_t *k = &p->kinds[top][hgt__record_type(tep, p->type_off[top], rec) & 0xffff];
 
-	if (off < 0 || off + 2 > rec->size) {
-		type = tep_data_type(tep, rec);
-	} else {
-		memcpy(&t, (const uint8_t *)rec->data + off, 2);
-		type = t;
-	}
-	k = &p->kinds[top][type & 0xffff];
 	if (*k == K_UNSEEN)
 		*k = (uint8_t)classify(tep, rec);
 	switch (*k) {
