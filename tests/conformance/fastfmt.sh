@@ -70,12 +70,7 @@ done
 # 3. A recording of every event this kernel has, made now: hundreds of print formats the
 # committed recordings do not have (block, kmem, net, workqueue, ...).
 if why=$(tracefs_ready); then
-	(
-		flock 9
-		trace-cmd record -d --no-filter -e all -o all.dat -- sh -c \
-			'ls -R /usr/share/doc/coreutils > /dev/null; dd if=/dev/zero of=dd.out bs=4k count=50 conv=fsync 2> /dev/null; rm -f dd.out; sleep 0.05' \
-			> record.log 2>&1
-	) 9> /tmp/hgtrace-tracefs-top.lock
+	record_all_events all.dat record.log
 	if [ -s all.dat ]; then
 		kinds=$(trace-cmd report all.dat 2> /dev/null | awk '{ for (i = 1; i < NF; i++)
 			if ($i ~ /^[0-9]+\.[0-9]+:$/) { print $(i + 1); break } }' | sort -u | wc -l)

@@ -57,6 +57,18 @@ record_top() {
 	[ -s "$out" ]
 }
 
+# record_all_events OUT LOG: trace-cmd record -e all on the top instance (under its lock),
+# with a workload of file system walks, block writes and small processes.
+record_all_events() {
+	(
+		flock 9
+		trace-cmd record -d --no-filter -e all -o "$1" -- sh -c \
+			'ls -R /usr/share/doc/coreutils > /dev/null; dd if=/dev/zero of=dd.out bs=4k count=50 conv=fsync 2> /dev/null; rm -f dd.out; sleep 0.05' \
+			> "$2" 2>&1
+	) 9> /tmp/hgtrace-tracefs-top.lock
+	[ -s "$1" ]
+}
+
 # record_instance_overrun OUT NAME: an instance with a tiny buffer, filled until it overruns,
 # then extracted (trace-cmd extract -B deletes the instance).
 record_instance_overrun() {

@@ -2,9 +2,11 @@
 """Check `hgtrace export` JSON against trace-cmd's report of the same files.
 
 Usage: check-export.py OUT.json TRACE_CMD_REPORT.txt [--guest-mode] [--tcg PID=VCPU,...]
-                       [--raw TRACE_CMD_RAW_REPORT.txt]
+                       [--raw TRACE_CMD_RAW_REPORT.txt --formats DUMP.txt [--want-negative]]
 TRACE_CMD_REPORT.txt is `trace-cmd report -t -i F1 [-i F2 ...]` (file column when several);
-the raw one the same with -R (each event's fields as name=value).
+the raw one the same with -R (each event's fields as name=value); DUMP.txt is `trace-cmd
+dump --events` of each input, one after the other: the fields' sizes and signs, and the
+print formats by which libtraceevent prints a raw field.
 Prints one line per check; exits 1 on the first failed one.
 """
 import json, re, sys
@@ -46,7 +48,96 @@ print("ok every one of %d instants has trace-cmd's comm-pid and text (args commo
       % sum(want.values()))
 # and its fields: each of an instant's args but the common_ ones has the value trace-cmd's
 # raw report (-R) prints for that field: numbers (decimal or hex there) equal, strings equal
+def print_formats(path):
+    """From `trace-cmd dump --events` output: for each event name, {field: (size, signed,
+    conversion)}, the conversion (length and letter: "lx", "hd", ...) the print format gives
+    the field when one of its arguments is the field alone (REC->name), else None. Where it
+    is, libtraceevent's raw report (-R) prints the field with that conversion (an inode as
+    "%lx": hex, no 0x; a mode as "0%o": octal); else signed fields in decimal and unsigned
+    ones in decimal, or "0x" and hex for longs. Two inputs that disagree: a failure."""
+    import re
+    conv = re.compile(r"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|z|j|t|L)?([diouxXcspfeEgG%])")
+    fmts, name, fields = {}, None, {}
+
+    def split_args(a):
+        out, depth, cur, q = [], 0, "", False
+        for i, c in enumerate(a):
+            if q:
+                q = not (c == '"' and a[i - 1] != "\\")
+            elif c == '"':
+                q = True
+            elif c in "({[":
+                depth += 1
+            elif c in ")}]":
+                depth -= 1
+            elif c == "," and depth == 0:
+                out.append(cur.strip())
+                cur = ""
+                continue
+            cur += c
+        return out + [cur.strip()] if cur.strip() else out
+
+    def finish(text):
+        m = re.match(r'^"((?:[^"\\]|\\.)*)"\s*,?(.*)$', text)
+        # the format as libtraceevent parses it: pieces of text (None) and conversions
+        pieces, at = [], 0
+        for c in conv.finditer(m.group(1) if m else ""):
+            if c.group(5) == "%":
+                continue
+            if c.start() > at:
+                pieces.append(None)
+            pieces += [False] * ((c.group(2) == "*") + (c.group(3) == "*"))
+            pieces.append((c.group(4) or "") + c.group(5))
+            at = c.end()
+        if m and at < len(m.group(1)):
+            pieces.append(None)
+        args = split_args(m.group(2)) if m else []
+        convs = [p for p in pieces if p is not None]
+        # libtraceevent's raw print walks the pieces with a cursor: each field, in the
+        # format's order, takes the first conversion of it alone from the cursor on
+        # (round to the cursor again), and the cursor goes to the piece after it; past
+        # the last piece, the fields left print as libtraceevent's own
+        ents, k = [], 0
+        for p in pieces if len(args) == len(convs) else []:
+            if p is None:
+                ents.append((None, None))
+                continue
+            f = re.fullmatch(r"REC->(\w+)", args[k])
+            k += 1
+            if p:  # a "*" width is an argument of its conversion
+                ents.append((f.group(1) if f else None, p))
+        by, cur = {}, 0 if ents else None
+        for n in fields:
+            if n.startswith("common_") or cur is None:
+                continue
+            for k in list(range(cur, len(ents))) + list(range(cur)):
+                if ents[k][0] == n:
+                    by[n] = ents[k][1]
+                    cur = k + 1 if k + 1 < len(ents) else None
+                    break
+        got = {n: (sz, sg, by.get(n)) for n, (sz, sg) in fields.items()}
+        if name in fmts and fmts[name] != got:
+            fail("%s: two inputs' formats of event %s differ" % (path, name))
+        fmts[name] = got
+
+    for l in open(path, errors="replace"):
+        if l.startswith("name: "):
+            name, fields = l[6:].strip(), {}
+        f = re.match(r"^\s*field:.*?(\w+)(?:\[[^]]*\])?;\s*offset:\d+;\s*size:(\d+);\s*signed:(\d);", l)
+        if f and name:
+            fields[f.group(1)] = (int(f.group(2)), f.group(3) == "1")
+        if l.startswith("print fmt: ") and name:
+            finish(l[len("print fmt: "):].strip())
+            name = None
+    return fmts
+
+
 if "--raw" in sys.argv:
+    if "--formats" not in sys.argv:
+        fail("--raw needs --formats")
+    fmts = print_formats(sys.argv[sys.argv.index("--formats") + 1])
+    if len(fmts) < 5:
+        fail("only %d event formats in %s" % (len(fmts), sys.argv[sys.argv.index("--formats") + 1]))
     raw = {}
     for k in report_events(sys.argv[sys.argv.index("--raw") + 1], procs[min(procs)], text=True):
         raw.setdefault(k[:4], []).append(k[5])
@@ -64,23 +155,42 @@ if "--raw" in sys.argv:
         return {n: text[j + len(n) + 1:(at[i + 1][1] - 1 if i + 1 < len(at) else len(text))].strip()
                 for i, (n, j) in enumerate(at)}
 
-    def number(r):
+    def number(r, c):
+        """trace-cmd's text @r of a number printed with conversion @c (None: libtraceevent's
+        own, decimal or 0x and hex)."""
         try:
+            if c and c[-1] in "xX":
+                return int(r, 16)
+            if c and c[-1] == "o":
+                return int(r, 8)
+            if c and c[-1] in "diu":
+                return int(r, 10)
             return int(r, 16) if r.lower().startswith(("0x", "-0x")) else int(r, 10)
         except ValueError:
             return None
 
-    def same(j, r):
-        """JSON value @j against trace-cmd's @r: None when trace-cmd printed a number as a
-        symbol (a function pointer's name), which is not compared."""
+    def same(j, r, fmt):
+        """JSON value @j against trace-cmd's @r, the field being @fmt (size, signed,
+        conversion): None when trace-cmd printed a number as a symbol (a function pointer's
+        name), which is not compared. The JSON value is the field's, by its size and sign;
+        trace-cmd's is by the conversion: the same number, or, where the conversion is of
+        the other sign or narrower, the same bits as far as it reaches."""
         if isinstance(j, str):
             return j.strip() == r
-        v = number(r)
+        size, signed, c = fmt
+        v = number(r, c)
         if v is None:
             return None
-        return v == j or any(j < 0 and j % (1 << b) == v for b in (8, 16, 32, 64))
+        if j < 0 and not signed:
+            return False
+        if c is None:
+            return v == j
+        width = {"hh": 1, "h": 2, "l": 8, "ll": 8, "z": 8, "j": 8, "t": 8, "L": 8}.get(c[:-1], 4)
+        if (c[-1] in "di") == signed and width >= size:
+            return v == j
+        return (v - j) % (1 << (8 * min(size, width))) == 0
 
-    nf = nev = nsym = 0
+    nf = nev = nsym = nneg = 0
     for e in evs:
         if e["ph"] != "i":
             continue
@@ -91,19 +201,26 @@ if "--raw" in sys.argv:
         texts = raw.get(key)
         if not texts:
             fail("instant %s: not in trace-cmd's raw report" % (key,))
+        fm = fmts.get(e["name"])
+        if fm is None or any(n not in fm for n in names):
+            fail("instant %s: fields %s, not all in the format of %s" % (key, names, e["name"]))
         vals = [raw_fields(t, names) for t in texts]
-        ok = [v for v in vals if v and all(same(e["args"][n], v[n]) is not False for n in names)]
+        ok = [v for v in vals if v and all(same(e["args"][n], v[n], fm[n]) is not False for n in names)]
         if not ok:
             fail("instant %s: fields %s, trace-cmd's raw report: %s" % (
                 key, {n: e["args"][n] for n in names}, texts))
-        sym = sum(same(e["args"][n], ok[0][n]) is None for n in names)
+        sym = sum(same(e["args"][n], ok[0][n], fm[n]) is None for n in names)
+        nneg += sum(isinstance(e["args"][n], int) and e["args"][n] < 0 and fm[n][0] < 8 for n in names)
         nsym += sym
         nf += len(names) - sym
         nev += 1
     if nev < 100:
         fail("only %d instants with fields" % nev)
-    print("ok %d fields of %d instants have the values trace-cmd's raw report prints (%d it "
-          "prints as symbols not compared)" % (nf, nev, nsym))
+    if "--want-negative" in sys.argv and not nneg:
+        fail("no negative value of a signed field narrower than 64 bits among %d fields" % nf)
+    print("ok %d fields of %d instants have the values trace-cmd's raw report prints (%d "
+          "negative in signed fields narrower than 64 bits; %d it prints as symbols not "
+          "compared)" % (nf, nev, nneg, nsym))
 # complete events: none overlaps another of its thread
 threads = {}
 for e in evs:

@@ -7,18 +7,29 @@
 # (running tasks, guest mode) never overlap on their thread; on the host there is one
 # guest-mode interval per kvm_exit at most, and some; on a TCG host guest mode is exactly
 # the vCPU threads' running intervals trace-cmd's sched_switch lines show; x86-tsc cycles
-# are ns at the timers' rate (or --ts2secs), both as trace-cmd's --ts2secs prints them.
-# Checks in check-export.py. The same for --format perfetto, decoded with Google's
-# protobuf library. The host + guest pairs are exported by worker threads (HGT_THREADS=3:
-# whatever the size), the single files by the main thread alone (small: no workers).
+# are ns at the timers' rate (or --ts2secs), both as trace-cmd's --ts2secs prints them;
+# every field's value is what trace-cmd's raw report (-R) prints, on these and on a
+# recording of every event this kernel has, made now (where tracefs is), which must hold
+# negative values of signed fields narrower than 64 bits. Checks in check-export.py. The
+# same for --format perfetto, decoded with Google's protobuf library. The host + guest
+# pairs are exported by worker threads (HGT_THREADS=3: whatever the size), the single
+# files by the main thread alone (small: no workers).
 # Usage: export.sh HGTRACE
 HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib/tap.sh"
 . "$here/lib/sim.sh"
+. "$here/lib/record.sh"
 command -v trace-cmd > /dev/null || tap_skip_all "trace-cmd is not installed"
 command -v python3 > /dev/null || tap_skip_all "python3 is not installed"
 tap_workdir
+
+# formats OUT FILE...: the event formats of the FILEs (trace-cmd dump --events), for --raw
+formats() {
+	local out=$1 f
+	shift
+	for f; do trace-cmd dump --events "$f" 2> /dev/null; done > "$out"
+}
 
 check() { # WHAT JSON TRACE-CMD-REPORT [--guest-mode]
 	local what=$1
@@ -36,7 +47,8 @@ simulate s --vcpus 4 --seed 3 || tap_fail "simulate"
 if HGT_THREADS=3 "$HGTRACE" export -o s.json s-host.dat s-guest.dat 2> err.txt; then
 	trace-cmd report -t -i s-host.dat -i s-guest.dat > s.tc 2> /dev/null
 	trace-cmd report -R -t -i s-host.dat -i s-guest.dat > s.raw 2> /dev/null
-	check "host + guest" s.json s.tc --guest-mode --raw s.raw
+	formats s.fmt s-host.dat s-guest.dat
+	check "host + guest" s.json s.tc --guest-mode --raw s.raw --formats s.fmt
 else
 	tap_fail "export host + guest: $(cat err.txt)"
 fi
@@ -49,7 +61,8 @@ for f in tsc mono local-v7none tsc-v6 inst; do
 		case $f in tsc*) [ -n "$hz" ] || tap_fail "$f.dat: no timer rate in trace-cmd's report" ;; esac
 		[ -n "$hz" ] && trace-cmd report -t --ts2secs "$hz" "$here/data/$f.dat" > "$f.tc" 2> /dev/null
 		trace-cmd report -R -t ${hz:+--ts2secs "$hz"} "$here/data/$f.dat" > "$f.raw" 2> /dev/null
-		check "$f.dat${hz:+ (ns at the rate of its timers, $hz Hz)}" "$f.json" "$f.tc" --raw "$f.raw"
+		formats "$f.fmt" "$here/data/$f.dat"
+		check "$f.dat${hz:+ (ns at the rate of its timers, $hz Hz)}" "$f.json" "$f.tc" --raw "$f.raw" --formats "$f.fmt"
 	else
 		tap_fail "export $f.dat: $(cat err.txt)"
 	fi
@@ -104,16 +117,40 @@ tap_refuses "export of a file that is not a trace" "" "$HGTRACE" export -o bad.j
 check_rc=$("$HGTRACE" export --format protobuf s-host.dat > /dev/null 2> err.txt; echo $?)
 [ "$check_rc" = 2 ] && tap_ok "--format protobuf: exit 2 ($(cat err.txt))" || tap_fail "--format protobuf: exit $check_rc"
 
+# Every event this kernel has, recorded now (where tracefs is): every field of hundreds of
+# kinds of event against trace-cmd's raw report, read by each field's conversion in the
+# print format as libtraceevent prints it there; negative values of signed fields narrower
+# than 64 bits must be among them (node=-1 of kmem events, a syscall's -errno), so that a
+# sign extension missed is seen. Perfetto below too.
+if why=$(tracefs_ready); then
+	if record_all_events all.dat all.log; then
+		trace-cmd report -t all.dat > all.tc 2> /dev/null
+		trace-cmd report -R -t all.dat > all.raw 2> /dev/null
+		formats all.fmt all.dat
+		if "$HGTRACE" export -o all.json all.dat 2> err.txt; then
+			check "every event recorded now" all.json all.tc --raw all.raw --formats all.fmt --want-negative
+		else
+			tap_fail "export of every event recorded now: $(cat err.txt)"
+		fi
+	else
+		tap_fail "trace-cmd record -e all made nothing: $(tail -2 all.log | tr '\n' ' ')"
+	fi
+else
+	tap_skip "every event recorded now" "$why"
+fi
+
 # --format perfetto: decoded by Google's protobuf library (Debian's protoc and
 # python3-protobuf, with perfetto.proto: Perfetto's field numbers), turned into the same
 # JSON and checked the same way against trace-cmd.
 if command -v protoc > /dev/null && /usr/bin/python3 -c 'import google.protobuf' 2> /dev/null; then
 	protoc --python_out=. -I"$here/sink" "$here/sink/perfetto.proto"
-	for f in s t tsc inst b; do
+	for f in s t tsc inst b all; do
+		[ $f = all ] && [ ! -s all.dat ] && continue
 		threads=
 		case $f in
 		s | t) set -- $f-host.dat $f-guest.dat && threads=3 ;;
 		b) set -- b-host.dat ;;
+		all) set -- all.dat ;;
 		*) set -- "$here/data/$f.dat" ;;
 		esac
 		if env ${threads:+HGT_THREADS=$threads} "$HGTRACE" export --format perfetto -o "$f.pftrace" "$@" 2> err.txt &&
@@ -121,7 +158,8 @@ if command -v protoc > /dev/null && /usr/bin/python3 -c 'import google.protobuf'
 			tap_ok "perfetto $f: $(cat dec.txt)"
 			# shellcheck disable=SC2046
 			check "perfetto $f" "$f.pf.json" "$f.tc" $([ $f = s ] && echo --guest-mode) \
-				$([ -e $f.raw ] && echo --raw $f.raw) \
+				$([ -e $f.raw ] && echo --raw $f.raw --formats $f.fmt) \
+				$([ $f = all ] && echo --want-negative) \
 				$([ $f = t ] && echo --tcg "$tcgmap")
 		else
 			tap_fail "perfetto $f: $(cat err.txt dec.txt)"
