@@ -97,4 +97,37 @@ struct hgt__bgwrite *hgt__bgwrite_start(FILE *out);
 void hgt__bgwrite_put(struct hgt__bgwrite *w, struct hgt__blob *b);
 void hgt__bgwrite_end(struct hgt__bgwrite *w);
 
+/* blob.c: "00" to "99", two digits per division */
+extern const char hgt__digit_pairs[201];
+
+/* the number of decimal digits of @v */
+static inline int hgt__ndigits(unsigned long long v)
+{
+	static const unsigned long long pow10[20] = {
+		1ULL,
+		10ULL,
+		100ULL,
+		1000ULL,
+		10000ULL,
+		100000ULL,
+		1000000ULL,
+		10000000ULL,
+		100000000ULL,
+		1000000000ULL,
+		10000000000ULL,
+		100000000000ULL,
+		1000000000000ULL,
+		10000000000000ULL,
+		100000000000000ULL,
+		1000000000000000ULL,
+		10000000000000000ULL,
+		100000000000000000ULL,
+		1000000000000000000ULL,
+		10000000000000000000ULL,
+	};
+	int t = ((64 - __builtin_clzll(v | 1)) * 1233) >> 12; /* log10 from log2, or one more */
+
+	return v ? t + 1 - (v < pow10[t]) : 1;
+}
+
 #endif

@@ -429,39 +429,6 @@ static void pb_track(struct exporter *x, int si, int cpu, int kind, const char *
 	pb_packet(x, PKT_TRACK_DESCRIPTOR, false, 0);
 }
 
-static const char pairs[] =
-	"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
-
-/* the number of decimal digits of @v */
-static inline int ndigits(unsigned long long v)
-{
-	static const unsigned long long pow10[20] = {
-		1ULL,
-		10ULL,
-		100ULL,
-		1000ULL,
-		10000ULL,
-		100000ULL,
-		1000000ULL,
-		10000000ULL,
-		100000000ULL,
-		1000000000ULL,
-		10000000000ULL,
-		100000000000ULL,
-		1000000000000ULL,
-		10000000000000ULL,
-		100000000000000ULL,
-		1000000000000000ULL,
-		10000000000000000ULL,
-		100000000000000000ULL,
-		1000000000000000000ULL,
-		10000000000000000000ULL,
-	};
-	int t = ((64 - __builtin_clzll(v | 1)) * 1233) >> 12; /* log10 from log2, or one more */
-
-	return v ? t + 1 - (v < pow10[t]) : 1;
-}
-
 /*
  * @v in decimal, as printf's %llu (at least @digits digits, zeros before, at most 24).
  * Written from its end straight into the output: digits made in a buffer of their own and
@@ -471,7 +438,7 @@ static inline int ndigits(unsigned long long v)
 static void put_u64(struct hgt__blob *o, unsigned long long v, int digits)
 {
 	char tmp[24], *p, *e;
-	int n = ndigits(v);
+	int n = hgt__ndigits(v);
 	size_t d = (size_t)(n < digits ? (digits < 24 ? digits : 24) : n);
 	unsigned long long r;
 
@@ -480,11 +447,11 @@ static void put_u64(struct hgt__blob *o, unsigned long long v, int digits)
 	for (; v >= 100; v /= 100) { /* two digits a division */
 		r = v % 100;
 		e -= 2;
-		memcpy(e, pairs + 2 * r, 2);
+		memcpy(e, hgt__digit_pairs + 2 * r, 2);
 	}
 	if (v >= 10) {
 		e -= 2;
-		memcpy(e, pairs + 2 * v, 2);
+		memcpy(e, hgt__digit_pairs + 2 * v, 2);
 	} else {
 		*--e = (char)('0' + v);
 	}

@@ -22,10 +22,17 @@ struct source {
 	struct tep_record rec;
 };
 
+/* A heap entry: its source's current time beside its index, so that the sifts compare
+ * within the heap's own array. */
+struct slot {
+	unsigned long long ts;
+	int src;
+};
+
 struct hgt_merge {
 	struct source *src;
 	int nr_src;
-	int *heap; /* source indexes */
+	struct slot *heap;
 	int nr_heap;
 	bool primed;
 	int pending; /* source whose event was returned last and must advance, or -1 */
@@ -44,7 +51,7 @@ int hgt_merge_add(struct hgt_merge *m, struct hgt_cursor *cursor, const struct h
 		  void *user)
 {
 	struct source *s;
-	int *h;
+	struct slot *h;
 
 	if (m->primed)
 		return -EBUSY;
@@ -64,43 +71,42 @@ int hgt_merge_add(struct hgt_merge *m, struct hgt_cursor *cursor, const struct h
 	return m->nr_src++;
 }
 
-static bool before(const struct hgt_merge *m, int a, int b)
+static bool before(const struct slot *a, const struct slot *b)
 {
-	unsigned long long ta = m->src[a].rec.ts, tb = m->src[b].rec.ts;
-
-	return ta < tb || (ta == tb && a < b);
+	return a->ts < b->ts || (a->ts == b->ts && a->src < b->src);
 }
 
 static void sift_down(struct hgt_merge *m, int i)
 {
-	for (;;) {
-		int l = 2 * i + 1, r = l + 1, best = i, t;
+	struct slot *h = m->heap, t = h[i];
 
-		if (l < m->nr_heap && before(m, m->heap[l], m->heap[best]))
-			best = l;
-		if (r < m->nr_heap && before(m, m->heap[r], m->heap[best]))
-			best = r;
-		if (best == i)
-			return;
-		t = m->heap[i];
-		m->heap[i] = m->heap[best];
-		m->heap[best] = t;
+	for (;;) {
+		int l = 2 * i + 1, r = l + 1, best;
+
+		if (l >= m->nr_heap)
+			break;
+		best = r < m->nr_heap && before(&h[r], &h[l]) ? r : l;
+		if (!before(&h[best], &t))
+			break;
+		h[i] = h[best];
 		i = best;
 	}
+	h[i] = t;
 }
 
 static void sift_up(struct hgt_merge *m, int i)
 {
-	while (i > 0) {
-		int p = (i - 1) / 2, t;
+	struct slot *h = m->heap, t = h[i];
 
-		if (!before(m, m->heap[i], m->heap[p]))
-			return;
-		t = m->heap[i];
-		m->heap[i] = m->heap[p];
-		m->heap[p] = t;
+	while (i > 0) {
+		int p = (i - 1) / 2;
+
+		if (!before(&t, &h[p]))
+			break;
+		h[i] = h[p];
 		i = p;
 	}
+	h[i] = t;
 }
 
 /* Read the source's next event; 1 when it has one. */
@@ -127,7 +133,7 @@ int hgt_merge_next(struct hgt_merge *m, struct tep_record **rec, void **user, in
 			if (ret < 0)
 				return ret;
 			if (ret > 0) {
-				m->heap[m->nr_heap++] = i;
+				m->heap[m->nr_heap++] = (struct slot){ m->src[i].rec.ts, i };
 				sift_up(m, m->nr_heap - 1);
 			}
 		}
@@ -135,16 +141,17 @@ int hgt_merge_next(struct hgt_merge *m, struct tep_record **rec, void **user, in
 		ret = advance(m, m->pending);
 		if (ret < 0)
 			return ret;
-		if (ret == 0) {
+		if (ret == 0)
 			m->heap[0] = m->heap[--m->nr_heap];
-		}
+		else
+			m->heap[0].ts = m->src[m->pending].rec.ts;
 		if (m->nr_heap)
 			sift_down(m, 0);
 		m->pending = -1;
 	}
 	if (!m->nr_heap)
 		return 0;
-	top = m->heap[0];
+	top = m->heap[0].src;
 	m->pending = top;
 	*rec = &m->src[top].rec;
 	if (user)

@@ -32,6 +32,8 @@ struct hgt__comm_cache {
 /* text.c: tep_data_comm_from_pid(), remembered in @c */
 const char *hgt__comm_cached(struct hgt__comm_cache *c, struct tep_handle *tep, int pid);
 
+#define HGT__LINE_TEPS 8
+
 struct hgt__line {
 	struct trace_seq info;
 	struct hgt__info_memo *memo; /* info texts of payloads printed before, or NULL */
@@ -45,13 +47,15 @@ struct hgt__line {
 	uint64_t tsec;
 	char tsec_txt[24];
 	size_t tsec_len;
-	/* where the common fields lie in the records of one handle (text.c) */
-	struct {
+	/* where the common fields lie in the records of each handle (text.c): the inputs of a
+	 * merge take turns, HGT__LINE_TEPS of them at most before one is set up again */
+	struct hgt__line_common {
 		const struct tep_handle *tep;
 		bool fast; /* read here; else through libtraceevent */
 		uint8_t off[4], size[4];
-	} common;
-	/* type id -> event (libtraceevent remembers only the last one it found) */
+	} common[HGT__LINE_TEPS];
+	unsigned int common_next; /* the slot set up next */
+	/* (handle, type id) -> event (libtraceevent remembers only the last one it found) */
 	struct {
 		const struct tep_handle *tep;
 		int type;

@@ -28,7 +28,7 @@
 #define MEMO_SLOTS 4096 /* power of two */
 #define MEMO_KEY 120	/* payload bytes kept (sched_switch: 64) */
 #define MEMO_TEXT 184	/* info text bytes kept */
-#define PURE_SLOTS 64	/* per-event decisions */
+#define PURE_SLOTS 1024 /* per-event decisions (power of two) */
 
 struct memo_slot {
 	const struct tep_handle *tep;
@@ -44,6 +44,10 @@ struct pure_slot {
 	bool compiled; /* printed by a compiled format (fmt-compile.c) */
 	bool skip;     /* compiled, and its payloads repeat too rarely for the table to pay */
 	unsigned int lookups, hits, skipped;
+	/* a record of at least this size holds all its fields, when none is dynamic (else
+	 * record_short() looks at each) */
+	int fixed_size;
+	bool walk;
 };
 
 struct hgt__info_memo {
@@ -96,11 +100,25 @@ void hgt__info_memo_free(struct hgt__info_memo *m)
  * and again after MEMO_TRIAL * 16 records without the table.
  */
 #define MEMO_TRIAL 4096
-static struct pure_slot *memo_event(struct hgt__info_memo *m, const struct tep_event *ev, bool raw)
+/* @ev's decisions, made the first time. The slots are by the event's address (the inputs
+ * of a merge have events of the same ids), probed from there on to a free one; with all in
+ * use, the first is taken again. */
+static struct pure_slot *event_slot(struct hgt__info_memo *m, const struct tep_event *ev, bool raw)
 {
-	struct pure_slot *p = &m->pure[(unsigned int)ev->id % PURE_SLOTS];
+	unsigned int h = (((unsigned int)(uintptr_t)ev >> 4) * 2654435761u) >> 16;
+	struct pure_slot *p = NULL;
 
+	for (unsigned int i = 0; i < PURE_SLOTS; i++) {
+		p = &m->pure[(h + i) & (PURE_SLOTS - 1)];
+		if (p->ev == ev || !p->ev)
+			break;
+	}
+	if (p->ev && p->ev != ev)
+		p = &m->pure[h & (PURE_SLOTS - 1)];
 	if (p->ev != ev) {
+		const struct tep_format_field *lists[2] = { ev->format.common_fields,
+							    ev->format.fields };
+
 		memset(p, 0, sizeof(*p));
 		p->ev = ev;
 		/* -R prints the fields; no handler prints the print fmt */
@@ -109,7 +127,20 @@ static struct pure_slot *memo_event(struct hgt__info_memo *m, const struct tep_e
 							    !strcmp(ev->name, "sched_wakeup") ||
 							    !strcmp(ev->name, "sched_wakeup_new")));
 		p->compiled = !raw && hgt__fmtc_has(m->fc, (struct tep_event *)ev);
+		for (int k = 0; k < 2; k++)
+			for (const struct tep_format_field *f = lists[k]; f; f = f->next) {
+				if (f->offset < 0 || f->size < 0 || f->flags & TEP_FIELD_IS_DYNAMIC)
+					p->walk = true;
+				else if (f->offset + f->size > p->fixed_size)
+					p->fixed_size = f->offset + f->size;
+			}
 	}
+	return p;
+}
+
+/* @p when its event's texts are looked up in the table */
+static struct pure_slot *memo_event(struct pure_slot *p)
+{
 	if (p->skip && ++p->skipped >= MEMO_TRIAL * 16)
 		p->skip = false; /* try again */
 	return p->pure && !p->skip ? p : NULL;
@@ -192,7 +223,7 @@ const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, stru
 			   size_t *len)
 {
 	struct memo_slot *s = NULL;
-	struct pure_slot *e = NULL;
+	struct pure_slot *e = NULL, *ps = m && ev ? event_slot(m, ev, raw) : NULL;
 	const char *text = NULL;
 	unsigned int k = 0;
 	uint64_t h = 0;
@@ -201,8 +232,7 @@ const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, stru
 
 	if (m)
 		m->records++;
-	if (m && m->on && ev && rec->size > 0 && rec->size <= MEMO_KEY &&
-	    (e = memo_event(m, ev, raw))) {
+	if (ps && m->on && rec->size > 0 && rec->size <= MEMO_KEY && (e = memo_event(ps))) {
 		bool hit;
 
 		h = payload_hash(tep, rec->data, (size_t)rec->size, raw) | 1;
@@ -218,7 +248,8 @@ const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, stru
 			return s->text;
 		}
 	}
-	if (ev && (need = record_short(tep, ev, rec)) > 0) {
+	if (ev && (!ps || ps->walk || rec->size < ps->fixed_size) &&
+	    (need = record_short(tep, ev, rec)) > 0) {
 		trace_seq_reset(seq);
 		trace_seq_printf(seq, "[SHORT RECORD: %d bytes, its format needs %d]", rec->size,
 				 need);

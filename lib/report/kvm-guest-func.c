@@ -40,6 +40,7 @@ const char *tep_plugin_kvm_get_func(struct tep_event *event, struct tep_record *
 {
 	const struct hgt__kvm_funcs *f = current;
 	unsigned long long start;
+	unsigned long size;
 	const char *func;
 	int pid, i;
 
@@ -49,10 +50,8 @@ const char *tep_plugin_kvm_get_func(struct tep_event *event, struct tep_record *
 	for (i = 0; i < f->n; i++) {
 		if (f->pid[i] != pid)
 			continue;
-		func = tep_find_function(f->tep[i], *val);
-		if (!func)
+		if (!tep_find_function_info(f->tep[i], *val, &func, &start, &size)) /* 1: found */
 			return NULL;
-		start = tep_find_function_address(f->tep[i], *val);
 		*val = start; /* the plugin prints rip - start */
 		return func;
 	}

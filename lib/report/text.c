@@ -14,6 +14,7 @@
 
 #include <hgtrace/report.h>
 
+#include "../common/common-local.h"
 #include "report-local.h"
 
 #define TRACE_FLAG_IRQS_OFF 0x01
@@ -29,7 +30,8 @@ int hgt__line_init(struct hgt__line *l)
 	l->oom = false;
 	memset(&l->comm_cache, 0, sizeof(l->comm_cache));
 	memset(l->event_cache, 0, sizeof(l->event_cache));
-	memset(&l->common, 0, sizeof(l->common));
+	memset(l->common, 0, sizeof(l->common));
+	l->common_next = 0;
 	l->tsec_len = 0;
 	l->ocap = HGT__OBUF;
 	l->obuf = malloc(HGT__OBUF);
@@ -138,40 +140,33 @@ void hgt__line_flush(struct hgt__line *l, FILE *out)
 	l->olen = 0;
 }
 
-/* "00" to "99": two digits per division */
-static const char pairs[201] =
-	"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
-
-/* Decimal digits of @v, right-aligned in a field of @width (left-aligned when @left). */
+/* Decimal digits of @v, right-aligned in a field of @width (left-aligned when @left). The
+ * digits go straight to their place, last first: a copy from a buffer just written two
+ * bytes at a time would wait for those stores. */
 static size_t put_uint(char *p, uint64_t v, int width, bool left, char pad)
 {
-	char tmp[24], *e = tmp + sizeof(tmp), *d = e;
-	size_t n, len, i;
+	size_t n = (size_t)hgt__ndigits(v), len = n > (size_t)width ? n : (size_t)width, i;
+	char *d = p + (left ? 0 : len - n), *q = d + n;
 
 	while (v >= 100) { /* two digits per division */
 		unsigned int r = (unsigned int)(v % 100);
 
 		v /= 100;
-		d -= 2;
-		memcpy(d, pairs + 2 * r, 2);
+		q -= 2;
+		memcpy(q, hgt__digit_pairs + 2 * r, 2);
 	}
 	if (v >= 10) {
-		d -= 2;
-		memcpy(d, pairs + 2 * v, 2);
+		q -= 2;
+		memcpy(q, hgt__digit_pairs + 2 * v, 2);
 	} else {
-		*--d = (char)('0' + v);
+		*--q = (char)('0' + v);
 	}
-	n = (size_t)(e - d);
-	len = n > (size_t)width ? n : (size_t)width;
-	if (left) {
-		memcpy(p, d, n);
+	if (left)
 		for (i = n; i < len; i++)
 			p[i] = ' ';
-	} else {
+	else
 		for (i = 0; i < len - n; i++)
 			p[i] = pad;
-		memcpy(p + len - n, d, n);
-	}
 	return len;
 }
 
@@ -194,7 +189,7 @@ static void put_digits(char *p, uint64_t v, int digits)
 
 		v /= 100;
 		i -= 2;
-		memcpy(p + i, pairs + 2 * r, 2);
+		memcpy(p + i, hgt__digit_pairs + 2 * r, 2);
 	}
 	if (i)
 		p[0] = (char)('0' + v % 10);
@@ -261,35 +256,37 @@ const char *hgt__comm_cached(struct hgt__comm_cache *c, struct tep_handle *tep, 
  */
 enum { CF_TYPE, CF_FLAGS, CF_PC, CF_PID };
 
-static void common_setup(struct hgt__line *l, struct tep_handle *tep, const struct tep_event *ev)
+static void common_setup(struct hgt__line_common *cm, struct tep_handle *tep,
+			 const struct tep_event *ev)
 {
 	static const char *const names[4] = { "common_type", "common_flags", "common_preempt_count",
 					      "common_pid" };
 	int i;
 
-	l->common.tep = tep;
-	l->common.fast = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && !tep_is_file_bigendian(tep);
-	for (i = 0; i < 4 && l->common.fast; i++) {
+	cm->tep = tep;
+	cm->fast = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && !tep_is_file_bigendian(tep);
+	for (i = 0; i < 4 && cm->fast; i++) {
 		struct tep_format_field *f =
 			tep_find_common_field((struct tep_event *)ev, names[i]);
 
 		if (!f || f->offset < 0 || f->offset > 64 ||
 		    (f->size != 1 && f->size != 2 && f->size != 4))
-			l->common.fast = false;
+			cm->fast = false;
 		else {
-			l->common.off[i] = (uint8_t)f->offset;
-			l->common.size[i] = (uint8_t)f->size;
+			cm->off[i] = (uint8_t)f->offset;
+			cm->size[i] = (uint8_t)f->size;
 		}
 	}
 }
 
-static unsigned int common_read(const struct hgt__line *l, const struct tep_record *rec, int i)
+static unsigned int common_read(const struct hgt__line_common *cm, const struct tep_record *rec,
+				int i)
 {
-	const uint8_t *d = (const uint8_t *)rec->data + l->common.off[i];
+	const uint8_t *d = (const uint8_t *)rec->data + cm->off[i];
 	uint16_t v2;
 	uint32_t v4;
 
-	switch (l->common.size[i]) {
+	switch (cm->size[i]) {
 	case 1:
 		return d[0];
 	case 2:
@@ -301,24 +298,37 @@ static unsigned int common_read(const struct hgt__line *l, const struct tep_reco
 	}
 }
 
-static bool common_fast(const struct hgt__line *l, const struct tep_handle *tep)
+/* @tep's common fields, set up from @rec's event the first time (NULL: no event to learn
+ * them from, libtraceevent reads them) */
+static const struct hgt__line_common *common_of(struct hgt__line *l, struct tep_handle *tep,
+						struct tep_record *rec)
 {
-	return l->common.tep == tep && l->common.fast;
+	struct hgt__line_common *cm;
+	struct tep_event *ev;
+
+	for (unsigned int i = 0; i < HGT__LINE_TEPS; i++)
+		if (l->common[i].tep == tep)
+			return &l->common[i];
+	ev = tep_find_event(tep, tep_data_type(tep, rec));
+	if (!ev)
+		return NULL;
+	cm = &l->common[l->common_next++ % HGT__LINE_TEPS];
+	common_setup(cm, tep, ev);
+	return cm;
 }
 
-static struct tep_event *event_of(struct hgt__line *l, struct tep_handle *tep,
-				  struct tep_record *rec)
+static struct tep_event *event_of(struct hgt__line *l, const struct hgt__line_common *cm,
+				  struct tep_handle *tep, struct tep_record *rec)
 {
-	int type =
-		common_fast(l, tep) ? (int)common_read(l, rec, CF_TYPE) : tep_data_type(tep, rec);
-	unsigned int k = (unsigned int)type % (sizeof(l->event_cache) / sizeof(l->event_cache[0]));
+	int type = cm && cm->fast ? (int)common_read(cm, rec, CF_TYPE) : tep_data_type(tep, rec);
+	/* each handle's ids from a place of their own: a merge's inputs have the same ids */
+	unsigned int k = ((unsigned int)type + (cm ? (unsigned int)(cm - l->common) * 61u : 0)) %
+			 (sizeof(l->event_cache) / sizeof(l->event_cache[0]));
 	struct tep_event *ev;
 
 	if (l->event_cache[k].tep == tep && l->event_cache[k].type == type)
 		return l->event_cache[k].event;
 	ev = tep_find_event(tep, type);
-	if (ev && l->common.tep != tep)
-		common_setup(l, tep, ev);
 	if (ev) {
 		l->event_cache[k].tep = tep;
 		l->event_cache[k].type = type;
@@ -330,10 +340,11 @@ static struct tep_event *event_of(struct hgt__line *l, struct tep_handle *tep,
 void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct tep_record *rec,
 		     unsigned long long *last_ts, FILE *out)
 {
-	struct tep_event *event = event_of(l, c->tep, rec);
+	const struct hgt__line_common *cm = common_of(l, c->tep, rec);
+	struct tep_event *event = event_of(l, cm, c->tep, rec);
 	const char *name = event ? event->name : "[UNKNOWN EVENT]";
-	bool fast = common_fast(l, c->tep);
-	int pid = fast ? (int)common_read(l, rec, CF_PID) : tep_data_pid(c->tep, rec);
+	bool fast = cm && cm->fast;
+	int pid = fast ? (int)common_read(cm, rec, CF_PID) : tep_data_pid(c->tep, rec);
 	const char *comm = hgt__comm_cached(&l->comm_cache, c->tep, pid);
 	size_t clen = strlen(comm), nlen = strlen(name), n = 0, ilen;
 	const char *info;
@@ -373,14 +384,14 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 	p[n++] = ']';
 	if (c->latency && c->raw) {
 		n += (size_t)sprintf(p + n, "-0x%x",
-				     fast ? common_read(l, rec, CF_FLAGS)
+				     fast ? common_read(cm, rec, CF_FLAGS)
 					  : (unsigned int)tep_data_flags(c->tep, rec));
 	} else if (c->latency) {
 		p[n++] = ' ';
 		hgt_report_latency(p + n,
-				   fast ? common_read(l, rec, CF_FLAGS)
+				   fast ? common_read(cm, rec, CF_FLAGS)
 					: (unsigned int)tep_data_flags(c->tep, rec),
-				   fast ? common_read(l, rec, CF_PC)
+				   fast ? common_read(cm, rec, CF_PC)
 					: (unsigned int)tep_data_preempt_count(c->tep, rec));
 		n += 5;
 	}

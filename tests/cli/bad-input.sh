@@ -155,6 +155,58 @@ if "$HGTRACE" report "$data/damaged-fuzz/print-short-record.dat" 2> /dev/null |
 else
 	tap_fail "print-short-record.dat: no SHORT RECORD line"
 fi
+# A string field (__data_loc) whose length runs past its record: the first
+# sched_process_exec record of tsc-v6.dat (found by walking CPU 0's pages, at the offset
+# trace-cmd dump gives; its pid checked against trace-cmd's report) gets a filename of
+# 0x7fff bytes. The record is printed as short, with the bytes it has and those its
+# filename would need; the records around it as before.
+off=$(trace-cmd dump --flyrecord "$data/tsc-v6.dat" 2> /dev/null | awk '$6 == "cpu" && $7 == "0]" { print $1 }')
+want_pid=$(trace-cmd report --cpu 0 "$data/tsc-v6.dat" 2> /dev/null | awk '/ sched_process_exec: / { sub(/.*pid=/, ""); print $1 + 0; exit }')
+short=$(python3 - "$data/tsc-v6.dat" "$t/dl.dat" "${off:-0}" 365 << 'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+page, want = int(sys.argv[3]), int(sys.argv[4])
+while page:
+    commit = struct.unpack_from("<Q", d, page + 8)[0] & 0xfffff
+    at, end = page + 16, page + 16 + commit
+    while at < end:
+        w = struct.unpack_from("<I", d, at)[0]
+        tl = w & 31
+        if tl == 0 or tl == 29:  # length in the next word, which counts itself
+            n = struct.unpack_from("<I", d, at + 4)[0] - 4
+            data, at = at + 8, at + 4 + 4 + n
+        elif tl >= 30:  # a time extend or a time stamp
+            at += 8
+            continue
+        else:
+            n = tl * 4
+            data, at = at + 4, at + 4 + n
+        if tl != 29 and struct.unpack_from("<H", d, data)[0] == want:
+            loc = struct.unpack_from("<I", d, data + 8)[0]
+            struct.pack_into("<I", d, data + 8, (loc & 0xffff) | 0x7fff << 16)
+            open(sys.argv[2], "wb").write(d)
+            pid = struct.unpack_from("<i", d, data + 12)[0]
+            print(pid, n, (loc & 0xffff) + 0x7fff)
+            sys.exit(0)
+    page += 4096
+    if page - int(sys.argv[3]) > 1 << 20:
+        break
+PY
+)
+read -r pid size need <<< "$short"
+if [ -z "$pid" ] || [ "$pid" != "$want_pid" ]; then
+	tap_fail "tsc-v6.dat: the first sched_process_exec on CPU 0 not found ('$short', trace-cmd's pid '$want_pid')"
+elif "$HGTRACE" report "$t/dl.dat" > "$t/dl.txt" 2> "$t/err" &&
+	grep -q "sched_process_exec: *\[SHORT RECORD: $size bytes, its format needs $need\]\$" "$t/dl.txt"; then
+	"$HGTRACE" report "$data/tsc-v6.dat" > "$t/dl0.txt"
+	if [ "$(diff "$t/dl0.txt" "$t/dl.txt" | grep -c '^[<>]')" = 2 ]; then
+		tap_ok "a string field past its record (pid $pid): [SHORT RECORD: $size bytes, its format needs $need], the other lines as before"
+	else
+		tap_fail "a string field past its record: other lines differ ($(diff "$t/dl0.txt" "$t/dl.txt" | head -4 | tr '\n' ' '))"
+	fi
+else
+	tap_fail "a string field past its record: no SHORT RECORD line ($(grep -m1 sched_process_exec "$t/dl.txt"); $(head -c 200 "$t/err"))"
+fi
 for f in "$data"/damaged-fuzz/*.dat; do
 	n=$(grep -c "^$(basename "$f") " "$data/damaged-fuzz/README" 2> /dev/null)
 	[ "$n" = 1 ] || tap_fail "$(basename "$f") is not in damaged-fuzz/README"
