@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh            (run as root, or with sudo available)
 set -euo pipefail
 pkgs=(gcc make meson ninja-build pkg-config libtraceevent-dev libtracefs-dev libzstd-dev zlib1g-dev
-      libcmocka-dev trace-cmd clang clang-format python3 time bc
+      libdeflate-dev libcmocka-dev trace-cmd clang clang-format python3 time bc
       qemu-system-x86 busybox-static cpio
       liblttng-ust-dev lttng-tools babeltrace2 systemtap-sdt-dev
       chromium fonts-dejavu-core protobuf-compiler python3-protobuf stress-ng)
