@@ -78,6 +78,14 @@ if why=$(tracefs_ready); then
 		"$HGTRACE" report --no-latency all.dat > got 2> /dev/null
 		trace-cmd report all.dat > want 2> /dev/null
 		tap_cmp "every event recorded now: hgtrace's report is trace-cmd's ($(wc -l < want) lines)" got want
+		# the deadline task: negative prios through the sched plugin's compiled texts
+		if dl_task_ok; then
+			n=$(grep -c 'sched_switch: .*\[-1\]' want)
+			[ "$n" -gt 0 ] && tap_ok "every event recorded now: $n sched_switch lines with prio -1 (a SCHED_DEADLINE task) among them" ||
+				tap_fail "every event recorded now: no sched_switch line with prio -1, though chrt -d runs"
+		else
+			tap_skip "a SCHED_DEADLINE task's prio -1" "chrt -d does not run here"
+		fi
 	else
 		tap_fail "trace-cmd record -e all made nothing: $(tail -2 record.log | tr '\n' ' ')"
 	fi

@@ -58,12 +58,18 @@ record_top() {
 }
 
 # record_all_events OUT LOG: trace-cmd record -e all on the top instance (under its lock),
-# with a workload of file system walks, block writes and small processes.
+# with a workload of file system walks, block writes, small processes and, where the
+# kernel lets it run (dl_task_ok), a SCHED_DEADLINE task: its prio is -1 in the sched
+# events.
+DL_CHRT='chrt -d --sched-runtime 200000 --sched-deadline 1000000 --sched-period 1000000 0'
+dl_task_ok() { $DL_CHRT true 2> /dev/null; }
 record_all_events() {
+	local dl=:
+	dl_task_ok && dl="$DL_CHRT sleep 0.01"
 	(
 		flock 9
 		trace-cmd record -d --no-filter -e all -o "$1" -- sh -c \
-			'ls -R /usr/share/doc/coreutils > /dev/null; dd if=/dev/zero of=dd.out bs=4k count=50 conv=fsync 2> /dev/null; rm -f dd.out; sleep 0.05' \
+			"ls -R /usr/share/doc/coreutils > /dev/null; dd if=/dev/zero of=dd.out bs=4k count=50 conv=fsync 2> /dev/null; rm -f dd.out; $dl; sleep 0.05" \
 			> "$2" 2>&1
 	) 9> /tmp/hgtrace-tracefs-top.lock
 	[ -s "$1" ]
