@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <traceevent/event-parse.h>
 
@@ -21,9 +22,26 @@
 
 static __thread const struct hgt__kvm_funcs *current;
 
+/*
+ * Per vCPU thread of the map (by its index), the function its last rip fell in and where
+ * that function ends: a vCPU's exits come back to the same functions (and a host's
+ * kvm_entry repeats its exit's rip), so most lookups are a range check: the function's
+ * start and libtraceevent's size (the next symbol's address less its own). The last
+ * symbol, which libtraceevent finds only at its start, has a size of 0 or one that wraps:
+ * an empty range. Emptied whenever the map is set: the names belong to its guests'
+ * handles.
+ */
+#define LAST_FUNCS 16
+static __thread struct last_func {
+	int pid; /* 0: none */
+	unsigned long long start, end;
+	const char *func;
+} last[LAST_FUNCS];
+
 void hgt__kvm_funcs_set(const struct hgt__kvm_funcs *f)
 {
 	current = f;
+	memset(last, 0, sizeof(last));
 }
 
 const struct hgt__kvm_funcs *hgt__kvm_funcs_get(void)
@@ -48,10 +66,17 @@ const char *tep_plugin_kvm_get_func(struct tep_event *event, struct tep_record *
 		return NULL;
 	pid = tep_data_pid(event->tep, record);
 	for (i = 0; i < f->n; i++) {
+		struct last_func *l = &last[i % LAST_FUNCS];
+
 		if (f->pid[i] != pid)
 			continue;
+		if (l->pid == pid && *val >= l->start && *val < l->end) {
+			*val = l->start;
+			return l->func;
+		}
 		if (!tep_find_function_info(f->tep[i], *val, &func, &start, &size)) /* 1: found */
 			return NULL;
+		*l = (struct last_func){ pid, start, start + size, func };
 		*val = start; /* the plugin prints rip - start */
 		return func;
 	}

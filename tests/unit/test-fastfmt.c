@@ -460,6 +460,67 @@ static void test_plugins_older_formats(void **state)
 	plugins(true);
 }
 
+/*
+ * The kvm plugin's hook (kvm-guest-func.c) remembers each vCPU's last function and where it
+ * ends. Its answers, rip by rip in a random order that comes back to the same functions,
+ * against libtraceevent's tep_find_function() and tep_find_function_address() on the
+ * guest's handle: the same function and start, and none where they find none (below the
+ * first symbol, past the last one's start, a thread not the guest's).
+ */
+static void test_kvm_funcs_as_libtraceevent(void **state)
+{
+	struct tep_plugin_list *pl;
+	struct tep_handle *a = plugin_tep(&pl, false), *guest = tep_alloc();
+	int vpid[] = { 5, 6 };
+	struct tep_handle *vtep[] = { guest, guest };
+	struct hgt__kvm_funcs kf = { 2, vpid, vtep };
+	static const uint64_t rips[] = { FUNC0 - 1,	   FUNC0,	   FUNC0 + 1,
+					 FUNC0 + 0x7ff,	   FUNC0 + 0x800,  FUNC0 + 0x801,
+					 FUNC0 + 0xfff,	   FUNC0 + 0x1000, FUNC0 + 0x1001,
+					 FUNC0 + 0x1000000 };
+	struct tep_event *ev = tep_find_event(a, 26);
+	int found = 0, none = 0, last = 0;
+
+	(void)state;
+	assert_non_null(guest);
+	assert_non_null(ev);
+	tep_register_function(guest, "guest_a", FUNC0, NULL);
+	tep_register_function(guest, "guest_b", FUNC0 + 0x800, NULL);
+	tep_register_function(guest, "guest_c", FUNC0 + 0x1000, NULL); /* the last */
+	hgt__kvm_funcs_set(&kf);
+	for (int i = 0; i < 20000; i++) {
+		uint8_t data[48] = { 0 };
+		struct tep_record rec = { .data = data, .size = sizeof(data) };
+		int pid = 5 + (int)(rnd() % 3); /* 7: no vCPU of the guest */
+		uint64_t rip = rips[rnd() % 10];
+		unsigned long long v = rip;
+		const char *want = pid == 7 ? NULL : tep_find_function(guest, rip);
+		const char *got;
+
+		put(data, 26, 2, false);
+		put(data + 4, (uint64_t)pid, 4, false);
+		got = tep_plugin_kvm_get_func(ev, &rec, &v);
+		if (!want != !got ||
+		    (want && (strcmp(want, got) || v != tep_find_function_address(guest, rip)))) {
+			print_message("# pid %d rip %#llx: \"%s\" at %#llx, libtraceevent \"%s\"\n",
+				      pid, (unsigned long long)rip, got ? got : "(none)", v,
+				      want ? want : "(none)");
+			fail();
+		}
+		found += want != NULL;
+		none += !want;
+		last += want && !strcmp(want, "guest_c");
+	}
+	print_message(
+		"# kvm hook: 20000 rips as libtraceevent finds them (%d in a function, %d of them the last one's start, %d in none)\n",
+		found, last, none);
+	assert_true(found > 5000 && none > 5000 && last > 500);
+	hgt__kvm_funcs_set(NULL);
+	tep_free(guest);
+	tep_unload_plugins(pl, a);
+	tep_free(a);
+}
+
 static void test_little_endian(void **state)
 {
 	(void)state;
@@ -479,6 +540,7 @@ int main(void)
 		cmocka_unit_test(test_big_endian),
 		cmocka_unit_test(test_plugins),
 		cmocka_unit_test(test_plugins_older_formats),
+		cmocka_unit_test(test_kvm_funcs_as_libtraceevent),
 	};
 
 	unsetenv("HGT_FASTFMT");
