@@ -28,6 +28,7 @@
 #include <hgtrace/tracedat.h>
 
 #include "../private/report.h"
+#include "../private/tracedat.h"
 #include "../common/common-local.h"
 
 enum { TID_EVENTS = 1, TID_TASKS = 2, TID_GUEST = 3, TIDS = 3 };

@@ -61,7 +61,8 @@ struct gin {
 struct hgt_sync_check {
 	int n, host;
 	struct tep_handle *htep;
-	bool sched; /* windows from sched_switch (no kvm events) */
+	int htype_off; /* hgt__type_offset() of htep */
+	bool sched;    /* windows from sched_switch (no kvm events) */
 	int entry_id, exit_id, switch_id;
 	struct tep_format_field *pid_field, *prev_pid, *next_pid;
 	unsigned long long *last_switch; /* sched: per host CPU, TS_UNSEEN before its first */
@@ -293,6 +294,7 @@ struct hgt_sync_check *hgt_sync_check_new(struct hgt_input *const *in, int n, co
 	sc->n = n;
 	sc->host = host;
 	sc->htep = hgt_input_tep(in[host]);
+	sc->htype_off = hgt__type_offset(sc->htep);
 	if (en && ex) {
 		sc->entry_id = en->id;
 		sc->exit_id = ex->id;
@@ -472,7 +474,7 @@ void hgt_sync_check_record(struct hgt_sync_check *sc, int idx, const struct tep_
 		if (sc->sched && rec->cpu >= 0 && rec->cpu < sc->nr_host_cpus &&
 		    sc->first_ts[rec->cpu] == TS_UNSEEN)
 			sc->first_ts[rec->cpu] = rec->ts;
-		type = tep_data_type(sc->htep, (struct tep_record *)rec);
+		type = hgt__record_type(sc->htep, sc->htype_off, (struct tep_record *)rec);
 		if (sc->sched) {
 			if (type == sc->switch_id)
 				host_switch(sc, rec);

@@ -169,9 +169,6 @@ void hgt__par_free(struct hgt__par *p);
  * -errno. */
 int hgt__par_comms(struct hgt__par *p, int top, struct tep_handle *tep, struct tep_record *rec);
 bool hgt__par_stateful(const struct tep_event *ev);
-/* where a record's 2-byte type lies in @tep's records, or -1 (tep_data_type() then) */
-int hgt__type_offset(struct tep_handle *tep);
-int hgt__record_type(struct tep_handle *tep, int off, struct tep_record *rec);
 
 /* fields.c: a JSON string of @n bytes of @p (HTML-safe: '<' escaped), written or appended */
 void hgt__json_str(FILE *f, const char *p, size_t n);

@@ -82,4 +82,11 @@ struct hgt_input;
 bool hgt__flight_mark(const struct hgt_input *in, char *text, size_t n, uint64_t *from,
 		      uint64_t *to);
 
+/* formats.c: where a record's 2-byte type lies in @tep's records, or -1 (tep_data_type()
+ * then); the type of @rec read there */
+struct tep_handle;
+struct tep_record;
+int hgt__type_offset(struct tep_handle *tep);
+int hgt__record_type(struct tep_handle *tep, int off, struct tep_record *rec);
+
 #endif

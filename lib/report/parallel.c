@@ -286,36 +286,6 @@ const char *hgt__par_path(const struct hgt_input *in, char buf[32])
 	return access(buf, R_OK) ? hgt_input_path(in) : buf;
 }
 
-/**
- * hgt__type_offset - where the 2-byte common_type lies in @tep's records when it can be
- * read straight (file and machine little endian), else -1: tep_data_type() looks the
- * field up every time.
- */
-int hgt__type_offset(struct tep_handle *tep)
-{
-	struct tep_event *ev = tep_get_events_count(tep) ? tep_get_event(tep, 0) : NULL;
-	struct tep_format_field *f = ev ? tep_find_common_field(ev, "common_type") : NULL;
-
-	if (!f || f->size != 2 || f->offset < 0 || tep_is_file_bigendian(tep) ||
-	    __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
-		return -1;
-	return f->offset;
-}
-
-/**
- * hgt__record_type - tep_data_type(@tep, @rec), read at @off (hgt__type_offset()) when the
- * record holds it.
- */
-int hgt__record_type(struct tep_handle *tep, int off, struct tep_record *rec)
-{
-	uint16_t t;
-
-	if (off < 0 || off + 2 > rec->size)
-		return tep_data_type(tep, rec);
-	memcpy(&t, (const uint8_t *)rec->data + off, 2);
-	return t;
-}
-
 /* Each context's inputs and formatting context, and the main thread's own opened. */
 static int contexts_new(struct hgt__par *p, int nr_workers)
 {
