@@ -691,7 +691,7 @@ static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 		pb_uint(&x->ev, TE_NAME_IID, intern_fixed(x, ID_EVENT_NAMES, name));
 		pb_uint(&x->ev, TE_CATEGORY_IIDS, intern_fixed(x, ID_EVENT_CATEGORIES, sys));
 		pb_ann(x, "common_pid", NULL, 0, pid, true);
-		text = hgt__comm_cached(&x->comms, tep, pid);
+		text = hgt__comm_cached(&x->comms, tep, pid, NULL);
 		pb_ann(x, "common_comm", text, strlen(text), 0, false);
 		if (ev)
 			put_fields(x, tep, ev, rec);
@@ -709,7 +709,7 @@ static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 	put_s(&x->o, ",\"args\":{\"common_pid\":");
 	put_i64(&x->o, pid);
 	put_s(&x->o, ",\"common_comm\":");
-	text = hgt__comm_cached(&x->comms, tep, pid);
+	text = hgt__comm_cached(&x->comms, tep, pid, NULL);
 	put_json(&x->o, text);
 	if (ev)
 		put_fields(x, tep, ev, rec);

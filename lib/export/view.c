@@ -565,7 +565,7 @@ static int record(struct viewer *v, struct src *s, int si, struct tep_record *re
 	struct tep_handle *tep = hgt_input_tep(s->in);
 	struct tep_event *ev = tep_find_event_by_record(tep, rec);
 	int cpu = rec->cpu, pid = tep_data_pid(tep, rec), tr, ret;
-	const char *info, *comm = hgt__comm_cached(&v->comms, tep, pid);
+	const char *info, *comm = hgt__comm_cached(&v->comms, tep, pid, NULL);
 	char line[1024], tb[40];
 	size_t len;
 	uint32_t lab;

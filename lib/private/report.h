@@ -26,11 +26,13 @@ struct hgt__comm_cache {
 		const struct tep_handle *tep;
 		int pid;
 		const char *comm;
+		size_t len;
 	} e[512];
 };
 
-/* text.c: tep_data_comm_from_pid(), remembered in @c */
-const char *hgt__comm_cached(struct hgt__comm_cache *c, struct tep_handle *tep, int pid);
+/* text.c: tep_data_comm_from_pid(), remembered in @c; its length into *@len (if not NULL) */
+const char *hgt__comm_cached(struct hgt__comm_cache *c, struct tep_handle *tep, int pid,
+			     size_t *len);
 
 #define HGT__LINE_TEPS 8
 
@@ -43,6 +45,13 @@ struct hgt__line {
 	bool grow; /* keep everything in obuf (growing it) instead of writing to the FILE */
 	bool oom;  /* growing failed: lines were lost */
 	struct hgt__comm_cache comm_cache;
+	/* "%16s-%-5d" of a pid's comm and the pid, as made once its comm was known */
+	struct {
+		const struct tep_handle *tep;
+		int pid;
+		uint8_t len; /* 0: none */
+		char text[43];
+	} pid_col[512];
 	/* the time column's seconds, as last printed */
 	uint64_t tsec;
 	char tsec_txt[24];
@@ -60,6 +69,7 @@ struct hgt__line {
 		const struct tep_handle *tep;
 		int type;
 		struct tep_event *event;
+		size_t name_len;
 	} event_cache[256];
 };
 
@@ -86,6 +96,12 @@ void hgt__info_memo_free(struct hgt__info_memo *m);
 const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, struct tep_handle *tep,
 			   const struct tep_event *ev, struct tep_record *rec, bool raw,
 			   size_t *len);
+/* hgt__info_text(), a compiled format's text written straight into @dst (HGT__INFO_DST
+ * bytes; NULL: none), and then @dst returned */
+#define HGT__INFO_DST 8192
+const char *hgt__info_text_to(struct hgt__info_memo *m, struct trace_seq *seq,
+			      struct tep_handle *tep, const struct tep_event *ev,
+			      struct tep_record *rec, bool raw, size_t *len, char *dst);
 void hgt__line_fini(struct hgt__line *l);
 /* Write out what hgt__line_print() buffered; call before anything else goes to @out. */
 void hgt__line_flush(struct hgt__line *l, FILE *out);

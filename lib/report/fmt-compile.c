@@ -36,7 +36,8 @@
 #include "report-local.h"
 
 #define FMTC_SLOTS 1024 /* events with a compiled program (or a "not compiled") per handle */
-#define FMTC_OUT 8192	/* longest info text written here; longer ones go to libtraceevent */
+/* longest info text written here; longer ones go to libtraceevent */
+#define FMTC_OUT HGT__INFO_DST
 
 enum node_kind { N_CONST, N_FIELD, N_MASK, N_OP, N_COND, N_INDEX, N_DYNLEN };
 
@@ -603,10 +604,10 @@ static bool compile_event(struct prog *p, struct tep_event *ev)
  * every field whose absence the handler would report is there; else libtraceevent prints
  * it as before.
  */
-enum { F_PID, F_COMM, F_PRIO, F_STATE, F_NPID, F_NCOMM, F_NPRIO };		   /* PL_SWITCH */
-enum { W_PID = 0, W_COMM = 1, W_PRIO = 2, W_SUCCESS = 3, W_CPU = 4 };		   /* PL_WAKEUP */
-enum { H_TIMER = 0, H_FUNC = 1, H_NOW = 2, H_EXPIRES = 3, H_SOFT = 4 };		   /* PL_HRT_* */
-enum { K_REASON = 0, K_ISA = 1, K_RIP = 2, K_INFO1 = 3, K_INFO2 = 4, K_VCPU = 5 }; /* PL_KVM_* */
+enum { F_PID, F_COMM, F_PRIO, F_STATE, F_NPID, F_NCOMM, F_NPRIO };	/* PL_SWITCH */
+enum { W_PID = 0, W_COMM = 1, W_PRIO = 2, W_SUCCESS = 3, W_CPU = 4 };	/* PL_WAKEUP */
+enum { H_TIMER = 0, H_FUNC = 1, H_NOW = 2, H_EXPIRES = 3, H_SOFT = 4 }; /* PL_HRT_* */
+enum { K_REASON, K_ISA, K_RIP, K_INFO1, K_INFO2, K_VCPU, K_PID };	/* PL_KVM_* */
 
 /* The file name of the shared object holding @ev's handler, or NULL. */
 static const char *handler_file(const struct tep_event *ev)
@@ -685,6 +686,8 @@ static bool compile_plugin(struct prog *p, struct tep_event *ev)
 			return false;
 		p->plugin = start ? PL_HRT_START : PL_HRT_EXPIRE;
 	} else if (!strcmp(so, "plugin_kvm.so") && !strcmp(ev->system, "kvm")) {
+		/* the vCPU thread, for its guest's functions (else tep_data_pid()'s) */
+		plugin_field(p, ev, K_PID, "common_pid", true, false);
 		if (!strcmp(ev->name, "kvm_exit")) {
 			plugin_field(p, ev, K_ISA, "isa", false, false);
 			if (!plugin_field(p, ev, K_INFO1, "info1", false, false) ||
@@ -1034,24 +1037,31 @@ static void put_int(struct run *r, const struct piece *pc, uint64_t v)
 	}
 }
 
-/* @prefix and @v as %0*llx of @width (printf's %llx, %08llx, written by hand) */
-static void put_hexw(struct run *r, const char *prefix, uint64_t v, int width)
+/* @prefix (@plen bytes) and @v as %0*llx of @width (printf's %llx, %08llx, written by
+ * hand): the digits go straight to their place, last first */
+static void put_hexw_n(struct run *r, const char *prefix, size_t plen, uint64_t v, int width)
 {
-	char d[16], *q = d + sizeof(d);
+	int digits = v ? (67 - __builtin_clzll(v)) / 4 : 1;
+	char *q;
 
-	put(r, prefix, strlen(prefix));
-	do {
+	if (digits < width)
+		digits = width;
+	if (!room(r, plen + (size_t)digits))
+		return;
+	memcpy(r->out + r->n, prefix, plen);
+	r->n += plen + (size_t)digits;
+	q = r->out + r->n;
+	while (digits--) {
 		*--q = "0123456789abcdef"[v & 15];
 		v >>= 4;
-		width--;
-	} while (v || width > 0);
-	put(r, q, (size_t)(d + sizeof(d) - q));
+	}
 }
 
-static void put_hex(struct run *r, const char *prefix, uint64_t v)
-{
-	put_hexw(r, prefix, v, 1);
-}
+/* The prefix is a string literal (pasted to "": anything else does not compile), its length
+ * known here. */
+#define put_hexw(r, prefix, v, width) put_hexw_n(r, "" prefix, sizeof(prefix) - 1, v, width)
+#define put_hex(r, prefix, v) put_hexw_n(r, "" prefix, sizeof(prefix) - 1, v, 1)
+
 /* print_function(): a kernel address as its function's name */
 static void put_func(struct run *r, const struct piece *pc, uint64_t v)
 {
@@ -1283,15 +1293,16 @@ static void kvm_rip_func(struct run *r, const struct prog *p, uint64_t rip)
 {
 	struct tep_record rec = { .data = (void *)r->data, .size = r->size };
 	unsigned long long ip = rip;
-	const char *func = tep_plugin_kvm_get_func((struct tep_event *)p->ev, &rec, &ip);
+	int pid = p->fo[K_PID] >= 0 ? (int)plugin_num(r, p, K_PID) : tep_data_pid(r->tep, &rec);
+	size_t len;
+	const char *func = hgt__kvm_func(pid, &ip, &len);
 
 	if (!func)
 		return;
 	put(r, " ", 1);
-	put(r, func, strlen(func));
+	put(r, func, len);
 	if (ip != rip)
 		put_hex(r, "+0x", rip - ip);
-	tep_plugin_kvm_put_func(func);
 }
 
 /* kvm_exit's "reason ..." for @isa and @reason: the plugin's own words, taken from its
@@ -1397,14 +1408,14 @@ static void run_plugin(struct run *r, const struct prog *p)
 
 /* The compiled program's text for @rec, or NULL when libtraceevent must print it. */
 static const char *run_prog(struct hgt__fmtc *fc, const struct prog *p, struct tep_handle *tep,
-			    const struct tep_record *rec, size_t *len)
+			    const struct tep_record *rec, size_t *len, char *dst)
 {
 	struct run r = { .fc = fc,
 			 .data = rec->data,
 			 .size = rec->size,
 			 .swap = p->swap,
 			 .tep = tep,
-			 .out = fc->out };
+			 .out = dst ? dst : fc->out };
 
 	if (p->plugin)
 		run_plugin(&r, p);
@@ -1413,7 +1424,7 @@ static const char *run_prog(struct hgt__fmtc *fc, const struct prog *p, struct t
 	if (r.bad)
 		return NULL;
 	*len = r.n;
-	return fc->out;
+	return r.out;
 }
 
 static void verify(struct hgt__fmtc *fc, struct tep_handle *tep, const struct tep_event *ev,
@@ -1459,7 +1470,7 @@ bool hgt__fmtc_has(struct hgt__fmtc *fc, struct tep_event *ev)
  * the next call.
  */
 const char *hgt__fmtc_text(struct hgt__fmtc *fc, struct tep_handle *tep, struct tep_event *ev,
-			   struct tep_record *rec, size_t *len)
+			   struct tep_record *rec, size_t *len, char *dst)
 {
 	const struct prog *p;
 	const char *t;
@@ -1467,7 +1478,7 @@ const char *hgt__fmtc_text(struct hgt__fmtc *fc, struct tep_handle *tep, struct 
 	if (!fc || !ev)
 		return NULL;
 	p = prog_of(fc, ev);
-	t = p ? run_prog(fc, p, tep, rec, len) : NULL;
+	t = p ? run_prog(fc, p, tep, rec, len, dst) : NULL;
 	if (fc->verify) {
 		if (t) {
 			fc->compiled++;

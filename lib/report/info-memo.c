@@ -222,6 +222,17 @@ const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, stru
 			   const struct tep_event *ev, struct tep_record *rec, bool raw,
 			   size_t *len)
 {
+	return hgt__info_text_to(m, seq, tep, ev, rec, raw, len, NULL);
+}
+
+/**
+ * hgt__info_text_to - hgt__info_text(), a compiled format's text written into @dst
+ * (HGT__INFO_DST bytes, or NULL): the copy a printer would make of it saved.
+ */
+const char *hgt__info_text_to(struct hgt__info_memo *m, struct trace_seq *seq,
+			      struct tep_handle *tep, const struct tep_event *ev,
+			      struct tep_record *rec, bool raw, size_t *len, char *dst)
+{
 	struct memo_slot *s = NULL;
 	struct pure_slot *e = NULL, *ps = m && ev ? event_slot(m, ev, raw) : NULL;
 	const char *text = NULL;
@@ -257,7 +268,7 @@ const char *hgt__info_text(struct hgt__info_memo *m, struct trace_seq *seq, stru
 		text = seq->buffer;
 		n = seq->len;
 	} else if (m && !raw && ev) {
-		text = hgt__fmtc_text(m->fc, tep, (struct tep_event *)ev, rec, &n);
+		text = hgt__fmtc_text(m->fc, tep, (struct tep_event *)ev, rec, &n, dst);
 	}
 	if (!text) {
 		trace_seq_reset(seq);

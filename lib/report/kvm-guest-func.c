@@ -36,6 +36,7 @@ static __thread struct last_func {
 	int pid; /* 0: none */
 	unsigned long long start, end;
 	const char *func;
+	size_t len;
 } last[LAST_FUNCS];
 
 void hgt__kvm_funcs_set(const struct hgt__kvm_funcs *f)
@@ -49,6 +50,40 @@ const struct hgt__kvm_funcs *hgt__kvm_funcs_get(void)
 	return current;
 }
 
+/**
+ * hgt__kvm_func - the function holding guest address *@val for the vCPU thread @pid, and
+ * the length of its name (*@len); *@val becomes the function's start address. NULL when
+ * unknown.
+ */
+const char *hgt__kvm_func(int pid, unsigned long long *val, size_t *len)
+{
+	const struct hgt__kvm_funcs *f = current;
+	unsigned long long start;
+	unsigned long size;
+	const char *func;
+
+	if (!f)
+		return NULL;
+	for (int i = 0; i < f->n; i++) {
+		struct last_func *l = &last[i % LAST_FUNCS];
+
+		if (f->pid[i] != pid)
+			continue;
+		if (l->pid == pid && *val >= l->start && *val < l->end) {
+			*val = l->start;
+			*len = l->len;
+			return l->func;
+		}
+		if (!tep_find_function_info(f->tep[i], *val, &func, &start, &size)) /* 1: found */
+			return NULL;
+		*len = strlen(func);
+		*l = (struct last_func){ pid, start, start + size, func, *len };
+		*val = start; /* the plugin prints rip - start */
+		return func;
+	}
+	return NULL;
+}
+
 /* The function holding guest address *@val for the vCPU thread that logged @record;
  * *@val becomes the function's start address. NULL when unknown. */
 const char *tep_plugin_kvm_get_func(struct tep_event *event, struct tep_record *record,
@@ -56,31 +91,11 @@ const char *tep_plugin_kvm_get_func(struct tep_event *event, struct tep_record *
 const char *tep_plugin_kvm_get_func(struct tep_event *event, struct tep_record *record,
 				    unsigned long long *val)
 {
-	const struct hgt__kvm_funcs *f = current;
-	unsigned long long start;
-	unsigned long size;
-	const char *func;
-	int pid, i;
+	size_t len;
 
-	if (!f || !event || !record || !val)
+	if (!current || !event || !record || !val)
 		return NULL;
-	pid = tep_data_pid(event->tep, record);
-	for (i = 0; i < f->n; i++) {
-		struct last_func *l = &last[i % LAST_FUNCS];
-
-		if (f->pid[i] != pid)
-			continue;
-		if (l->pid == pid && *val >= l->start && *val < l->end) {
-			*val = l->start;
-			return l->func;
-		}
-		if (!tep_find_function_info(f->tep[i], *val, &func, &start, &size)) /* 1: found */
-			return NULL;
-		*l = (struct last_func){ pid, start, start + size, func };
-		*val = start; /* the plugin prints rip - start */
-		return func;
-	}
-	return NULL;
+	return hgt__kvm_func(tep_data_pid(event->tep, record), val, &len);
 }
 
 void tep_plugin_kvm_put_func(const char *func);

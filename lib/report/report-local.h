@@ -3,6 +3,8 @@
 #ifndef HGT_REPORT_LOCAL_H
 #define HGT_REPORT_LOCAL_H
 
+#include <stddef.h>
+
 #include "../private/report.h"
 
 /* kvm-guest-func.c: host vCPU thread -> guest tep, for the kvm plugin's guest symbols */
@@ -14,6 +16,9 @@ struct tep_record;
 const char *tep_plugin_kvm_get_func(struct tep_event *event, struct tep_record *record,
 				    unsigned long long *val);
 void tep_plugin_kvm_put_func(const char *func);
+/* tep_plugin_kvm_get_func() of a record logged by thread @pid, with the name's length into
+ * *@len */
+const char *hgt__kvm_func(int pid, unsigned long long *val, size_t *len);
 
 /* parallel.c's handles as the report fills them */
 struct hgt__par_handle {
@@ -31,6 +36,6 @@ struct hgt__fmtc *hgt__fmtc_new(void);
 void hgt__fmtc_free(struct hgt__fmtc *fc);
 bool hgt__fmtc_has(struct hgt__fmtc *fc, struct tep_event *ev);
 const char *hgt__fmtc_text(struct hgt__fmtc *fc, struct tep_handle *tep, struct tep_event *ev,
-			   struct tep_record *rec, size_t *len);
+			   struct tep_record *rec, size_t *len, char *dst);
 
 #endif

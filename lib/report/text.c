@@ -17,6 +17,9 @@
 #include "../common/common-local.h"
 #include "report-local.h"
 
+/* the name printed for a record whose event is not known, as libtraceevent prints it */
+#define UNKNOWN_EVENT "[UNKNOWN EVENT]"
+
 #define TRACE_FLAG_IRQS_OFF 0x01
 #define TRACE_FLAG_IRQS_NOSUPPORT 0x02
 #define TRACE_FLAG_NEED_RESCHED 0x04
@@ -29,6 +32,7 @@ int hgt__line_init(struct hgt__line *l)
 	l->grow = false;
 	l->oom = false;
 	memset(&l->comm_cache, 0, sizeof(l->comm_cache));
+	memset(l->pid_col, 0, sizeof(l->pid_col));
 	memset(l->event_cache, 0, sizeof(l->event_cache));
 	memset(l->common, 0, sizeof(l->common));
 	l->common_next = 0;
@@ -180,7 +184,7 @@ static size_t put_int(char *p, int64_t v, int width, bool left)
 
 /* The time column's text (without the leading space and colon), as libtraceevent 1.7. */
 /* @v (< 10^@digits) as exactly @digits digits, zero-padded. */
-static void put_digits(char *p, uint64_t v, int digits)
+static void put_digits(char *p, uint32_t v, int digits)
 {
 	int i = digits;
 
@@ -220,7 +224,7 @@ static size_t put_time(struct hgt__line *l, char *p, uint64_t ts, bool in_usecs,
 	n = l->tsec_len;
 	memcpy(p, l->tsec_txt, n);
 	p[n++] = '.';
-	put_digits(p + n, frac, digits);
+	put_digits(p + n, (uint32_t)frac, digits);
 	return n + (size_t)digits;
 }
 
@@ -230,21 +234,31 @@ unsigned long long hgt__line_diff_base(const struct hgt__line_ctx *c, unsigned l
 }
 
 /**
- * hgt__comm_cached - tep_data_comm_from_pid(@tep, @pid), remembered in @c once found.
+ * hgt__comm_cached - tep_data_comm_from_pid(@tep, @pid), remembered in @c once found, with
+ * its length (*@len, when @len is not NULL).
  */
-const char *hgt__comm_cached(struct hgt__comm_cache *c, struct tep_handle *tep, int pid)
+const char *hgt__comm_cached(struct hgt__comm_cache *c, struct tep_handle *tep, int pid,
+			     size_t *len)
 {
 	unsigned int k = (unsigned int)pid % (sizeof(c->e) / sizeof(c->e[0]));
 	const char *comm;
+	size_t n;
 
-	if (c->e[k].tep == tep && c->e[k].pid == pid)
+	if (c->e[k].tep == tep && c->e[k].pid == pid) {
+		if (len)
+			*len = c->e[k].len;
 		return c->e[k].comm;
+	}
 	comm = tep_data_comm_from_pid(tep, pid);
+	n = strlen(comm);
 	if (strcmp(comm, "<...>")) {
 		c->e[k].tep = tep;
 		c->e[k].pid = pid;
 		c->e[k].comm = comm;
+		c->e[k].len = n;
 	}
+	if (len)
+		*len = n;
 	return comm;
 }
 
@@ -317,8 +331,10 @@ static const struct hgt__line_common *common_of(struct hgt__line *l, struct tep_
 	return cm;
 }
 
+/* @rec's event, or NULL; its name's length into *@nlen (the name printed for no event:
+ * "[UNKNOWN EVENT]") */
 static struct tep_event *event_of(struct hgt__line *l, const struct hgt__line_common *cm,
-				  struct tep_handle *tep, struct tep_record *rec)
+				  struct tep_handle *tep, struct tep_record *rec, size_t *nlen)
 {
 	int type = cm && cm->fast ? (int)common_read(cm, rec, CF_TYPE) : tep_data_type(tep, rec);
 	/* each handle's ids from a place of their own: a merge's inputs have the same ids */
@@ -326,37 +342,85 @@ static struct tep_event *event_of(struct hgt__line *l, const struct hgt__line_co
 			 (sizeof(l->event_cache) / sizeof(l->event_cache[0]));
 	struct tep_event *ev;
 
-	if (l->event_cache[k].tep == tep && l->event_cache[k].type == type)
+	if (l->event_cache[k].tep == tep && l->event_cache[k].type == type) {
+		*nlen = l->event_cache[k].name_len;
 		return l->event_cache[k].event;
+	}
 	ev = tep_find_event(tep, type);
+	*nlen = strlen(ev ? ev->name : UNKNOWN_EVENT);
 	if (ev) {
 		l->event_cache[k].tep = tep;
 		l->event_cache[k].type = type;
 		l->event_cache[k].event = ev;
+		l->event_cache[k].name_len = *nlen;
 	}
 	return ev;
+}
+
+/* "%16s-%-5d" of @comm (@clen bytes) and @pid into @p; returns its length */
+static size_t put_comm_pid(char *p, const char *comm, size_t clen, int pid)
+{
+	size_t n = 0;
+
+	if (clen < 16) {
+		memset(p, ' ', 16 - clen);
+		n = 16 - clen;
+	}
+	memcpy(p + n, comm, clen);
+	n += clen;
+	p[n++] = '-';
+	return n + put_int(p + n, pid, 5, true);
+}
+
+/* The comm and pid columns of @pid, made once its comm is known (NULL before, or when they
+ * do not fit: print them from *@comm, *@clen). */
+static const char *pid_column(struct hgt__line *l, struct tep_handle *tep, int pid,
+			      const char **comm, size_t *clen, size_t *len)
+{
+	unsigned int k = (unsigned int)pid % (sizeof(l->pid_col) / sizeof(l->pid_col[0]));
+	__typeof__(l->pid_col[0]) *e = &l->pid_col[k];
+
+	if (e->tep == tep && e->pid == pid && e->len) {
+		*len = e->len;
+		return e->text;
+	}
+	*comm = hgt__comm_cached(&l->comm_cache, tep, pid, clen);
+	/* 16 + 1 + 11 (a pid's digits and sign) past the comm's: it fits */
+	if (*clen + 12 > sizeof(e->text) || !strcmp(*comm, "<...>"))
+		return NULL;
+	e->tep = tep;
+	e->pid = pid;
+	e->len = (uint8_t)put_comm_pid(e->text, *comm, *clen, pid);
+	*len = e->len;
+	return e->text;
 }
 
 void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct tep_record *rec,
 		     unsigned long long *last_ts, FILE *out)
 {
 	const struct hgt__line_common *cm = common_of(l, c->tep, rec);
-	struct tep_event *event = event_of(l, cm, c->tep, rec);
-	const char *name = event ? event->name : "[UNKNOWN EVENT]";
+	size_t clen, nlen, n = 0, ilen;
+	struct tep_event *event = event_of(l, cm, c->tep, rec, &nlen);
+	const char *name = event ? event->name : UNKNOWN_EVENT;
 	bool fast = cm && cm->fast;
 	int pid = fast ? (int)common_read(cm, rec, CF_PID) : tep_data_pid(c->tep, rec);
-	const char *comm = hgt__comm_cached(&l->comm_cache, c->tep, pid);
-	size_t clen = strlen(comm), nlen = strlen(name), n = 0, ilen;
-	const char *info;
+	const char *comm = NULL, *info;
+	size_t collen = 0;
+	const char *col = pid_column(l, c->tep, pid, &comm, &clen, &collen);
+	bool in_place;
 	char *p;
 
-	/* Everything before the info fits in this bound. */
-	p = obuf_reserve(l, out, clen + nlen + 256);
+	if (col)
+		clen = collen;
+	/* Everything before the info fits in this bound, and a compiled info text after it. */
+	p = obuf_reserve(l, out, clen + nlen + 256 + HGT__INFO_DST + 1);
+	in_place = p != NULL;
 	if (!p) {
 		hgt__line_flush(l, out);
 		p = obuf_reserve(l, out, 256);
 		if (!p)
 			return; /* out of memory while growing (l->oom) */
+		col = NULL;
 		comm = "<...>";
 		clen = 5;
 		nlen = 0;
@@ -370,17 +434,20 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 	if (c->boundary)
 		n += (size_t)sprintf(p + n, "CPU:%d [SUBBUFFER START]\n", rec->cpu);
 	/* "%16s-%-5d [%03d]" */
-	if (clen < 16) {
-		memset(p + n, ' ', 16 - clen);
-		n += 16 - clen;
+	if (col) {
+		memcpy(p + n, col, collen);
+		n += collen;
+	} else {
+		n += put_comm_pid(p + n, comm, clen, pid);
 	}
-	memcpy(p + n, comm, clen);
-	n += clen;
-	p[n++] = '-';
-	n += put_int(p + n, pid, 5, true);
 	p[n++] = ' ';
 	p[n++] = '[';
-	n += put_uint(p + n, (unsigned int)rec->cpu, 3, false, '0');
+	if (rec->cpu >= 0 && rec->cpu < 1000) {
+		put_digits(p + n, (uint32_t)rec->cpu, 3);
+		n += 3;
+	} else {
+		n += put_uint(p + n, (unsigned int)rec->cpu, 3, false, '0');
+	}
 	p[n++] = ']';
 	if (c->latency && c->raw) {
 		n += (size_t)sprintf(p + n, "-0x%x",
@@ -419,7 +486,18 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 	}
 	l->olen += n;
 
-	info = hgt__info_text(l->memo, &l->info, c->tep, event, rec, c->raw, &ilen);
-	hgt__line_put(l, out, info, ilen);
-	hgt__line_put(l, out, "\n", 1);
+	p = l->obuf + l->olen;
+	info = hgt__info_text_to(l->memo, &l->info, c->tep, event, rec, c->raw, &ilen,
+				 in_place ? p : NULL);
+	if (info != p) { /* not written in place */
+		p = obuf_reserve(l, out, ilen + 1);
+		if (!p) { /* longer than the buffer */
+			hgt__line_put(l, out, info, ilen);
+			hgt__line_put(l, out, "\n", 1);
+			return;
+		}
+		memcpy(p, info, ilen);
+	}
+	p[ilen] = '\n';
+	l->olen += ilen + 1;
 }

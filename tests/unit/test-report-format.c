@@ -207,6 +207,75 @@ static void test_json_escapes_anywhere(void **state)
 	free(b.p);
 }
 
+/* The comm and pid columns of a line as libtraceevent prints them ("%16s-%-5d"), for the
+ * same pid in two handles, before and after its comm is registered in one (as the
+ * sched_switch plugin does mid-report): the columns a printer remembers must follow. */
+static void test_comm_pid_columns_follow_libtraceevent(void **state)
+{
+	static const struct {
+		int h;		  /* the handle: 0 or 1 */
+		int pid;	  /* the record's */
+		const char *comm; /* registered in handle h before the record, or NULL */
+	} steps[] = {
+		{ 0, 4242, NULL },	  { 0, 4242, NULL }, { 1, 4242, NULL },
+		{ 0, 4242, "late-comm" }, { 0, 4242, NULL }, { 1, 4242, NULL },
+		{ 1, 4242, "other" },	  { 0, 4242, NULL }, { 1, 4242, NULL },
+		{ 0, -7, NULL },	  { 0, 0, NULL },    { 1, 70000, "a-comm-of-16chr" },
+		{ 1, 70000, NULL },
+	};
+	struct tep_handle *t[2] = { tep, tep_alloc() };
+	struct hgt__line l;
+	char *buf = NULL, *line;
+	size_t len = 0, i;
+	FILE *out = open_memstream(&buf, &len);
+	struct trace_seq s;
+	int checked = 0;
+
+	assert_non_null(out);
+	tep_set_file_bigendian(t[1], TEP_LITTLE_ENDIAN);
+	tep_set_local_bigendian(t[1], TEP_LITTLE_ENDIAN);
+	tep_set_long_size(t[1], 8);
+	assert_int_equal(tep_parse_event(t[1], fmt, sizeof(fmt) - 1, "test"), 0);
+	assert_int_equal(hgt__line_init(&l), 0);
+	trace_seq_init(&s);
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		uint8_t d[12] = { 7, 0 };
+		struct tep_record rec = { .ts = 1000 + i, .data = d, .size = sizeof(d) };
+		struct hgt__line_ctx c = { .tep = t[steps[i].h], .in_usecs = true };
+		unsigned long long last = 0;
+
+		memcpy(d + 4, &steps[i].pid, 4);
+		if (steps[i].comm)
+			tep_register_comm(t[steps[i].h], steps[i].comm, steps[i].pid);
+		fflush(out);
+		len = 0;
+		rewind(out);
+		hgt__line_print(&l, &c, &rec, &last, out);
+		hgt__line_flush(&l, out);
+		fflush(out);
+		trace_seq_reset(&s);
+		tep_print_event(t[steps[i].h], &s, &rec, "%16s-%-5d", TEP_PRINT_COMM,
+				TEP_PRINT_PID);
+		trace_seq_terminate(&s);
+		line = strndup(buf, len);
+		assert_non_null(line);
+		if (strncmp(line, s.buffer, s.len) || line[s.len] != ' ') {
+			print_message("# step %zu: \"%s\", libtraceevent: \"%s\"\n", i, line,
+				      s.buffer);
+			fail();
+		}
+		free(line);
+		checked++;
+	}
+	print_message("# %d lines' comm and pid columns as libtraceevent's, in 2 handles\n",
+		      checked);
+	trace_seq_destroy(&s);
+	hgt__line_fini(&l);
+	fclose(out);
+	free(buf);
+	tep_free(t[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_latency_matches_libtraceevent),
 		cmocka_unit_test(test_json_escapes_every_byte),
 		cmocka_unit_test(test_json_escapes_anywhere),
+		cmocka_unit_test(test_comm_pid_columns_follow_libtraceevent),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
