@@ -203,7 +203,7 @@ static int parse_guest(struct hgt_input *in, const struct hgt_option *op)
 			/* trace-cmd drops such an option entirely; so do we, saying so */
 			if (!(in->flags & HGT_OPEN_QUIET))
 				fprintf(stderr,
-					"hgtrace: %s: offset 0x%llx: GUEST option maps vCPU %u but counts %u vCPUs: ignored\n",
+					"hgtrace: %s: offset 0x%llx: GUEST option maps vCPU %u but counts %u vCPUs: skipped\n",
 					in->path, (unsigned long long)op->file_offset, vcpu, cnt);
 			in->nr_guests--;
 			free(g->name);

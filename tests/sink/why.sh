@@ -227,8 +227,12 @@ for i in $(seq 1 40); do
 		cp "f-$w.dat" "x-$w.dat"
 		size=$(stat -c %s "x-$w.dat")
 		for j in 1 2 3 4 5 6; do
-			printf "\\x$(printf %02x $((RANDOM % 256)))" |
-				dd of="x-$w.dat" bs=1 seek=$(((RANDOM * 32768 + RANDOM) % size)) conv=notrunc 2> /dev/null
+			# RANDOM read here, not in $(...) nor a pipeline's command: a subshell's
+			# RANDOM is seeded anew
+			byte=$((RANDOM % 256))
+			off=$(((RANDOM * 32768 + RANDOM) % size))
+			printf "\\x$(printf %02x $byte)" |
+				dd of="x-$w.dat" bs=1 seek=$off conv=notrunc 2> /dev/null
 		done
 	done
 	for cmd in "why --threshold 1" "view -o x.html"; do
