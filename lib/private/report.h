@@ -112,15 +112,24 @@ void hgt__format_time_col(char *buf, uint64_t ts, bool in_usecs, bool nsec);
 
 /* kvm-guest-func.c: the guest symbols the kvm plugin prints in a host's kvm_entry/exit
  * lines: the host's vCPU threads -> their guest's tep, set around a print loop */
+#define HGT__KVM_LAST 16
 struct hgt__kvm_funcs {
 	int n;
 	int *pid;
 	struct tep_handle **tep;
+	/* per vCPU thread (by its index, modulo): the function its last rip fell in (its name
+	 * one of the map's guests' handles'), zero with the map (kvm-guest-func.c) */
+	struct hgt__kvm_last {
+		int pid; /* 0: none */
+		unsigned long long start, end;
+		const char *func;
+		size_t len;
+	} last[HGT__KVM_LAST];
 };
 struct hgt_input;
 struct hgt__kvm_map;
-void hgt__kvm_funcs_set(const struct hgt__kvm_funcs *f);
-const struct hgt__kvm_funcs *hgt__kvm_funcs_get(void);
+void hgt__kvm_funcs_set(struct hgt__kvm_funcs *f);
+struct hgt__kvm_funcs *hgt__kvm_funcs_get(void);
 int hgt__kvm_funcs_build(struct hgt_input *const *in, int n, struct hgt__kvm_funcs *f,
 			 struct hgt__kvm_map *km);
 

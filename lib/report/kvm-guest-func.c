@@ -20,32 +20,24 @@
 
 #include "report-local.h"
 
-static __thread const struct hgt__kvm_funcs *current;
+static __thread struct hgt__kvm_funcs *current;
 
 /*
  * Per vCPU thread of the map (by its index), the function its last rip fell in and where
- * that function ends: a vCPU's exits come back to the same functions (and a host's
- * kvm_entry repeats its exit's rip), so most lookups are a range check: the function's
- * start and libtraceevent's size (the next symbol's address less its own). The last
- * symbol, which libtraceevent finds only at its start, has a size of 0 or one that wraps:
- * an empty range. Emptied whenever the map is set: the names belong to its guests'
- * handles.
+ * that function ends (f->last): a vCPU's exits come back to the same functions (and a
+ * host's kvm_entry repeats its exit's rip), so most lookups are a range check: the
+ * function's start and libtraceevent's size (the next symbol's address less its own). The
+ * last symbol, which libtraceevent finds only at its start, has a size of 0 or one that
+ * wraps: an empty range. Kept in the map, not the thread: a thread that takes turns with
+ * maps (the parallel report's main thread) keeps each one's, and their names belong to
+ * that map's guests' handles.
  */
-#define LAST_FUNCS 16
-static __thread struct last_func {
-	int pid; /* 0: none */
-	unsigned long long start, end;
-	const char *func;
-	size_t len;
-} last[LAST_FUNCS];
-
-void hgt__kvm_funcs_set(const struct hgt__kvm_funcs *f)
+void hgt__kvm_funcs_set(struct hgt__kvm_funcs *f)
 {
 	current = f;
-	memset(last, 0, sizeof(last));
 }
 
-const struct hgt__kvm_funcs *hgt__kvm_funcs_get(void)
+struct hgt__kvm_funcs *hgt__kvm_funcs_get(void)
 {
 	return current;
 }
@@ -57,7 +49,7 @@ const struct hgt__kvm_funcs *hgt__kvm_funcs_get(void)
  */
 const char *hgt__kvm_func(int pid, unsigned long long *val, size_t *len)
 {
-	const struct hgt__kvm_funcs *f = current;
+	struct hgt__kvm_funcs *f = current;
 	unsigned long long start;
 	unsigned long size;
 	const char *func;
@@ -65,7 +57,7 @@ const char *hgt__kvm_func(int pid, unsigned long long *val, size_t *len)
 	if (!f)
 		return NULL;
 	for (int i = 0; i < f->n; i++) {
-		struct last_func *l = &last[i % LAST_FUNCS];
+		struct hgt__kvm_last *l = &f->last[i % HGT__KVM_LAST];
 
 		if (f->pid[i] != pid)
 			continue;
@@ -77,7 +69,7 @@ const char *hgt__kvm_func(int pid, unsigned long long *val, size_t *len)
 		if (!tep_find_function_info(f->tep[i], *val, &func, &start, &size)) /* 1: found */
 			return NULL;
 		*len = strlen(func);
-		*l = (struct last_func){ pid, start, start + size, func, *len };
+		*l = (struct hgt__kvm_last){ pid, start, start + size, func, *len };
 		*val = start; /* the plugin prints rip - start */
 		return func;
 	}

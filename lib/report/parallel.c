@@ -97,6 +97,18 @@ struct hgt__par {
 	 * where a record's 2-byte type lies in each input (-1: asked of libtraceevent) */
 	uint8_t **kinds;
 	int *type_off;
+	/* the sched plugins' comm and pid fields by (top input, type, which of the record's
+	 * pairs), found once (plugin_comm) */
+	struct comm_src {
+		int top, type, which;
+		const struct tep_format_field *comm, *pid;
+	} csrc[64];
+	int ncsrc;
+	/* (top input, pid) known to have a comm in the main thread's handle, by pid: once
+	 * registered, a pid stays so */
+	struct {
+		int top, pid1; /* pid + 1; 0: none */
+	} known[4096];
 };
 
 /*
@@ -229,7 +241,7 @@ static void *worker_main(void *arg)
 static bool main_help(struct hgt__par *p)
 {
 	struct worker *self = &p->w[p->nr_w];
-	const struct hgt__kvm_funcs *kf = hgt__kvm_funcs_get();
+	struct hgt__kvm_funcs *kf = hgt__kvm_funcs_get();
 
 	if (p->next_take >= p->filling || p->err)
 		return false;
@@ -519,26 +531,58 @@ static int classify(struct tep_handle *tep, struct tep_record *rec)
 	return K_PLAIN;
 }
 
-/* The comm the sched plugins register for (@comm_field, @pid_field), if it is new. */
-static int plugin_comm(struct hgt__par *p, struct tep_handle *tep, int top, struct tep_record *rec,
-		       const char *comm_field, const char *pid_field)
+/* The fields of the comm the sched plugins register for (@comm_field, @pid_field) in
+ * records of @type, pair @which of them, into *@tmp when there is no room to keep them. */
+static const struct comm_src *comm_src(struct hgt__par *p, struct tep_handle *tep, int top,
+				       int type, int which, const char *comm_field,
+				       const char *pid_field, struct comm_src *tmp)
 {
-	struct tep_event *ev = tep_find_event_by_record(tep, rec);
-	struct tep_format_field *f = ev ? tep_find_any_field(ev, comm_field) : NULL;
-	unsigned long long pid;
-	char comm[64];
-	int len;
+	struct comm_src *c = tmp;
+	struct tep_event *ev;
 
-	if (!f || tep_get_field_val(NULL, ev, pid_field, rec, &pid, 0))
+	for (int i = 0; i < p->ncsrc; i++)
+		if (p->csrc[i].top == top && p->csrc[i].type == type && p->csrc[i].which == which)
+			return &p->csrc[i];
+	if (p->ncsrc < (int)(sizeof(p->csrc) / sizeof(p->csrc[0])))
+		c = &p->csrc[p->ncsrc++];
+	ev = tep_find_event(tep, type);
+	*c = (struct comm_src){ top, type, which, ev ? tep_find_any_field(ev, comm_field) : NULL,
+				ev ? tep_find_field(ev, pid_field) : NULL };
+	return c;
+}
+
+/* The comm the sched plugins register for (@comm_field, @pid_field), if it is new. */
+static int plugin_comm(struct hgt__par *p, struct tep_handle *tep, int top, int type,
+		       struct tep_record *rec, int which, const char *comm_field,
+		       const char *pid_field)
+{
+	struct comm_src tmp;
+	const struct comm_src *c = comm_src(p, tep, top, type, which, comm_field, pid_field, &tmp);
+	const struct tep_format_field *f = c->comm;
+	unsigned int k;
+	char comm[64];
+	int len, pid, ret;
+
+	if (!f || !c->pid || c->pid->offset < 0 || c->pid->offset + c->pid->size > rec->size)
 		return 0;
-	if (tep_is_pid_registered(tep, (int)pid))
+	pid = (int)tep_read_number(tep, (const char *)rec->data + c->pid->offset, c->pid->size);
+	k = (unsigned int)pid % (sizeof(p->known) / sizeof(p->known[0]));
+	if (p->known[k].pid1 == pid + 1 && p->known[k].top == top)
 		return 0;
 	len = f->size < (int)sizeof(comm) - 1 ? f->size : (int)sizeof(comm) - 1;
-	if ((unsigned int)f->offset + (unsigned int)len > (unsigned int)rec->size)
-		return 0;
-	snprintf(comm, sizeof(comm), "%.*s", len, (const char *)rec->data + f->offset);
-	tep_register_comm(tep, comm, (int)pid);
-	return log_comm(p, top, (int)pid, comm);
+	if (tep_is_pid_registered(tep, pid) ||
+	    (unsigned int)f->offset + (unsigned int)len > (unsigned int)rec->size)
+		ret = 0;
+	else {
+		snprintf(comm, sizeof(comm), "%.*s", len, (const char *)rec->data + f->offset);
+		tep_register_comm(tep, comm, pid);
+		ret = log_comm(p, top, pid, comm);
+	}
+	if (!ret && tep_is_pid_registered(tep, pid)) {
+		p->known[k].top = top;
+		p->known[k].pid1 = pid + 1;
+	}
+	return ret;
 }
 
 /**
@@ -549,7 +593,8 @@ static int plugin_comm(struct hgt__par *p, struct tep_handle *tep, int top, stru
  */
 int hgt__par_comms(struct hgt__par *p, int top, struct tep_handle *tep, struct tep_record *rec)
 {
-	uint8_t *k = &p->kinds[top][hgt__record_type(tep, p->type_off[top], rec) & 0xffff];
+	int type = hgt__record_type(tep, p->type_off[top], rec) & 0xffff;
+	uint8_t *k = &p->kinds[top][type];
 
 	if (*k == K_UNSEEN)
 		*k = (uint8_t)classify(tep, rec);
@@ -557,12 +602,12 @@ int hgt__par_comms(struct hgt__par *p, int top, struct tep_handle *tep, struct t
 	case K_STATEFUL:
 		return 1;
 	case K_SWITCH: {
-		int ret = plugin_comm(p, tep, top, rec, "prev_comm", "prev_pid");
+		int ret = plugin_comm(p, tep, top, type, rec, 0, "prev_comm", "prev_pid");
 
-		return ret ? ret : plugin_comm(p, tep, top, rec, "next_comm", "next_pid");
+		return ret ? ret : plugin_comm(p, tep, top, type, rec, 1, "next_comm", "next_pid");
 	}
 	case K_WAKEUP:
-		return plugin_comm(p, tep, top, rec, "comm", "pid");
+		return plugin_comm(p, tep, top, type, rec, 0, "comm", "pid");
 	default:
 		return 0;
 	}

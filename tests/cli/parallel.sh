@@ -26,7 +26,23 @@ open(sys.argv[1], "wb").write(d)
 print("# c-guest.dat: %d sshd pids taken out of the saved cmdlines" % n)
 sys.exit(n < 2)
 PY
-for f in "$here"/data/*.dat "s-host.dat s-guest.dat" c-guest.dat; do
+# c-guest.dat's twin with its sshd tasks named sshX: merged with it, each of those pids has
+# two comms, one per input, both registered only by the plugin; a worker must apply each
+# input's own.
+python3 - c-guest.dat c2-guest.dat << 'PY' || tap_fail "c2-guest.dat: comms not renamed"
+import sys
+d = open(sys.argv[1], "rb").read()
+n = d.count(b"sshd")
+open(sys.argv[2], "wb").write(d.replace(b"sshd", b"sshX"))
+print("# c2-guest.dat: %d sshd comms renamed sshX" % n)
+sys.exit(n < 2)
+PY
+HGT_THREADS=1 "$HGTRACE" report c-guest.dat c2-guest.dat 2> /dev/null |
+	awk '$2 ~ /^ssh[dX]-10[0-9]2$/ { s[substr($2, 6), substr($2, 4, 1)] = 1 }
+		END { for (k in s) { split(k, a, SUBSEP); if (a[2] == "d" && ((a[1], "X") in s)) n++ } print n + 0 }' > twins
+[ "$(cat twins)" -ge 2 ] && tap_ok "c-guest.dat + c2-guest.dat: $(cat twins) pids print as sshd in one input, sshX in the other" ||
+	tap_fail "c-guest.dat + c2-guest.dat: $(cat twins) pids with both comms"
+for f in "$here"/data/*.dat "s-host.dat s-guest.dat" c-guest.dat "c-guest.dat c2-guest.dat"; do
 	for o in "" "-t" "-N" "-R" "--ts-diff" "--boundary" "-F sched_switch" "--cpu 1"; do
 		# shellcheck disable=SC2086
 		HGT_INFO_MEMO=0 HGT_THREADS=1 "$HGTRACE" report $o $f > one 2> one.err

@@ -378,7 +378,7 @@ static void plugins(bool old)
 	struct hgt__fmtc *fc = hgt__fmtc_new();
 	int vpid[] = { 5, 6 };
 	struct tep_handle *vtep[] = { guest, guest };
-	struct hgt__kvm_funcs kf = { 2, vpid, vtep };
+	struct hgt__kvm_funcs kf = { .n = 2, .pid = vpid, .tep = vtep };
 	struct trace_seq s;
 	const int n = 20000;
 	int pids = 0;
@@ -480,13 +480,15 @@ static void test_kvm_funcs_as_libtraceevent(void **state)
 	struct tep_handle *a = plugin_tep(&pl, false), *guest = tep_alloc();
 	int vpid[] = { 5, 6 };
 	struct tep_handle *vtep[] = { guest, guest };
-	struct hgt__kvm_funcs kf = { 2, vpid, vtep };
+	struct hgt__kvm_funcs kf = { .n = 2, .pid = vpid, .tep = vtep };
+	struct tep_handle *guest2 = tep_alloc(), *vtep2[] = { guest2, guest2 };
+	struct hgt__kvm_funcs kf2 = { .n = 2, .pid = vpid, .tep = vtep2 };
 	static const uint64_t rips[] = { FUNC0 - 1,	   FUNC0,	   FUNC0 + 1,
 					 FUNC0 + 0x7ff,	   FUNC0 + 0x800,  FUNC0 + 0x801,
 					 FUNC0 + 0xfff,	   FUNC0 + 0x1000, FUNC0 + 0x1001,
 					 FUNC0 + 0x1000000 };
 	struct tep_event *ev = tep_find_event(a, 26);
-	int found = 0, none = 0, last = 0;
+	int found = 0, none = 0, last = 0, switches = 0;
 
 	(void)state;
 	assert_non_null(guest);
@@ -494,21 +496,32 @@ static void test_kvm_funcs_as_libtraceevent(void **state)
 	tep_register_function(guest, "guest_a", FUNC0, NULL);
 	tep_register_function(guest, "guest_b", FUNC0 + 0x800, NULL);
 	tep_register_function(guest, "guest_c", FUNC0 + 0x1000, NULL); /* the last */
-	hgt__kvm_funcs_set(&kf);
+	/* a second map of the same threads to another guest, its functions elsewhere: a thread
+	 * taking turns with the two (as the parallel report's main thread does) must get each
+	 * map's own */
+	assert_non_null(guest2);
+	tep_register_function(guest2, "other_a", FUNC0 - 0x100, NULL);
+	tep_register_function(guest2, "other_b", FUNC0 + 0x900, NULL);
+	tep_register_function(guest2, "other_c", FUNC0 + 0x2000, NULL);
 	for (int i = 0; i < 20000; i++) {
 		uint8_t data[48] = { 0 };
 		struct tep_record rec = { .data = data, .size = sizeof(data) };
 		int pid = 5 + (int)(rnd() % 3); /* 7: no vCPU of the guest */
 		uint64_t rip = rips[rnd() % 10];
 		unsigned long long v = rip;
-		const char *want = pid == 7 ? NULL : tep_find_function(guest, rip);
+		bool second = rnd() % 4 == 0;
+		struct tep_handle *g = second ? guest2 : guest;
+		const char *want = pid == 7 ? NULL : tep_find_function(g, rip);
 		const char *got;
+
+		hgt__kvm_funcs_set(second ? &kf2 : &kf);
+		switches += second;
 
 		put(data, 26, 2, false);
 		put(data + 4, (uint64_t)pid, 4, false);
 		got = tep_plugin_kvm_get_func(ev, &rec, &v);
 		if (!want != !got ||
-		    (want && (strcmp(want, got) || v != tep_find_function_address(guest, rip)))) {
+		    (want && (strcmp(want, got) || v != tep_find_function_address(g, rip)))) {
 			print_message("# pid %d rip %#llx: \"%s\" at %#llx, libtraceevent \"%s\"\n",
 				      pid, (unsigned long long)rip, got ? got : "(none)", v,
 				      want ? want : "(none)");
@@ -519,10 +532,11 @@ static void test_kvm_funcs_as_libtraceevent(void **state)
 		last += want && !strcmp(want, "guest_c");
 	}
 	print_message(
-		"# kvm hook: 20000 rips as libtraceevent finds them (%d in a function, %d of them the last one's start, %d in none)\n",
-		found, last, none);
-	assert_true(found > 5000 && none > 5000 && last > 500);
+		"# kvm hook: 20000 rips as libtraceevent finds them (%d in a function, %d of them the last one's start, %d in none; %d through a second map)\n",
+		found, last, none, switches);
+	assert_true(found > 5000 && none > 5000 && last > 500 && switches > 2000);
 	hgt__kvm_funcs_set(NULL);
+	tep_free(guest2);
 	tep_free(guest);
 	tep_unload_plugins(pl, a);
 	tep_free(a);
