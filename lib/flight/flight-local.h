@@ -44,9 +44,12 @@ void hgt__trigger_free(struct hgt__trigger *t);
 int hgt__parse_duration(const char *s, size_t len, uint64_t unit_ns, uint64_t *ns);
 
 /* Every trigger's hits in @inputs (the host's first), appended to *@hits (*@nr of them).
- * Returns 0 or -errno (hgt_last_error() says why). */
+ * Files of recordings in progress (@lag_ns: how far behind their newest record a CPU's
+ * pages may be): a hit that ends later than every CPU's pages are sure to reach is left
+ * for the next search, and counted in *@deferred (when not NULL). Returns 0 or -errno
+ * (hgt_last_error() says why). */
 int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const *inputs, int n,
-			struct hgt__hit **hits, int *nr);
+			uint64_t lag_ns, struct hgt__hit **hits, int *nr, int *deferred);
 
 /* The hit in @inputs (a saved window) that is @h: its delay explained by why, printed on
  * @log as why prints one; its length and cause into @h. Returns 1 found, 0 not, -errno. */

@@ -497,13 +497,13 @@ static void take(struct hgt_flight *f, const struct hgt__hit *h, uint64_t now)
 
 /* ---- one tick ---- */
 
-static void search(struct hgt_flight *f, uint64_t now)
+static void search(struct hgt_flight *f, uint64_t now, bool final)
 {
 	char *paths[64];
 	const char *in[64];
 	int which[64];
 	struct hgt__hit *hits = NULL;
-	int nr = 0, n, ret;
+	int nr = 0, n, ret, later = 0;
 
 	struct mark k = { f, NULL, NULL };
 	uint64_t t0 = hgt__now_ns();
@@ -528,8 +528,14 @@ static void search(struct hgt_flight *f, uint64_t now)
 		ret = n;
 		goto out;
 	}
-	ret = hgt__trigger_search(f->t, f->nt, in, n, &hits, &nr);
+	/* a CPU's pages reach its file within the flush interval, and are read a tick late */
+	ret = hgt__trigger_search(f->t, f->nt, in, n, f->o.flush_ns + f->o.tick_ns, &hits, &nr,
+				  &later);
 	f->searches++;
+	if (!ret && final && later)
+		say(f,
+		    "%d delay%s ending in the last %.3f s not taken: some CPU's pages for that time had not come when the recording stopped",
+		    later, later > 1 ? "s" : "", (double)(f->o.flush_ns + f->o.tick_ns) / 1e9);
 	for (int i = 0; !ret && i < f->nm; i++) /* what the searches have read */
 		for (int j = 0; j < f->m[i].nf; j++)
 			if (f->m[i].f[j].searching > f->m[i].f[j].searched)
@@ -708,7 +714,7 @@ static void tick(struct hgt_flight *f, bool final)
 
 	scan(f, now);
 	if (rate_known(f) || final)
-		search(f, now);
+		search(f, now, final);
 	if (f->manual) {
 		struct hgt__hit h = { .trig = -1, .kind = HGT__TRIG_MANUAL, .pid = -1, .cpu = -1 };
 

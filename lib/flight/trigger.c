@@ -342,7 +342,9 @@ static bool task_matches(const struct hgt__trigger *t, const struct hgt_why_dela
 	return (!t->pid || t->pid == d->pid) && (!t->comm || !strcmp(t->comm, d->comm));
 }
 
-/* The delays of @r over trigger @k (of kind @kind) as hits. */
+/* The delays of @r over trigger @k (of kind @kind) as hits. With guests, the host's own
+ * wakeups and timers are none: why counts them while it knows no vCPU thread (a session's
+ * first searches, before the host file says its guests' threads). */
 static void delay_hits(const struct hgt__trigger *t, int k, const struct hgt_why_result *r,
 		       const char *const *inputs, int n, struct found *f)
 {
@@ -352,17 +354,19 @@ static void delay_hits(const struct hgt__trigger *t, int k, const struct hgt_why
 
 	for (int i = 0; i < r->nr; i++) {
 		const struct hgt_why_delay *d = &r->d[i];
+		int input = input_of(inputs, n, d->input);
 		struct hgt__hit *h;
 
 		if (d->kind != want || d->to_ns - d->from_ns <= t[k].dur_ns ||
-		    (want == HGT_WHY_WAKEUP && !task_matches(&t[k], d)))
+		    (want == HGT_WHY_WAKEUP && !task_matches(&t[k], d)) ||
+		    (want != HGT_WHY_PAIR && n > 1 && input == 0))
 			continue;
 		h = add_hit(f);
 		if (!h)
 			return;
 		*h = (struct hgt__hit){ .trig = k,
 					.kind = t[k].kind,
-					.input = input_of(inputs, n, d->input),
+					.input = input,
 					.cpu = d->cpu,
 					.pid = d->pid,
 					.from_ns = d->from_ns,
@@ -404,14 +408,44 @@ static void why_opts(struct hgt_why_opts *wo, const struct hgt__trigger *t, int 
 		wo->kinds = HGT_WHY_WAKEUP;
 }
 
+/*
+ * Of the @n hits at @h, those that end where the files are whole: by the time every CPU of
+ * every input has reached (@e->all_to), or @lag_ns before the newest record (a recorder
+ * writes a CPU's events within its flush interval, and a search runs a tick late at most).
+ * A delay ending after that may be one whose end is on a CPU whose pages have not come yet
+ * (a task that ran on CPU 1 seen only when it next runs on CPU 0): the next search decides.
+ * Markers are whole as they are. Returns how many are kept (first), *@deferred counts the
+ * others.
+ */
+static int whole_only(struct hgt__hit *h, int n, const struct hgt__why_edges *e, uint64_t lag_ns,
+		      int *deferred)
+{
+	uint64_t upto = e->newest > lag_ns ? e->newest - lag_ns : 0;
+	int kept = 0;
+
+	if (e->all_to > upto)
+		upto = e->all_to;
+	for (int i = 0; i < n; i++) {
+		if (h[i].kind != HGT__TRIG_MARKER && h[i].to_ns > upto) {
+			(*deferred)++;
+			continue;
+		}
+		h[kept++] = h[i];
+	}
+	return kept;
+}
+
 /**
  * hgt__trigger_search - every hit of the triggers @t in @inputs: one pass of why for the
- * wakeups, timers and host stretches, one per pair.
+ * wakeups, timers and host stretches, one per pair. @lag_ns: 0 for files that are whole,
+ * else how far behind their newest record a recording's CPUs may be (whole_only()).
  */
 int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const *inputs, int n,
-			struct hgt__hit **hits, int *nr)
+			uint64_t lag_ns, struct hgt__hit **hits, int *nr, int *deferred)
 {
 	struct found f = { .h = *hits, .n = *nr, .cap = *nr };
+	struct hgt__why_edges e = { 0, 0 };
+	int first = *nr, later = 0;
 	bool common = false;
 
 	for (int k = 0; k < nt; k++)
@@ -428,7 +462,7 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 			continue;
 		why_opts(&wo, t, nt, pair, inputs, n);
 		r = hgt__why_scan(&wo, pair < 0 ? on_segment : NULL,
-				  pair < 0 && s.marker_ev ? on_record : NULL, &s);
+				  pair < 0 && s.marker_ev ? on_record : NULL, &s, &e);
 		if (!r) {
 			f.err = -errno;
 			break;
@@ -440,6 +474,10 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 				delay_hits(t, k, r, inputs, n, &f);
 		hgt_why_free(r);
 	}
+	if (!f.err && lag_ns)
+		f.n = first + whole_only(f.h + first, f.n - first, &e, lag_ns, &later);
+	if (deferred)
+		*deferred = later;
 	*hits = f.h;
 	*nr = f.n;
 	return f.err;
@@ -456,7 +494,7 @@ int hgt__trigger_explain(const struct hgt__trigger *t, const char *const *inputs
 
 	if (h->trig < 0)
 		return 0;
-	ret = hgt__trigger_search(t, h->trig + 1, inputs, n, &hits, &nr);
+	ret = hgt__trigger_search(t, h->trig + 1, inputs, n, 0, &hits, &nr, NULL);
 	for (int i = 0; !ret && i < nr && !found; i++)
 		if (hgt__hit_same(&hits[i], h)) {
 			if (!hits[i].comm[0])

@@ -17,13 +17,19 @@ struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__w
 					 void *arg);
 
 /* why.c: hgt__why_segments(), and each record of the merged inputs to @rec_fn as the pass
- * reads it (its time the report's: a guest's in its host's time) */
+ * reads it (its time the report's: a guest's in its host's time), and into @edges (when not
+ * NULL) how far the inputs reach: @all_to, the earliest of every CPU's last record (0 when
+ * a CPU of an input has none), and @newest, the latest record of all */
 struct tep_handle;
 struct tep_record;
 typedef void (*hgt__why_rec_fn)(void *arg, int input, struct tep_handle *tep,
 				struct tep_record *rec);
+struct hgt__why_edges {
+	uint64_t all_to, newest;
+};
 struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
-				     hgt__why_rec_fn rec_fn, void *arg);
+				     hgt__why_rec_fn rec_fn, void *arg,
+				     struct hgt__why_edges *edges);
 
 /* why.c: @d's verdict in a few words ("preempted by stress-ng (pid 4002)", "inside the
  * guest", "not known") */

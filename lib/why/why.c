@@ -153,6 +153,8 @@ struct input {
 	struct tep_handle *tep;
 	struct hgt_clock clk; /* the merge keeps a pointer to it */
 	struct hgt_cursor **cur;
+	uint64_t *last; /* per CPU: the time of its last record (0: none) */
+	int nr_cpus;
 	const char *name;
 	int *cpu_thread; /* guest CPU -> thread index (-1) */
 	int nr_cpu_thread;
@@ -779,8 +781,10 @@ static int open_inputs(struct why *w, struct hgt_merge *m)
 		if (ret)
 			return ret;
 		hgt_clock_init(&g->clk, g->in, &co);
-		g->cur = calloc((size_t)hgt__top_cpus(g->in) + 1, sizeof(*g->cur));
-		if (!g->cur)
+		g->nr_cpus = hgt__top_cpus(g->in);
+		g->cur = calloc((size_t)g->nr_cpus + 1, sizeof(*g->cur));
+		g->last = calloc((size_t)g->nr_cpus + 1, sizeof(*g->last));
+		if (!g->cur || !g->last)
 			return -ENOMEM;
 		ret = hgt__merge_add_top(m, g->in, &g->clk, g->cur, (void *)(intptr_t)i);
 		if (ret)
@@ -1024,6 +1028,7 @@ static void why_free(struct why *w, struct hgt_merge *m)
 		for (int c = 0; g->cur && c < hgt__top_cpus(g->in); c++)
 			hgt_cursor_close(g->cur[c]);
 		free(g->cur);
+		free(g->last);
 		free(g->cpu_thread);
 		free(g->running);
 		if (g->from)
@@ -1091,14 +1096,35 @@ static void emit_segments(const struct why *w, hgt__why_seg_fn fn, void *arg)
 struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
 					 void *arg)
 {
-	return hgt__why_scan(opts, fn, NULL, arg);
+	return hgt__why_scan(opts, fn, NULL, arg, NULL);
+}
+
+/* How far every CPU of every input has records: the earliest of their last records (0 when
+ * a CPU has none), and the newest record. */
+static void edges_of(const struct why *w, struct hgt__why_edges *e)
+{
+	e->all_to = UINT64_MAX;
+	e->newest = 0;
+	for (int i = 0; i < w->n; i++)
+		for (int c = 0; c < w->in[i].nr_cpus; c++) {
+			uint64_t t = w->in[i].last[c];
+
+			if (t < e->all_to)
+				e->all_to = t;
+			if (t > e->newest)
+				e->newest = t;
+		}
+	if (e->all_to == UINT64_MAX)
+		e->all_to = 0;
 }
 
 /**
- * hgt__why_scan - hgt__why_segments(), and every record to @rec_fn when not NULL.
+ * hgt__why_scan - hgt__why_segments(), and every record to @rec_fn when not NULL; how far
+ * the inputs' CPUs reach into @edges when not NULL.
  */
 struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
-				     hgt__why_rec_fn rec_fn, void *arg)
+				     hgt__why_rec_fn rec_fn, void *arg,
+				     struct hgt__why_edges *edges)
 {
 	struct why w = { 0 };
 	struct hgt_merge *m;
@@ -1156,6 +1182,8 @@ struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_s
 		int idx = (int)(intptr_t)user;
 
 		ret = 0;
+		if (rec->cpu >= 0 && rec->cpu < w.in[idx].nr_cpus)
+			w.in[idx].last[rec->cpu] = rec->ts;
 		if (rec_fn)
 			rec_fn(arg, idx, w.in[idx].tep, rec);
 		if (idx == w.host)
@@ -1164,6 +1192,8 @@ struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_s
 	}
 	if (!ret && fn)
 		emit_segments(&w, fn, arg);
+	if (!ret && edges)
+		edges_of(&w, edges);
 	if (!ret) {
 		r = build(&w);
 		ret = r ? 0 : -errno;

@@ -11,6 +11,10 @@ through that file's times (a host and its guest cover the same session, so they 
 together). Prints "ready" once every file exists, "step I T BYTES" after each step (T:
 CLOCK_MONOTONIC in seconds, BYTES: fed so far) and "fed N pages" at the end; the
 directories are left for the caller.
+
+FEED_HOLD=CPU:K in the environment holds CPU's pages back by K steps (all of them come at
+the last step): a recorder whose reader of that CPU writes its pages late, as a guest
+agent's partial pages come up to its flush interval after the events in them.
 """
 import os
 import re
@@ -41,6 +45,9 @@ def cpu_sections(hgtrace, path):
 
 def main():
     hgtrace, steps, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    hold_cpu, hold = -1, 0
+    if os.environ.get("FEED_HOLD"):
+        hold_cpu, hold = (int(x) for x in os.environ["FEED_HOLD"].split(":"))
     feeds = []
     for arg in sys.argv[4:]:
         src, out = arg.split(":", 1)
@@ -54,7 +61,8 @@ def main():
             pages = [data[off + k:off + k + page] for k in range(0, size - size % page, page)]
             ts = [struct.unpack_from("<Q", p)[0] for p in pages]
             dst = open(os.path.join(d, "cpu%d" % cpu), "wb")
-            feeds.append({"pages": pages, "ts": ts, "dst": dst, "at": 0})
+            feeds.append({"pages": pages, "ts": ts, "dst": dst, "at": 0,
+                          "hold": hold if cpu == hold_cpu else 0})
     # each CPU's span of page times
     for fd in feeds:
         fd["lo"] = min(fd["ts"]) if fd["ts"] else 0
@@ -63,7 +71,7 @@ def main():
     total = nbytes = 0
     for i in range(1, steps + 1):
         for fd in feeds:
-            limit = fd["lo"] + (fd["hi"] - fd["lo"]) * i // steps
+            limit = fd["lo"] + (fd["hi"] - fd["lo"]) * (i - fd["hold"]) // steps
             while fd["at"] < len(fd["pages"]) and (fd["ts"][fd["at"]] <= limit or i == steps):
                 fd["dst"].write(fd["pages"][fd["at"]])
                 nbytes += len(fd["pages"][fd["at"]])

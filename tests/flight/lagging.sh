@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# The flight recorder when one CPU's pages come late: a guest agent writes a CPU's partial
+# page up to its flush interval after the events in it, so a live search can hold a CPU's
+# newer pages and not yet another's. A task whose wakeup is seen on one CPU and whose run
+# is on the CPU not yet written looks woken and not running until it next runs where the
+# pages are (seen in guest-flight: a 50 ms "delay" of the agent's thread that no saved file
+# held). Recorded here on this machine's real tracefs: task B reads a pipe; A, on CPU 1,
+# writes to it every 5 ms and moves B between CPUs 0 and 1 while it sleeps; nice 19 busy
+# loops keep both CPUs from idle; once, a SCHED_FIFO loop holds CPU 0 for 10 ms while B is
+# woken there (a real delay). The recording is fed to hgtrace flight as one in progress
+# with CPU 0's pages 8 steps of 40 late (under the --flush of 1 s). Checked:
+#  - the premise, by trace-cmd's reading: B was woken from CPU 1 onto CPU 0 again and
+#    again; the hog ran 9 ms or more on CPU 0, and one delay of B there (why on the whole
+#    file) overlaps that run by 5 ms (a busy machine gives B other delays of its own);
+#  - every trigger of wakeup>3ms:B is a delay why finds in the whole file (its CPU and
+#    times to the ns), the hog's among them, each once;
+#  - the same recording fed as the host beside a (simulated) guest, with no GUEST option
+#    to say the guest's vCPU threads (as a session's first searches see it): B is a host
+#    task, and wakeup>3ms fires for the guest's tasks only.
+# Usage: lagging.sh HGTRACE
+HGTRACE=$(realpath "$1")
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/record.sh"
+why=$(tracefs_ready) || tap_skip_all "$why"
+[ "$(nproc)" -ge 2 ] || tap_skip_all "one CPU: nothing moves between CPUs"
+tap_workdir
+
+cat > work.py << 'EOF'
+import os, time
+DUR = 3.0
+r, w = os.pipe()
+hr, hw = os.pipe()
+
+
+def child(fn):
+    pid = os.fork()
+    if pid == 0:  # the writers' ends stay with A alone: their readers see the end
+        os.close(w)
+        os.close(hw)
+        fn()
+        os._exit(0)
+    return pid
+
+
+def spin(cpu):
+    os.sched_setaffinity(0, {cpu})
+    os.nice(19)
+    end = time.monotonic() + DUR + 0.3
+    while time.monotonic() < end:
+        pass
+
+
+def hog():  # woken once: holds CPU 0 for 10 ms
+    os.sched_setaffinity(0, {0})
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+    if os.read(hr, 1):
+        end = time.monotonic() + 0.01
+        while time.monotonic() < end:
+            pass
+
+
+def reader():
+    while os.read(r, 1):
+        pass
+
+
+kids = [child(lambda: spin(0)), child(lambda: spin(1)), child(hog)]
+h = kids[2]
+b = child(reader)
+os.sched_setaffinity(0, {1})
+i = 0
+end = time.monotonic() + DUR
+while time.monotonic() < end:
+    time.sleep(0.005)
+    cpu = i % 2
+    if i == 200:  # B woken on CPU 0 while the hog holds it
+        cpu = 0
+        os.write(hw, b"h")
+        time.sleep(0.001)
+    os.sched_setaffinity(b, {cpu})
+    os.write(w, b"x")
+    if i == 200:  # B left on CPU 0 until the hog ends
+        time.sleep(0.02)
+    i += 1
+os.close(w)
+os.close(hw)
+for k in kids + [b]:
+    os.waitpid(k, 0)
+print(b, i, h)
+EOF
+"$HGTRACE" record --compression none -e sched:sched_waking -e sched:sched_wakeup \
+	-e sched:sched_switch -o rec.dat -- python3 work.py > work.out 2> rec.log
+rc=$?
+read -r b n hog < work.out
+[ $rc = 0 ] && [ -n "$hog" ] && [ -s rec.dat ] &&
+	tap_ok "recorded: B is pid $b, woken $n times; the hog is pid $hog" ||
+	tap_fail "record: exit $rc, '$(cat work.out)': $(tail -3 rec.log | tr '\n' '|')"
+
+"$HGTRACE" why --json --threshold 3000 rec.dat > whole.json 2> why.err
+trace-cmd report -t -i rec.dat > tc.txt 2> /dev/null
+# From trace-cmd's reading: B's wakeups from CPU 1 onto CPU 0, the hog's longest run on
+# CPU 0, and (why's, on the whole file) B's delays on CPU 0 that overlap it by 5 ms.
+read -r moved hog_ms hogged < <(python3 - tc.txt whole.json "$b" "$hog" << 'EOF'
+import json, re, sys
+b, hog = int(sys.argv[3]), int(sys.argv[4])
+sw = re.compile(r"\[000\] (\d+)\.(\d{9}): sched_switch: +.*:(\d+) \[-?\d+\] \S+ ==> .*:(\d+) \[")
+moved, runs, since = 0, [], None
+for line in open(sys.argv[1]):
+    if re.search(r"\[001\] .* sched_wakeup: +.*:%d \[-?\d+\] CPU:000" % b, line):
+        moved += 1
+    m = sw.search(line)
+    if m:
+        t = int(m[1] + m[2])
+        if int(m[3]) == hog and since is not None:
+            runs.append((since, t))
+            since = None
+        if int(m[4]) == hog:
+            since = t
+run = max(runs, key=lambda r: r[1] - r[0]) if runs else (0, 0)
+over = [d for d in json.load(open(sys.argv[2]))["delays"] if d["pid"] == b and d["cpu"] == 0
+        and min(run[1], d["to_ns"]) - max(run[0], d["from_ns"]) >= 5000000]
+print(moved, (run[1] - run[0]) // 1000000, ",".join("%d-%d" % (d["from_ns"], d["to_ns"]) for d in over) or "none")
+EOF
+)
+[ "$moved" -ge 100 ] && [ "$hog_ms" -ge 9 ] && [ "$hogged" != none ] && [ "${hogged/,/}" = "$hogged" ] &&
+	tap_ok "the premise (trace-cmd): B woken from CPU 1 onto CPU 0 $moved times; the hog ran $hog_ms ms on CPU 0, in one delay of B there (why, whole file)" ||
+	tap_fail "the premise: B woken onto CPU 0 from CPU 1 $moved times (want >= 100), the hog's run $hog_ms ms (want >= 9), B's delays over it: $hogged (want one)"
+
+# flight_on RUN FEEDS TRIGGER...: FEEDS (FILE:NAME.dat, space-separated) fed to RUN/NAME.dat
+# in 40 steps of 0.1 s (FEED_HOLD from the environment) with hgtrace flight on them, one
+# trigger per TRIGGER; its log in RUN.log, its exit status in $rc.
+flight_on() {
+	local run=$1 feeds=$2 fp flp args=() outs=() f
+	shift 2
+	for f in "$@"; do args+=(--trigger "$f"); done
+	for f in $feeds; do outs+=("$run/${f#*:}"); done
+	mkdir "$run"
+	# shellcheck disable=SC2086
+	python3 "$here/lib/feed-recording.py" "$HGTRACE" 40 0.1 ${feeds//:/:$run/} > "$run.feed" &
+	fp=$!
+	while ! grep -q '^ready' "$run.feed" 2> /dev/null; do
+		kill -0 $fp 2> /dev/null || break
+		sleep 0.02
+	done
+	"$HGTRACE" flight --flight-prefix "$run/flight" --tick 0.1 --window 1.5 --after 0.2 \
+		--flush 1 --holdoff 0 --max-triggers 1000 "${args[@]}" "${outs[@]}" 2> "$run.log" &
+	flp=$!
+	wait $fp
+	kill -INT $flp
+	wait $flp
+	rc=$?
+}
+
+FEED_HOLD=0:8 flight_on f rec.dat:t.dat "wakeup>3ms:$b"
+v=$(python3 - f.log whole.json "$b" "$hogged" << 'EOF'
+import json, re, sys
+log = open(sys.argv[1]).read()
+b = int(sys.argv[3])
+hogged = tuple(int(x) for x in sys.argv[4].split("-")) if "-" in sys.argv[4] else (0, 0)
+whole = {(d["cpu"], d["from_ns"], d["to_ns"]) for d in json.load(open(sys.argv[2]))["delays"]
+         if d["pid"] == b}
+ns = lambda s: int(s.replace(".", ""))
+got = [(int(c), ns(x), ns(y)) for c, x, y in re.findall(
+    r"trigger \d+: wakeup>3ms:\d+: \S+ on +CPU (\d+) late: [0-9.]+ ms, ([0-9.]+) -> ([0-9.]+);",
+    log)]
+bad = [g for g in got if g not in whole]
+twice = len(got) - len(set(got))
+print("%d %d %d %d %s" % (len(got), len(bad), twice, sum(1 for g in got if g[1:] == hogged), bad[:3]))
+EOF
+)
+read -r ntrig nbad ntwice nhog rest <<< "$v"
+[ $rc = 0 ] && [ "$nbad" = 0 ] && [ "$ntwice" = 0 ] && [ "$nhog" = 1 ] &&
+	tap_ok "CPU 0's pages 8 steps late: $ntrig triggers, each a delay of B in the whole file (once), the hog's among them" ||
+	tap_fail "CPU 0's pages late: exit $rc, $ntrig triggers, $nbad not in the whole file ($rest), $ntwice twice, $nhog of the hog: $(grep -c 'trigger [0-9]*: wakeup' f.log) lines"
+
+"$HGTRACE" simulate -o s --seed 5 --duration-ms 3000 --inject guest:40000 --file-version 7 \
+	--compression none > s.out || tap_fail "simulate"
+flight_on h "rec.dat:t.dat s-guest.dat:t-g.dat" "wakeup>3ms:$b" "wakeup>50ms"
+# trigger lines name the guest's file by its name (g): the host's by none
+guest=$(grep -c '^hgtrace flight: trigger [0-9]*: wakeup>50ms: .* on g CPU' h.log)
+host=$(grep '^hgtrace flight: trigger [0-9]*: wakeup>' h.log | grep -vc ' on g CPU')
+host_delays=$(python3 -c "
+import json
+print(sum(1 for d in json.load(open('whole.json'))['delays']
+          if d['pid'] == $b and d['to_ns'] - d['from_ns'] > 3000000))")
+[ $rc = 0 ] && [ "$guest" -gt 0 ] && [ "$host" = 0 ] && [ "$host_delays" -gt 0 ] &&
+	tap_ok "beside a guest: $guest triggers of wakeup>50ms, all the guest's; none for B's $host_delays wakeups over 3 ms (a host task)" ||
+	tap_fail "beside a guest: exit $rc, $guest of the guest's triggers (want > 0), $host of the host's (want 0; B has $host_delays wakeups over 3 ms)"
+tap_done
