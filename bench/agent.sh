@@ -73,8 +73,58 @@ print('%.6f %.6f' % (t0, time.time() - t0))
 		"$(printf '%.1f MB/s' "$(echo "$bytes / 1000000 / ($t1 - $t0)" | bc -l)")" "1000 MB/s (goal, no peer)" \
 		"$(echo "$bytes / 1000000 / ($t1 - $t0) / 1000" | bc -l)"
 }
-for tr in fifo tcp; do
+# The agent's own rate, with no writer beside it: the markers are written while the agent
+# is stopped (SIGSTOP) into rings that hold them all (three 1000-byte markers fill a 4 KB
+# page: 1.5 KB of ring per KB written); then it is continued and told to stop, and the
+# time until it has sent everything and exited is its rate (its stop's own steps included:
+# 0.13 s with 2 MB). The listener's CPU per GB (the agent's own figure counts until the
+# stop, not its drain).
+drain() { # TRANSPORT
+	local inst=hgt_bench_$$_$1_drain lpid apid agent lost bytes t0 t1 lu ls
+	rm -f trace-*.dat
+	if [ "$1" = fifo ]; then
+		/usr/bin/time -f "%e %U %S" -o ltime.txt "$hg" listen -o . --fifo g:g --start 2> listen.log &
+	else
+		/usr/bin/time -f "%e %U %S" -o ltime.txt "$hg" listen -o . --tcp $port --start 2> listen.log &
+	fi
+	lpid=$!
+	sleep 0.3
+	if [ "$1" = fifo ]; then
+		/usr/bin/time -f "%e %U %S" -o time.txt "$hg" agent --fifos g -B $inst -b $((MB * 1536 + 8192)) 2> agent.log &
+	else
+		/usr/bin/time -f "%e %U %S" -o time.txt "$hg" agent --tcp 127.0.0.1:$port -B $inst -b $((MB * 1536 + 8192)) 2> agent.log &
+	fi
+	apid=$!
+	while [ "$(cat $T/instances/$inst/tracing_on 2> /dev/null)" != 1 ]; do sleep 0.05; done
+	agent=$(pgrep -P $apid)
+	kill -STOP "$agent"
+	python3 -c "
+import os
+fd = os.open('$T/instances/$inst/trace_marker', os.O_WRONLY)
+line = b'x' * 999 + b'\n'
+for i in range($MB * 1000): os.write(fd, line)
+"
+	t0=$(date +%s.%N)
+	kill -CONT "$agent"
+	kill -INT "$agent"
+	wait $apid
+	t1=$(date +%s.%N)
+	if [ "$1" = fifo ]; then wait $lpid; else sleep 0.5; kill -INT "$(pgrep -P $lpid)"; wait $lpid; fi
+	f=$(ls trace-*.dat | head -1)
+	bytes=$(( $("$hg" report "$f" | grep -c 'xxxxxxxxxx') * 1000 ))
+	lost=$("$hg" report --stat "$f" | awk '/^overrun:/ { s += $2 } END { print s + 0 }')
+	read -r _ lu ls < ltime.txt
+	printf "agent %-4s drain : %7.1f MB of markers in %5.2f s = %7.1f MB/s; listener CPU %5.2f s/GB (its file's assembly included); %s events overwritten\n" \
+		"$1" "$(echo "$bytes / 1000000" | bc -l)" "$(echo "$t1 - $t0" | bc -l)" \
+		"$(echo "$bytes / 1000000 / ($t1 - $t0)" | bc -l)" \
+		"$(echo "($lu + $ls) / ($bytes / 1000000000)" | bc -l)" "$lost"
+	bench_row "agent -> listener, $1, no writer beside: MB/s" \
+		"$(printf '%.1f MB/s' "$(echo "$bytes / 1000000 / ($t1 - $t0)" | bc -l)")" "1000 MB/s (goal, no peer)" \
+		"$(echo "$bytes / 1000000 / ($t1 - $t0) / 1000" | bc -l)"
+}
+for tr in ${AGENT_TR:-fifo tcp}; do
 	for mode in splice copy; do
 		run $tr $mode
 	done
+	drain $tr
 done
