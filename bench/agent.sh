@@ -76,9 +76,8 @@ print('%.6f %.6f' % (t0, time.time() - t0))
 # The agent's own rate, with no writer beside it: the markers are written while the agent
 # is stopped (SIGSTOP) into rings that hold them all (three 1000-byte markers fill a 4 KB
 # page: 1.5 KB of ring per KB written); then it is continued and told to stop, and the
-# time until it has sent everything and exited is its rate (its stop's own steps included:
-# 0.13 s with 2 MB). The listener's CPU per GB (the agent's own figure counts until the
-# stop, not its drain).
+# time until it has sent everything is its rate (its stop's own steps included). The
+# listener's CPU per GB (the agent's own figure counts until the stop, not its drain).
 drain() { # TRANSPORT
 	local inst=hgt_bench_$$_$1_drain lpid apid agent lost bytes t0 t1 lu ls
 	rm -f trace-*.dat
@@ -95,7 +94,11 @@ drain() { # TRANSPORT
 		/usr/bin/time -f "%e %U %S" -o time.txt "$hg" agent --tcp 127.0.0.1:$port -B $inst -b $((MB * 1536 + 8192)) 2> agent.log &
 	fi
 	apid=$!
-	while [ "$(cat $T/instances/$inst/tracing_on 2> /dev/null)" != 1 ]; do sleep 0.05; done
+	# stopped once it records (its readers started), not once tracing is on: stopped in
+	# its set-up, its run would time the rest of the set-up too
+	while ! grep -q '^hgtrace agent: recording' agent.log && kill -0 $apid 2> /dev/null; do
+		sleep 0.01
+	done
 	agent=$(pgrep -P $apid)
 	kill -STOP "$agent"
 	python3 -c "
@@ -107,8 +110,13 @@ for i in range($MB * 1000): os.write(fd, line)
 	t0=$(date +%s.%N)
 	kill -CONT "$agent"
 	kill -INT "$agent"
-	wait $apid
+	# its last page sent: the line it prints then, before it frees the rings (a ring this
+	# large takes a while to free, and that is no part of the rate)
+	while ! grep -q '^hgtrace agent: stopped: [0-9.]* ms of CPU' agent.log && kill -0 "$agent" 2> /dev/null; do
+		sleep 0.01
+	done
 	t1=$(date +%s.%N)
+	wait $apid
 	if [ "$1" = fifo ]; then wait $lpid; else sleep 0.5; kill -INT "$(pgrep -P $lpid)"; wait $lpid; fi
 	f=$(ls trace-*.dat | head -1)
 	bytes=$(( $("$hg" report "$f" | grep -c 'xxxxxxxxxx') * 1000 ))
@@ -122,9 +130,9 @@ for i in range($MB * 1000): os.write(fd, line)
 		"$(printf '%.1f MB/s' "$(echo "$bytes / 1000000 / ($t1 - $t0)" | bc -l)")" "1000 MB/s (goal, no peer)" \
 		"$(echo "$bytes / 1000000 / ($t1 - $t0) / 1000" | bc -l)"
 }
+# AGENT_TR: the transports (fifo tcp); AGENT_MODES: splice, copy and drain, or some
 for tr in ${AGENT_TR:-fifo tcp}; do
-	for mode in splice copy; do
-		run $tr $mode
+	for mode in ${AGENT_MODES:-splice copy drain}; do
+		if [ "$mode" = drain ]; then drain $tr; else run $tr $mode; fi
 	done
-	drain $tr
 done
