@@ -126,7 +126,7 @@ for i in range($MB * 1000): os.write(fd, line)
 		"$1" "$(echo "$bytes / 1000000" | bc -l)" "$(echo "$t1 - $t0" | bc -l)" \
 		"$(echo "$bytes / 1000000 / ($t1 - $t0)" | bc -l)" \
 		"$(echo "($lu + $ls) / ($bytes / 1000000000)" | bc -l)" "$lost"
-	bench_row "agent -> listener, $1, no writer beside: MB/s" \
+	bench_row "agent -> listener, $1 drain: MB/s" \
 		"$(printf '%.1f MB/s' "$(echo "$bytes / 1000000 / ($t1 - $t0)" | bc -l)")" "1000 MB/s (goal, no peer)" \
 		"$(echo "$bytes / 1000000 / ($t1 - $t0) / 1000" | bc -l)"
 }
