@@ -43,13 +43,24 @@ int hgt__trigger_parse(const char *text, struct hgt__trigger *t);
 void hgt__trigger_free(struct hgt__trigger *t);
 int hgt__parse_duration(const char *s, size_t len, uint64_t unit_ns, uint64_t *ns);
 
+/* A search of recordings in progress: how far behind their newest record a CPU's pages
+ * may be, and whether CPU @cpu of input @input begins with a page from before the window
+ * (its records before that page's last are not in the files). */
+struct hgt__live {
+	uint64_t lag_ns;
+	bool (*context)(void *arg, int input, int cpu);
+	void *arg;
+};
+
 /* Every trigger's hits in @inputs (the host's first), appended to *@hits (*@nr of them).
- * Files of recordings in progress (@lag_ns: how far behind their newest record a CPU's
- * pages may be): a hit that ends later than every CPU's pages are sure to reach is left
- * for the next search, and counted in *@deferred (when not NULL). Returns 0 or -errno
- * (hgt_last_error() says why). */
+ * Files of recordings in progress (@live, NULL for whole files): a hit that ends later than
+ * every CPU's pages are sure to reach is left for the next search, and counted in
+ * *@deferred (when not NULL); one that begins before every CPU's records are there is
+ * dropped (a search that has them decides). Returns 0 or -errno (hgt_last_error() says
+ * why). */
 int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const *inputs, int n,
-			uint64_t lag_ns, struct hgt__hit **hits, int *nr, int *deferred);
+			const struct hgt__live *live, struct hgt__hit **hits, int *nr,
+			int *deferred);
 
 /* The hit in @inputs (a saved window) that is @h: its delay explained by why, printed on
  * @log as why prints one; its length and cause into @h. Returns 1 found, 0 not, -errno. */

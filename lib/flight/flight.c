@@ -11,8 +11,8 @@
  *    a trigger's length, not seen before, is a trigger;
  *  - --after later, the window around it is written as PREFIX-N.dat and PREFIX-N-NAME.dat
  *    and the delay, found again there, is printed as why explains it;
- *  - pages older than the window, the after time and two ticks are punched out of the
- *    files (fallocate), so the disk holds only that.
+ *  - pages older than the window, the after time and two ticks (but the page before) are
+ *    punched out of the files (fallocate), so the disk holds only that.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -59,6 +59,8 @@ struct cpu_file {
 	/* where the searches so far ended (an incremental search starts there), and where
 	 * this one ends */
 	uint64_t searched, searching;
+	int cpu;	   /* the CPU the last search named it */
+	bool context;	   /* the last search's pages begin with one from before its window */
 	bool punch_failed; /* said once */
 };
 
@@ -287,6 +289,7 @@ struct range_ctx {
 	struct member *m;
 	uint64_t since;	  /* monotonic: the pages written since */
 	bool incremental; /* and none an earlier search read */
+	bool context;	  /* and the page before (a search of delays, has_context()) */
 	uint64_t cap;	  /* the newest this many bytes of a file at most (0: all) */
 	uint64_t bytes;	  /* the pages' bytes */
 	uint64_t skipped; /* older pages the cap left out that no search read */
@@ -298,7 +301,6 @@ static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint
 	struct range_ctx *r = ctx;
 	struct cpu_file *c = file_of(r->m, name);
 
-	(void)cpu;
 	if (!c) { /* new since the tick: its pages are the next search's */
 		*from = *to = UINT64_MAX;
 		return 0;
@@ -307,6 +309,13 @@ static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint
 	if (r->incremental && c->searched > *from)
 		*from = c->searched;
 	*to = c->size > *from ? c->size : *from;
+	c->cpu = cpu;
+	/* with the page before (trim() keeps it): why tells from its last record on when the
+	 * CPU's records are all there (a saved window and a marker search need not; after a
+	 * cut below, the first page read is the one) */
+	c->context = r->context && *from > 0 && *to > *from;
+	if (c->context && *from >= c->trimmed + r->m->page)
+		*from -= r->m->page;
 	if (r->cap && *to - *from > r->cap) { /* a search behind: the newest pages */
 		uint64_t cut = *to - r->cap, read = c->searched > *from ? c->searched : *from;
 
@@ -366,9 +375,13 @@ static int write_members(struct hgt_flight *f, uint64_t since, char **paths, boo
 	int n = 0;
 
 	for (int i = 0; i < f->nm; i++) {
-		struct range_ctx rc = { &f->m[i], since, incremental, 0, 0, 0, false };
+		struct range_ctx rc = { &f->m[i], since, incremental, !final && !incremental,
+					0,	  0,	 0,	      false };
 		struct hgt__recdir_range r = { page_range, &rc };
 		int ret;
+
+		for (int j = 0; j < f->m[i].nf; j++) /* page_range() says it of the files it has */
+			f->m[i].f[j].context = false;
 
 		if (!f->m[i].page) {
 			if (!i)
@@ -497,6 +510,23 @@ static void take(struct hgt_flight *f, const struct hgt__hit *h, uint64_t now)
 
 /* ---- one tick ---- */
 
+struct search_ctx {
+	const struct hgt_flight *f;
+	const int *which; /* the searched files' members */
+};
+
+/* Whether CPU @cpu of the search's input @input begins with a page from before the window. */
+static bool has_context(void *arg, int input, int cpu)
+{
+	const struct search_ctx *s = arg;
+	const struct member *m = &s->f->m[s->which[input]];
+
+	for (int j = 0; j < m->nf; j++)
+		if (m->f[j].context && m->f[j].cpu == cpu)
+			return true;
+	return false;
+}
+
 static void search(struct hgt_flight *f, uint64_t now, bool final)
 {
 	char *paths[64];
@@ -504,7 +534,8 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	int which[64];
 	struct hgt__hit *hits = NULL;
 	int nr = 0, n, ret, later = 0;
-
+	struct search_ctx sc = { f, which };
+	struct hgt__live live = { 0, has_context, &sc };
 	struct mark k = { f, NULL, NULL };
 	uint64_t t0 = hgt__now_ns();
 
@@ -529,8 +560,8 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 		goto out;
 	}
 	/* a CPU's pages reach its file within the flush interval, and are read a tick late */
-	ret = hgt__trigger_search(f->t, f->nt, in, n, f->o.flush_ns + f->o.tick_ns, &hits, &nr,
-				  &later);
+	live.lag_ns = f->o.flush_ns + f->o.tick_ns;
+	ret = hgt__trigger_search(f->t, f->nt, in, n, &live, &hits, &nr, &later);
 	f->searches++;
 	if (!ret && final && later)
 		say(f,
@@ -647,8 +678,11 @@ static void trim(struct hgt_flight *f, uint64_t now)
 	for (int i = 0; i < f->nm; i++)
 		for (int k = 0; k < f->m[i].nf; k++) {
 			struct cpu_file *c = &f->m[i].f[k];
+			/* the page before stays: a search's first (has_context()) */
 			uint64_t to = offset_at(c, before);
 			struct stat st;
+
+			to = to >= f->m[i].page ? to - f->m[i].page : 0;
 			int drop = 0;
 
 			if (!trimming || to <= c->trimmed || c->punch_failed)

@@ -409,13 +409,16 @@ static void why_opts(struct hgt_why_opts *wo, const struct hgt__trigger *t, int 
 }
 
 /*
- * Of the @n hits at @h, those that end where the files are whole: by the time every CPU of
- * every input has reached (@e->all_to), or @lag_ns before the newest record (a recorder
- * writes a CPU's events within its flush interval, and a search runs a tick late at most).
- * A delay ending after that may be one whose end is on a CPU whose pages have not come yet
- * (a task that ran on CPU 1 seen only when it next runs on CPU 0): the next search decides.
- * Markers are whole as they are. Returns how many are kept (first), *@deferred counts the
- * others.
+ * Of the @n hits at @h, those that lie where the files are whole. They end by the time
+ * every CPU of every input has reached (@e->all_to), or @lag_ns before the newest record (a
+ * recorder writes a CPU's events within its flush interval, and a search runs a tick late
+ * at most). A delay ending after that may be one whose end is on a CPU whose pages have not
+ * come yet (a task that ran on CPU 1 seen only when it next runs on CPU 0): the next search
+ * decides, and *@deferred counts it. They begin once every CPU of their input has its
+ * records there (@e->all_from): a CPU's pages from just before the window can hold a
+ * wakeup whose run, on another CPU, is in that CPU's pages before the window; such a hit
+ * is dropped (a search whose window holds its start decides). Markers are whole as they
+ * are. Returns how many are kept (first).
  */
 static int whole_only(struct hgt__hit *h, int n, const struct hgt__why_edges *e, uint64_t lag_ns,
 		      int *deferred)
@@ -426,8 +429,12 @@ static int whole_only(struct hgt__hit *h, int n, const struct hgt__why_edges *e,
 	if (e->all_to > upto)
 		upto = e->all_to;
 	for (int i = 0; i < n; i++) {
-		if (h[i].kind != HGT__TRIG_MARKER && h[i].to_ns > upto) {
+		if (h[i].kind == HGT__TRIG_MARKER)
+			;
+		else if (h[i].to_ns > upto) {
 			(*deferred)++;
+			continue;
+		} else if (h[i].input >= 0 && h[i].from_ns < e->all_from[h[i].input]) {
 			continue;
 		}
 		h[kept++] = h[i];
@@ -437,17 +444,24 @@ static int whole_only(struct hgt__hit *h, int n, const struct hgt__why_edges *e,
 
 /**
  * hgt__trigger_search - every hit of the triggers @t in @inputs: one pass of why for the
- * wakeups, timers and host stretches, one per pair. @lag_ns: 0 for files that are whole,
- * else how far behind their newest record a recording's CPUs may be (whole_only()).
+ * wakeups, timers and host stretches, one per pair. @live: NULL for files that are whole,
+ * else how far behind their newest record a recording's CPUs may be, and which CPUs' files
+ * begin before the window (whole_only()).
  */
 int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const *inputs, int n,
-			uint64_t lag_ns, struct hgt__hit **hits, int *nr, int *deferred)
+			const struct hgt__live *live, struct hgt__hit **hits, int *nr,
+			int *deferred)
 {
 	struct found f = { .h = *hits, .n = *nr, .cap = *nr };
-	struct hgt__why_edges e = { 0, 0 };
+	uint64_t *from = calloc((size_t)n + 1, sizeof(*from));
+	struct hgt__why_edges e = { .all_from = from,
+				    .context = live ? live->context : NULL,
+				    .ctx_arg = live ? live->arg : NULL };
 	int first = *nr, later = 0;
 	bool common = false;
 
+	if (!from)
+		f.err = -ENOMEM;
 	for (int k = 0; k < nt; k++)
 		common |= t[k].kind != HGT__TRIG_PAIR && t[k].kind != HGT__TRIG_MANUAL;
 	for (int pair = common ? -1 : 0; !f.err && pair < nt; pair++) {
@@ -474,8 +488,9 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 				delay_hits(t, k, r, inputs, n, &f);
 		hgt_why_free(r);
 	}
-	if (!f.err && lag_ns)
-		f.n = first + whole_only(f.h + first, f.n - first, &e, lag_ns, &later);
+	if (!f.err && live)
+		f.n = first + whole_only(f.h + first, f.n - first, &e, live->lag_ns, &later);
+	free(from);
 	if (deferred)
 		*deferred = later;
 	*hits = f.h;
@@ -494,7 +509,7 @@ int hgt__trigger_explain(const struct hgt__trigger *t, const char *const *inputs
 
 	if (h->trig < 0)
 		return 0;
-	ret = hgt__trigger_search(t, h->trig + 1, inputs, n, 0, &hits, &nr, NULL);
+	ret = hgt__trigger_search(t, h->trig + 1, inputs, n, NULL, &hits, &nr, NULL);
 	for (int i = 0; !ret && i < nr && !found; i++)
 		if (hgt__hit_same(&hits[i], h)) {
 			if (!hits[i].comm[0])

@@ -3,6 +3,7 @@
 #ifndef HGT_PRIVATE_WHY_H
 #define HGT_PRIVATE_WHY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,13 +20,20 @@ struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__w
 /* why.c: hgt__why_segments(), and each record of the merged inputs to @rec_fn as the pass
  * reads it (its time the report's: a guest's in its host's time), and into @edges (when not
  * NULL) how far the inputs reach: @all_to, the earliest of every CPU's last record (0 when
- * a CPU of an input has none), and @newest, the latest record of all */
+ * a CPU of an input has none), @newest, the latest record of all, and into @all_from[i]
+ * (when not NULL: one per input) from when all of input i's records are there: the latest,
+ * over its CPUs whose first page is one from before the files' span (@context says which,
+ * NULL: none), of that page's last record (the CPU's records before it are not in the
+ * file) */
 struct tep_handle;
 struct tep_record;
 typedef void (*hgt__why_rec_fn)(void *arg, int input, struct tep_handle *tep,
 				struct tep_record *rec);
 struct hgt__why_edges {
 	uint64_t all_to, newest;
+	uint64_t *all_from;
+	bool (*context)(void *ctx_arg, int input, int cpu);
+	void *ctx_arg;
 };
 struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
 				     hgt__why_rec_fn rec_fn, void *arg,

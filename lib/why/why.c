@@ -153,7 +153,9 @@ struct input {
 	struct tep_handle *tep;
 	struct hgt_clock clk; /* the merge keeps a pointer to it */
 	struct hgt_cursor **cur;
-	uint64_t *last; /* per CPU: the time of its last record (0: none) */
+	uint64_t *last;	     /* per CPU: the time of its last record (0: none) */
+	uint64_t *first_end; /* per CPU: the time of the last record of its first page */
+	int *pages;	     /* per CPU: the pages with records read so far */
 	int nr_cpus;
 	const char *name;
 	int *cpu_thread; /* guest CPU -> thread index (-1) */
@@ -784,7 +786,9 @@ static int open_inputs(struct why *w, struct hgt_merge *m)
 		g->nr_cpus = hgt__top_cpus(g->in);
 		g->cur = calloc((size_t)g->nr_cpus + 1, sizeof(*g->cur));
 		g->last = calloc((size_t)g->nr_cpus + 1, sizeof(*g->last));
-		if (!g->cur || !g->last)
+		g->first_end = calloc((size_t)g->nr_cpus + 1, sizeof(*g->first_end));
+		g->pages = calloc((size_t)g->nr_cpus + 1, sizeof(*g->pages));
+		if (!g->cur || !g->last || !g->first_end || !g->pages)
 			return -ENOMEM;
 		ret = hgt__merge_add_top(m, g->in, &g->clk, g->cur, (void *)(intptr_t)i);
 		if (ret)
@@ -1029,6 +1033,8 @@ static void why_free(struct why *w, struct hgt_merge *m)
 			hgt_cursor_close(g->cur[c]);
 		free(g->cur);
 		free(g->last);
+		free(g->first_end);
+		free(g->pages);
 		free(g->cpu_thread);
 		free(g->running);
 		if (g->from)
@@ -1100,12 +1106,15 @@ struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__w
 }
 
 /* How far every CPU of every input has records: the earliest of their last records (0 when
- * a CPU has none), and the newest record. */
+ * a CPU has none), the newest record, and per input from when all are there (the latest end
+ * of a first page that is from before the span). */
 static void edges_of(const struct why *w, struct hgt__why_edges *e)
 {
 	e->all_to = UINT64_MAX;
 	e->newest = 0;
-	for (int i = 0; i < w->n; i++)
+	for (int i = 0; i < w->n; i++) {
+		if (e->all_from)
+			e->all_from[i] = 0;
 		for (int c = 0; c < w->in[i].nr_cpus; c++) {
 			uint64_t t = w->in[i].last[c];
 
@@ -1113,9 +1122,28 @@ static void edges_of(const struct why *w, struct hgt__why_edges *e)
 				e->all_to = t;
 			if (t > e->newest)
 				e->newest = t;
+			if (e->all_from && w->in[i].pages[c] && e->context &&
+			    e->context(e->ctx_arg, i, c) && w->in[i].first_end[c] > e->all_from[i])
+				e->all_from[i] = w->in[i].first_end[c];
 		}
+	}
 	if (e->all_to == UINT64_MAX)
 		e->all_to = 0;
+}
+
+/* @rec of input @g read: its CPU's last record, and its first page's. */
+static void note_reach(struct input *g, const struct tep_record *rec)
+{
+	int c = rec->cpu;
+
+	if (c < 0 || c >= g->nr_cpus)
+		return;
+	g->last[c] = rec->ts;
+	/* the merge reads ahead of no record: the cursor is at this one */
+	if (g->cur[c] && hgt_cursor_at_page_start(g->cur[c]))
+		g->pages[c]++;
+	if (g->pages[c] <= 1)
+		g->first_end[c] = rec->ts;
 }
 
 /**
@@ -1182,8 +1210,7 @@ struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_s
 		int idx = (int)(intptr_t)user;
 
 		ret = 0;
-		if (rec->cpu >= 0 && rec->cpu < w.in[idx].nr_cpus)
-			w.in[idx].last[rec->cpu] = rec->ts;
+		note_reach(&w.in[idx], rec);
 		if (rec_fn)
 			rec_fn(arg, idx, w.in[idx].tep, rec);
 		if (idx == w.host)

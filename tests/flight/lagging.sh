@@ -7,13 +7,17 @@
 # held). Recorded here on this machine's real tracefs: task B reads a pipe; A, on CPU 1,
 # writes to it every 5 ms and moves B between CPUs 0 and 1 while it sleeps; nice 19 busy
 # loops keep both CPUs from idle; once, a SCHED_FIFO loop holds CPU 0 for 10 ms while B is
-# woken there (a real delay). The recording is fed to hgtrace flight as one in progress
-# with CPU 0's pages 8 steps of 40 late (under the --flush of 1 s). Checked:
+# woken there (a real delay). The recording is fed to hgtrace flight as one in progress,
+# with one CPU's pages 8 steps of 40 late, and --flush the longest any event then waits for
+# its page (as a recorder's flush interval bounds it). Checked:
 #  - the premise, by trace-cmd's reading: B was woken from CPU 1 onto CPU 0 again and
 #    again; the hog ran 9 ms or more on CPU 0, and one delay of B there (why on the whole
 #    file) overlaps that run by 5 ms (a busy machine gives B other delays of its own);
-#  - every trigger of wakeup>3ms:B is a delay why finds in the whole file (its CPU and
-#    times to the ns), the hog's among them, each once;
+#  - CPU 0's pages late (the window's end: B's run on CPU 0 not come yet) and CPU 1's (the
+#    window's start: a wakeup on CPU 1 in its first page, B's run on CPU 0 in a page
+#    before the window): every trigger of wakeup>3ms:B is a delay why finds in the whole
+#    file (its CPU and times to the ns), the hog's among them, each once, and every such
+#    delay that ends the flush interval and a tick before the last record is one;
 #  - the same recording fed as the host beside a (simulated) guest, with no GUEST option
 #    to say the guest's vCPU threads (as a session's first searches see it): B is a host
 #    task, and wakeup>3ms fires for the guest's tasks only.
@@ -129,7 +133,8 @@ EOF
 
 # flight_on RUN FEEDS TRIGGER...: FEEDS (FILE:NAME.dat, space-separated) fed to RUN/NAME.dat
 # in 40 steps of 0.1 s (FEED_HOLD from the environment) with hgtrace flight on them, one
-# trigger per TRIGGER; its log in RUN.log, its exit status in $rc.
+# trigger per TRIGGER, its --flush the longest any event waits for its page (the feeder's
+# "lag", 1 s at least); its log in RUN.log, its exit status in $rc, its flush in $flush.
 flight_on() {
 	local run=$1 feeds=$2 fp flp args=() outs=() f
 	shift 2
@@ -143,8 +148,9 @@ flight_on() {
 		kill -0 $fp 2> /dev/null || break
 		sleep 0.02
 	done
+	flush=$(awk '/^lag / && $3 > m { m = $3 } END { n = int((m + 9999999) / 10000000); printf "%.2f", (n < 100 ? 100 : n) / 100 }' "$run.feed")
 	"$HGTRACE" flight --flight-prefix "$run/flight" --tick 0.1 --window 1.5 --after 0.2 \
-		--flush 1 --holdoff 0 --max-triggers 1000 "${args[@]}" "${outs[@]}" 2> "$run.log" &
+		--flush "$flush" --holdoff 0 --max-triggers 1000 "${args[@]}" "${outs[@]}" 2> "$run.log" &
 	flp=$!
 	wait $fp
 	kill -INT $flp
@@ -152,11 +158,20 @@ flight_on() {
 	rc=$?
 }
 
-FEED_HOLD=0:8 flight_on f rec.dat:t.dat "wakeup>3ms:$b"
-v=$(python3 - f.log whole.json "$b" "$hogged" << 'EOF'
+# last: the recording's last record, ns (a delay ending within the flush interval and a
+# tick of it is not taken: counted at the stop)
+last=$(awk '/^ *[^ ]+ +\[[0-9]+\] [0-9]+\.[0-9]+:/ { t = $3 } END { sub(":", "", t); sub("\\.", "", t); print t }' tc.txt)
+# held CPU WHAT: the recording fed with CPU's pages 8 steps late; every trigger of
+# wakeup>3ms:B must be a delay of B that why finds in the whole file (its CPU and times to
+# the ns), once, the hog's among them, and every such delay ending the flush interval and
+# a tick before the recording's last record must be one.
+held() {
+	local v ntrig nbad ntwice nhog nmiss ndue rest
+	FEED_HOLD=$1:8 flight_on "f$1" rec.dat:t.dat "wakeup>3ms:$b"
+	v=$(python3 - "f$1.log" whole.json "$b" "$hogged" "$last" "$flush" << 'EOF'
 import json, re, sys
 log = open(sys.argv[1]).read()
-b = int(sys.argv[3])
+b, last, edge = int(sys.argv[3]), int(sys.argv[5]), int(float(sys.argv[6]) * 1e9) + 100000000
 hogged = tuple(int(x) for x in sys.argv[4].split("-")) if "-" in sys.argv[4] else (0, 0)
 whole = {(d["cpu"], d["from_ns"], d["to_ns"]) for d in json.load(open(sys.argv[2]))["delays"]
          if d["pid"] == b}
@@ -166,13 +181,19 @@ got = [(int(c), ns(x), ns(y)) for c, x, y in re.findall(
     log)]
 bad = [g for g in got if g not in whole]
 twice = len(got) - len(set(got))
-print("%d %d %d %d %s" % (len(got), len(bad), twice, sum(1 for g in got if g[1:] == hogged), bad[:3]))
+due = [d for d in whole if d[2] - d[1] > 3000000 and d[2] <= last - edge]
+miss = [d for d in due if d not in got]
+print("%d %d %d %d %d %d %s" % (len(got), len(bad), twice, sum(1 for g in got if g[1:] == hogged),
+                               len(miss), len(due), (bad + miss)[:3]))
 EOF
-)
-read -r ntrig nbad ntwice nhog rest <<< "$v"
-[ $rc = 0 ] && [ "$nbad" = 0 ] && [ "$ntwice" = 0 ] && [ "$nhog" = 1 ] &&
-	tap_ok "CPU 0's pages 8 steps late: $ntrig triggers, each a delay of B in the whole file (once), the hog's among them" ||
-	tap_fail "CPU 0's pages late: exit $rc, $ntrig triggers, $nbad not in the whole file ($rest), $ntwice twice, $nhog of the hog: $(grep -c 'trigger [0-9]*: wakeup' f.log) lines"
+	)
+	read -r ntrig nbad ntwice nhog nmiss ndue rest <<< "$v"
+	[ $rc = 0 ] && [ "$nbad" = 0 ] && [ "$ntwice" = 0 ] && [ "$nhog" = 1 ] && [ "$nmiss" = 0 ] &&
+		tap_ok "CPU $1's pages 8 steps late ($2; --flush $flush): $ntrig triggers, each a delay of B in the whole file (once), the hog's among them; none of its $ndue delays over 3 ms ending the flush and a tick before the last record missed" ||
+		tap_fail "CPU $1's pages late ($2): exit $rc, $ntrig triggers, $nbad not in the whole file, $ntwice twice, $nhog of the hog, $nmiss of $ndue due missed ($rest): $(grep -c 'trigger [0-9]*: wakeup' "f$1.log") lines"
+}
+held 0 "a wakeup on CPU 1 whose run on CPU 0 has not come: the window's end"
+held 1 "a wakeup on CPU 1 from before CPU 0's first page: the window's start"
 
 "$HGTRACE" simulate -o s --seed 5 --duration-ms 3000 --inject guest:40000 --file-version 7 \
 	--compression none > s.out || tap_fail "simulate"

@@ -6,9 +6,12 @@ feed-recording.py HGTRACE STEPS PAUSE FILE:OUTPUT...
 For each FILE (version 7 or 6, uncompressed), OUTPUT.recording/ is made as hgtrace record
 makes it: head.dat (FILE itself: its top buffer's pages are never read from it) and one
 file of pages per CPU. The pages are then appended in STEPS steps PAUSE seconds apart:
-at step i, each CPU file gets its pages whose page time is at most i/STEPS of the way
-through that file's times (a host and its guest cover the same session, so they advance
-together). Prints "ready" once every file exists, "step I T BYTES" after each step (T:
+at step i, each CPU file gets its pages whose last event is at most i/STEPS of the way
+through that file's times, as a recorder writes a page once its events are in (a host and
+its guest cover the same session, so they advance together). Before "ready" it prints
+"lag FILE N" per FILE: the longest an event waits for its page, in the file's time units
+(from step times on the same scale), which a flight recorder must be told as its flush
+interval. Prints "ready" once every file exists, "step I T BYTES" after each step (T:
 CLOCK_MONOTONIC in seconds, BYTES: fed so far) and "fed N pages" at the end; the
 directories are left for the caller.
 
@@ -43,6 +46,43 @@ def cpu_sections(hgtrace, path):
     return secs
 
 
+def page_times(page):
+    """(first, last): the times of a ring-buffer page's first and last events, walked as
+    the kernel lays them out (a 64-bit kernel's page: u64 time stamp, u64 commit; each event
+    a u32 of type_len:5 and time_delta:27)."""
+    ts, commit = struct.unpack_from("<QQ", page)
+    end = 16 + (commit & ((1 << 30) - 1))
+    first = last = ts
+    at, seen = 16, False
+    while at + 4 <= min(end, len(page)):
+        (h,) = struct.unpack_from("<I", page, at)
+        kind, delta = h & 31, h >> 5
+        if kind == 29:  # padding: array[0] bytes after the header (0: the page's end)
+            (n,) = struct.unpack_from("<I", page, at + 4)
+            at += 4 + (n if n else end)
+            continue
+        if kind == 30:  # time extend
+            (x,) = struct.unpack_from("<I", page, at + 4)
+            ts += (x << 27) + delta
+            at += 8
+            continue
+        if kind == 31:  # absolute time stamp, the page's top bits kept
+            (x,) = struct.unpack_from("<I", page, at + 4)
+            ts = (ts & ~((1 << 59) - 1)) | (x << 27) | delta
+            at += 8
+            continue
+        ts += delta
+        if kind == 0:
+            (n,) = struct.unpack_from("<I", page, at + 4)
+            at += 4 + ((n + 3) & ~3)
+        else:
+            at += 4 + kind * 4
+        if not seen:
+            first, seen = ts, True
+        last = ts
+    return first, last
+
+
 def main():
     hgtrace, steps, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     hold_cpu, hold = -1, 0
@@ -59,20 +99,37 @@ def main():
             f.write(data)
         for cpu, off, size, page in cpu_sections(hgtrace, src):
             pages = [data[off + k:off + k + page] for k in range(0, size - size % page, page)]
-            ts = [struct.unpack_from("<Q", p)[0] for p in pages]
+            spans = [page_times(p) for p in pages]
             dst = open(os.path.join(d, "cpu%d" % cpu), "wb")
-            feeds.append({"pages": pages, "ts": ts, "dst": dst, "at": 0,
+            feeds.append({"pages": pages, "spans": spans, "dst": dst, "at": 0, "file": src,
                           "hold": hold if cpu == hold_cpu else 0})
-    # each CPU's span of page times
-    for fd in feeds:
-        fd["lo"] = min(fd["ts"]) if fd["ts"] else 0
-        fd["hi"] = max(fd["ts"]) if fd["ts"] else 0
+    # each file's span of event times (its CPUs advance together, as one recorder's do)
+    for src in {fd["file"] for fd in feeds}:
+        mine = [fd for fd in feeds if fd["file"] == src]
+        lo = min((s[0] for fd in mine for s in fd["spans"]), default=0)
+        hi = max((s[1] for fd in mine for s in fd["spans"]), default=0)
+        for fd in mine:
+            fd["lo"], fd["hi"] = lo, hi
+    # how long each file's events wait for their pages, in its own time units: the most a
+    # recorder reading it may be said to lag (its flush interval)
+    for src in sorted({fd["file"] for fd in feeds}):
+        lag = 0
+        for fd in (fd for fd in feeds if fd["file"] == src):
+            k = 0
+            for i in range(1, steps + 1):
+                limit = fd["lo"] + (fd["hi"] - fd["lo"]) * (i - fd["hold"]) // steps
+                now = fd["lo"] + (fd["hi"] - fd["lo"]) * i // steps
+                while k < len(fd["spans"]) and (fd["spans"][k][1] <= limit or i == steps):
+                    lag = max(lag, now - fd["spans"][k][0])
+                    k += 1
+        print("lag %s %d" % (src, lag))
     print("ready", flush=True)
     total = nbytes = 0
     for i in range(1, steps + 1):
         for fd in feeds:
+            # a page is written once its last event has come, as a recorder writes it
             limit = fd["lo"] + (fd["hi"] - fd["lo"]) * (i - fd["hold"]) // steps
-            while fd["at"] < len(fd["pages"]) and (fd["ts"][fd["at"]] <= limit or i == steps):
+            while fd["at"] < len(fd["pages"]) and (fd["spans"][fd["at"]][1] <= limit or i == steps):
                 fd["dst"].write(fd["pages"][fd["at"]])
                 nbytes += len(fd["pages"][fd["at"]])
                 fd["at"] += 1
