@@ -45,11 +45,13 @@ int hgt__parse_duration(const char *s, size_t len, uint64_t unit_ns, uint64_t *n
 
 /* A search of recordings in progress: how far behind their newest record a CPU's pages
  * may be, and whether CPU @cpu of input @input begins with a page from before the window
- * (its records before that page's last are not in the files). */
+ * (its records before that page's last are not in the files). Out: the span a hit is taken
+ * in, @from (the latest of the inputs') to @upto, in report time (0 0: none known). */
 struct hgt__live {
 	uint64_t lag_ns;
 	bool (*context)(void *arg, int input, int cpu);
 	void *arg;
+	uint64_t from, upto;
 };
 
 /* Every trigger's hits in @inputs (the host's first), appended to *@hits (*@nr of them).
@@ -59,8 +61,7 @@ struct hgt__live {
  * dropped (a search that has them decides). Returns 0 or -errno (hgt_last_error() says
  * why). */
 int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const *inputs, int n,
-			const struct hgt__live *live, struct hgt__hit **hits, int *nr,
-			int *deferred);
+			struct hgt__live *live, struct hgt__hit **hits, int *nr, int *deferred);
 
 /* The hit in @inputs (a saved window) that is @h: its delay explained by why, printed on
  * @log as why prints one; its length and cause into @h. Returns 1 found, 0 not, -errno. */

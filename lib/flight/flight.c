@@ -104,8 +104,8 @@ struct hgt_flight {
 	/* the cost, for the summary */
 	uint64_t searches, worst_lag, disk_peak;
 	uint64_t write_ns;	 /* the last search's writing of the window */
-	uint64_t prev_search;	 /* when the last search began (0: none yet) */
-	uint64_t unsearched;	 /* time no search covered: searches more than a window apart */
+	uint64_t covered;	 /* report time: searched or said unsearched up to here */
+	uint64_t unsearched;	 /* report time no search's span held (span_of()) */
 	uint64_t searched_bytes; /* the pages the searches read */
 	uint64_t skipped_bytes;	 /* pages a search left for want of time (search_max_bytes) */
 	bool said_cut;		 /* that a search reads only the newest of a window */
@@ -527,6 +527,32 @@ static bool has_context(void *arg, int input, int cpu)
 	return false;
 }
 
+/*
+ * A search takes the delays that lie in its span (whole_only()): that begin after
+ * @live->from and end by @live->upto. A time in no search's span holds delays no search
+ * takes: when the spans leave such time between them (searches further apart than the
+ * window less the pages' lag, or pages that come later than that), it is said and summed,
+ * once.
+ */
+static void span_of(struct hgt_flight *f, const struct hgt__live *live)
+{
+	if (!live->upto)
+		return;
+	if (f->covered && live->from > f->covered) {
+		uint64_t gap = live->from - f->covered;
+
+		f->unsearched += gap;
+		say(f,
+		    "behind: the recording from %llu.%09llu to %llu.%09llu (%.3f s) was in no search's span: a delay there went unsearched (a search's span is its window, %.3f s, less the pages' lag, up to %.3f s)",
+		    (unsigned long long)(f->covered / NS), (unsigned long long)(f->covered % NS),
+		    (unsigned long long)(live->from / NS), (unsigned long long)(live->from % NS),
+		    (double)gap / 1e9, (double)f->o.window_ns / 1e9, (double)live->lag_ns / 1e9);
+		f->covered = live->from;
+	}
+	if (live->upto > f->covered)
+		f->covered = live->upto;
+}
+
 static void search(struct hgt_flight *f, uint64_t now, bool final)
 {
 	char *paths[64];
@@ -535,7 +561,7 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	struct hgt__hit *hits = NULL;
 	int nr = 0, n, ret, later = 0;
 	struct search_ctx sc = { f, which };
-	struct hgt__live live = { 0, has_context, &sc };
+	struct hgt__live live = { 0, has_context, &sc, 0, 0 };
 	struct mark k = { f, NULL, NULL };
 	uint64_t t0 = hgt__now_ns();
 
@@ -543,18 +569,6 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 		paths[i] = f->m[i].snap;
 	n = write_members(f, now - f->o.window_ns - f->o.tick_ns, paths, false, &k, in, which);
 	f->write_ns = hgt__now_ns() - t0;
-	/* a search covers the window before it: after a longer gap, what fell between */
-	if (n > 0 && f->prev_search && now - f->prev_search > f->o.window_ns + f->o.tick_ns) {
-		uint64_t gap = now - f->prev_search - f->o.window_ns - f->o.tick_ns;
-
-		f->unsearched += gap;
-		say(f,
-		    "behind: %.3f s of the recording went unsearched (searches %.3f s apart, the window is %.3f s)",
-		    (double)gap / 1e9, (double)(now - f->prev_search) / 1e9,
-		    (double)f->o.window_ns / 1e9);
-	}
-	if (n > 0)
-		f->prev_search = now;
 	if (n <= 0) {
 		ret = n;
 		goto out;
@@ -563,6 +577,8 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	live.lag_ns = f->o.flush_ns + f->o.tick_ns;
 	ret = hgt__trigger_search(f->t, f->nt, in, n, &live, &hits, &nr, &later);
 	f->searches++;
+	if (!ret && !f->incremental)
+		span_of(f, &live);
 	if (!ret && final && later)
 		say(f,
 		    "%d delay%s ending in the last %.3f s not taken: some CPU's pages for that time had not come when the recording stopped",

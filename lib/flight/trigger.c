@@ -418,16 +418,21 @@ static void why_opts(struct hgt_why_opts *wo, const struct hgt__trigger *t, int 
  * records there (@e->all_from): a CPU's pages from just before the window can hold a
  * wakeup whose run, on another CPU, is in that CPU's pages before the window; such a hit
  * is dropped (a search whose window holds its start decides). Markers are whole as they
- * are. Returns how many are kept (first).
+ * are. Returns how many are kept (first); the span they are taken in into @live.
  */
-static int whole_only(struct hgt__hit *h, int n, const struct hgt__why_edges *e, uint64_t lag_ns,
-		      int *deferred)
+static int whole_only(struct hgt__hit *h, int n, const struct hgt__why_edges *e, int inputs,
+		      struct hgt__live *live, int *deferred)
 {
-	uint64_t upto = e->newest > lag_ns ? e->newest - lag_ns : 0;
+	uint64_t upto = e->newest > live->lag_ns ? e->newest - live->lag_ns : 0;
 	int kept = 0;
 
 	if (e->all_to > upto)
 		upto = e->all_to;
+	live->upto = upto;
+	live->from = 0;
+	for (int i = 0; i < inputs; i++)
+		if (e->all_from[i] > live->from)
+			live->from = e->all_from[i];
 	for (int i = 0; i < n; i++) {
 		if (h[i].kind == HGT__TRIG_MARKER)
 			;
@@ -449,8 +454,7 @@ static int whole_only(struct hgt__hit *h, int n, const struct hgt__why_edges *e,
  * begin before the window (whole_only()).
  */
 int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const *inputs, int n,
-			const struct hgt__live *live, struct hgt__hit **hits, int *nr,
-			int *deferred)
+			struct hgt__live *live, struct hgt__hit **hits, int *nr, int *deferred)
 {
 	struct found f = { .h = *hits, .n = *nr, .cap = *nr };
 	uint64_t *from = calloc((size_t)n + 1, sizeof(*from));
@@ -489,7 +493,7 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 		hgt_why_free(r);
 	}
 	if (!f.err && live)
-		f.n = first + whole_only(f.h + first, f.n - first, &e, live->lag_ns, &later);
+		f.n = first + whole_only(f.h + first, f.n - first, &e, n, live, &later);
 	free(from);
 	if (deferred)
 		*deferred = later;
