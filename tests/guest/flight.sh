@@ -13,7 +13,10 @@
 #    of the hog on CPU 0 lasts 100 ms +- 2 ms;
 #  - every other trigger (a TCG guest on a 2-CPU host sees delays of its own) is one that
 #    why on its own saved pair explains by something else than the hog;
-#  - the summary lists the triggers and the recorder's cost.
+#  - the summary lists the triggers and the recorder's cost;
+#  - the same session again on the same agent with the hog's stand-in, which pins itself
+#    to CPU 0 and sleeps through it: no saved window names it, in why's parts of any delay
+#    of its saved pair or in the recorder's trigger lines.
 # Usage: flight.sh HGTRACE BUILDDIR
 HGTRACE=$(realpath "$1")
 build=$(realpath "$2")
@@ -78,25 +81,29 @@ done
 [ -n "$v0" ] && tap_ok "vCPU 0's thread $v0 pinned to host CPU 0, QEMU's other threads to CPU 1" ||
 	{ kill $qpid; tap_skip_all "no CPU 0/TCG thread in QEMU '$qemu'"; }
 
+# hog.py [idle]: 5 s in, on CPU 0, 100 ms in a SCHED_FIFO busy loop (idle: none); its pid
 cat > hog.py << 'EOF'
 import os, sys, time
 time.sleep(5)
 os.sched_setaffinity(0, {0})
-os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
-end = time.monotonic() + 0.1
-while time.monotonic() < end:
-    pass
-os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+if sys.argv[1:] != ["idle"]:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+    end = time.monotonic() + 0.1
+    while time.monotonic() < end:
+        pass
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 print(os.getpid(), flush=True)
 time.sleep(7)
 EOF
-"$HGTRACE" record --flight --window 3 --after 1 --holdoff 0 --max-triggers 20 \
-	--trigger 'wakeup>50ms' --trigger 'timer>50ms' -e sched:sched_switch -e sched:sched_wakeup \
-	-A "g@fifo:$t/g" -e sched -e timer:hrtimer_start -e timer:hrtimer_expire_entry \
-	-o host.dat -- python3 hog.py > hog.out 2> rec.log
+# flight_session [idle]: the session, in the current directory (hog.out, rec.log, host.dat)
+flight_session() {
+	"$HGTRACE" record --flight --window 3 --after 1 --holdoff 0 --max-triggers 20 \
+		--trigger 'wakeup>50ms' --trigger 'timer>50ms' -e sched:sched_switch \
+		-e sched:sched_wakeup -A "g@fifo:$t/g" -e sched -e timer:hrtimer_start \
+		-e timer:hrtimer_expire_entry -o host.dat -- python3 "$t/hog.py" "$@" > hog.out 2> rec.log
+}
+flight_session
 rc=$?
-kill $qpid
-wait $qpid 2> /dev/null
 hog=$(cat hog.out)
 [ $rc = 0 ] && [ -n "$hog" ] && [ -s host.dat ] && [ -s host-g.dat ] &&
 	tap_ok "record --flight -A g: exit 0, the hog was pid $hog, $(grep -c '^hgtrace flight: trigger [0-9]*: saved' rec.log) windows saved" ||
@@ -211,4 +218,29 @@ done
 grep -q '^hgtrace flight: cost: ' rec.log &&
 	tap_ok "the summary: $(grep '^hgtrace flight: cost: ' rec.log | sed 's/^hgtrace flight: //')" ||
 	tap_fail "no summary: $(tail -3 rec.log | tr '\n' '|')"
+
+# The same session without the hog: its stand-in (the same program, pinned to CPU 0) sleeps.
+mkdir ctl
+(cd ctl && flight_session idle)
+rc=$?
+kill $qpid
+wait $qpid 2> /dev/null
+idle=$(cat ctl/hog.out)
+nw=0 nd=0 named=""
+for h in ctl/flight-[0-9]*.dat; do
+	case $h in *-g.dat | '' | 'ctl/flight-[0-9]*.dat') continue ;; esac
+	nw=$((nw + 1))
+	"$HGTRACE" why --json --threshold 50000 "$h" "${h%.dat}-g.dat" > "${h%.dat}.json" 2> /dev/null
+	read -r d hit < <(python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(len(r['delays']), sum(1 for d in r['delays'] for p in d['parts'] if p.get('id') == int(sys.argv[2])))
+" "${h%.dat}.json" "${idle:-0}")
+	nd=$((nd + ${d:-0}))
+	[ "${hit:-1}" = 0 ] || named="$named $h(${hit:-no why})"
+done
+said=$(grep -c "^hgtrace flight: .*(pid ${idle:-0})" ctl/rec.log)
+[ $rc = 0 ] && [ -n "$idle" ] && [ -z "$named" ] && [ "$said" = 0 ] &&
+	tap_ok "without the hog (its stand-in, pid $idle, asleep on CPU 0): $nw windows saved, none names it in why's parts of their $nd delays over 50 ms, nor does any trigger line" ||
+	tap_fail "without the hog: exit $rc, stand-in '$idle', named in$named, in $said trigger lines: $(grep -v '^ ' ctl/rec.log | tail -3 | tr '\n' '|')"
 tap_done
