@@ -7,7 +7,9 @@
 # held). Recorded here on this machine's real tracefs: task B reads a pipe; A, on CPU 1,
 # writes to it every 5 ms and moves B between CPUs 0 and 1 while it sleeps; nice 19 busy
 # loops keep both CPUs from idle; twice (at the recording's start and 1 s in), a SCHED_FIFO
-# loop holds CPU 0 for 10 ms while B is woken there (a real delay). The recording is fed to
+# loop holds CPU 0 while B is woken there and 10 ms after (a real delay). Steps wait on
+# events (a child's state, a pipe), never on a sleep's length: a busy machine may run any
+# step late. The recording is fed to
 # hgtrace flight as one in progress, with one CPU's pages 8 steps of 50 late, and --flush
 # the longest any event then waits for its page (as a recorder's flush interval bounds
 # it). Checked:
@@ -37,6 +39,7 @@ import os, time
 DUR = 4.0
 r, w = os.pipe()
 hr, hw = os.pipe()
+rr, ready = os.pipe()
 
 
 def child(fn):
@@ -57,16 +60,34 @@ def spin(cpu):
         pass
 
 
-def hog():  # each time woken: holds CPU 0 for 10 ms
+def wait_state(pid, state):  # S: in its blocking read (a write wakes it); R: running
+    while True:
+        with open("/proc/%d/stat" % pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == state:
+                return
+        os.sched_yield()
+
+
+def hog():  # each time woken: holds CPU 0 until told B is woken, then 10 ms more
     os.sched_setaffinity(0, {0})
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+    os.write(ready, b"h")
     while os.read(hr, 1):
+        os.set_blocking(hr, False)
+        while True:
+            try:
+                os.read(hr, 1)  # B's wakeup done (or the end)
+                break
+            except BlockingIOError:
+                pass
+        os.set_blocking(hr, True)
         end = time.monotonic() + 0.01
         while time.monotonic() < end:
             pass
 
 
 def reader():
+    os.write(ready, b"b")
     while os.read(r, 1):
         pass
 
@@ -75,6 +96,9 @@ kids = [child(lambda: spin(0)), child(lambda: spin(1)), child(hog)]
 h = kids[2]
 b = child(reader)
 os.sched_setaffinity(0, {1})
+got = b""
+while len(got) < 2:  # the hog is SCHED_FIFO on CPU 0, and B about to read
+    got += os.read(rr, 2)
 i = 0
 end = time.monotonic() + DUR
 while time.monotonic() < end:
@@ -82,11 +106,14 @@ while time.monotonic() < end:
     cpu = i % 2
     if i in (1, 200):  # B woken on CPU 0 while the hog holds it
         cpu = 0
+        wait_state(h, "S")
+        wait_state(b, "S")
         os.write(hw, b"h")
-        time.sleep(0.001)
+        wait_state(h, "R")
     os.sched_setaffinity(b, {cpu})
     os.write(w, b"x")
     if i in (1, 200):  # B left on CPU 0 until the hog ends
+        os.write(hw, b"e")
         time.sleep(0.02)
     i += 1
 os.close(w)
