@@ -65,12 +65,13 @@ def capture(d, out):
 
 
 def description(cap, session):
-    """HELLO, META and OPTION messages of the capture, with @session."""
+    """HELLO, META, OPTION and RECORDING messages of the capture, with @session (a listener
+    closes a network guest that has not said RECORDING 10 s after the start)."""
     out = b""
     for t, p in parse(open(cap + ".ctl", "rb").read()):
         if t == HELLO:
             p = p[:16] + struct.pack("<Q", session) + p[24:]
-        if t in (HELLO, META, OPTION):
+        if t in (HELLO, META, OPTION, RECORDING):
             out += msg(t, p)
     return out
 

@@ -43,10 +43,13 @@ done
 lpid=$!
 sleep 0.5
 t0=$(date +%s.%N)
+goods=()
 for i in 1 2 3 4; do
 	python3 "$peer" good fifo g$i cap "$mb" > sent-g$i.txt &
+	goods+=($!)
 	# sizes differ by a MB, so each network guest's file is known by its bytes
 	python3 "$peer" good tcp $port cap $((mb + i)) > sent-t$i.txt &
+	goods+=($!)
 done
 hostile=()
 for m in disconnect slow silent garbage flood; do
@@ -62,10 +65,19 @@ good_done() {
 	done
 	[ "$(grep -c 'wrote out/trace-g[0-9]\.dat' listen.log)" = 4 ] && [ $n = 4 ]
 }
+# a good peer that fails (the listener cut it) never sees its guest written: stop then
+failed=0
 until good_done; do
 	kill -0 $lpid 2> /dev/null || break
+	for k in "${!goods[@]}"; do
+		kill -0 "${goods[$k]}" 2> /dev/null && continue
+		wait "${goods[$k]}" || failed=$((failed + 1))
+		unset "goods[$k]"
+	done
+	[ $failed = 0 ] || break
 	sleep 1
 done
+[ $failed = 0 ] || echo "soak: $failed good peers failed (the listener cut them): not all written"
 t1=$(date +%s.%N)
 read -r ut st < <(awk '{ print $14, $15 }' /proc/$lpid/stat)
 hwm=$(awk '/VmHWM/ { print $2 }' /proc/$lpid/status)
@@ -107,4 +119,5 @@ for s in sent-g1 sent-g2 sent-g3 sent-g4 sent-t1 sent-t2 sent-t3 sent-t4; do
 	echo "soak: ${s#sent-}: sent $((s0 + s1)) page bytes, ${f:-no file} holds ${got:-0}: $lost lost"
 done
 echo "soak: lost bytes for good guests: $lost_all"
-[ -n "${SOAK_KEEP:-}" ] && echo "soak: kept $w"
+[ -z "${SOAK_KEEP:-}" ] || echo "soak: kept $w"
+[ $failed = 0 ] && [ $lost_all = 0 ]
