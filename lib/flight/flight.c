@@ -375,8 +375,12 @@ static int write_members(struct hgt_flight *f, uint64_t since, char **paths, boo
 	int n = 0;
 
 	for (int i = 0; i < f->nm; i++) {
-		struct range_ctx rc = { &f->m[i], since, incremental, !final && !incremental,
-					0,	  0,	 0,	      false };
+		struct range_ctx rc = {
+			.m = &f->m[i],
+			.since = since,
+			.incremental = incremental,
+			.context = !final && !incremental,
+		};
 		struct hgt__recdir_range r = { page_range, &rc };
 		int ret;
 
@@ -683,6 +687,34 @@ out:
 
 /* Punch out the pages no trigger can want any more: older than the window, the after
  * time, two ticks and 2 s, and than every window still to be saved. */
+/* Frees @c's pages before @before but the one before them (a search's first: see
+ * has_context()), keeps the samples the next trims need, and returns its bytes on disk. */
+static uint64_t trim_cpu(struct hgt_flight *f, struct cpu_file *c, uint64_t page, uint64_t before,
+			 bool trimming)
+{
+	uint64_t to = offset_at(c, before);
+	struct stat st;
+	int drop = 0;
+
+	to = to >= page ? to - page : 0;
+	if (trimming && to > c->trimmed && !c->punch_failed) {
+		if (!fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)c->trimmed,
+			       (off_t)(to - c->trimmed))) {
+			c->trimmed = to;
+		} else {
+			c->punch_failed = true;
+			say(f, "%s: old pages cannot be freed (%s): the disk holds all of it",
+			    c->path, strerror(errno));
+		}
+	}
+	/* the samples the next trims need: the last at or before now - keep */
+	while (trimming && drop + 1 < c->ns && c->s[drop + 1].t <= before)
+		drop++;
+	memmove(c->s, c->s + drop, sizeof(*c->s) * (size_t)(c->ns - drop));
+	c->ns -= drop;
+	return fstat(c->fd, &st) ? 0 : (uint64_t)st.st_blocks * 512;
+}
+
 static void trim(struct hgt_flight *f, uint64_t now)
 {
 	uint64_t disk = 0, before = now - f->keep;
@@ -692,34 +724,8 @@ static void trim(struct hgt_flight *f, uint64_t now)
 		if (!f->tr[i].n && saved_since(f, &f->tr[i]) < before)
 			before = saved_since(f, &f->tr[i]);
 	for (int i = 0; i < f->nm; i++)
-		for (int k = 0; k < f->m[i].nf; k++) {
-			struct cpu_file *c = &f->m[i].f[k];
-			/* the page before stays: a search's first (has_context()) */
-			uint64_t to = offset_at(c, before);
-			struct stat st;
-
-			to = to >= f->m[i].page ? to - f->m[i].page : 0;
-			int drop = 0;
-
-			if (!trimming || to <= c->trimmed || c->punch_failed)
-				;
-			else if (!fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-					    (off_t)c->trimmed, (off_t)(to - c->trimmed)))
-				c->trimmed = to;
-			else {
-				c->punch_failed = true;
-				say(f,
-				    "%s: old pages cannot be freed (%s): the disk holds all of it",
-				    c->path, strerror(errno));
-			}
-			/* the samples the next trims need: the last at or before now - keep */
-			while (trimming && drop + 1 < c->ns && c->s[drop + 1].t <= before)
-				drop++;
-			memmove(c->s, c->s + drop, sizeof(*c->s) * (size_t)(c->ns - drop));
-			c->ns -= drop;
-			if (!fstat(c->fd, &st))
-				disk += (uint64_t)st.st_blocks * 512;
-		}
+		for (int k = 0; k < f->m[i].nf; k++)
+			disk += trim_cpu(f, &f->m[i].f[k], f->m[i].page, before, trimming);
 	if (disk > f->disk_peak)
 		f->disk_peak = disk;
 	/* the oldest hits have left the window long ago: they cannot be found again */
