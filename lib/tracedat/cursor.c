@@ -27,6 +27,7 @@ struct hgt_cursor {
 
 	uint8_t *win;	  /* window: pages read or decompressed, followed by zeroed slack */
 	size_t win_cap;	  /* bytes allocated for pages (slack not included) */
+	size_t win_zero;  /* from here to the slack's end, the window is all zero bytes */
 	size_t win_pages; /* pages in the window */
 	size_t win_idx;	  /* next page to load */
 	uint64_t win_off; /* file offset of the window (page 0, or the chunk) */
@@ -57,9 +58,30 @@ static int grow_window(struct hgt_cursor *c, size_t bytes)
 	w = realloc(c->win, bytes + HGT__PAGE_SLACK);
 	if (!w)
 		return -ENOMEM;
+	/* the new bytes past the old slack's end (all of it the first time) */
+	memset(w + (c->win ? c->win_cap + HGT__PAGE_SLACK : 0), 0,
+	       c->win ? bytes - c->win_cap : bytes + HGT__PAGE_SLACK);
+	if (!c->win)
+		c->win_zero = 0;
 	c->win = w;
 	c->win_cap = bytes;
 	return 0;
+}
+
+/* @len bytes of pages are about to be written at the window's start. */
+static void window_writing(struct hgt_cursor *c, size_t len)
+{
+	if (len > c->win_zero)
+		c->win_zero = len;
+}
+
+/* They were: the bytes past them are zeroed up to where zeros began (the slack after them
+ * is then zero bytes, without zeroing the whole slack each time). */
+static void window_written(struct hgt_cursor *c, size_t len)
+{
+	if (c->win_zero > len)
+		memset(c->win + len, 0, c->win_zero - len);
+	c->win_zero = len;
 }
 
 /**
@@ -143,10 +165,11 @@ static int fill_window(struct hgt_cursor *c)
 
 		if (!n)
 			return 0;
+		window_writing(c, n * c->page_size);
 		ret = hgt__pread_all(in, c->win, (uint64_t)n * c->page_size, c->off);
 		if (ret)
 			return ret;
-		memset(c->win + n * c->page_size, 0, HGT__PAGE_SLACK);
+		window_written(c, n * c->page_size);
 		c->win_off = c->off;
 		c->off += (uint64_t)n * c->page_size;
 		c->win_pages = n;
@@ -190,10 +213,11 @@ static int fill_window(struct hgt_cursor *c)
 		ret = hgt__pread_all(in, c->cbuf, csize, c->off + 8);
 		if (ret)
 			return ret;
+		window_writing(c, usize);
 		ret = hgt__decompress(in, c->dctx, c->cbuf, csize, c->win, usize, c->off);
 		if (ret)
 			return ret;
-		memset(c->win + usize, 0, HGT__PAGE_SLACK);
+		window_written(c, usize);
 		c->win_off = c->off;
 		c->off += 8 + (uint64_t)csize;
 		c->chunks_left--;

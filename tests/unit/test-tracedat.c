@@ -10,7 +10,10 @@
 #include <traceevent/event-parse.h>
 
 #include <hgtrace/output.h>
+#include <hgtrace/simulate.h>
 #include <hgtrace/tracedat.h>
+
+#include "../../lib/tracedat/tracedat-local.h"
 
 static void test_header_and_options(void **state)
 {
@@ -286,6 +289,60 @@ static void test_opens_in_threads(void **state)
 	}
 }
 
+/* Every window of pages a cursor reads is followed by HGT__PAGE_SLACK zero bytes (what
+ * libtraceevent may read past a record whatever its __data_loc says), also after a window
+ * shorter than the one before (whose pages lay there): uncompressed pages (16 a window)
+ * and zstd chunks, every window of both CPUs of a simulated host. */
+static void test_window_slack_is_zero(void **state)
+{
+	static const enum hgt_compression comp[] = { HGT_COMPRESS_NONE, HGT_COMPRESS_ZSTD };
+	char dir[] = "/tmp/hgt-test-slack-XXXXXX", host[64], guest[64], cmd[96];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(host, sizeof(host), "%s/host.dat", dir);
+	snprintf(guest, sizeof(guest), "%s/guest.dat", dir);
+	for (size_t k = 0; k < sizeof(comp) / sizeof(comp[0]); k++) {
+		HGT_OPTS(hgt_sim_opts, so, .seed = 5, .nr_vcpus = 2, .nr_host_cpus = 2,
+			 .duration_us = 400000, .compression = comp[k], .host_path = host,
+			 .guest_path = guest);
+		struct hgt_sim_result r;
+		struct hgt_input *in;
+		int windows = 0, shorter = 0;
+
+		assert_int_equal(hgt_simulate(&so, &r), 0);
+		in = hgt_input_open(host, NULL);
+		assert_non_null(in);
+		for (int cpu = 0; cpu < hgt_input_nr_cpus(in); cpu++) {
+			struct hgt_cursor *c = hgt_cursor_open(in, 0, cpu);
+			const uint8_t *pages;
+			size_t len, prev = 0;
+
+			assert_non_null(c);
+			while (hgt__cursor_next_pages(c, &pages, &len) > 0) {
+				for (size_t i = 0; i < HGT__PAGE_SLACK; i++)
+					if (pages[len + i])
+						fail_msg(
+							"compression %d, cpu %d, window %d: byte %zu past its %zu bytes of pages is %u",
+							comp[k], cpu, windows, i, len,
+							pages[len + i]);
+				shorter += len < prev;
+				prev = len;
+				windows++;
+			}
+			hgt_cursor_close(c);
+		}
+		print_message(
+			"# compression %d: %d windows, %d shorter than the one before, their slack all zero\n",
+			comp[k], windows, shorter);
+		assert_true(windows >= 4);
+		assert_true(shorter >= 1);
+		hgt_input_close(in);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -296,6 +353,7 @@ int main(void)
 		cmocka_unit_test(test_bad_magic_version_truncation),
 		cmocka_unit_test(test_format_verdicts_kept),
 		cmocka_unit_test(test_opens_in_threads),
+		cmocka_unit_test(test_window_slack_is_zero),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
