@@ -6,17 +6,18 @@
 # pages are (seen in guest-flight: a 50 ms "delay" of the agent's thread that no saved file
 # held). Recorded here on this machine's real tracefs: task B reads a pipe; A, on CPU 1,
 # writes to it every 5 ms and moves B between CPUs 0 and 1 while it sleeps; nice 19 busy
-# loops keep both CPUs from idle; twice (at the recording's start and 1 s in), a SCHED_FIFO
-# loop holds CPU 0 while B is woken there and 10 ms after (a real delay). Steps wait on
-# events (a child's state, a pipe), never on a sleep's length: a busy machine may run any
-# step late. The recording is fed to
-# hgtrace flight as one in progress, with one CPU's pages 8 steps of 50 late, and --flush
-# the longest any event then waits for its page (as a recorder's flush interval bounds
-# it). Checked:
+# loops keep both CPUs from idle; twice (A's first step, and 1 s in), a SCHED_FIFO loop
+# holds CPU 0 while B is woken there and 10 ms after (a real delay). The recording keeps
+# A's, B's and the hog's events only and begins just before A's first step, so the first
+# delay lies in the recording's first pages (a search must take it: no page before them).
+# Steps wait on events (a child's state, a pipe), never on a sleep's length: a busy machine
+# may run any step late. The recording is fed to hgtrace flight as one in progress, with
+# one CPU's pages 8 steps of 50 late, and --flush the longest any event then waits for its
+# page (as a recorder's flush interval bounds it). Checked:
 #  - the premise, by trace-cmd's reading: B was woken from CPU 1 onto CPU 0 again and
 #    again; the hog ran twice for 9 ms or more on CPU 0, and each time one delay of B there
 #    (why on the whole file) overlaps that run by 5 ms (a busy machine gives B other delays
-#    of its own);
+#    of its own); the first begins before some CPU's first page ends (the file's pages);
 #  - CPU 0's pages late (the window's end: B's run on CPU 0 not come yet) and CPU 1's (the
 #    window's start: a wakeup on CPU 1 in its first page, B's run on CPU 0 in a page
 #    before the window): every trigger of wakeup>3ms:B is a delay why finds in the whole
@@ -99,12 +100,16 @@ os.sched_setaffinity(0, {1})
 got = b""
 while len(got) < 2:  # the hog is SCHED_FIFO on CPU 0, and B about to read
     got += os.read(rr, 2)
+print(os.getpid(), b, h, flush=True)  # what the recording keeps: these three's events
+with open("go") as f:  # the recording's command, once the recording has begun
+    f.read(1)
 i = 0
 end = time.monotonic() + DUR
 while time.monotonic() < end:
-    time.sleep(0.005)
+    if i:
+        time.sleep(0.005)
     cpu = i % 2
-    if i in (1, 200):  # B woken on CPU 0 while the hog holds it
+    if i in (0, 200):  # B woken on CPU 0 while the hog holds it
         cpu = 0
         wait_state(h, "S")
         wait_state(b, "S")
@@ -112,7 +117,7 @@ while time.monotonic() < end:
         wait_state(h, "R")
     os.sched_setaffinity(b, {cpu})
     os.write(w, b"x")
-    if i in (1, 200):  # B left on CPU 0 until the hog ends
+    if i in (0, 200):  # B left on CPU 0 until the hog ends
         os.write(hw, b"e")
         time.sleep(0.02)
     i += 1
@@ -122,9 +127,23 @@ for k in kids + [b]:
     os.waitpid(k, 0)
 print(b, i, h)
 EOF
-"$HGTRACE" record --compression none -e sched:sched_waking -e sched:sched_wakeup \
-	-e sched:sched_switch -o rec.dat -- python3 work.py > work.out 2> rec.log
+# the workload is set up before the recording, and its first step is the hog's: its delay
+# of B lies in the recording's first pages (the recording's command says go, then waits)
+# (only the events of A, B and the hog: another's would fill the first pages first)
+# (a workload that dies ends what reads its output, and the command's wait: no hang)
+mkfifo go
+exec 4< <(exec python3 work.py 2> work.err)
+wp=$!
+read -r pa pb ph <&4
+on="pid == $pa || pid == $pb || pid == $ph"
+sw="prev_pid == $pa || prev_pid == $pb || prev_pid == $ph || next_pid == $pa || next_pid == $pb || next_pid == $ph"
+"$HGTRACE" record --compression none -e sched:sched_waking -f "$on" -e sched:sched_wakeup -f "$on" \
+	-e sched:sched_switch -f "$sw" -o rec.dat \
+	-- sh -c "exec 3<> go; echo g >&3; exec tail --pid=$wp -s 0.05 -f /dev/null" > /dev/null 2> rec.log
 rc=$?
+kill $wp 2> /dev/null # (a recording that never ran its command: the workload waits for good)
+cat <&4 > work.out
+exec 4<&-
 read -r b n hog < work.out
 [ $rc = 0 ] && [ -n "$hog" ] && [ -s rec.dat ] &&
 	tap_ok "recorded: B is pid $b, woken $n times; the hog is pid $hog" ||
@@ -134,9 +153,13 @@ read -r b n hog < work.out
 trace-cmd report -t -i rec.dat > tc.txt 2> /dev/null
 # From trace-cmd's reading: B's wakeups from CPU 1 onto CPU 0, the hog's longest run on
 # CPU 0, and (why's, on the whole file) B's delays on CPU 0 that overlap it by 5 ms.
-read -r moved hog_ms hogged < <(python3 - tc.txt whole.json "$b" "$hog" << 'EOF'
-import json, re, sys
+read -r moved hog_ms hogged first_page < <(python3 - tc.txt whole.json "$b" "$hog" "$HGTRACE" \
+	"$here/lib/feed-recording.py" << 'EOF'
+import importlib.util, json, re, sys
 b, hog = int(sys.argv[3]), int(sys.argv[4])
+spec = importlib.util.spec_from_file_location("feed", sys.argv[6])
+feed = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(feed)
 sw = re.compile(r"\[000\] (\d+)\.(\d{9}): sched_switch: +.*:(\d+) \[-?\d+\] \S+ ==> .*:(\d+) \[")
 moved, runs, since = 0, [], None
 for line in open(sys.argv[1]):
@@ -155,13 +178,20 @@ two = sorted(sorted(runs, key=lambda r: r[1] - r[0])[-2:]) if len(runs) >= 2 els
 delays = [d for d in json.load(open(sys.argv[2]))["delays"] if d["pid"] == b and d["cpu"] == 0]
 over = [[d for d in delays if min(r[1], d["to_ns"]) - max(r[0], d["from_ns"]) >= 5000000]
         for r in two]
+# the latest of the CPUs' first pages' last records (from the file's own pages)
+data = open("rec.dat", "rb").read()
+first_page = max(feed.page_times(data[off:off + page])[1]
+                 for _, off, size, page in feed.cpu_sections(sys.argv[5], "rec.dat") if size)
 print(moved, min(r[1] - r[0] for r in two) // 1000000,
-      ",".join("%d-%d" % (o[0]["from_ns"], o[0]["to_ns"]) if len(o) == 1 else "none" for o in over))
+      ",".join("%d-%d" % (o[0]["from_ns"], o[0]["to_ns"]) if len(o) == 1 else "none" for o in over),
+      first_page)
 EOF
 )
+hog1=${hogged%%-*}
 [ "$moved" -ge 100 ] && [ "$hog_ms" -ge 9 ] && [ "${hogged/none/}" = "$hogged" ] &&
-	tap_ok "the premise (trace-cmd): B woken from CPU 1 onto CPU 0 $moved times; the hog ran twice for $hog_ms ms or more on CPU 0, each time in one delay of B there (why, whole file)" ||
-	tap_fail "the premise: B woken onto CPU 0 from CPU 1 $moved times (want >= 100), the hog's two longest runs $hog_ms ms or more (want >= 9), B's delays over each: $hogged (want one each)"
+	[ "$hog1" -lt "$first_page" ] &&
+	tap_ok "the premise (trace-cmd): B woken from CPU 1 onto CPU 0 $moved times; the hog ran twice for $hog_ms ms or more on CPU 0, each time in one delay of B there (why, whole file), the first from $(((first_page - hog1) / 1000)) us before a CPU's first page ends" ||
+	tap_fail "the premise: B woken onto CPU 0 from CPU 1 $moved times (want >= 100), the hog's two longest runs $hog_ms ms or more (want >= 9), B's delays over each: $hogged (want one each, the first from before $first_page, the latest of the CPUs' first pages' last records)"
 
 # flight_on RUN FEEDS TRIGGER...: FEEDS (FILE:NAME.dat, space-separated) fed to RUN/NAME.dat
 # in 50 steps of 0.1 s (FEED_HOLD, FEED_PAUSE for 0.1 from the environment) with hgtrace

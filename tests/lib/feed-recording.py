@@ -142,4 +142,5 @@ def main():
     print("fed %d pages" % total)
 
 
-main()
+if __name__ == "__main__":
+    main()
