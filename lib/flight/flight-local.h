@@ -45,12 +45,15 @@ int hgt__parse_duration(const char *s, size_t len, uint64_t unit_ns, uint64_t *n
 
 /* A search of recordings in progress: how far behind their newest record a CPU's pages
  * may be, and whether CPU @cpu of input @input begins with a page from before the window
- * (its records before that page's last are not in the files). Out: the span a hit is taken
- * in, @from (the latest of the inputs') to @upto, in report time (0 0: none known). */
+ * (its records before that page's last are not in the files). @host_alone: the input is
+ * a session's host whose guests' pages have not come, not a guest: its tasks' delays are
+ * no trigger's (markers alone are searched). Out: the span a hit is taken in, @from (the
+ * latest of the inputs') to @upto, in report time (0 0: none known). */
 struct hgt__live {
 	uint64_t lag_ns;
 	bool (*context)(void *arg, int input, int cpu);
 	void *arg;
+	bool host_alone;
 	uint64_t from, upto;
 };
 

@@ -565,7 +565,7 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	struct hgt__hit *hits = NULL;
 	int nr = 0, n, ret, later = 0;
 	struct search_ctx sc = { f, which };
-	struct hgt__live live = { 0, has_context, &sc, 0, 0 };
+	struct hgt__live live = { .context = has_context, .arg = &sc };
 	struct mark k = { f, NULL, NULL };
 	uint64_t t0 = hgt__now_ns();
 
@@ -579,6 +579,8 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	}
 	/* a CPU's pages reach its file within the flush interval, and are read a tick late */
 	live.lag_ns = f->o.flush_ns + f->o.tick_ns;
+	/* a session's host, its guests' pages not come: why would take it for a guest */
+	live.host_alone = f->nm > 1 && n == 1;
 	ret = hgt__trigger_search(f->t, f->nt, in, n, &live, &hits, &nr, &later);
 	f->searches++;
 	if (!ret && !f->incremental)

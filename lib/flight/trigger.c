@@ -462,7 +462,7 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 				    .context = live ? live->context : NULL,
 				    .ctx_arg = live ? live->arg : NULL };
 	int first = *nr, later = 0;
-	bool common = false;
+	bool common = false, host_alone = live && live->host_alone;
 
 	if (!from)
 		f.err = -ENOMEM;
@@ -476,7 +476,7 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 		struct hgt_why_result *r;
 		struct hgt_why_opts wo;
 
-		if (pair >= 0 && t[pair].kind != HGT__TRIG_PAIR)
+		if (pair >= 0 && (t[pair].kind != HGT__TRIG_PAIR || host_alone))
 			continue;
 		why_opts(&wo, t, nt, pair, inputs, n);
 		r = hgt__why_scan(&wo, pair < 0 ? on_segment : NULL,
@@ -486,7 +486,7 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 			break;
 		}
 		end_run(&s);
-		for (int k = 0; k < nt; k++)
+		for (int k = 0; k < nt && !host_alone; k++)
 			if (pair < 0 ? t[k].kind == HGT__TRIG_WAKEUP || t[k].kind == HGT__TRIG_TIMER
 				     : k == pair)
 				delay_hits(t, k, r, inputs, n, &f);

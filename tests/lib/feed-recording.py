@@ -11,13 +11,15 @@ through that file's times, as a recorder writes a page once its events are in (a
 its guest cover the same session, so they advance together). Before "ready" it prints
 "lag FILE N" per FILE: the longest an event waits for its page, in the file's time units
 (from step times on the same scale), which a flight recorder must be told as its flush
-interval. Prints "ready" once every file exists, "step I T BYTES" after each step (T:
+interval. Prints "ready" once every file exists (but a FEED_LATE one), "step I T BYTES" after each step (T:
 CLOCK_MONOTONIC in seconds, BYTES: fed so far) and "fed N pages" at the end; the
 directories are left for the caller.
 
 FEED_HOLD=CPU:K in the environment holds CPU's pages back by K steps (all of them come at
 the last step): a recorder whose reader of that CPU writes its pages late, as a guest
 agent's partial pages come up to its flush interval after the events in them.
+FEED_LATE=FILE:K makes FILE's OUTPUT.recording/ only at step K, with the pages due by
+then: a guest whose recording begins after its host's (its agent slow to start).
 """
 import os
 import re
@@ -88,21 +90,39 @@ def main():
     hold_cpu, hold = -1, 0
     if os.environ.get("FEED_HOLD"):
         hold_cpu, hold = (int(x) for x in os.environ["FEED_HOLD"].split(":"))
-    feeds = []
+    late_src, late = None, 0
+    if os.environ.get("FEED_LATE"):
+        late_src, late = os.environ["FEED_LATE"].rsplit(":", 1)
+        late = int(late)
+    feeds, made = [], {}
     for arg in sys.argv[4:]:
         src, out = arg.split(":", 1)
         d = out + ".recording"
-        os.mkdir(d)
         with open(src, "rb") as f:
             data = f.read()
-        with open(os.path.join(d, "head.dat"), "wb") as f:
-            f.write(data)
+        made[src] = (d, data, False)
         for cpu, off, size, page in cpu_sections(hgtrace, src):
             pages = [data[off + k:off + k + page] for k in range(0, size - size % page, page)]
             spans = [page_times(p) for p in pages]
-            dst = open(os.path.join(d, "cpu%d" % cpu), "wb")
-            feeds.append({"pages": pages, "spans": spans, "dst": dst, "at": 0, "file": src,
-                          "hold": hold if cpu == hold_cpu else 0})
+            feeds.append({"pages": pages, "spans": spans, "dst": None, "at": 0, "file": src,
+                          "cpu": cpu, "hold": hold if cpu == hold_cpu else 0,
+                          "from": late if src == late_src else 0})
+
+    def make(src):  # the recording's directory, its head and its (empty) CPU files
+        d, data, done = made[src]
+        if done:
+            return
+        os.mkdir(d)
+        with open(os.path.join(d, "head.dat"), "wb") as f:
+            f.write(data)
+        for fd in feeds:
+            if fd["file"] == src:
+                fd["dst"] = open(os.path.join(d, "cpu%d" % fd["cpu"]), "wb")
+        made[src] = (d, data, True)
+
+    for src in made:
+        if src != late_src:
+            make(src)
     # each file's span of event times (its CPUs advance together, as one recorder's do)
     for src in {fd["file"] for fd in feeds}:
         mine = [fd for fd in feeds if fd["file"] == src]
@@ -127,6 +147,9 @@ def main():
     total = nbytes = 0
     for i in range(1, steps + 1):
         for fd in feeds:
+            if i < fd["from"]:
+                continue
+            make(fd["file"])
             # a page is written once its last event has come, as a recorder writes it
             limit = fd["lo"] + (fd["hi"] - fd["lo"]) * (i - fd["hold"]) // steps
             while fd["at"] < len(fd["pages"]) and (fd["spans"][fd["at"]][1] <= limit or i == steps):
@@ -138,6 +161,7 @@ def main():
         print("step %d %.6f %d" % (i, time.monotonic(), nbytes), flush=True)
         time.sleep(pause)
     for fd in feeds:
+        make(fd["file"])
         fd["dst"].close()
     print("fed %d pages" % total)
 
