@@ -89,6 +89,7 @@ struct exporter {
 	bool pb;		  /* Perfetto protobuf, else JSON */
 	struct hgt__blob ev, sub; /* a packet's track event or descriptor, its parts */
 	struct hgt__blob o;	  /* what goes out next, a MB at a time or a batch */
+	struct hgt__blob bytes;	  /* a byte array field's text (hgt__bytes_text()) */
 	/* Perfetto's interning: each category, event name and annotation name is sent once,
 	 * in the packet that first uses it (its InternedData, @interned), then by iid */
 	struct intern {
@@ -629,6 +630,14 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_ev
 		if (fl->flags & TEP_FIELD_IS_STRING) {
 			if (!hgt__field_str(rec, fl, &p, &n))
 				continue;
+			if (hgt__field_is_bytes(fl)) {
+				x->bytes.len = 0;
+				hgt__bytes_text(&x->bytes, p, n);
+				if (x->bytes.oom)
+					continue;
+				p = (const char *)x->bytes.p;
+				n = x->bytes.len;
+			}
 			if (x->pb) {
 				pb_ann(x, fl->name, p, n, 0, false);
 				continue;
@@ -1161,6 +1170,7 @@ static void maker_free(struct exporter *x)
 	free(x->ev.p);
 	free(x->sub.p);
 	free(x->o.p);
+	free(x->bytes.p);
 	intern_free(x);
 	for (int i = 0; i < ADDR_SLOTS; i++)
 		free(x->json_by_addr[i].json);

@@ -204,6 +204,11 @@ struct tep_format_field;
 bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field *f, const char **p,
 		    size_t *n);
 
+/* fields.c: whether string field @f holds bytes, not text (a __u8 or __s8 array), and
+ * their text as trace-cmd report -R prints such bytes, "ARRAY[02, 00, b1]", into @b */
+bool hgt__field_is_bytes(const struct tep_format_field *f);
+void hgt__bytes_text(struct hgt__blob *b, const char *p, size_t n);
+
 /* fields.c: number field @f of @rec, 0 when NULL or outside the record */
 unsigned long long hgt__field_num(const struct tep_format_field *f, const struct tep_record *rec);
 

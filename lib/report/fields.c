@@ -120,6 +120,32 @@ bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field 
 }
 
 /**
+ * hgt__field_is_bytes - whether string field @f (libtraceevent's TEP_FIELD_IS_STRING: a
+ * char, __u8 or __s8 array) holds bytes rather than text: its type names no char. A socket
+ * address in __u8 saddr[28] is such bytes; libtraceevent prints them as text when they
+ * happen to be printable up to a NUL (an IPv6 family, 10, is a newline) and as bytes
+ * otherwise, and once bytes, always bytes for that field: an exporter gives them as bytes.
+ */
+bool hgt__field_is_bytes(const struct tep_format_field *f)
+{
+	return (f->flags & TEP_FIELD_IS_STRING) && f->type && !strstr(f->type, "char");
+}
+
+/** hgt__bytes_text - @n bytes of @p as trace-cmd report -R prints bytes: "ARRAY[02, 00]". */
+void hgt__bytes_text(struct hgt__blob *b, const char *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	hgt__blob_add(b, "ARRAY[", 6);
+	for (size_t i = 0; i < n; i++) {
+		char x[4] = { ',', ' ', hex[(unsigned char)p[i] >> 4], hex[p[i] & 15] };
+
+		hgt__blob_add(b, i ? x : x + 2, i ? 4 : 2);
+	}
+	hgt__blob_add(b, "]", 1);
+}
+
+/**
  * hgt__field_num - number field @f of @rec (0 when @f is NULL or lies outside the record:
  * a damaged record never makes it read past its end).
  */

@@ -63,13 +63,23 @@ record_top() {
 # events.
 DL_CHRT='chrt -d --sched-runtime 200000 --sched-deadline 1000000 --sched-period 1000000 0'
 dl_task_ok() { $DL_CHRT true 2> /dev/null; }
+# (and TCP over 127.0.0.1, for tcp_probe: its addresses are __u8 arrays, bytes not text)
+LOOPBACK_TCP='import socket
+s = socket.create_server(("127.0.0.1", 0))
+c = socket.create_connection(s.getsockname())
+a = s.accept()[0]
+for i in range(20):
+    c.sendall(b"x" * 1000)
+    a.recv(1000, socket.MSG_WAITALL)
+    a.sendall(b"y" * 100)
+    c.recv(100, socket.MSG_WAITALL)'
 record_all_events() {
 	local dl=:
 	dl_task_ok && dl="$DL_CHRT sleep 0.01"
 	(
 		flock 9
 		trace-cmd record -d --no-filter -e all -o "$1" -- sh -c \
-			"ls -R /usr/share/doc/coreutils > /dev/null; dd if=/dev/zero of=dd.out bs=4k count=50 conv=fsync 2> /dev/null; rm -f dd.out; $dl; sleep 0.05" \
+			"ls -R /usr/share/doc/coreutils > /dev/null; dd if=/dev/zero of=dd.out bs=4k count=50 conv=fsync 2> /dev/null; rm -f dd.out; $dl; python3 -c '$LOOPBACK_TCP'; sleep 0.05" \
 			> "$2" 2>&1
 	) 9> /tmp/hgtrace-tracefs-top.lock
 	[ -s "$1" ]

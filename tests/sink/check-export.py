@@ -2,7 +2,8 @@
 """Check `hgtrace export` JSON against trace-cmd's report of the same files.
 
 Usage: check-export.py OUT.json TRACE_CMD_REPORT.txt [--guest-mode] [--tcg PID=VCPU,...]
-                       [--raw TRACE_CMD_RAW_REPORT.txt --formats DUMP.txt [--want-negative]]
+                       [--raw TRACE_CMD_RAW_REPORT.txt --formats DUMP.txt [--want-negative]
+                        [--want-bytes]]
 TRACE_CMD_REPORT.txt is `trace-cmd report -t -i F1 [-i F2 ...]` (file column when several);
 the raw one the same with -R (each event's fields as name=value); DUMP.txt is `trace-cmd
 dump --events` of each input, one after the other: the fields' sizes and signs, and the
@@ -175,6 +176,11 @@ if "--raw" in sys.argv:
         name), which is not compared. The JSON value is the field's, by its size and sign;
         trace-cmd's is by the conversion: the same number, or, where the conversion is of
         the other sign or narrower, the same bits as far as it reaches."""
+        if isinstance(j, str) and j.startswith("ARRAY[") and not r.startswith("ARRAY["):
+            # a byte array (__u8 x[N]): libtraceevent printed it as text, its bytes being
+            # printable up to a NUL (and until one of that field's was not)
+            b = bytes(int(x, 16) for x in j[6:-1].split(", ")) if j != "ARRAY[]" else b""
+            return b.split(b"\0")[0].decode("latin-1").strip() == r
         if isinstance(j, str):
             return j.strip() == r
         size, signed, c = fmt
@@ -190,7 +196,7 @@ if "--raw" in sys.argv:
             return v == j
         return (v - j) % (1 << (8 * min(size, width))) == 0
 
-    nf = nev = nsym = nneg = 0
+    nf = nev = nsym = nneg = nbytes = 0
     for e in evs:
         if e["ph"] != "i":
             continue
@@ -211,6 +217,7 @@ if "--raw" in sys.argv:
                 key, {n: e["args"][n] for n in names}, texts))
         sym = sum(same(e["args"][n], ok[0][n], fm[n]) is None for n in names)
         nneg += sum(isinstance(e["args"][n], int) and e["args"][n] < 0 and fm[n][0] < 8 for n in names)
+        nbytes += sum(str(e["args"][n]).startswith("ARRAY[") for n in names)
         nsym += sym
         nf += len(names) - sym
         nev += 1
@@ -218,9 +225,11 @@ if "--raw" in sys.argv:
         fail("only %d instants with fields" % nev)
     if "--want-negative" in sys.argv and not nneg:
         fail("no negative value of a signed field narrower than 64 bits among %d fields" % nf)
+    if "--want-bytes" in sys.argv and not nbytes:
+        fail("no byte array field (__u8 x[N], as tcp_probe's saddr) among %d fields" % nf)
     print("ok %d fields of %d instants have the values trace-cmd's raw report prints (%d "
-          "negative in signed fields narrower than 64 bits; %d it prints as symbols not "
-          "compared)" % (nf, nev, nneg, nsym))
+          "negative in signed fields narrower than 64 bits; %d byte arrays; %d it prints as "
+          "symbols not compared)" % (nf, nev, nneg, nbytes, nsym))
 # complete events: none overlaps another of its thread
 threads = {}
 for e in evs:

@@ -128,7 +128,7 @@ if why=$(tracefs_ready); then
 		trace-cmd report -R -t all.dat > all.raw 2> /dev/null
 		formats all.fmt all.dat
 		if "$HGTRACE" export -o all.json all.dat 2> err.txt; then
-			check "every event recorded now" all.json all.tc --raw all.raw --formats all.fmt --want-negative
+			check "every event recorded now" all.json all.tc --raw all.raw --formats all.fmt --want-negative --want-bytes
 		else
 			tap_fail "export of every event recorded now: $(cat err.txt)"
 		fi
@@ -159,7 +159,7 @@ if command -v protoc > /dev/null && /usr/bin/python3 -c 'import google.protobuf'
 			# shellcheck disable=SC2046
 			check "perfetto $f" "$f.pf.json" "$f.tc" $([ $f = s ] && echo --guest-mode) \
 				$([ -e $f.raw ] && echo --raw $f.raw --formats $f.fmt) \
-				$([ $f = all ] && echo --want-negative) \
+				$([ $f = all ] && echo --want-negative --want-bytes) \
 				$([ $f = t ] && echo --tcg "$tcgmap")
 		else
 			tap_fail "perfetto $f: $(cat err.txt dec.txt)"
