@@ -60,5 +60,8 @@ static inline int hgt__thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg
 int hgt__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 void hgt__thread_join(pthread_t t);
 int hgt__threads_running(void);
+/* The CPUs free for the caller's workers now: its affinity's, less the other running
+ * tasks, at least 1 (thread.c). */
+long hgt__cpus_free(void);
 
 #endif

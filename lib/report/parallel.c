@@ -637,14 +637,14 @@ static uint64_t page_bytes(const struct hgt_input *in)
 }
 
 /**
- * hgt__par_workers - how many workers to start for inputs @in: one per core but the main
- * thread's (HGT_THREADS: that many threads in all, whatever the size), none below
- * PAR_MIN_BYTES or for a latency trace.
+ * hgt__par_workers - how many workers to start for inputs @in: one per free CPU
+ * (hgt__cpus_free()) but the main thread's (HGT_THREADS: that many threads in all, whatever
+ * the size), none below PAR_MIN_BYTES or for a latency trace.
  */
 int hgt__par_workers(struct hgt_input *const *in, int n)
 {
 	const char *e = getenv("HGT_THREADS");
-	long nt = e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+	long nt = e ? strtol(e, NULL, 10) : hgt__cpus_free();
 	uint64_t bytes = 0;
 
 	for (int i = 0; i < n; i++) {

@@ -95,4 +95,36 @@ if command -v trace-cmd > /dev/null; then
 else
 	tap_skip "c-guest.dat: comms against trace-cmd" "trace-cmd is not installed"
 fi
+
+# How many threads by default: one per free CPU (its affinity's, less the tasks running
+# elsewhere), so none beside the main one on one CPU, or with every CPU busy. Counted in
+# /proc once the report's output has begun (its workers start before it prints, and none
+# ends before the output that waits on this reader does). HGT_THREADS=2 shows the count
+# sees a worker. The inputs must hold the 8 MiB of pages a default run needs for workers.
+threads_of() { # threads_of CMD...: the report's threads, run as CMD... hgtrace report
+	local pid n
+	exec 5< <(exec "$@" "$HGTRACE" report c-host.dat c-guest.dat 2> /dev/null)
+	pid=$!
+	read -r _ <&5
+	n=$(awk '/^Threads:/ { print $2 }' /proc/$pid/status)
+	cat <&5 > /dev/null
+	exec 5<&-
+	echo "${n:-none}"
+}
+pages=$(for f in c-host.dat c-guest.dat; do "$HGTRACE" dump $f; done |
+	awk '/^ *cpu [0-9]+: @/ { n += $4 } END { print n + 0 }')
+ncpu=$(nproc)
+one=$(threads_of taskset -c 0)
+two=$(threads_of env HGT_THREADS=2)
+spin=()
+for ((k = 0; k < ncpu; k++)); do
+	taskset -c $k sh -c 'while :; do :; done' &
+	spin+=($!)
+done
+busy=$(threads_of env)
+kill "${spin[@]}"
+wait "${spin[@]}" 2> /dev/null
+[ "$pages" -ge $((8 << 20)) ] && [ "$one" = 1 ] && [ "$busy" = 1 ] && [ "$two" = 2 ] &&
+	tap_ok "default threads: 1 on one CPU (taskset), 1 with all $ncpu CPUs busy; HGT_THREADS=2 seen as 2 ($pages bytes of pages)" ||
+	tap_fail "default threads: $one on one CPU (want 1), $busy with all $ncpu CPUs busy (want 1), $two for HGT_THREADS=2 (want 2); $pages bytes of pages (want 8 MiB or more)"
 tap_done
