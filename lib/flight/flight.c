@@ -687,8 +687,6 @@ out:
 		free(paths[i]);
 }
 
-/* Punch out the pages no trigger can want any more: older than the window, the after
- * time, two ticks and 2 s, and than every window still to be saved. */
 /* Frees @c's pages before @before but the one before them (a search's first: see
  * has_context()), keeps the samples the next trims need, and returns its bytes on disk. */
 static uint64_t trim_cpu(struct hgt_flight *f, struct cpu_file *c, uint64_t page, uint64_t before,
@@ -717,6 +715,8 @@ static uint64_t trim_cpu(struct hgt_flight *f, struct cpu_file *c, uint64_t page
 	return fstat(c->fd, &st) ? 0 : (uint64_t)st.st_blocks * 512;
 }
 
+/* Punch out the pages no trigger can want any more: older than the window, the after
+ * time, two ticks and 2 s, and than every window still to be saved. */
 static void trim(struct hgt_flight *f, uint64_t now)
 {
 	uint64_t disk = 0, before = now - f->keep;
