@@ -44,4 +44,4 @@ install: build
 	meson install -C $(BUILDDIR)
 
 clean:
-	rm -rf $(BUILDDIR) build-asan build-fuzz build-mutate
+	rm -rf $(BUILDDIR) build-asan build-fuzz build-mutate build-release

@@ -815,7 +815,7 @@ static void plan_slice(struct plan *pl, struct track *t, int kind, const char *n
 	sl->kind = (uint8_t)kind;
 	sl->key = (uint8_t)key;
 	sl->named = plan_name(t, kind);
-	copy_name(sl->name, sizeof(sl->name), name, sizeof(sl->name));
+	copy_name(sl->name, sizeof(sl->name), name, strlen(name)); /* a string: its NUL ends it */
 }
 
 static int vcpu_of(const struct src *s, int pid)
