@@ -48,6 +48,10 @@ struct hgt_flight_opts {
 	 * recorder that cannot keep up still punches out old pages in time; what it leaves is
 	 * said ("behind: ... unsearched") */
 	uint64_t search_max_bytes;
+	/* hgt_flight_stop() is called once every recording has stopped and written all its
+	 * pages (their files not yet finished): its last search takes the delays up to the
+	 * last record (else those ending in the last flush interval and tick are not) */
+	bool complete_at_stop;
 };
 
 struct hgt_flight;
@@ -69,7 +73,8 @@ void hgt_flight_trigger(struct hgt_flight *f);
 /**
  * hgt_flight_stop - search what was recorded up to now once more, save the windows still
  * to be saved, print the summary (every trigger, its delay and the host's top cause; the
- * recorder's CPU time) and free @f. Call it before the recordings end. Returns 0, or
+ * recorder's CPU time) and free @f. Call it before the recordings' files are finished
+ * (with @opts->complete_at_stop, once they have written all their pages). Returns 0, or
  * -errno when a window could not be saved (said on the log).
  */
 int hgt_flight_stop(struct hgt_flight *f);

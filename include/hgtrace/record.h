@@ -72,6 +72,14 @@ struct hgt_record_result {
 struct hgt_recorder *hgt_record_start(const struct hgt_record_opts *opts);
 
 /**
+ * hgt_record_halt - switch tracing off and let the readers drain the last (partial) pages
+ * into the recording's files (OUTPUT.recording), where a reader of them (a flight
+ * recorder) then finds every page; hgt_record_stop() still writes the trace.dat. Returns 0
+ * or -errno (the reason in hgt_last_error()).
+ */
+int hgt_record_halt(struct hgt_recorder *rec);
+
+/**
  * hgt_record_stop - switch tracing off, let the readers drain the last (partial) pages,
  * join them, write the trace.dat, and put tracefs back as it was found.
  * @res: filled with the per-CPU counts and losses (may be NULL).

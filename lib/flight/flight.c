@@ -577,8 +577,9 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 		ret = n;
 		goto out;
 	}
-	/* a CPU's pages reach its file within the flush interval, and are read a tick late */
-	live.lag_ns = f->o.flush_ns + f->o.tick_ns;
+	/* a CPU's pages reach its file within the flush interval, and are read a tick late
+	 * (at the stop, all of them are there when the caller says so) */
+	live.lag_ns = final && f->o.complete_at_stop ? 0 : f->o.flush_ns + f->o.tick_ns;
 	/* a session's host, its guests' pages not come: why would take it for a guest */
 	live.host_alone = f->nm > 1 && n == 1;
 	ret = hgt__trigger_search(f->t, f->nt, in, n, &live, &hits, &nr, &later);

@@ -1164,6 +1164,11 @@ int hgt__record_halt(struct hgt_recorder *r)
 	return ret;
 }
 
+int hgt_record_halt(struct hgt_recorder *r)
+{
+	return r ? hgt__record_halt(r) : -EINVAL;
+}
+
 /**
  * hgt__record_describe - hand the recording's metadata items and options to @sink; with
  * HGT__DESCRIBE_STATS, also the per-CPU statistics (read now) as CPUSTAT options; with

@@ -16,6 +16,10 @@
 #    until the CPU that starts latest starts, the other one's markers stand alone: a writer
 #    that moved between the CPUs then left its markers on the earlier one only (seen on
 #    a busy machine: markers 678 to 1545 with a gap). "Without a gap" holds from there;
+#  - the recording's last records, a marker and a pair (a shell's marker to its exit, 60
+#    ms), written just before the stop: the stop writes their pages before the last
+#    search, which takes both (a search while recording waits a flush interval and a tick
+#    for a delay's end), and saves their windows;
 #  - the summary names the trigger and the cost.
 # Usage: record.sh HGTRACE
 HGTRACE=$(realpath "$1")
@@ -30,8 +34,9 @@ import os, signal, subprocess, sys, time
 hg = sys.argv[1]
 p = subprocess.Popen([hg, "record", "--flight", "--window", "1", "--after", "1", "--tick",
                       "0.1", "--flush-ms", "100", "--trigger", "wakeup>900ms", "--trigger",
-                      "marker:hgt-slow", "-e",
-                      "sched:sched_process_exit", "-o", "r.dat"],
+                      "marker:hgt-slow", "--trigger",
+                      "pair:print,sched_process_exit>50ms", "--holdoff", "0", "-e",
+                      "sched:sched_process_exit", "-f", 'comm == "hgtpair"', "-o", "r.dat"],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=open("r.log", "w"))
 t0 = time.monotonic()
@@ -57,6 +62,18 @@ while time.monotonic() - start < 8:
         os.write(fd, b"app: hgt-slow request 42\n")
         slow = True
     time.sleep(0.005)
+# the recording's last records, no page of which is written before the stop: a pair of
+# 60 ms or more (a process's marker to its exit, a sleep of 60 ms between: whatever the
+# machine, no shorter) and a marker, all on CPU 0, so that CPU 1's records end before
+# them (its pages then say nothing of when CPU 0's are all there)
+os.sched_setaffinity(0, {0})
+subprocess.run([sys.executable, "-c", """
+import ctypes, os, sys, time
+ctypes.CDLL(None).prctl(15, b"hgtpair")  # PR_SET_NAME: the exit the recording keeps
+os.write(os.open(sys.argv[1], os.O_WRONLY), b"hgt-begin\\n")
+time.sleep(0.06)
+""", "/sys/kernel/tracing/instances/hgtrace-%d/trace_marker" % p.pid], check=True)
+os.write(fd, b"app: hgt-slow at the end\n")
 os.close(fd)
 p.send_signal(signal.SIGINT)
 print("written %d, exit %d" % (n, p.wait()))
@@ -68,6 +85,21 @@ grep -q '^hgtrace flight: trigger 2: marker:hgt-slow: "app: hgt-slow request 42"
 	[ "$(trace-cmd report flight-2.dat 2> /dev/null | grep -c 'hgt-slow request 42$')" = 1 ] &&
 	tap_ok "marker:hgt-slow: trigger 2 by the marker, saved flight-2.dat with it" ||
 	tap_fail "marker:hgt-slow: $(grep 'trigger 2' r.log | tr '\n' '|')"
+# the recording's last records: their pages are written by the stop's drain, and the last
+# search, after it, takes them (a search while recording would wait a flush interval and
+# a tick for a delay's end: the pair's)
+# (its writer by any name: on a busy machine the kernel's saved task names, which the
+# recorder copies, had lost it by the end once: "<...>-5483")
+m=$(sed -n 's/^hgtrace flight: trigger \([0-9]*\): marker:hgt-slow: "app: hgt-slow at the end" by [^ ]*-[0-9]* on CPU [0-9] at [0-9.]*; its window.*/\1/p' r.log)
+p=$(sed -n 's/^hgtrace flight: trigger \([0-9]*\): pair:.* late: \([0-9.]*\) ms.*/\1 \2/p' r.log)
+read -r pn pms <<< "$p"
+grep -q "^hgtrace flight: trigger $m: saved flight-$m.dat\$" r.log &&
+	[ "$(trace-cmd report flight-$m.dat 2> /dev/null | grep -c 'hgt-slow at the end$')" = 1 ] &&
+	[ -n "$pn" ] && grep -q "^hgtrace flight: trigger $pn: saved flight-$pn.dat\$" r.log &&
+	[ "$(trace-cmd report flight-$pn.dat 2> /dev/null | grep -c 'hgt-begin$')" = 1 ] &&
+	! grep -q 'not taken' r.log &&
+	tap_ok "the last records: the marker is trigger $m, the pair of $pms ms trigger $pn, each saved with it (trace-cmd reads them), nothing left untaken" ||
+	tap_fail "the last records: marker trigger '$m', pair trigger '$p': $(grep 'trigger [3-9]\|not taken' r.log | tr '\n' '|')"
 grep -q '^hgtrace flight: trigger 1: by hand' r.log &&
 	grep -q '^hgtrace flight: trigger 1: saved flight-1.dat$' r.log &&
 	tap_ok "SIGUSR1: trigger 1 by hand, saved flight-1.dat" ||

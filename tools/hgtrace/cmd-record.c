@@ -203,6 +203,8 @@ static int flight_start(struct run_ctx *rc, const char *output, unsigned int flu
 	rc->fl->o.outputs = outs;
 	rc->fl->o.flush_ns = (uint64_t)(flush_ms ? flush_ms : 1000) * 1000000;
 	rc->fl->o.nr_outputs = k;
+	/* the host alone is halted, its pages all written, before the flight's last search */
+	rc->fl->o.complete_at_stop = !ng;
 	rc->f = k == ng + 1 ? hgt_flight_start(&rc->fl->o) : NULL;
 	for (i = 1; i < k; i++)
 		free((char *)outs[i]);
@@ -498,6 +500,10 @@ static int record_host(const struct hgt_record_opts *o, struct run_ctx *rc)
 		fprintf(stderr,
 			"hgtrace: record: recording; Ctrl-C (SIGINT), SIGTERM or SIGHUP stops\n");
 	wait_stop();
+	/* the flight recorder's last search with every page there (complete_at_stop); an
+	 * error is said once, by hgt_record_stop(), which meets it again */
+	if (rc->f)
+		(void)hgt_record_halt(rec);
 	flight_stop(rc);
 	ret = rc->flight_ret ? 1 : 0;
 	cmd_child_end();
