@@ -49,8 +49,9 @@ struct hgt_flight_opts {
 	 * said ("behind: ... unsearched") */
 	uint64_t search_max_bytes;
 	/* hgt_flight_stop() is called once every recording has stopped and written all its
-	 * pages (their files not yet finished): its last search takes the delays up to the
-	 * last record (else those ending in the last flush interval and tick are not) */
+	 * pages (their files not yet finished; a session: hgt_session_opts.received): its
+	 * last search takes the delays up to the last record (else those ending in the last
+	 * flush interval and tick are not) */
 	bool complete_at_stop;
 };
 

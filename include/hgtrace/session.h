@@ -58,7 +58,11 @@ struct hgt_session_opts {
 					tsc-offset and TSC scaling (read at start and stop) and the
 					host's kvm_write_tsc_offset events, recorded for it */
 	void (*stopping)(void *ctx); /* the stop is seen: called once, with @ctx, before
-					any recording stops (a flight recorder's last search) */
+					any recording stops */
+	/* set: once the stop is seen, every guest's last page is taken and the host's
+	 * tracing halted (its pages all written), this is called once, with @ctx, before any
+	 * file is written (a flight recorder's last search, with every page there) */
+	void (*received)(void *ctx);
 };
 
 /**

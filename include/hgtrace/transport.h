@@ -182,11 +182,17 @@ struct hgt_listen_opts {
 	 * the guest's @guest_path (both recordings in progress: OUTPUT.recording) */
 	void (*on_host_started)(void *ctx, const char *name, const char *host_path,
 				const char *guest_path);
-	/* --record-host: guest @name's recordings end next (called before the host's
-	 * recording stops and both files are written, in the thread that writes them: it may
+	/* --record-host: guest @name's recordings end next (called once the guest's stream
+	 * came to its end and the host's tracing is halted, its pages all written, before
+	 * both files are written; in the thread that writes them: it may
 	 * take its time, the listener reads the other guests meanwhile; calls for different
 	 * guests may run at once, and beside on_host_started of others) */
 	void (*on_host_ending)(void *ctx, const char *name);
+	/* called once after the stop is seen, when every guest's stream has come to its end
+	 * (its last page received) or was given up, before any of their files is written
+	 * at the stop (they wait for it): a flight recorder's last search, with every page
+	 * there */
+	void (*on_received)(void *ctx);
 };
 
 /**

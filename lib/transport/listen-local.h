@@ -154,6 +154,7 @@ struct listener {
 	int spipe[2];  /* a socket's pages are spliced through it to the file (-1: not yet) */
 	bool started_called;
 	bool stop_seen; /* on_stopping called */
+	bool received;	/* on_received called (or none to call) */
 	uint64_t t_begin;
 	struct guest *g[MAX_GUESTS];
 	int nr_g;

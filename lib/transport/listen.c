@@ -1338,6 +1338,9 @@ static void stop_host(struct listener *l, struct guest *g)
 
 	if (!g->host_rec)
 		return;
+	/* the guest's stream at its end: the host's tracing halted, its pages all written,
+	 * before a flight recorder's last search (an error is said by the stop) */
+	(void)hgt_record_halt(g->host_rec);
 	if (l->o.on_host_ending)
 		l->o.on_host_ending(l->o.ctx, g->name);
 	g->host_ret = hgt_record_stop(g->host_rec, &hr);
@@ -1718,6 +1721,9 @@ static bool guest_tick(struct listener *l, int i, uint64_t t, bool stopping)
 	guest_complete(l, g, t);
 	if (!g->done)
 		return true;
+	/* at the stop, the files wait until every guest's last page is in (on_received) */
+	if (stopping && !l->received && g->fin_state == FIN_NONE)
+		return true;
 	/* active while its file is being written; a serving FIFO guest's next session is
 	 * in another slot, with a tick of its own */
 	return guest_finish(l, i, stopping) == 1;
@@ -1793,6 +1799,21 @@ static void poll_serve(struct listener *l, const struct poll_set *ps, bool *read
 	}
 }
 
+/* At the stop, once no guest's stream is still coming: on_received, once. Returns whether
+ * it was called now. */
+static bool maybe_received(struct listener *l)
+{
+	if (l->received)
+		return false;
+	for (int i = 0; i < l->nr_g; i++)
+		if (l->g[i] && !l->g[i]->done) /* its stream still coming */
+			return false;
+	l->received = true;
+	if (l->o.on_received)
+		l->o.on_received(l->o.ctx);
+	return true;
+}
+
 /* Whether the loop is over: stopped (a graceful stop once no guest is active), or nothing
  * left to wait for. */
 static bool loop_over(const struct listener *l, bool stopping, int active)
@@ -1822,6 +1843,8 @@ static int loop_once(struct listener *l)
 	for (i = 0; i < l->nr_g; i++)
 		if (l->g[i])
 			active += guest_tick(l, i, t, stopping);
+	if (stopping && maybe_received(l))
+		return 0; /* the files are written from the next turn on */
 	if (l->o.on_started && !l->started_called)
 		maybe_started(l, t);
 	if (loop_over(l, stopping, active))

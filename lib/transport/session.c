@@ -76,7 +76,7 @@ struct session {
 	const char *clock; /* the host's trace clock */
 	uint64_t cmd_t[2]; /* the command's start and end, in it (when readable) */
 	bool cmd_have[2];
-	bool stopping_called;
+	bool stopping_called, received_called;
 	uint64_t raw_ns[2];	  /* CLOCK_MONOTONIC_RAW read with each */
 	struct hgt_recorder *rec; /* the host's */
 };
@@ -164,6 +164,23 @@ static void on_stopping(void *ctx)
 	}
 	s->cmd_have[1] = !hgt__sync_clock_read(s->clock, &s->cmd_t[1]);
 	s->raw_ns[1] = mono_raw_ns();
+}
+
+/* Every guest's last page taken (the trace-cmd agents' too) and the host's tracing halted,
+ * no file written yet: the caller's received (a flight recorder's last search). */
+static void on_received(void *ctx)
+{
+	struct session *s = ctx;
+
+	if (!s->o->received || s->received_called)
+		return;
+	s->received_called = true;
+	for (int i = 0; i < s->n; i++)
+		if (s->g[i].tc)
+			hgt__tchost_halt(s->g[i].tc);
+	if (s->rec && hgt_record_halt(s->rec))
+		logf_(s, "the host's recording: %s", hgt_last_error());
+	s->o->received(s->o->ctx);
 }
 
 static void on_guest_done(void *ctx, const struct hgt_listen_result *r)
@@ -842,7 +859,7 @@ static int listen_guests(struct session *s, const char *output, const struct end
 		 .sync_clock = hgt__sync_clock_readable(s->clock) ? s->clock : NULL,
 		 .sync_interval_ms = s->o->sync_interval_ms,
 		 .host_trace_id = hgt__record_trace_id(s->rec), .graceful = true,
-		 .on_started = on_started, .on_stopping = on_stopping,
+		 .on_started = on_started, .on_stopping = on_stopping, .on_received = on_received,
 		 .on_guest_done = on_guest_done, .on_guest_id = on_guest_id, .ctx = s,
 		 .guest_record = ep->lgr, .peers = ep->peers, .nr_peers = ep->npeers);
 
@@ -1006,6 +1023,7 @@ static int record_with_guests(struct session *s, struct hgt_record_opts *hro,
 	} else {
 		run_until_stop(s);
 	}
+	on_received(s); /* unless the listener did (or failed before its stop) */
 	if (ep->ntc && stop_tc_guests(s))
 		tret = -EIO;
 	if (!lret)

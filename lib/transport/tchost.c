@@ -91,6 +91,8 @@ struct hgt__tchost {
 	char path[4096], fault[256], sync_said[200];
 	uint64_t *cpu_bytes;
 	bool recorded; /* pages may have come: the directory is kept unless written */
+	bool halted;   /* hgt__tchost_halt() ran; close_ret: how its CLOSE went */
+	int close_ret;
 };
 
 static void say(const struct hgt__tchost *h, const char *fmt, ...)
@@ -682,20 +684,29 @@ static int add_time_shift(void *ctx, struct hgt_output *out)
 	return ret;
 }
 
+void hgt__tchost_halt(struct hgt__tchost *h)
+{
+	if (h->halted)
+		return;
+	h->halted = true;
+	/* the last round first, while the guest still records (trace-cmd's host runs it
+	 * after its CLOSE, while the agent stops) */
+	end_sync(h);
+	h->close_ret = hgt__tc_send(
+		h->ctl, h->buf, hgt__tc_build_plain(h->buf, sizeof(h->buf), HGT__TC_CLOSE, NULL, 0),
+		h->peer);
+	if (!h->close_ret)
+		take_close(h);
+	end_data(h, true);
+}
+
 int hgt__tchost_stop(struct hgt__tchost *h, struct hgt_listen_result *r)
 {
 	HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = HGT_COMPRESS_ZSTD);
 	int ret;
 
-	/* the last round first, while the guest still records (trace-cmd's host runs it
-	 * after its CLOSE, while the agent stops) */
-	end_sync(h);
-	ret = hgt__tc_send(h->ctl, h->buf,
-			   hgt__tc_build_plain(h->buf, sizeof(h->buf), HGT__TC_CLOSE, NULL, 0),
-			   h->peer);
-	if (!ret)
-		take_close(h);
-	end_data(h, true);
+	hgt__tchost_halt(h);
+	ret = h->close_ret;
 	h->cpu_bytes = calloc((size_t)h->nr_cpus, 8);
 	*r = (struct hgt_listen_result){ .name = h->o.name,
 					 .trace_id = h->resp.trace_id,

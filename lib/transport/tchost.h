@@ -32,7 +32,10 @@ struct hgt__tchost;
 /* Dial the agent, ask for the recording, start the time sync, take the metadata and the
  * data connections: the guest records when this returns. NULL with the error said. */
 struct hgt__tchost *hgt__tchost_start(const struct hgt__tchost_opts *o);
-/* Stop it (CLOSE, the last sync round), take the rest of its pages and write its file
+/* Stop it (the last sync round, CLOSE) and take the rest of its pages, its file not
+ * written yet (once; hgt__tchost_stop() does it when this was not called). */
+void hgt__tchost_halt(struct hgt__tchost *h);
+/* Stop it (hgt__tchost_halt() unless done), take the rest of its pages and write its file
  * with the TIME_SHIFT; *@r says what happened (valid until hgt__tchost_free()). Returns 0
  * or -errno (said; r->fault too). */
 int hgt__tchost_stop(struct hgt__tchost *h, struct hgt_listen_result *r);

@@ -12,6 +12,9 @@
 #  - the host's window is the host's recording: its sched_switch events span the window;
 #  - session 2: no trigger, no window saved (the two files of session 1 are all); each
 #    session's summary;
+#  - a session whose command's last acts are a pair (a marker to its task's exit, 60 ms):
+#    the last search, with the guest's stream at its end and the host's tracing halted,
+#    takes it and saves its window;
 #  - --flight without --record-host, and --trigger without --flight: one error line each.
 # Usage: listen.sh HGTRACE
 HGTRACE=$(realpath "$1")
@@ -22,6 +25,16 @@ why=$(tracefs_ready) || tap_skip_all "$why"
 tap_workdir
 
 inst=hgt_fl_listen$$
+# listener_end LOG PATTERN: once LOG has a line of PATTERN (its session's files written;
+# 30 s at most), the listener $lp stopped (SIGINT) and waited for
+listener_end() {
+	for _ in $(seq 1 300); do
+		grep -q "$2" "$1" && break
+		sleep 0.1
+	done
+	kill -INT $lp
+	wait_exit $lp 30 > /dev/null
+}
 cat > drive.py << EOF
 import os, sys, time
 fd = os.open("/sys/kernel/tracing/instances/$inst/trace_marker", os.O_WRONLY)
@@ -136,12 +149,7 @@ lp=$!
 wait_listen $port $lp
 "$HGTRACE" agent --now --tcp 127.0.0.1:$port -B $inst -e sched:sched_process_exit -- \
 	python3 pace.py > pace.out 2> agent2.log
-for _ in $(seq 1 300); do
-	grep -q 'wrote .*/trace-[^ ]*\.dat$\|limit' listen2.log && break
-	sleep 0.1
-done
-kill -INT $lp
-wait_exit $lp 30 > /dev/null
+listener_end listen2.log 'wrote .*/trace-[^ ]*\.dat$\|limit'
 n=$(cat pace.out)
 gf=$(ls out2/trace-*.dat 2> /dev/null | head -1)
 last=$([ -n "$gf" ] && trace-cmd report "$gf" 2> /dev/null | grep -o ' m [0-9]* ' | tail -1 | tr -dc 0-9)
@@ -149,6 +157,40 @@ if [ $((${n:-0} * 3000)) -gt $((16 << 20)) ] && ! grep -q "limit" listen2.log &&
 	tap_ok "--max-mb 16 in a flight session: $n markers of 3000 bytes sent, not cut; the guest's file ends with marker $last"
 else
 	tap_fail "--max-mb 16 in a flight session: ${n:-no} markers sent, last in the file ${last:-none}: $(grep -v '^hgtrace flight' listen2.log | tail -4 | tr '\n' '|')"
+fi
+
+# A session's last records: its command's last acts are a pair (a task hgtpair's marker to
+# its exit, 60 ms or more, on CPU 0; the guest records that task alone) and its exit. The
+# guest's stream is at its end and the host's
+# tracing halted when the session's flight recorder searches last, so it takes the pair
+# (a search while recording waits a flush interval, 1 s here, and a tick for its end).
+cat > pair.py << EOF
+import os, subprocess, sys, time
+time.sleep(1)
+os.sched_setaffinity(0, {0})  # the last records on one CPU: the other's end before them
+subprocess.run([sys.executable, "$here/flight/hgtpair.py",
+                "/sys/kernel/tracing/instances/$inst/trace_marker"], check=True)
+print("paired")
+EOF
+mkdir out3
+port=$(free_port)
+"$HGTRACE" listen -o out3 --tcp $port --record-host -e sched:sched_switch --flight \
+	--window 1 --after 0.5 --tick 0.1 --holdoff 0 \
+	--trigger 'pair:print,sched_process_exit:comm == "hgtpair">50ms' 2> listen3.log &
+lp=$!
+wait_listen $port $lp
+"$HGTRACE" agent --now --tcp 127.0.0.1:$port -B $inst -e sched:sched_process_exit \
+	-f 'comm == "hgtpair"' -- python3 pair.py > pair.out 2> agent3.log
+listener_end listen3.log 'wrote .*/trace-[^ ]*\.dat$'
+read -r pn pms < <(sed -n 's/^hgtrace flight: net-1: trigger \([0-9]*\): pair:.* on trace-[^ ]* CPU [0-9]* late: \([0-9.]*\) ms.*/\1 \2/p' listen3.log | head -1)
+g3=$(ls out3/*-flight-"${pn:-0}"-*.dat 2> /dev/null | head -1)
+if grep -q paired pair.out && [ -n "$pn" ] && awk -v p="$pms" 'BEGIN { exit !(p >= 60) }' &&
+	[ -n "$g3" ] && [ "$(trace-cmd report "$g3" 2> /dev/null | grep -c 'hgt-begin$')" = 1 ] &&
+	[ "$(trace-cmd report "$g3" 2> /dev/null | grep -c 'sched_process_exit: .*comm=hgtpair')" = 1 ] &&
+	! grep -q 'not taken' listen3.log; then
+	tap_ok "a session's last records: the pair of $pms ms is trigger $pn, saved with its marker and exit in $(basename "$g3"); nothing left untaken"
+else
+	tap_fail "a session's last records: pair '$pn' '$pms', saved '$g3': $(grep '^hgtrace flight' listen3.log | tr '\n' '|')"
 fi
 
 tap_refuses "listen --flight without --record-host" "" \

@@ -29,9 +29,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 why=$(tracefs_ready) || tap_skip_all "$why"
 tap_workdir
 
-python3 - "$HGTRACE" << 'EOF' > drive.out 2>&1
+python3 - "$HGTRACE" "$here/flight/hgtpair.py" << 'EOF' > drive.out 2>&1
 import os, signal, subprocess, sys, time
-hg = sys.argv[1]
+hg, pair = sys.argv[1:3]
 p = subprocess.Popen([hg, "record", "--flight", "--window", "1", "--after", "1", "--tick",
                       "0.1", "--flush-ms", "100", "--trigger", "wakeup>900ms", "--trigger",
                       "marker:hgt-slow", "--trigger",
@@ -71,12 +71,8 @@ while time.monotonic() - start < 8:
 # machine, no shorter) and a marker, all on CPU 0, so that CPU 1's records end before
 # them (its pages then say nothing of when CPU 0's are all there)
 os.sched_setaffinity(0, {0})
-subprocess.run([sys.executable, "-c", """
-import ctypes, os, sys, time
-ctypes.CDLL(None).prctl(15, b"hgtpair")  # PR_SET_NAME: the exit the recording keeps
-os.write(os.open(sys.argv[1], os.O_WRONLY), b"hgt-begin\\n")
-time.sleep(0.06)
-""", "/sys/kernel/tracing/instances/hgtrace-%d/trace_marker" % p.pid], check=True)
+subprocess.run([sys.executable, pair,
+                "/sys/kernel/tracing/instances/hgtrace-%d/trace_marker" % p.pid], check=True)
 os.write(fd, b"app: hgt-slow at the end\n")
 os.close(fd)
 p.send_signal(signal.SIGINT)

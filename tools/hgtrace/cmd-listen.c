@@ -67,6 +67,8 @@ static void flight_started(void *ctx, const char *name, const char *host_path,
 	o.nr_outputs = 2;
 	o.name = name;
 	o.flush_ns = 1000000000;
+	/* flight_ending() comes with every page of both written: the last search has no lag */
+	o.complete_at_stop = true;
 	f = o.prefix ? hgt_flight_start(&o) : NULL;
 	free(prefix);
 	if (!f) {

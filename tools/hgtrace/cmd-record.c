@@ -203,8 +203,9 @@ static int flight_start(struct run_ctx *rc, const char *output, unsigned int flu
 	rc->fl->o.outputs = outs;
 	rc->fl->o.flush_ns = (uint64_t)(flush_ms ? flush_ms : 1000) * 1000000;
 	rc->fl->o.nr_outputs = k;
-	/* the host alone is halted, its pages all written, before the flight's last search */
-	rc->fl->o.complete_at_stop = !ng;
+	/* the host halted (and with guests, their last pages taken) before the flight's last
+	 * search: flight_stop() runs with every page written */
+	rc->fl->o.complete_at_stop = true;
 	rc->f = k == ng + 1 ? hgt_flight_start(&rc->fl->o) : NULL;
 	for (i = 1; i < k; i++)
 		free((char *)outs[i]);
@@ -218,7 +219,8 @@ static int flight_start(struct run_ctx *rc, const char *output, unsigned int flu
 	return 0;
 }
 
-/* Before the recordings stop: the flight recorder's last search and its windows. */
+/* Once every page is written, before the files are: the flight recorder's last search
+ * and its windows. */
 static void flight_stop(void *ctx)
 {
 	struct run_ctx *rc = ctx;
@@ -235,7 +237,7 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 {
 	HGT_OPTS(hgt_session_opts, so, .host = host, .nr_guests = ng, .sync_interval_ms = interval,
 		 .log = stderr, .stop = &session_stop, .started = started, .ctx = rc,
-		 .kvm_debugfs = kvm_debugfs, .stopping = flight_stop);
+		 .kvm_debugfs = kvm_debugfs, .received = flight_stop);
 	struct hgt_session_guest *g = calloc((size_t)ng, sizeof(*g));
 	int i, ret;
 
