@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -86,6 +87,8 @@ struct hgt_recorder {
 	int nr_cpus;
 	struct cpu_reader *r;
 	volatile int stop;
+	int wake_fd; /* an eventfd, readable from the stop on: the readers' and keeper's
+			waits end at once (-1: they end at their timeouts) */
 	char *clock;
 	struct hgt_record_cpu *res;
 	uint64_t trace_id;
@@ -521,14 +524,19 @@ static void drain(struct cpu_reader *c)
 static void wait_pages(struct cpu_reader *c)
 {
 	unsigned int us = nap_us(c);
-	struct pollfd p = { .fd = c->pfd, .events = POLLIN };
+	struct pollfd p[2] = { { .fd = c->rec->wake_fd, .events = POLLIN },
+			       { .fd = c->pfd, .events = POLLIN } };
+	int n = c->pfd < 0 || c->poll_ready ? 1 : 2;
+	bool ready;
 
-	if (c->pfd < 0 || c->poll_ready) {
-		c->poll_ready = false;
+	c->poll_ready = false;
+	if (c->rec->wake_fd < 0 && n == 1) {
 		usleep(us);
 		return;
 	}
-	c->poll_ready = poll(&p, 1, (int)((us + 999) / 1000)) > 0;
+	/* the wake fd (the stop) at index 0, or -1 and ignored by poll() */
+	ready = poll(p, (nfds_t)n, (int)((us + 999) / 1000)) > 0;
+	c->poll_ready = ready && n == 2 && (p[1].revents & POLLIN);
 }
 
 static void *reader_main(void *arg)
@@ -859,6 +867,7 @@ static struct hgt_recorder *recorder_new(const struct hgt_record_opts *opts, con
 	memcpy(&r->o, opts, opts->sz);
 	r->trace_id = hgt_trace_id_generate();
 	r->own_fds = !cpu_fds;
+	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	/* streaming readers hand pages on at most this late when idle (sooner as pages come:
 	 * nap_us()); a file recorder's blocking reads wait in the kernel for half a buffer
 	 * and rarely get here */
@@ -1144,6 +1153,9 @@ int hgt__record_halt(struct hgt_recorder *r)
 
 	tracefs_trace_off(r->inst);
 	r->stop = 1;
+	if (r->wake_fd >= 0 && eventfd_write(r->wake_fd, 1)) {
+		/* they wake at their timeouts */
+	}
 	if (r->keeper_started) {
 		hgt__thread_join(r->keeper);
 		r->keeper_started = false;
@@ -1269,10 +1281,14 @@ static void *keeper_main(void *arg)
 	struct hgt_recorder *r = arg;
 
 	while (!r->stop) {
-		uint64_t until = hgt__now_ms() + r->flush_ms;
+		uint64_t until = hgt__now_ms() + r->flush_ms, now;
 
-		while (!r->stop && hgt__now_ms() < until)
-			usleep(20000);
+		while (!r->stop && (now = hgt__now_ms()) < until) {
+			struct pollfd p = { .fd = r->wake_fd, .events = POLLIN };
+
+			if (r->wake_fd < 0 || poll(&p, 1, (int)(until - now)) < 0)
+				usleep(20000);
+		}
 		if (r->stop)
 			break;
 		keep_cmdlines(r);
@@ -1299,16 +1315,31 @@ static int add_stats(void *ctx, struct hgt_output *out)
 	return ret;
 }
 
+static void *restore_main(void *arg)
+{
+	restore(arg);
+	return NULL;
+}
+
 int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 {
 	HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = r->o.compression);
 	int i, ret = hgt__record_halt(r);
 	struct end_options e = { .stats = read_stats(r) };
 	uint64_t loss_pages = 0;
+	pthread_t undo;
+	bool undoing;
 	int rc;
 
 	if (r->rate0.tsc && hgt__tsc_rate_line(&r->rate0, e.rate, sizeof(e.rate)))
 		e.rate[0] = 0;
+	for (i = 0; i < r->nr_cpus; i++) {
+		/* open trace_pipe_raw files keep the instance busy */
+		close_cpu(&r->r[i]);
+	}
+	/* the instance is removed (tens of ms of the kernel's freeing its ring and event
+	 * files) while the file is written: nothing below reads it */
+	undoing = !hgt__thread_create(&undo, restore_main, r);
 	/* the task names at the end, then the file from the recording directory */
 	keep_cmdlines(r);
 	/* pages whose headers say events were missed: counted as they are copied */
@@ -1318,11 +1349,10 @@ int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 	if (!rc)
 		r->finished = true;
 	ret = ret ? ret : rc;
-	for (i = 0; i < r->nr_cpus; i++) {
-		/* open trace_pipe_raw files keep the instance busy */
-		close_cpu(&r->r[i]);
-	}
-	restore(r);
+	if (undoing)
+		hgt__thread_join(undo);
+	else
+		restore(r);
 	if (res) {
 		memset(res, 0, sizeof(*res));
 		res->nr_cpus = r->nr_cpus;
@@ -1404,5 +1434,7 @@ void hgt_record_free(struct hgt_recorder *r)
 	free(r->r);
 	free(r->res);
 	free(r->clock);
+	if (r->wake_fd >= 0)
+		close(r->wake_fd);
 	free(r);
 }

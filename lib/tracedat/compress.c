@@ -154,51 +154,66 @@ out:
 	return ret;
 }
 
-/**
- * hgt__compress - compress @len bytes of @src with @comp into a new buffer *@dst (caller
- * frees) of *@dlen bytes. zstd without the content size (as trace-cmd writes it), zlib at
- * best compression. @cctx: a ZSTD_CCtx from hgt__cctx_new(), or NULL.
- */
-int hgt__compress(enum hgt_compression comp, void *cctx, const void *src, size_t len, uint8_t **dst,
-		  size_t *dlen)
+/* The most that compressing @len bytes with @comp can make (0: not a compression). */
+size_t hgt__compress_bound(enum hgt_compression comp, size_t len)
 {
-	size_t cap;
-	uint8_t *out;
+	if (comp == HGT_COMPRESS_ZSTD)
+		return ZSTD_compressBound(len);
+	if (comp == HGT_COMPRESS_ZLIB)
+		return compressBound(len);
+	return 0;
+}
 
-	*dst = NULL;
+/**
+ * hgt__compress_into - compress @len bytes of @src with @comp into @dst (@cap bytes, at
+ * least hgt__compress_bound()), its size in *@dlen. zstd without the content size (as
+ * trace-cmd writes it), zlib at best compression. @cctx: a ZSTD_CCtx from hgt__cctx_new(),
+ * or NULL. Returns 0, -EIO, or -EINVAL.
+ */
+int hgt__compress_into(enum hgt_compression comp, void *cctx, const void *src, size_t len,
+		       uint8_t *dst, size_t cap, size_t *dlen)
+{
 	if (comp == HGT_COMPRESS_ZSTD) {
-		size_t r;
+		size_t r = ZSTD_compress2(cctx, dst, cap, src, len);
 
-		cap = ZSTD_compressBound(len);
-		out = malloc(cap ? cap : 1);
-		if (!out)
-			return -ENOMEM;
-		r = ZSTD_compress2(cctx, out, cap, src, len);
-		if (ZSTD_isError(r)) {
-			free(out);
+		if (ZSTD_isError(r))
 			return -EIO;
-		}
-		*dst = out;
 		*dlen = r;
 		return 0;
 	}
 	if (comp == HGT_COMPRESS_ZLIB) {
-		uLongf z;
+		uLongf z = cap;
 
-		cap = compressBound(len);
-		out = malloc(cap ? cap : 1);
-		if (!out)
-			return -ENOMEM;
-		z = cap;
-		if (compress2(out, &z, src, len, Z_BEST_COMPRESSION) != Z_OK) {
-			free(out);
+		if (compress2(dst, &z, src, len, Z_BEST_COMPRESSION) != Z_OK)
 			return -EIO;
-		}
-		*dst = out;
 		*dlen = z;
 		return 0;
 	}
 	return -EINVAL;
+}
+
+/**
+ * hgt__compress - hgt__compress_into() a new buffer *@dst (caller frees) of *@dlen bytes.
+ */
+int hgt__compress(enum hgt_compression comp, void *cctx, const void *src, size_t len, uint8_t **dst,
+		  size_t *dlen)
+{
+	size_t cap = hgt__compress_bound(comp, len);
+	uint8_t *out;
+	int ret;
+
+	*dst = NULL;
+	if (!cap)
+		return -EINVAL;
+	out = malloc(cap);
+	if (!out)
+		return -ENOMEM;
+	ret = hgt__compress_into(comp, cctx, src, len, out, cap, dlen);
+	if (ret)
+		free(out);
+	else
+		*dst = out;
+	return ret;
 }
 
 void *hgt__cctx_new(enum hgt_compression comp)

@@ -82,6 +82,8 @@ struct hgt_output {
 	size_t chunk_len;
 	uint32_t nr_chunks;
 	void *cctx;
+	struct hgt__zpipe *zp; /* the chunks compressed by workers (NULL: here) */
+	bool zp_tried;
 
 	char *strings;
 	size_t strings_len;
@@ -628,6 +630,20 @@ static int start_buffer(struct hgt_output *o, int i)
 	return ret;
 }
 
+/* A compressed chunk of @len bytes, @clen of them: its two sizes and its data. */
+static int emit_chunk(void *ctx, const uint8_t *data, size_t clen, size_t len)
+{
+	struct hgt_output *o = ctx;
+	int ret = wr32(o, (uint32_t)clen);
+
+	if (!ret)
+		ret = wr32(o, (uint32_t)len);
+	if (!ret)
+		ret = wr(o, data, clen);
+	o->nr_chunks++;
+	return ret;
+}
+
 static int flush_chunk(struct hgt_output *o)
 {
 	uint8_t *c;
@@ -639,15 +655,21 @@ static int flush_chunk(struct hgt_output *o)
 	ret = hgt__compress(o->comp, o->cctx, o->chunk, o->chunk_len, &c, &clen);
 	if (ret)
 		return out_error(o, -ret, "cannot compress a chunk of %zu bytes", o->chunk_len);
-	ret = wr32(o, (uint32_t)clen);
-	if (!ret)
-		ret = wr32(o, (uint32_t)o->chunk_len);
-	if (!ret)
-		ret = wr(o, c, clen);
+	ret = emit_chunk(o, c, clen, o->chunk_len);
 	free(c);
 	o->chunk_len = 0;
-	o->nr_chunks++;
 	return ret;
+}
+
+/* The CPU's chunks, all written (the workers' too). */
+static int end_chunks(struct hgt_output *o)
+{
+	int ret;
+
+	if (!o->zp)
+		return flush_chunk(o);
+	ret = hgt__zpipe_flush(o->zp, emit_chunk, o);
+	return ret && !o->err ? out_error(o, -ret, "cannot compress its pages") : ret;
 }
 
 /* Close the current CPU: flush, patch the chunk count, record offset and size. */
@@ -661,7 +683,7 @@ static int end_cpu(struct hgt_output *o)
 	c = &o->bufs[o->cur_buf].cpus[o->cur_cpu];
 	if (c->present) {
 		if (o->comp) {
-			ret = flush_chunk(o);
+			ret = end_chunks(o);
 			if (!ret)
 				ret = pwrite_all(o, &o->nr_chunks, 4, c->offset);
 			/* the stored size does not count the u32 chunk count */
@@ -775,6 +797,17 @@ int hgt_output_write_cpu(struct hgt_output *o, int buf, int cpu, const void *pag
 	}
 	if (!o->comp)
 		return wr(o, p, len);
+	if (!o->zp_tried) { /* the first pages: workers for the rest when CPUs are free */
+		int n = hgt__zpipe_threads();
+
+		o->zp_tried = true;
+		o->zp = n > 0 ? hgt__zpipe_new(o->comp, (size_t)o->page_size * PAGES_IN_CHUNK, n)
+			      : NULL;
+	}
+	if (o->zp) {
+		ret = hgt__zpipe_put(o->zp, p, len, emit_chunk, o);
+		return ret && !o->err ? out_error(o, -ret, "cannot compress its pages") : ret;
+	}
 	while (len) {
 		size_t room = (size_t)o->page_size * PAGES_IN_CHUNK - o->chunk_len;
 		size_t k = len < room ? len : room;
@@ -942,6 +975,7 @@ static void out_free(struct hgt_output *o)
 		free(o->bufs[i].cpus);
 	}
 	hgt__cctx_free(o->comp, o->cctx);
+	hgt__zpipe_free(o->zp);
 	free(o->opts);
 	free(o->bufs);
 	free(o->chunk);

@@ -145,11 +145,24 @@ void hgt__dctx_free(struct hgt_input *in, void *dctx);
 int hgt__load_section(struct hgt_input *in, uint64_t sec_off, uint16_t want_id, uint8_t **buf,
 		      uint64_t *len);
 
+size_t hgt__compress_bound(enum hgt_compression comp, size_t len);
+int hgt__compress_into(enum hgt_compression comp, void *cctx, const void *src, size_t len,
+		       uint8_t *dst, size_t cap, size_t *dlen);
 int hgt__compress(enum hgt_compression comp, void *cctx, const void *src, size_t len, uint8_t **dst,
 		  size_t *dlen);
 void *hgt__cctx_new(enum hgt_compression comp);
 void hgt__cctx_free(enum hgt_compression comp, void *cctx);
 const char *hgt__compression_version(enum hgt_compression comp);
+
+/* zpipe.c: compressed chunks made by worker threads, taken back in order */
+struct hgt__zpipe;
+typedef int (*hgt__zpipe_emit)(void *ctx, const uint8_t *data, size_t clen, size_t len);
+int hgt__zpipe_threads(void);
+struct hgt__zpipe *hgt__zpipe_new(enum hgt_compression comp, size_t chunk, int threads);
+int hgt__zpipe_put(struct hgt__zpipe *z, const uint8_t *p, size_t len, hgt__zpipe_emit emit,
+		   void *ctx);
+int hgt__zpipe_flush(struct hgt__zpipe *z, hgt__zpipe_emit emit, void *ctx);
+void hgt__zpipe_free(struct hgt__zpipe *z);
 
 /* input.c: the v6 encoding of metadata item @id (16..21); caller frees *buf. */
 /* A ring-buffer page's commit field: data bytes (the flags above them masked). */

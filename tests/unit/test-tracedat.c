@@ -13,6 +13,7 @@
 #include <hgtrace/simulate.h>
 #include <hgtrace/tracedat.h>
 
+#include "../../lib/common/thread.h"
 #include "../../lib/tracedat/tracedat-local.h"
 
 static void test_header_and_options(void **state)
@@ -76,21 +77,14 @@ static void test_output_refuses_impossible_files(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
-/* Every event of every CPU, as (ts, size, bytes), must be the same in v6 and v7-zstd. */
-static void test_v6_and_v7_zstd_hold_the_same_events(void **state)
+/* Every event of every CPU of @a and @b the same (ts, size, bytes, missed
+ * events); returns how many. */
+static uint64_t same_events(struct hgt_input *a, struct hgt_input *b)
 {
-	struct hgt_input *a = hgt_input_open(test_data("tsc.dat"), NULL);
-	struct hgt_input *b = hgt_input_open(test_data("tsc-v6.dat"), NULL);
-	uint64_t ida, idb, total = 0;
-	int cpu;
+	uint64_t total = 0;
 
-	assert_non_null(a);
-	assert_non_null(b);
-	assert_int_equal(hgt_input_version(b), 6);
-	assert_true(hgt_input_trace_id(a, &ida) && hgt_input_trace_id(b, &idb));
-	assert_int_equal(ida, idb);
 	assert_int_equal(hgt_input_nr_cpus(a), hgt_input_nr_cpus(b));
-	for (cpu = 0; cpu < hgt_input_nr_cpus(a); cpu++) {
+	for (int cpu = 0; cpu < hgt_input_nr_cpus(a); cpu++) {
 		struct hgt_cursor *ca = hgt_cursor_open(a, 0, cpu),
 				  *cb = hgt_cursor_open(b, 0, cpu);
 		struct tep_record ra, rb;
@@ -113,7 +107,22 @@ static void test_v6_and_v7_zstd_hold_the_same_events(void **state)
 		hgt_cursor_close(ca);
 		hgt_cursor_close(cb);
 	}
-	assert_true(total > 100);
+	return total;
+}
+
+/* Every event of every CPU, as (ts, size, bytes), must be the same in v6 and v7-zstd. */
+static void test_v6_and_v7_zstd_hold_the_same_events(void **state)
+{
+	struct hgt_input *a = hgt_input_open(test_data("tsc.dat"), NULL);
+	struct hgt_input *b = hgt_input_open(test_data("tsc-v6.dat"), NULL);
+	uint64_t ida, idb;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(hgt_input_version(b), 6);
+	assert_true(hgt_input_trace_id(a, &ida) && hgt_input_trace_id(b, &idb));
+	assert_int_equal(ida, idb);
+	assert_true(same_events(a, b) > 100);
 	hgt_input_close(a);
 	hgt_input_close(b);
 }
@@ -343,6 +352,207 @@ static void test_window_slack_is_zero(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* What a zpipe gave back: each chunk's sizes and bytes, in the order given. */
+struct chunks {
+	uint8_t *p;
+	size_t len, n;
+	int fail_at; /* the emit of this chunk fails (-1: none) */
+};
+
+static int keep_chunk(void *ctx, const uint8_t *data, size_t clen, size_t len)
+{
+	struct chunks *c = ctx;
+	uint8_t *np;
+
+	if ((int)c->n == c->fail_at)
+		return -ENOSPC;
+	np = realloc(c->p, c->len + 16 + clen);
+	assert_non_null(np);
+	c->p = np;
+	memcpy(c->p + c->len, &clen, 8);
+	memcpy(c->p + c->len + 8, &len, 8);
+	memcpy(c->p + c->len + 16, data, clen);
+	c->len += 16 + clen;
+	c->n++;
+	return 0;
+}
+
+/* The pipe itself against hgt__compress() of each chunk: 3 "CPUs" of 37, 0 and 3 chunks
+ * and a bit, put in pieces of odd sizes, with 1, 2 and 3 workers (that many threads
+ * started); and an emit that fails on the 7th chunk ends it with that error. */
+static void test_zpipe_gives_back_each_chunk_in_order(void **state)
+{
+	const size_t chunk = 40960, cpu_len[3] = { 37 * chunk + 1234, 0, 3 * chunk + 5 };
+	size_t total = cpu_len[0] + cpu_len[1] + cpu_len[2];
+	uint8_t *data = malloc(total);
+	struct chunks want = { .fail_at = -1 };
+	void *cctx = hgt__cctx_new(HGT_COMPRESS_ZSTD);
+	uint32_t x = 1;
+
+	(void)state;
+	assert_non_null(data);
+	/* compressible, never the same twice: words of a small alphabet */
+	for (size_t i = 0; i < total; i++) {
+		x = x * 1103515245 + 12345;
+		data[i] = (uint8_t)('a' + (x >> 16) % 7);
+	}
+	for (size_t c = 0, off = 0; c < 3; off += cpu_len[c++])
+		for (size_t o = 0; o < cpu_len[c]; o += chunk) {
+			size_t n = cpu_len[c] - o < chunk ? cpu_len[c] - o : chunk, clen;
+			uint8_t *z;
+
+			assert_int_equal(hgt__compress(HGT_COMPRESS_ZSTD, cctx, data + off + o, n,
+						       &z, &clen),
+					 0);
+			keep_chunk(&want, z, clen, n);
+			free(z);
+		}
+	for (int th = 1; th <= 3; th++) {
+		int before = hgt__threads_running();
+		struct hgt__zpipe *zp = hgt__zpipe_new(HGT_COMPRESS_ZSTD, chunk, th);
+		struct chunks got = { .fail_at = -1 }, cut = { .fail_at = 7 };
+		int e, f;
+
+		assert_non_null(zp);
+		assert_int_equal(hgt__threads_running() - before, th);
+		for (size_t c = 0, off = 0; c < 3; off += cpu_len[c++]) {
+			for (size_t o = 0, piece = 4096 * 3 + 17; o < cpu_len[c]; o += piece) {
+				size_t n = cpu_len[c] - o < piece ? cpu_len[c] - o : piece;
+
+				assert_int_equal(
+					hgt__zpipe_put(zp, data + off + o, n, keep_chunk, &got), 0);
+			}
+			assert_int_equal(hgt__zpipe_flush(zp, keep_chunk, &got), 0);
+		}
+		print_message("# %d workers: %zu chunks given back, %zu expected\n", th, got.n,
+			      want.n);
+		assert_int_equal(got.n, want.n);
+		assert_int_equal(got.len, want.len);
+		assert_memory_equal(got.p, want.p, want.len);
+		/* the emit fails: the error comes back, from the put when it took the batch back
+		 * (a worker already done with it), else from the flush; nothing hangs */
+		e = hgt__zpipe_put(zp, data, cpu_len[0], keep_chunk, &cut);
+		f = hgt__zpipe_flush(zp, keep_chunk, &cut);
+		if (!(e == -ENOSPC && (f == 0 || f == -ENOSPC)) && !(e == 0 && f == -ENOSPC))
+			fail_msg("%d workers: a failing emit: put %d, flush %d", th, e, f);
+		assert_int_equal(cut.n, 7);
+		hgt__zpipe_free(zp);
+		assert_int_equal(hgt__threads_running(), before);
+		free(got.p);
+		free(cut.p);
+	}
+	/* how many workers a file takes: HGT_THREADS counts the writer too */
+	setenv("HGT_THREADS", "3", 1);
+	assert_int_equal(hgt__zpipe_threads(), 2);
+	setenv("HGT_THREADS", "1", 1);
+	assert_int_equal(hgt__zpipe_threads(), 0);
+	unsetenv("HGT_THREADS");
+	hgt__cctx_free(HGT_COMPRESS_ZSTD, cctx);
+	free(want.p);
+	free(data);
+}
+
+/* A test's file in memory (NULL when it cannot be read). */
+static uint8_t *slurp_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *p = NULL;
+	long n;
+
+	if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET)) {
+		p = malloc((size_t)n);
+		if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+			free(p);
+			p = NULL;
+		}
+		*len = (size_t)n;
+	}
+	if (f)
+		fclose(f);
+	return p;
+}
+
+/* A file's chunks compressed by worker threads (zpipe.c) are those one thread makes, in the
+ * same order: with HGT_THREADS 2 and 3 the file is byte for byte the one of HGT_THREADS 1
+ * (compressed inline), in zstd and zlib, for CPUs of many batches (more than the workers
+ * hold at once) and a last batch cut short; and it holds the source's events. */
+static void test_compressed_by_workers_is_identical(void **state)
+{
+	static const enum hgt_compression comp[] = { HGT_COMPRESS_ZSTD, HGT_COMPRESS_ZLIB };
+	static const char *const threads[] = { "1", "2", "3" };
+	char dir[] = "/tmp/hgt-test-zpipe-XXXXXX", host[64], guest[64], out[80], cmd[96];
+	const char *old = getenv("HGT_THREADS");
+	char *saved = old ? strdup(old) : NULL;
+	struct hgt_input *src;
+	uint64_t most = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(host, sizeof(host), "%s/host.dat", dir);
+	snprintf(guest, sizeof(guest), "%s/guest.dat", dir);
+	{
+		HGT_OPTS(hgt_sim_opts, so, .seed = 9, .nr_vcpus = 2, .nr_host_cpus = 2,
+			 .duration_us = 5500000, .compression = HGT_COMPRESS_NONE,
+			 .host_path = host, .guest_path = guest);
+		struct hgt_sim_result r;
+
+		assert_int_equal(hgt_simulate(&so, &r), 0);
+	}
+	src = hgt_input_open(host, NULL);
+	assert_non_null(src);
+	for (int cpu = 0; cpu < hgt_input_nr_cpus(src); cpu++) {
+		uint64_t sz = hgt_input_buffer(src, 0)->cpus[cpu].size;
+
+		most = sz > most ? sz : most;
+	}
+	/* a batch is 16 chunks of 10 pages: 640 KB; 3 threads hold 6 batches at most */
+	print_message("# the largest CPU: %llu KB of pages, %llu batches\n",
+		      (unsigned long long)most / 1024, (unsigned long long)most / (640 * 1024));
+	assert_true(most > 7 * 640 * 1024);
+	for (size_t k = 0; k < sizeof(comp) / sizeof(comp[0]); k++) {
+		uint8_t *first = NULL;
+		size_t first_len = 0;
+
+		for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+			HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = comp[k]);
+			struct hgt_input *in;
+			uint8_t *bytes;
+			size_t len = 0;
+
+			setenv("HGT_THREADS", threads[t], 1);
+			snprintf(out, sizeof(out), "%s/c%zu-t%s.dat", dir, k, threads[t]);
+			assert_int_equal(hgt_tracedat_convert(src, out, &co), 0);
+			bytes = slurp_file(out, &len);
+			assert_non_null(bytes);
+			if (!first) {
+				in = hgt_input_open(out, NULL);
+				assert_non_null(in);
+				print_message(
+					"# compression %d: %zu bytes, %llu events as the source's\n",
+					comp[k], len, (unsigned long long)same_events(src, in));
+				hgt_input_close(in);
+				first = bytes;
+				first_len = len;
+				continue;
+			}
+			if (len != first_len || memcmp(bytes, first, len))
+				fail_msg(
+					"compression %d: HGT_THREADS=%s wrote %zu bytes, not the %zu of HGT_THREADS=1 (or other bytes)",
+					comp[k], threads[t], len, first_len);
+			free(bytes);
+		}
+		free(first);
+	}
+	hgt_input_close(src);
+	if (saved)
+		setenv("HGT_THREADS", saved, 1);
+	else
+		unsetenv("HGT_THREADS");
+	free(saved);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +564,8 @@ int main(void)
 		cmocka_unit_test(test_format_verdicts_kept),
 		cmocka_unit_test(test_opens_in_threads),
 		cmocka_unit_test(test_window_slack_is_zero),
+		cmocka_unit_test(test_compressed_by_workers_is_identical),
+		cmocka_unit_test(test_zpipe_gives_back_each_chunk_in_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
