@@ -63,5 +63,7 @@ int hgt__threads_running(void);
 /* The CPUs free for the caller's workers now: its affinity's, less the other running
  * tasks, at least 1 (thread.c). */
 long hgt__cpus_free(void);
+long hgt__cpus_free_of(long cpus, long running, long own);
+long hgt__own_running(void);
 
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/common-local.h"
+#include "common/thread.h"
 
 /* Capacities worked out by hand: nothing until needed, then @first, then doubled. */
 static void test_grow_doubles_from_first(void **state)
@@ -155,6 +156,46 @@ static void test_bgwrite_in_order(void **state)
 	free(b.p);
 }
 
+static volatile int spin_stop;
+
+static void *spin(void *arg)
+{
+	(void)arg;
+	while (!spin_stop)
+		;
+	return NULL;
+}
+
+/* The free CPUs: other processes' running tasks count, the caller's own threads do not (an
+ * export's writer thread, busy when its workers were counted, left it with none). By hand:
+ * 2 CPUs, the caller alone running: 2; 3 running, all the caller's: 2; 3 running, 1 of
+ * them the caller's: 1 (never below 1); /proc/stat not read (-1): all. And the caller's
+ * running threads as /proc/self/task says: 2 more with 2 threads spinning. */
+static void test_cpus_free_counts_others_only(void **state)
+{
+	pthread_t t[2];
+	long base, with;
+
+	(void)state;
+	assert_int_equal(hgt__cpus_free_of(2, 1, 1), 2);
+	assert_int_equal(hgt__cpus_free_of(2, 3, 3), 2);
+	assert_int_equal(hgt__cpus_free_of(2, 2, 1), 1);
+	assert_int_equal(hgt__cpus_free_of(2, 3, 1), 1);
+	assert_int_equal(hgt__cpus_free_of(8, 4, 2), 6);
+	assert_int_equal(hgt__cpus_free_of(4, -1, 1), 4);
+	base = hgt__own_running();
+	assert_true(base >= 1);
+	spin_stop = 0;
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, spin, NULL), 0);
+	with = hgt__own_running();
+	spin_stop = 1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	print_message("# own threads running: %ld, %ld with 2 spinning\n", base, with);
+	assert_int_equal(with, base + 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -162,6 +203,7 @@ int main(void)
 		cmocka_unit_test(test_grow_refuses_overflow),
 		cmocka_unit_test(test_write_within_gives_up),
 		cmocka_unit_test(test_bgwrite_in_order),
+		cmocka_unit_test(test_cpus_free_counts_others_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
