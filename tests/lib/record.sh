@@ -73,13 +73,21 @@ for i in range(20):
     a.recv(1000, socket.MSG_WAITALL)
     a.sendall(b"y" * 100)
     c.recv(100, socket.MSG_WAITALL)'
+# (and, in a network namespace of its own, UDP from 65.66.67.68 to 69.70.71.72: the
+# route lookup's fib_table_lookup has src "ABCD" with no NUL, then dst "EFGH", which
+# libtraceevent prints as the text "ABCDEFGH..." read on past src)
+PRINTABLE_ROUTE='ip link set lo up && ip addr add 65.66.67.68/32 dev lo && ip addr add 69.70.71.72/32 dev lo && python3 -c "import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((\"65.66.67.68\", 0))
+s.connect((\"69.70.71.72\", 9))
+s.send(b\"x\")"'
 record_all_events() {
 	local dl=:
 	dl_task_ok && dl="$DL_CHRT sleep 0.01"
 	(
 		flock 9
 		trace-cmd record -d --no-filter -e all -o "$1" -- sh -c \
-			"ls -R /usr/share/doc/coreutils > /dev/null; dd if=/dev/zero of=dd.out bs=4k count=50 conv=fsync 2> /dev/null; rm -f dd.out; $dl; python3 -c '$LOOPBACK_TCP'; sleep 0.05" \
+			"ls -R /usr/share/doc/coreutils > /dev/null; dd if=/dev/zero of=dd.out bs=4k count=50 conv=fsync 2> /dev/null; rm -f dd.out; $dl; python3 -c '$LOOPBACK_TCP'; unshare -n sh -c '$PRINTABLE_ROUTE'; sleep 0.05" \
 			> "$2" 2>&1
 	) 9> /tmp/hgtrace-tracefs-top.lock
 	[ -s "$1" ]
