@@ -6,7 +6,7 @@ pkgs=(gcc make meson ninja-build pkg-config libtraceevent-dev libtracefs-dev lib
       libdeflate-dev libcmocka-dev trace-cmd clang clang-format python3 time bc
       qemu-system-x86 busybox-static cpio
       liblttng-ust-dev lttng-tools babeltrace2 systemtap-sdt-dev
-      chromium fonts-dejavu-core protobuf-compiler python3-protobuf stress-ng)
+      chromium fonts-dejavu-core protobuf-compiler python3-protobuf stress-ng strace)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -37,6 +37,9 @@ struct hgt__convert_src {
 	int (*more_options)(void *ctx, struct hgt_output *out); /* after the input's */
 	void *ctx;
 	bool sync; /* fsync the output */
+	/* called with the output's descriptor just before it takes its name (NULL: none) */
+	int (*before_publish)(void *ctx, int fd);
+	void *publish_ctx;
 };
 struct hgt_convert_opts;
 int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_convert_opts *opts,

@@ -110,7 +110,7 @@ static int read_state(const char *dir, int *pid, uint64_t *start, char *inst, si
 }
 
 static void remove_dir(const char *dir);
-static bool was_written(const char *dir);
+static bool was_written(const char *dir, const char *output);
 
 /**
  * hgt__recdir_path - "@output.recording" (caller frees).
@@ -151,7 +151,7 @@ int hgt__recdir_create(struct hgt__recdir *d, const char *output, const char *in
 			hgt__errorf(-ret, "%s: cannot create: %s", d->dir, strerror(-ret));
 			goto fail;
 		}
-		if (was_written(d->dir)) {
+		if (was_written(d->dir, output)) {
 			remove_dir(d->dir); /* the last recording to @output was complete */
 			if (!mkdir(d->dir, 0755))
 				goto made;
@@ -356,6 +356,10 @@ static void remove_dir(const char *dir)
 	}
 	if (dp)
 		closedir(dp);
+	w = path_in(dir, "written.new");
+	if (w)
+		unlink(w);
+	free(w);
 	w = path_in(dir, "written");
 	if (w)
 		unlink(w);
@@ -364,13 +368,60 @@ static void remove_dir(const char *dir)
 }
 
 /* Whether the output was written before the directory's removal was cut short. */
-static bool was_written(const char *dir)
+/*
+ * Whether @output was written from @dir before the directory's removal was cut short:
+ * "written" names the file that was about to become @output (note_written()), and @output
+ * is that file. One that does not name a file (none did before) was made after @output
+ * took its name.
+ */
+static bool was_written(const char *dir, const char *output)
 {
-	char *w = path_in(dir, "written");
-	bool yes = w && !access(w, F_OK);
+	char *w = path_in(dir, "written"), line[96];
+	FILE *f = w ? fopen(w, "re") : NULL;
+	unsigned long long dev, ino;
+	struct stat st;
+	bool yes = f != NULL;
 
+	if (f && fgets(line, sizeof(line), f) && sscanf(line, "dev %llu ino %llu", &dev, &ino) == 2)
+		yes = !stat(output, &st) && st.st_dev == dev && st.st_ino == ino;
+	if (f)
+		fclose(f);
 	free(w);
 	return yes;
+}
+
+struct written_note {
+	const char *dir;
+	bool sync, noted;
+};
+
+/*
+ * The output, whole, is about to take its name: "written" in the recording's directory
+ * says which file it is (its device and inode), put in place by a rename, so that a cut
+ * after the output's rename leaves a directory restore knows it only has to remove, and
+ * one before it a recording restore writes out (was_written()). Best effort: without it,
+ * an empty "written" is made after the rename, as before.
+ */
+static int note_written(void *ctx, int fd)
+{
+	struct written_note *n = ctx;
+	char *w = path_in(n->dir, "written"), *tmp = path_in(n->dir, "written.new");
+	struct stat st;
+	FILE *f = tmp && w && !fstat(fd, &st) ? fopen(tmp, "we") : NULL;
+
+	if (f) {
+		bool ok = fprintf(f, "dev %llu ino %llu\n", (unsigned long long)st.st_dev,
+				  (unsigned long long)st.st_ino) > 0 &&
+			  !fflush(f) && (!n->sync || !fsync(fileno(f)));
+
+		ok &= !fclose(f);
+		n->noted = ok && !rename(tmp, w);
+		if (!n->noted)
+			unlink(tmp);
+	}
+	free(tmp);
+	free(w);
+	return 0;
 }
 
 /**
@@ -579,16 +630,19 @@ int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_con
 		       int (*more)(void *ctx, struct hgt_output *out), void *ctx, bool sync,
 		       FILE *log, uint64_t *loss_pages)
 {
+	struct written_note note = { .dir = dir, .sync = sync };
 	/* without the recorder's own end (a restore), the options it had saved */
 	struct hgt__convert_src src = { .more_options = more ? more : saved_options,
 					.ctx = more ? ctx : (void *)dir,
-					.sync = sync };
+					.sync = sync,
+					.before_publish = note_written,
+					.publish_ctx = &note };
 	int ret = write_from(dir, output, co, &src, NULL, log, loss_pages);
 
 	if (!ret) {
 		/* from here a cut leaves a directory that restore only removes */
-		char *w = path_in(dir, "written");
-		int fd = w ? open(w, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
+		char *w = note.noted ? NULL : path_in(dir, "written");
+		int fd = w ? open(w, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
 
 		if (fd >= 0)
 			close(fd);
@@ -650,7 +704,7 @@ int hgt_record_restore(const char *output, const struct hgt_restore_opts *opts)
 				  access(output, F_OK) ? "" : "; the file is complete");
 		goto out;
 	}
-	if (was_written(dir)) {
+	if (was_written(dir, output)) {
 		/* cut while it was being removed: the output was complete */
 		remove_dir(dir);
 		if (o.log)

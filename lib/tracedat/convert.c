@@ -263,6 +263,8 @@ int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_conver
 	}
 	if (!out)
 		return -errno;
+	if (src && src->before_publish)
+		hgt__output_before_publish(out, src->before_publish, src->publish_ctx);
 	ret = copy_head(in, out, src, &cpucount);
 	if (!ret && src && src->more_options)
 		ret = src->more_options(src->ctx, out);

@@ -25,6 +25,8 @@ struct hgt_newfile {
 	int fd;	       /* -1 once handed over */
 	bool in_place; /* a non-regular target opened for writing as it is */
 	unsigned int flags;
+	int (*before_publish)(void *ctx, int fd); /* hgt__newfile_before_publish() */
+	void *bp_ctx;
 };
 
 /* The process's umask, read without changing it (022 when /proc cannot tell). */
@@ -243,6 +245,18 @@ static int publish(struct hgt_newfile *f)
 }
 
 /**
+ * hgt__newfile_before_publish - call @fn(@ctx, the file's descriptor) at the commit, once
+ * the file is whole (and synced), before it takes the target's name: a caller notes which
+ * file is about to be the target (its inode), so that a kill after the rename is told from
+ * one before it. Not called for a target written in place.
+ */
+void hgt__newfile_before_publish(struct hgt_newfile *f, int (*fn)(void *ctx, int fd), void *ctx)
+{
+	f->before_publish = fn;
+	f->bp_ctx = ctx;
+}
+
+/**
  * hgt_newfile_commit - the file is complete: give it the target's name.
  */
 int hgt_newfile_commit(struct hgt_newfile *f)
@@ -253,6 +267,8 @@ int hgt_newfile_commit(struct hgt_newfile *f)
 		return -EINVAL;
 	if ((f->flags & HGT_NEWFILE_SYNC) && !f->in_place && fsync(f->fd))
 		ret = hgt__errorf(errno, "%s: fsync: %s", f->target, strerror(errno));
+	if (!ret && !f->in_place && f->before_publish)
+		ret = f->before_publish(f->bp_ctx, f->fd);
 	if (!ret && !f->in_place) {
 		ret = publish(f);
 		if (ret)

@@ -993,6 +993,12 @@ void hgt_output_abort(struct hgt_output *o)
 	out_free(o);
 }
 
+/* hgt__newfile_before_publish() of the file @o writes. */
+void hgt__output_before_publish(struct hgt_output *o, int (*fn)(void *ctx, int fd), void *ctx)
+{
+	hgt__newfile_before_publish(o->nf, fn, ctx);
+}
+
 int hgt_output_close(struct hgt_output *o)
 {
 	int ret;

@@ -156,6 +156,12 @@ const char *hgt__compression_version(enum hgt_compression comp);
 
 /* zpipe.c: compressed chunks made by worker threads, taken back in order */
 struct hgt__zpipe;
+/* newfile.c, output.c: @fn(@ctx, fd) is called once the file is complete (and synced, when
+ * asked), just before it takes the target's name; its failure fails the commit */
+struct hgt_newfile;
+void hgt__newfile_before_publish(struct hgt_newfile *f, int (*fn)(void *ctx, int fd), void *ctx);
+void hgt__output_before_publish(struct hgt_output *o, int (*fn)(void *ctx, int fd), void *ctx);
+
 typedef int (*hgt__zpipe_emit)(void *ctx, const uint8_t *data, size_t clen, size_t len);
 int hgt__zpipe_threads(void);
 struct hgt__zpipe *hgt__zpipe_new(enum hgt_compression comp, size_t chunk, int threads);

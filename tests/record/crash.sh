@@ -7,8 +7,9 @@
 # hgtrace and trace-cmd read the file and every marker written more than one flush
 # interval (--flush-ms 200) before the kill is there, in order, once. Then: SIGHUP stops
 # like SIGINT, the instances left behind are removed by the next record and by reset, a
-# running recording cannot be restored, a second recorder to the same file is refused, and
-# a CPU's pages in 12 streams are restored in their order.
+# running recording cannot be restored, a second recorder to the same file is refused, a
+# cut on either side of the output's rename is restored as what it was, and a CPU's pages
+# in 12 streams are restored in their order.
 # Usage: crash.sh HGTRACE
 HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -278,6 +279,56 @@ wait $rp 2> /dev/null
 TAP_WANT="a cut recording is there: run 'hgtrace restore c.dat'" tap_refuses "record over a cut recording" "" "$HGTRACE" record -e sched:sched_process_exit -o c.dat -- true
 "$HGTRACE" restore c.dat 2> /dev/null || tap_fail "restore c.dat"
 TAP_WANT="no cut recording beside it" tap_refuses "restore with nothing to restore" "c.dat" "$HGTRACE" restore c.dat
+
+# A cut at the output's own rename, on either side of it. strace finds which rename(2)
+# names k.dat in a run left alone, then, in two more runs, delays that call's return (the
+# output has its name: the recorder is killed then) or kills the recorder as it enters it.
+# After the rename, restore says k.dat was complete and removes the directory; before it,
+# restore writes k.dat: neither "exists" nor a recording taken for written.
+cut_at_rename() { # HOW (delay_exit=60s or signal=KILL) N: the recorder, tampered
+	rm -rf k.dat k.dat.recording
+	strace -f -qq -o k.st -e trace=rename -e "inject=rename:$1:when=$2" -- \
+		sh -c 'echo $$ > k.pid; exec "$0" record -e sched:sched_process_exit -o k.dat -- true' \
+		"$HGTRACE" > /dev/null 2> k.log &
+	kp=$!
+}
+if command -v strace > /dev/null; then
+	rm -rf k.dat k.dat.recording
+	strace -f -qq -o k.st -e trace=rename -- "$HGTRACE" record -e sched:sched_process_exit -o k.dat -- true > /dev/null 2>&1
+	# the main thread's renames, in order: the one naming k.dat
+	nth=$(awk '/ rename\(/ && !/resumed>/ { n[$1]++ } / rename\(.*, "k.dat"\) = 0/ { print n[$1]; exit }' k.st)
+	if [ -z "$nth" ]; then
+		tap_fail "cut at the rename: no rename(2) to k.dat seen: $(tr '\n' '|' < k.st | head -c 400)"
+	else
+		cut_at_rename delay_exit=60s "$nth"
+		end=$((SECONDS + 60))
+		until [ -e k.dat ] || [ $SECONDS -ge $end ] || ! kill -0 $kp 2> /dev/null; do sleep 0.02; done
+		[ -e k.dat ] && kill -KILL "$(cat k.pid)"
+		wait $kp 2> /dev/null
+		left=$([ -d k.dat.recording ] && echo yes)
+		out=$("$HGTRACE" restore k.dat 2>&1)
+		rc=$?
+		if [ "$left" = yes ] && [ $rc = 0 ] && grep -q "k.dat was complete; removed what was left" <<< "$out" &&
+			[ ! -e k.dat.recording ] && trace-cmd report k.dat > /dev/null 2>&1; then
+			tap_ok "killed just after k.dat took its name (rename $nth held): restore says it was complete and removes the directory ($out)"
+		else
+			tap_fail "killed just after the rename: directory left: ${left:-no}, restore exit $rc: $out"
+		fi
+		cut_at_rename signal=KILL "$nth"
+		wait $kp 2> /dev/null
+		left=$([ -d k.dat.recording ] && [ ! -e k.dat ] && echo yes)
+		out=$("$HGTRACE" restore k.dat 2>&1)
+		rc=$?
+		n=$(trace-cmd report k.dat 2> /dev/null | grep -c 'sched_process_exit:')
+		if [ "$left" = yes ] && [ $rc = 0 ] && [ ! -e k.dat.recording ] && [ "$n" -ge 1 ]; then
+			tap_ok "killed entering k.dat's rename: restore writes k.dat ($n sched_process_exit events in trace-cmd's report)"
+		else
+			tap_fail "killed entering the rename: directory and no k.dat: ${left:-no}; restore exit $rc: $out; $n events"
+		fi
+	fi
+else
+	tap_skip "a cut at the output's rename" "strace is not installed (scripts/deps.sh installs it)"
+fi
 
 # A CPU's pages in more than ten streams (cpuN, cpuN.1 .. cpuN.11: a guest's channel
 # re-opened, as the listener writes them) are restored in the order they were opened: the
