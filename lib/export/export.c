@@ -709,8 +709,9 @@ static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 		pb_packet(x, PKT_TRACK_EVENT, true, rec->ts);
 		return;
 	}
+	/* no "s": an instant's scope is its thread's unless it says otherwise */
 	begin(x, "i", si + 1, cpu * TIDS + TID_EVENTS);
-	put_s(&x->o, ",\"s\":\"t\",\"name\":");
+	put_s(&x->o, ",\"name\":");
 	put_json_fixed(x, name);
 	put_s(&x->o, ",\"cat\":");
 	put_json_fixed(x, sys);
