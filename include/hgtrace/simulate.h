@@ -33,11 +33,15 @@ enum hgt_sim_cause {
 	HGT_SIM_IRQS,	     /* a storm of @count host IRQs of @us each, the vCPU out */
 	HGT_SIM_GUEST,	     /* the guest itself runs another task for @us: no host cause */
 	HGT_SIM_SOFTIRQS,    /* @count host NET_RX softirqs of @us each, the vCPU out */
+	/* the guest halts with a timer armed, a host task takes the vCPU thread's CPU, and the
+	 * thread, woken at the expiry from another host CPU, waits @us for that task (needs 2
+	 * host CPUs; with no_idle_exit on its CPU, the task's switch in is not in the trace) */
+	HGT_SIM_WOKEN,
 };
 
 struct hgt_sim_inject {
 	enum hgt_sim_cause cause;
-	uint64_t us;		  /* PREEMPT, GUEST: the delay; EXITS, IRQS: each one */
+	uint64_t us;		  /* PREEMPT, GUEST, WOKEN: the delay; EXITS, IRQS: each one */
 	unsigned int count;	  /* EXITS, IRQS */
 	unsigned int exit_reason; /* EXITS: a VMX exit reason code */
 };
@@ -47,10 +51,10 @@ struct hgt_sim_injected {
 	enum hgt_sim_cause cause;
 	int guest_cpu;
 	int guest_pid;		 /* the task woken late; a timer: the task it interrupted */
-	bool timer;		 /* a timer fired late (EXITS), else a wakeup (the others) */
+	bool timer;		 /* a timer fired late (EXITS, WOKEN), else a wakeup (the others) */
 	uint64_t from_ns, to_ns; /* the delay, in report time (the host's ns) */
 	uint64_t cause_ns;	 /* the injected cause's total within it */
-	int host_pid;		 /* PREEMPT: the host task that ran; IRQS: the irq number */
+	int host_pid;		 /* PREEMPT, WOKEN: the host task that ran; IRQS: the irq number */
 };
 
 struct hgt_sim_opts {

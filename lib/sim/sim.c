@@ -82,6 +82,10 @@ struct sim {
 		uint64_t last_guest; /* last guest timestamp emitted (strictly increasing) */
 	} * vc;
 	uint64_t host_events, guest_events;
+	/* per host CPU: when its next slice starts (its records so far are before), and the
+	 * task it runs (simulate()'s, for an injection that wakes from another CPU) */
+	uint64_t *free_at;
+	int *cur;
 	struct hgt_sim_injected inj[HGT_SIM_MAX_INJECT];
 	bool inj_done[HGT_SIM_MAX_INJECT];
 };
@@ -633,6 +637,59 @@ static int guest_at(struct sim *s, int cpu, uint64_t h, struct rec *r, uint64_t 
 }
 
 /*
+ * WOKEN on vCPU thread @vi, in guest mode on @hcpu from @t: the guest arms its timer and
+ * halts; the thread blocks and a host task (the hog) takes the CPU, its switch from idle
+ * left out where no_idle_exit says so; at the timer's expiry the thread is woken from the
+ * next host CPU (after that CPU's records so far, which its next slice then follows), and
+ * waits @dur for the hog; then the guest runs and its timer fires @dur late and more.
+ * The end of the guest run in *@end.
+ */
+static int woken(struct sim *s, struct hgt_sim_injected *d, int hcpu, int vi, uint64_t t,
+		 uint64_t dur, uint64_t *end)
+{
+	int h2 = (hcpu + 1) % s->o.nr_host_cpus, hog = -3, ret;
+	uint64_t u = us(s, 1), x = t + 2 * u, tw = x + 3 * u, run;
+	char comm[32];
+	struct rec r;
+
+	if (s->free_at[h2] + u > tw)
+		tw = s->free_at[h2] + u;
+	if (s->host[h2].open && s->host[h2].last_ts + u > tw)
+		tw = s->host[h2].last_ts + u;
+	d->timer = true;
+	d->guest_pid = guest_pid(vi, s->vc[vi].task);
+	d->host_pid = host_pid(s, hog, hcpu);
+	d->from_ns = ns(s, tw);
+	rec_timer(s, &r, vi, EV_HRTIMER_START, ns(s, tw));
+	ret = guest_at(s, vi, t + u, &r, NULL);
+	ret = ret ?: kvm_exit(s, hcpu, vi, x, 12); /* HLT */
+	ret = ret ?: sched_switch(s, hcpu, x + u / 2, vi, -1, true);
+	ret = ret ?: sched_switch(s, hcpu, x + u, -1, hog, false);
+	/* the waker: whatever runs on the other CPU (a vCPU thread kicking this one) */
+	rec_start(s, &r, EV_SCHED_WAKING, host_pid(s, s->cur[h2], h2));
+	host_comm(s, comm, sizeof(comm), vi, hcpu);
+	set_str(&r, "comm", comm);
+	set_num(&r, "pid", (uint64_t)s->vc[vi].pid);
+	set_num(&r, "prio", 120);
+	set_num(&r, "target_cpu", (uint64_t)hcpu);
+	ret = ret ?: host_emit(s, h2, tw, &r);
+	if (s->free_at[h2] < tw)
+		s->free_at[h2] = tw;
+	ret = ret ?: sched_switch(s, hcpu, tw + dur, hog, vi, false);
+	d->cause_ns = ns(s, tw + dur) - ns(s, tw);
+	run = tw + dur + u;
+	ret = ret ?: kvm_entry(s, hcpu, vi, run);
+	for (int i = 0; !ret && i < 4; i++) {
+		rec_timer(s, &r, vi, timer_fire[i], ns(s, run + u / 2));
+		ret = guest_at(s, vi, run + (uint64_t)(i + 1) * u / 4, &r,
+			       i == 1 ? &d->to_ns : NULL);
+	}
+	s->vc[vi].timer_armed = false;
+	*end = run + 2 * u;
+	return ret;
+}
+
+/*
  * Inject cause @k of the options on vCPU thread @vi, running in host mode on @hcpu at
  * *@tp (moved to the end). Each cause delays a guest task woken in the first guest run
  * (or, for exits, a timer due at the first exit); the guest events sit inside the runs.
@@ -642,7 +699,7 @@ static int inject(struct sim *s, int k, int hcpu, int vi, uint64_t *tp)
 	const struct hgt_sim_inject *in = &s->o.inject[k];
 	struct hgt_sim_injected *d = &s->inj[k];
 	struct vcpu *v = &s->vc[vi];
-	uint64_t u = us(s, 1), t = *tp + u, x, e, dur = us(s, in->us);
+	uint64_t u = us(s, 1), t = *tp + u, x, e = t, dur = us(s, in->us);
 	struct rec r;
 	int ret, victim;
 
@@ -670,7 +727,9 @@ static int inject(struct sim *s, int k, int hcpu, int vi, uint64_t *tp)
 		if (victim < 0)
 			victim = 4;
 	}
-	if (in->cause == HGT_SIM_EXITS) {
+	if (in->cause == HGT_SIM_WOKEN) {
+		ret = ret ?: woken(s, d, hcpu, vi, t, dur, &e);
+	} else if (in->cause == HGT_SIM_EXITS) {
 		/* a timer due at the first exit; the guest does I/O with interrupts off */
 		x = t + 3 * u;
 		d->timer = true;
@@ -824,6 +883,8 @@ static int simulate(struct sim *s)
 		free_at[h] = s->t0 + us(s, 1) * (uint64_t)(h + 1);
 		cur[h] = -1;
 	}
+	s->free_at = free_at;
+	s->cur = cur;
 	if (s->o.write_tsc_offset)
 		for (i = 0; i < N; i++) {
 			ret = write_tsc_offset(s, i % M, s->t0 + (uint64_t)i, i, 0,
@@ -1266,14 +1327,14 @@ int hgt_simulate(const struct hgt_sim_opts *opts, struct hgt_sim_result *res)
 		const struct hgt_sim_inject *in = s->o.inject + i;
 
 		if (s->o.nr_inject < 0 || s->o.nr_inject > HGT_SIM_MAX_INJECT || !s->o.inject ||
-		    in->cause < HGT_SIM_PREEMPT || in->cause > HGT_SIM_SOFTIRQS || !in->us ||
-		    in->us > 10000000 ||
+		    in->cause < HGT_SIM_PREEMPT || in->cause > HGT_SIM_WOKEN || !in->us ||
+		    in->us > 10000000 || (in->cause == HGT_SIM_WOKEN && s->o.nr_host_cpus < 2) ||
 		    ((in->cause == HGT_SIM_EXITS || in->cause == HGT_SIM_IRQS ||
 		      in->cause == HGT_SIM_SOFTIRQS) &&
 		     (!in->count || in->count > 100000))) {
 			ret = sim_error(
 				s, EINVAL,
-				"bad injection %d: at most %d, each 1 us to 10 s, exits and irqs 1 to 100000 of them",
+				"bad injection %d: at most %d, each 1 us to 10 s, exits and irqs 1 to 100000 of them, woken with 2 host CPUs or more",
 				i + 1, HGT_SIM_MAX_INJECT);
 			free(s);
 			return ret;

@@ -328,14 +328,26 @@ static const char *const softirqs[] = { "HI",	    "TIMER",   "NET_TX", "NET_RX",
 /*
  * Host CPU @cpu runs @pid (@comm, @n bytes) from @ts: the threads waiting for it are
  * preempted by that task, and a vCPU thread among them runs again. Called at each switch
- * in, and at any record whose task is not the one the CPU was known to run: a kernel may
- * leave switches out of its trace (this project's VMs record none out of idle on CPU 1).
+ * in, and (@late) at any record whose task is not the one the CPU was known to run: a
+ * kernel may leave switches out of its trace (this project's VMs record none out of idle
+ * on CPU 1). A task seen so on a CPU thought idle had come in unseen: a thread waiting
+ * there since then (its wait taken for idle, which runs whatever is runnable) waited for
+ * that task, from the start of that wait.
  */
-static void cpu_runs(struct why *w, int cpu, int pid, const char *comm, size_t n, uint64_t ts)
+static void cpu_runs(struct why *w, int cpu, int pid, const char *comm, size_t n, uint64_t ts,
+		     bool late)
 {
 	uint32_t by = intern(w, HGT_WHY_PREEMPTED, pid, pid ? comm : "idle", pid ? n : 4);
+	uint32_t was = w->cpu_cat[cpu];
 	struct thread *t;
 
+	if (late && pid && !w->cpu_pid[cpu] && w->cpu_waiters[cpu])
+		for (int i = 0; i < w->nr_th; i++) {
+			t = &w->th[i];
+			if (t->waiting && t->wait_cpu == cpu && t->pid != pid && t->n &&
+			    t->cat[t->n - 1] == was)
+				t->cat[t->n - 1] = by;
+		}
 	w->cpu_cat[cpu] = by;
 	w->cpu_pid[cpu] = pid;
 	if (w->cpu_waiters[cpu])
@@ -368,7 +380,7 @@ static void host_record(struct why *w, struct tep_record *rec)
 	if (cpu >= 0 && cpu < w->nr_cpus && pid >= 0 && pid != w->cpu_pid[cpu]) {
 		const char *comm = pid ? tep_data_comm_from_pid(tep, pid) : "";
 
-		cpu_runs(w, cpu, pid, comm, strlen(comm), rec->ts);
+		cpu_runs(w, cpu, pid, comm, strlen(comm), rec->ts, true);
 	}
 	if (w->entry && type == w->entry->id) {
 		t = thread_of(w, pid);
@@ -402,7 +414,7 @@ static void host_record(struct why *w, struct tep_record *rec)
 			if (!t->waiting)
 				seg(t, halted(w, t) ? w->c_halted : w->c_blocked, rec->ts);
 		}
-		cpu_runs(w, cpu, next, comm, n, rec->ts);
+		cpu_runs(w, cpu, next, comm, n, rec->ts, false);
 	} else if ((w->wake1 && type == w->wake1->id) || (w->wake2 && type == w->wake2->id)) {
 		struct tep_event *ev = w->wake1 && type == w->wake1->id ? w->wake1 : w->wake2;
 		struct tep_format_field *tc = tep_find_field(ev, "target_cpu");

@@ -17,7 +17,8 @@ sched_waking/sched_wakeup of a task not running -> its sched_switch in; timer:
 hrtimer_expire_entry now - the expires of its hrtimer_start) and what each vCPU thread did
 over time (guest mode from kvm_entry to kvm_exit, the exit's reason until the next entry,
 preempted (switched out in state R, or woken on the host) by the tasks that ran on its CPU
-(from the switches, and from any record of another task than the one switched in),
+(from the switches, and from any record of another task than the one switched in; such a
+task on a CPU thought idle takes over the wait of a thread waiting there since it began),
 halted (asleep after a HLT exit) or blocked, host IRQs).
 Every delay why reports must be one of them, with the same parts to the nanosecond, and
 why's worst N must be the N longest. Prints one line per check; exits 1 on the first failure.
@@ -59,10 +60,17 @@ def put(p, key, ts):
     s.append((ts, key))
 
 
-def runs(cpu, p, comm, ts):
-    """Host CPU cpu runs task p from ts: at a switch in, or at a record of a task other than
-    the one the CPU was known to run (a kernel may leave switches out of its trace)."""
+def runs(cpu, p, comm, ts, late):
+    """Host CPU cpu runs task p from ts: at a switch in, or (late) at a record of a task
+    other than the one the CPU was known to run (a kernel may leave switches out of its
+    trace). A task seen so on a CPU thought idle came in unseen: a thread waiting there
+    waited for it since its wait began, not for idle."""
     by = ("preempted", comm if p else "idle", p)
+    if late and p and cpu_cur.get(cpu) == 0:
+        for q in pids:
+            if st[q]["waiting"] and st[q]["wcpu"] == cpu and q != p and seg[q] and \
+                    seg[q][-1][1] == cpu_by[cpu]:
+                seg[q][-1] = (seg[q][-1][0], by)
     cpu_by[cpu], cpu_cur[cpu] = by, p
     for q in pids:
         if st[q]["waiting"] and st[q]["wcpu"] == cpu and q != p:
@@ -93,7 +101,7 @@ for l in open(sys.argv[2], errors="replace"):
         n_host += 1
         host_end = max(host_end, ts)
         if cpu_cur.get(cpu) != pid:
-            runs(cpu, pid, comm, ts)
+            runs(cpu, pid, comm, ts, True)
         if ev == "kvm_entry" and pid in seg:
             st[pid]["irq"] = 0
             put(pid, GUEST, ts)
@@ -115,7 +123,7 @@ for l in open(sys.argv[2], errors="replace"):
                     # asleep after a HLT exit (under TCG: any sleep) is the guest idling
                     idle = not kvm or (t["exit"] and t["exit"][1] == "exit HLT")
                     put(prev, HALTED if idle else BLOCKED, ts)
-            runs(cpu, nxt, ncomm, ts)
+            runs(cpu, nxt, ncomm, ts, False)
         elif ev in ("sched_waking", "sched_wakeup"):
             # a vCPU thread woken: runnable, waiting for its target CPU's current task
             w = re.match(r"comm=.* pid=(\d+) prio=-?\d+ target_cpu=(\d+)|.*:(\d+) \[-?\d+\].* CPU:(\d+)", rest)
@@ -256,6 +264,7 @@ if "--injected" in sys.argv:
         want = {"preempt": ("preempted", "id", int(f.get("host_pid", -2))),
                 "irqs": ("irq", "id", int(f.get("irq", -2))),
                 "softirqs": ("irq", "id", 1000 + int(f.get("softirq", -2000))),
+                "woken": ("preempted", "id", int(f.get("host_pid", -2))),
                 "exits": ("exit", None, None), "guest": ("guest", None, None)}[cause]
         if top["state"] != want[0] or (want[1] and top[want[1]] != want[2]):
             fail("injected %s: why's top part is %s" % (cause, top))

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # hgtrace why on known causes: simulated sessions with injected causes of guest latency
 # (a vCPU thread preempted by a host task, a burst of exits of one reason, a host IRQ storm,
-# a softirq storm, and a delay of the guest's own). Each must be found with its cause as the top part and
+# a softirq storm, a delay of the guest's own, and a halted vCPU thread woken from another
+# CPU while a host task holds its own, with and without the switches out of idle in the
+# trace). Each must be found with its cause as the top part and
 # the duration given on simulate's command line within 1 us; the guest's own delay must
 # be called the guest's. Every delay why reports, and its split, must equal what
 # check-why.py derives on its own from trace-cmd's report of the same files, to the ns,
@@ -100,6 +102,27 @@ esac
 	check "no switches out of idle on CPUs 1, 3" q-all.json q.tc q-host.dat q-guest.dat "$pids" \
 		--injected q.inj "$expect" ||
 	tap_fail "why without switches out of idle: $(cat err.txt)"
+
+# 1c. A halted vCPU thread woken from another host CPU while a host task it never saw come
+# in (no switches out of idle on any CPU) holds its own: it waited for that task, not for
+# idle. The same causes with every switch out of idle in the trace, for comparison.
+woken="--inject woken:300 --inject woken:120 --inject preempt:77 --inject woken:45"
+for idle in "" "--no-idle-exit 0 --no-idle-exit 1 --no-idle-exit 2 --no-idle-exit 3"; do
+	# shellcheck disable=SC2086
+	simulate w --seed 11 --duration-ms 300 --embed-sync $idle $woken || tap_fail "simulate $woken"
+	grep '^injected:' w.out > w.inj
+	trace-cmd report -t -i w-host.dat -i w-guest.dat > w.tc 2> /dev/null
+	n=$(grep -c 'sched_waking: .*KVM' w.tc)
+	outs=$(awk '$1 == "w-host.dat:" && $2 == "<idle>-0" && / sched_switch: / { n++ } END { print n + 0 }' w.tc)
+	what="woken while a host task holds the CPU, ${idle:+no }switches out of idle ($outs in the trace; $n vCPU threads' wakeups)"
+	if [ "$n" != 3 ] || { [ -n "$idle" ] && [ "$outs" != 0 ]; } || { [ -z "$idle" ] && [ "$outs" = 0 ]; }; then
+		tap_fail "$what: want 3 wakeups, and switches out of idle only without --no-idle-exit"
+	elif "$HGTRACE" why --json --threshold 1 w-host.dat w-guest.dat > w.json 2> err.txt; then
+		check "$what" w.json w.tc w-host.dat w-guest.dat "$pids" --injected w.inj "300000 120000 77000 45000"
+	else
+		tap_fail "$what: why: $(cat err.txt)"
+	fi
+done
 
 # 2. Through attach (its GUEST option maps the vCPUs).
 # shellcheck disable=SC2086

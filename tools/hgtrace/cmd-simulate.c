@@ -46,6 +46,8 @@ static void usage(FILE *f)
 		"                         irqs:N:US   N host interrupts of US each\n"
 		"                         softirqs:N:US  N host NET_RX softirqs of US each\n"
 		"                         guest:US    the guest runs another task (no host cause)\n"
+		"                         woken:US    the vCPU thread, halted, woken from another host\n"
+		"                                     CPU while a host task holds its own: it waits US\n"
 		"  --file-version 6|7, --compression none|zlib|zstd   output format (7, zstd)\n");
 }
 
@@ -105,7 +107,7 @@ bad:
 	return -1;
 }
 
-/* "preempt:US", "exits:REASON:N:US", "irqs:N:US", "guest:US" */
+/* "preempt:US", "exits:REASON:N:US", "irqs:N:US", "guest:US", "woken:US" */
 static int parse_inject(const char *spec, struct hgt_sim_inject *in)
 {
 	char buf[128], *f[4], *save = NULL, *p;
@@ -118,8 +120,10 @@ static int parse_inject(const char *spec, struct hgt_sim_inject *in)
 	if (p || !n)
 		goto bad;
 	memset(in, 0, sizeof(*in));
-	if (!strcmp(f[0], "preempt") || !strcmp(f[0], "guest")) {
-		in->cause = f[0][0] == 'p' ? HGT_SIM_PREEMPT : HGT_SIM_GUEST;
+	if (!strcmp(f[0], "preempt") || !strcmp(f[0], "guest") || !strcmp(f[0], "woken")) {
+		in->cause = f[0][0] == 'p'   ? HGT_SIM_PREEMPT
+			    : f[0][0] == 'g' ? HGT_SIM_GUEST
+					     : HGT_SIM_WOKEN;
 		if (n != 2 || parse_u64("--inject", f[1], &in->us))
 			goto bad;
 	} else if (!strcmp(f[0], "irqs") || !strcmp(f[0], "softirqs")) {
@@ -139,24 +143,26 @@ static int parse_inject(const char *spec, struct hgt_sim_inject *in)
 	} else {
 		goto bad;
 	}
-	if (in->us && (in->cause == HGT_SIM_PREEMPT || in->cause == HGT_SIM_GUEST || in->count))
+	if (in->us && (in->cause == HGT_SIM_PREEMPT || in->cause == HGT_SIM_GUEST ||
+		       in->cause == HGT_SIM_WOKEN || in->count))
 		return 0;
 bad:
 	fprintf(stderr,
-		"hgtrace: simulate: --inject '%s': expected preempt:US, exits:REASON:N:US, irqs:N:US, softirqs:N:US or guest:US (N, US >= 1)\n",
+		"hgtrace: simulate: --inject '%s': expected preempt:US, exits:REASON:N:US, irqs:N:US, softirqs:N:US, guest:US or woken:US (N, US >= 1)\n",
 		spec);
 	return -1;
 }
 
 static void print_injected(const struct hgt_sim_injected *d)
 {
-	static const char *const what[] = { "", "preempt", "exits", "irqs", "guest", "softirqs" };
+	static const char *const what[] = { "",	     "preempt",	 "exits", "irqs",
+					    "guest", "softirqs", "woken" };
 
 	printf("injected: %s guest_cpu=%d guest_pid=%d delay=%s from_ns=%" PRIu64 " to_ns=%" PRIu64
 	       " cause_ns=%" PRIu64,
 	       what[d->cause], d->guest_cpu, d->guest_pid, d->timer ? "timer" : "wakeup",
 	       d->from_ns, d->to_ns, d->cause_ns);
-	if (d->cause == HGT_SIM_PREEMPT)
+	if (d->cause == HGT_SIM_PREEMPT || d->cause == HGT_SIM_WOKEN)
 		printf(" host_pid=%d", d->host_pid);
 	else if (d->cause == HGT_SIM_IRQS)
 		printf(" irq=%d", d->host_pid);
