@@ -367,7 +367,6 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
-/* Whether the output was written before the directory's removal was cut short. */
 /*
  * Whether @output was written from @dir before the directory's removal was cut short:
  * "written" names the file that was about to become @output (note_written()), and @output
