@@ -75,12 +75,15 @@ for i in range(20):
     c.recv(100, socket.MSG_WAITALL)'
 # (and, in a network namespace of its own, UDP from 65.66.67.68 to 69.70.71.72: the
 # route lookup's fib_table_lookup has src "ABCD" with no NUL, then dst "EFGH", which
-# libtraceevent prints as the text "ABCDEFGH..." read on past src)
+# libtraceevent prints as the text "ABCDEFGH..." read on past src; icmp_send's saddr
+# reads on through daddr into sport, __u16 in the machine's order: from port 18761 "IJ",
+# from port 37130 a newline, which cuts the report's line)
 PRINTABLE_ROUTE='ip link set lo up && ip addr add 65.66.67.68/32 dev lo && ip addr add 69.70.71.72/32 dev lo && python3 -c "import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((\"65.66.67.68\", 0))
-s.connect((\"69.70.71.72\", 9))
-s.send(b\"x\")"'
+for port in (18761, 37130):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((\"65.66.67.68\", port))
+    s.connect((\"69.70.71.72\", 9))
+    s.send(b\"x\")"'
 record_all_events() {
 	local dl=:
 	dl_task_ok && dl="$DL_CHRT sleep 0.01"
