@@ -164,7 +164,7 @@ b, hog = int(sys.argv[3]), int(sys.argv[4])
 spec = importlib.util.spec_from_file_location("feed", sys.argv[6])
 feed = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(feed)
-sw = re.compile(r"\[000\] (\d+)\.(\d{9}): sched_switch: +.*:(\d+) \[-?\d+\] \S+ ==> .*:(\d+) \[")
+sw = re.compile(r"\[000\] +(\d+)\.(\d{9}): sched_switch: +.*:(\d+) \[-?\d+\] \S+ ==> .*:(\d+) \[")
 moved, runs, since = 0, [], None
 for line in open(sys.argv[1]):
     if re.search(r"\[001\] .* sched_wakeup: +.*:%d \[-?\d+\] CPU:000" % b, line):
@@ -227,7 +227,7 @@ flight_on() {
 
 # first, last: the recording's first and last records, ns (a delay ending within the flush
 # interval and a tick of the last is not taken: counted at the stop)
-read -r first last < <(awk '/^ *[^ ]+ +\[[0-9]+\] [0-9]+\.[0-9]+:/ { if (!f) f = $3; t = $3 } END { sub(":", "", t); sub("\\.", "", t); sub(":", "", f); sub("\\.", "", f); print f, t }' tc.txt)
+read -r first last < <(awk '/^ *[^ ]+ +\[[0-9]+\] +[0-9]+\.[0-9]+:/ { if (!f) f = $3; t = $3 } END { sub(":", "", t); sub("\\.", "", t); sub(":", "", f); sub("\\.", "", f); print f, t }' tc.txt)
 # held CPU WHAT: the recording fed with CPU's pages 8 steps late; every trigger of
 # wakeup>3ms:B must be a delay of B that why finds in the whole file (its CPU and times to
 # the ns), once, the hog's two among them, and every such delay ending the flush interval and

@@ -142,8 +142,8 @@ top = max(host, key=lambda p: p["ns"]) if host else None
 def host_cpu0():
     """trace-cmd's reading of host CPU 0 (ns): the hog's runs there and the vCPU thread's
     waits (woken, or switched out still runnable, until switched in)."""
-    sw = re.compile(r"\[000\] (\d+)\.(\d{9}): sched_switch: +.*:(\d+) \[(-?\d+)\] (\S+) ==> .*:(\d+) \[")
-    wk = re.compile(r"\] (\d+)\.(\d{9}): sched_wakeup: +.*:(\d+) \[-?\d+\] CPU:000")
+    sw = re.compile(r"\[000\] +(\d+)\.(\d{9}): sched_switch: +.*:(\d+) \[(-?\d+)\] (\S+) ==> .*:(\d+) \[")
+    wk = re.compile(r"\] +(\d+)\.(\d{9}): sched_wakeup: +.*:(\d+) \[-?\d+\] CPU:000")
     ev = []
     for line in open(sys.argv[4]):
         m = sw.search(line)
