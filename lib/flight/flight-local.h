@@ -47,14 +47,22 @@ int hgt__parse_duration(const char *s, size_t len, uint64_t unit_ns, uint64_t *n
  * may be, and whether CPU @cpu of input @input begins with a page from before the window
  * (its records before that page's last are not in the files). @host_alone: the input is
  * a session's host whose guests' pages have not come, not a guest: its tasks' delays are
- * no trigger's (markers alone are searched). Out: the span a hit is taken in, @from (the
- * latest of the inputs') to @upto, in report time (0 0: none known). */
+ * no trigger's (markers alone are searched). @reach (when not NULL): each CPU's last record
+ * (0: none). @read_from: the files hold each CPU's records from this report time on (not
+ * all before), and a delay or stretch that begins before it an earlier search decided: it
+ * is no hit (0: none such). Out: the span a hit is taken in, @from (the latest of the inputs') to
+ * @upto, in report time (0 0: none known), and @resume: the earliest record the next search needs
+ * (of a delay or host stretch open at @upto, or ending after it; @upto when none is): one
+ * that reads each CPU from its first record at or after @resume finds every hit this one
+ * left to it. */
 struct hgt__live {
 	uint64_t lag_ns;
 	bool (*context)(void *arg, int input, int cpu);
+	void (*reach)(void *arg, int input, int cpu, uint64_t last);
 	void *arg;
 	bool host_alone;
-	uint64_t from, upto;
+	uint64_t read_from;
+	uint64_t from, upto, resume;
 };
 
 /* Every trigger's hits in @inputs (the host's first), appended to *@hits (*@nr of them).

@@ -61,7 +61,14 @@ struct cpu_file {
 	uint64_t searched, searching;
 	int cpu;	   /* the CPU the last search named it */
 	bool context;	   /* the last search's pages begin with one from before its window */
+	bool read;	   /* the last search read some of its pages */
 	bool punch_failed; /* said once */
+	/* what the last searches read of it: its records before offset @off are at report
+	 * time @last at most (a search of delays starts at one of these) */
+	struct reach {
+		uint64_t off, last;
+	} reach[32];
+	int nreach;
 };
 
 /* One recording: the host's or a guest's. */
@@ -110,6 +117,7 @@ struct hgt_flight {
 	uint64_t skipped_bytes;	 /* pages a search left for want of time (search_max_bytes) */
 	bool said_cut;		 /* that a search reads only the newest of a window */
 	bool incremental;	 /* marker triggers alone: each search reads the pages none read */
+	uint64_t resume; /* report time: a search of delays reads from here (0: the window) */
 	double cpu_s;
 	char last_err[256];
 	int ret;
@@ -289,6 +297,7 @@ struct range_ctx {
 	struct member *m;
 	uint64_t since;	  /* monotonic: the pages written since */
 	bool incremental; /* and none an earlier search read */
+	uint64_t resume;  /* and from each CPU's first record at or after this (0: all) */
 	bool context;	  /* and the page before (a search of delays, has_context()) */
 	uint64_t cap;	  /* the newest this many bytes of a file at most (0: all) */
 	uint64_t bytes;	  /* the pages' bytes */
@@ -308,6 +317,9 @@ static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint
 	*from = offset_at(c, r->since);
 	if (r->incremental && c->searched > *from)
 		*from = c->searched;
+	for (int i = 0; r->resume && i < c->nreach; i++)
+		if (c->reach[i].last < r->resume && c->reach[i].off > *from)
+			*from = c->reach[i].off;
 	*to = c->size > *from ? c->size : *from;
 	c->cpu = cpu;
 	/* with the page before (trim() keeps it): why tells from its last record on when the
@@ -325,6 +337,7 @@ static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint
 		*from = cut;
 	}
 	c->searching = *to;
+	c->read = *to > *from;
 	r->bytes += *to - *from;
 	if (*to == *from) /* nothing: not 0, which would mean all of it */
 		*from = *to = UINT64_MAX;
@@ -379,13 +392,14 @@ static int write_members(struct hgt_flight *f, uint64_t since, char **paths, boo
 			.m = &f->m[i],
 			.since = since,
 			.incremental = incremental,
+			.resume = !final && !incremental ? f->resume : 0,
 			.context = !final && !incremental,
 		};
 		struct hgt__recdir_range r = { page_range, &rc };
 		int ret;
 
 		for (int j = 0; j < f->m[i].nf; j++) /* page_range() says it of the files it has */
-			f->m[i].f[j].context = false;
+			f->m[i].f[j].context = f->m[i].f[j].read = false;
 
 		if (!f->m[i].page) {
 			if (!i)
@@ -531,6 +545,25 @@ static bool has_context(void *arg, int input, int cpu)
 	return false;
 }
 
+/* CPU @cpu of the search's input @input has its records up to @last in the pages read. */
+static void reached(void *arg, int input, int cpu, uint64_t last)
+{
+	const struct search_ctx *s = arg;
+	struct member *m = &s->f->m[s->which[input]];
+
+	for (int j = 0; last && j < m->nf; j++) {
+		struct cpu_file *c = &m->f[j];
+
+		if (!c->read || c->cpu != cpu)
+			continue;
+		if (c->nreach == (int)(sizeof(c->reach) / sizeof(c->reach[0]))) {
+			memmove(c->reach, c->reach + 1, sizeof(c->reach) - sizeof(c->reach[0]));
+			c->nreach--;
+		}
+		c->reach[c->nreach++] = (struct reach){ c->searching, last };
+	}
+}
+
 /*
  * A search takes the delays that lie in its span (whole_only()): that begin after
  * @live->from and end by @live->upto. A time in no search's span holds delays no search
@@ -565,7 +598,7 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	struct hgt__hit *hits = NULL;
 	int nr = 0, n, ret, later = 0;
 	struct search_ctx sc = { f, which };
-	struct hgt__live live = { .context = has_context, .arg = &sc };
+	struct hgt__live live = { .context = has_context, .reach = reached, .arg = &sc };
 	struct mark k = { f, NULL, NULL };
 	uint64_t t0 = hgt__now_ns();
 
@@ -582,10 +615,17 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	live.lag_ns = final && f->o.complete_at_stop ? 0 : f->o.flush_ns + f->o.tick_ns;
 	/* a session's host, its guests' pages not come: why would take it for a guest */
 	live.host_alone = f->nm > 1 && n == 1;
+	/* a CPU read from its first record after f->resume (page_range()): one whose records
+	 * all come before is not read, and another's delay may seem to go on past its end */
+	live.read_from = f->incremental ? 0 : f->resume;
 	ret = hgt__trigger_search(f->t, f->nt, in, n, &live, &hits, &nr, &later);
 	f->searches++;
 	if (!ret && !f->incremental)
 		span_of(f, &live);
+	/* the next search reads from the oldest delay open at this one's end, less a tick: a
+	 * guest's times may move with its sync from one search to the next */
+	if (!ret && !f->incremental && live.resume)
+		f->resume = live.resume > f->o.tick_ns ? live.resume - f->o.tick_ns : 0;
 	if (!ret && final && later)
 		say(f,
 		    "%d delay%s ending in the last %.3f s not taken: some CPU's pages for that time had not come when the recording stopped",
@@ -1068,7 +1108,8 @@ static void summary(struct hgt_flight *f)
 	    ran ? 100.0 * f->cpu_s * 1e9 / (double)ran : 0.0, (double)f->worst_lag / 1e9,
 	    (double)f->unsearched / 1e9, (double)f->disk_peak / 1e6,
 	    (double)f->searched_bytes / 1e6, (double)recorded / 1e6, (double)f->skipped_bytes / 1e6,
-	    f->incremental ? "each page once: marker triggers alone" : "the window each time");
+	    f->incremental ? "each page once: marker triggers alone"
+			   : "from the oldest delay still open at the last search's end");
 }
 
 int hgt_flight_stop(struct hgt_flight *f)

@@ -207,10 +207,23 @@ struct stretch {
 	uint64_t from, to, top_ns;
 	char top[64];
 	bool marker_ev; /* a marker trigger: every record is looked at */
+	const struct hgt__why_edges *e;
+	uint64_t open; /* the earliest start of a stretch that may go on after e->upto */
 };
+
+/* A stretch from @from to @to, of a trigger's kind, may go on after the span a search
+ * takes hits in: the next search needs it from its start. */
+static void open_at(struct stretch *s, uint64_t from, uint64_t to)
+{
+	if (to > s->e->upto && from < s->open)
+		s->open = from;
+}
 
 static void end_run(struct stretch *s)
 {
+	for (int k = 0; s->to && k < s->nt; k++)
+		if (s->t[k].kind == HGT__TRIG_PREEMPT)
+			open_at(s, s->from, s->to);
 	for (int k = 0; s->to && k < s->nt; k++) {
 		struct hgt__hit *h;
 
@@ -262,8 +275,11 @@ static void on_segment(void *arg, int input, int cpu, int pid, uint64_t from, ui
 		struct hgt__hit *h;
 
 		/* part->what: "exit REASON" */
-		if (t->kind != HGT__TRIG_EXIT || to - from <= t->dur_ns ||
-		    strncmp(part->what, "exit ", 5) || strcasecmp(part->what + 5, t->reason))
+		if (t->kind != HGT__TRIG_EXIT || strncmp(part->what, "exit ", 5) ||
+		    strcasecmp(part->what + 5, t->reason))
+			continue;
+		open_at(s, from, to);
+		if (to - from <= t->dur_ns)
 			continue;
 		h = add_hit(s->f);
 		if (!h)
@@ -423,11 +439,9 @@ static void why_opts(struct hgt_why_opts *wo, const struct hgt__trigger *t, int 
 static int whole_only(struct hgt__hit *h, int n, const struct hgt__why_edges *e, int inputs,
 		      struct hgt__live *live, int *deferred)
 {
-	uint64_t upto = e->newest > live->lag_ns ? e->newest - live->lag_ns : 0;
+	uint64_t upto = e->upto;
 	int kept = 0;
 
-	if (e->all_to > upto)
-		upto = e->all_to;
 	live->upto = upto;
 	live->from = 0;
 	for (int i = 0; i < inputs; i++)
@@ -440,6 +454,8 @@ static int whole_only(struct hgt__hit *h, int n, const struct hgt__why_edges *e,
 			(*deferred)++;
 			continue;
 		} else if (h[i].input >= 0 && h[i].from_ns < e->all_from[h[i].input]) {
+			continue;
+		} else if (h[i].from_ns < live->read_from) {
 			continue;
 		}
 		h[kept++] = h[i];
@@ -460,7 +476,10 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 	uint64_t *from = calloc((size_t)n + 1, sizeof(*from));
 	struct hgt__why_edges e = { .all_from = from,
 				    .context = live ? live->context : NULL,
-				    .ctx_arg = live ? live->arg : NULL };
+				    .reach = live ? live->reach : NULL,
+				    .ctx_arg = live ? live->arg : NULL,
+				    .lag_ns = live ? live->lag_ns : 0 };
+	uint64_t resume = UINT64_MAX;
 	int first = *nr, later = 0;
 	bool common = false, host_alone = live && live->host_alone;
 
@@ -469,7 +488,7 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 	for (int k = 0; k < nt; k++)
 		common |= t[k].kind != HGT__TRIG_PAIR && t[k].kind != HGT__TRIG_MANUAL;
 	for (int pair = common ? -1 : 0; !f.err && pair < nt; pair++) {
-		struct stretch s = { .t = t, .nt = nt, .f = &f };
+		struct stretch s = { .t = t, .nt = nt, .f = &f, .e = &e, .open = UINT64_MAX };
 
 		for (int k = 0; k < nt; k++)
 			s.marker_ev |= t[k].kind == HGT__TRIG_MARKER;
@@ -486,14 +505,22 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 			break;
 		}
 		end_run(&s);
+		/* a pass's edges: the same inputs, the same upto; the earliest need of any */
+		if (e.open_from < resume)
+			resume = e.open_from;
+		if (s.open < resume)
+			resume = s.open;
+		e.reach = NULL; /* said once */
 		for (int k = 0; k < nt && !host_alone; k++)
 			if (pair < 0 ? t[k].kind == HGT__TRIG_WAKEUP || t[k].kind == HGT__TRIG_TIMER
 				     : k == pair)
 				delay_hits(t, k, r, inputs, n, &f);
 		hgt_why_free(r);
 	}
-	if (!f.err && live)
+	if (!f.err && live) {
 		f.n = first + whole_only(f.h + first, f.n - first, &e, n, live, &later);
+		live->resume = resume < e.upto ? resume : e.upto;
+	}
 	free(from);
 	if (deferred)
 		*deferred = later;

@@ -24,7 +24,13 @@ struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__w
  * (when not NULL: one per input) from when all of input i's records are there: the latest,
  * over its CPUs whose first page is one from before the files' span (@context says which,
  * NULL: none), of that page's last record (the CPU's records before it are not in the
- * file) */
+ * file). For recordings in progress whose CPUs may be @lag_ns behind the newest record:
+ * @upto, the later of @all_to and @lag_ns before the newest (the delays that end by then
+ * are all there as they are), and @open_from, the earliest record a pass that reads on
+ * from there needs, up to @upto: of each delay still open at the end (a wakeup not run, a
+ * timer armed, a pair's FROM without its TO) or ending after @upto, the record it began
+ * with. Segments go to @fn with @upto known. Each CPU's last record (0: none) to @reach
+ * when not NULL. */
 struct tep_handle;
 struct tep_record;
 typedef void (*hgt__why_rec_fn)(void *arg, int input, struct tep_handle *tep,
@@ -33,7 +39,10 @@ struct hgt__why_edges {
 	uint64_t all_to, newest;
 	uint64_t *all_from;
 	bool (*context)(void *ctx_arg, int input, int cpu);
+	void (*reach)(void *ctx_arg, int input, int cpu, uint64_t last);
 	void *ctx_arg;
+	uint64_t lag_ns;
+	uint64_t upto, open_from;
 };
 struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
 				     hgt__why_rec_fn rec_fn, void *arg,

@@ -143,6 +143,7 @@ struct thread {
 
 struct delay {
 	uint64_t from, to;
+	uint64_t need; /* the record its start is known by: the wakeup, the arming, FROM */
 	int input, cpu, pid;
 	unsigned int kind;
 	char comm[16];
@@ -161,12 +162,17 @@ struct input {
 	int *cpu_thread; /* guest CPU -> thread index (-1) */
 	int nr_cpu_thread;
 	/* guest side */
-	struct tep_event *wakeup, *sw, *tstart, *texpire;
+	struct tep_event *wakeup, *sw, *tstart, *texpire, *tcancel;
 	struct tep_format_field *w_pid, *sw_prev, *sw_next, *sw_ncomm, *t_timer, *t_expires, *t_now;
 	int *running; /* per CPU: the pid switched in last */
 	int nr_running;
 	struct tep_event_filter *from, *to;
 	struct map pending, timers, pair;
+	/* timer -> when it was armed, while it is (neither run nor cancelled); cancelling:
+	 * timer -> the CPU of its hrtimer_cancel, which is also the first step of a timer's run
+	 * (its hrtimer_expire_entry next): a cancel, once that CPU switches tasks (a timer
+	 * runs in interrupt context, no switch in between) */
+	struct map armed, cancelling;
 };
 
 struct why {
@@ -460,7 +466,7 @@ static void host_record(struct why *w, struct tep_record *rec)
 }
 
 static int add_delay(struct why *w, unsigned int kind, int input, struct tep_record *rec,
-		     uint64_t from, int pid, const char *comm, size_t n)
+		     uint64_t from, uint64_t need, int pid, const char *comm, size_t n)
 {
 	struct delay *d;
 
@@ -479,6 +485,7 @@ static int add_delay(struct why *w, unsigned int kind, int input, struct tep_rec
 	d = &w->d[w->nr_d++];
 	memset(d, 0, sizeof(*d));
 	d->from = from;
+	d->need = need;
 	d->to = rec->ts;
 	d->input = input;
 	d->cpu = rec->cpu;
@@ -490,6 +497,25 @@ static int add_delay(struct why *w, unsigned int kind, int input, struct tep_rec
 	}
 	snprintf(d->comm, sizeof(d->comm), "%.*s", (int)(n < 16 ? n : 15), comm);
 	return 0;
+}
+
+/* Guest CPU @cpu switched tasks: the timers cancelled on it are not running, and are no
+ * longer armed. */
+static void cancels_done(struct input *g, int cpu)
+{
+	uint64_t done[32];
+	size_t n;
+
+	do {
+		n = 0;
+		for (size_t i = 0; i < g->cancelling.cap && n < 32; i++)
+			if (g->cancelling.k[i] && g->cancelling.v[i] == (uint64_t)cpu)
+				done[n++] = g->cancelling.k[i] - 1;
+		for (size_t i = 0; i < n; i++) {
+			map_del(&g->cancelling, done[i]);
+			map_del(&g->armed, done[i]);
+		}
+	} while (n == 32);
 }
 
 static int guest_record(struct why *w, int idx, struct tep_record *rec)
@@ -507,7 +533,7 @@ static int guest_record(struct why *w, int idx, struct tep_record *rec)
 		    (p = map_find(&g->pair, key))) {
 			int pid = tep_data_pid(g->tep, rec);
 
-			ret = add_delay(w, HGT_WHY_PAIR, idx, rec, *p, pid, NULL, 0);
+			ret = add_delay(w, HGT_WHY_PAIR, idx, rec, *p, *p, pid, NULL, 0);
 			map_del(&g->pair, key);
 		}
 		if (!ret && tep_filter_match(g->from, rec) == TEP_ERRNO__FILTER_MATCH &&
@@ -520,6 +546,8 @@ static int guest_record(struct why *w, int idx, struct tep_record *rec)
 	 * (the host's own would have no vCPU to lay them over) */
 	if (idx == w->host && w->nr_th)
 		return 0;
+	if (g->cancelling.n && g->sw && type == g->sw->id)
+		cancels_done(g, rec->cpu);
 	if ((w->o.kinds & HGT_WHY_WAKEUP) && g->wakeup && type == g->wakeup->id) {
 		uint64_t pid = hgt__field_num(g->w_pid, rec);
 
@@ -542,14 +570,19 @@ static int guest_record(struct why *w, int idx, struct tep_record *rec)
 			const char *comm = "";
 			size_t n = str(g->sw_ncomm, rec, &comm);
 
-			ret = add_delay(w, HGT_WHY_WAKEUP, idx, rec, *p, (int)pid, comm, n);
+			ret = add_delay(w, HGT_WHY_WAKEUP, idx, rec, *p, *p, (int)pid, comm, n);
 			map_del(&g->pending, pid);
 		}
 	} else if ((w->o.kinds & HGT_WHY_TIMER) && g->tstart && type == g->tstart->id) {
-		ret = map_put(&g->timers, hgt__field_num(g->t_timer, rec),
-			      hgt__field_num(g->t_expires, rec));
+		uint64_t timer = hgt__field_num(g->t_timer, rec);
+
+		map_del(&g->cancelling, timer);
+		ret = map_put(&g->timers, timer, hgt__field_num(g->t_expires, rec));
+		if (!ret)
+			ret = map_put(&g->armed, timer, rec->ts);
 	} else if ((w->o.kinds & HGT_WHY_TIMER) && g->texpire && type == g->texpire->id) {
 		uint64_t timer = hgt__field_num(g->t_timer, rec);
+		uint64_t *at = map_find(&g->armed, timer);
 
 		if ((p = map_find(&g->timers, timer))) {
 			int64_t late = (int64_t)(hgt__field_num(g->t_now, rec) - *p);
@@ -557,12 +590,20 @@ static int guest_record(struct why *w, int idx, struct tep_record *rec)
 			/* in the guest's clock, ns: the delay ends at the handler */
 			if (late > 0 && (uint64_t)late < rec->ts) {
 				int pid = tep_data_pid(g->tep, rec);
+				uint64_t from = rec->ts - (uint64_t)late;
 
-				ret = add_delay(w, HGT_WHY_TIMER, idx, rec,
-						rec->ts - (uint64_t)late, pid, NULL, 0);
+				ret = add_delay(w, HGT_WHY_TIMER, idx, rec, from, at ? *at : from,
+						pid, NULL, 0);
 			}
 			map_del(&g->timers, timer);
 		}
+		map_del(&g->armed, timer);
+		map_del(&g->cancelling, timer);
+	} else if ((w->o.kinds & HGT_WHY_TIMER) && g->tcancel && type == g->tcancel->id) {
+		uint64_t timer = hgt__field_num(g->t_timer, rec);
+
+		if (map_find(&g->armed, timer))
+			ret = map_put(&g->cancelling, timer, (uint64_t)rec->cpu);
 	}
 	return ret;
 }
@@ -604,6 +645,7 @@ static int setup_guest(struct why *w, int i)
 	g->sw = tep_find_event_by_name(g->tep, "sched", "sched_switch");
 	g->tstart = tep_find_event_by_name(g->tep, "timer", "hrtimer_start");
 	g->texpire = tep_find_event_by_name(g->tep, "timer", "hrtimer_expire_entry");
+	g->tcancel = tep_find_event_by_name(g->tep, "timer", "hrtimer_cancel");
 	g->w_pid = g->wakeup ? tep_find_field(g->wakeup, "pid") : NULL;
 	g->sw_next = g->sw ? tep_find_field(g->sw, "next_pid") : NULL;
 	g->sw_prev = g->sw ? tep_find_field(g->sw, "prev_pid") : NULL;
@@ -625,6 +667,9 @@ static int setup_guest(struct why *w, int i)
 	} else {
 		g->tstart = g->texpire = NULL;
 	}
+	if (!g->tstart || !g->tcancel || !tep_find_field(g->tcancel, "hrtimer") ||
+	    tep_find_field(g->tcancel, "hrtimer")->offset != g->t_timer->offset)
+		g->tcancel = NULL;
 	if (w->o.kinds & HGT_WHY_PAIR) {
 		int a = pair_filter(g, w->o.from, &g->from), b;
 
@@ -1056,6 +1101,8 @@ static void why_free(struct why *w, struct hgt_merge *m)
 		map_free(&g->pending);
 		map_free(&g->timers);
 		map_free(&g->pair);
+		map_free(&g->armed);
+		map_free(&g->cancelling);
 		hgt_input_close(g->in);
 	}
 	free(w->in);
@@ -1117,9 +1164,35 @@ struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__w
 	return hgt__why_scan(opts, fn, NULL, arg, NULL);
 }
 
+/* The earliest value in @m below *@min into *@min. */
+static void map_min(const struct map *m, uint64_t *min)
+{
+	for (size_t i = 0; m->n && i < m->cap; i++)
+		if (m->k[i] && m->v[i] < *min)
+			*min = m->v[i];
+}
+
+/* The earliest record a pass from @e->upto on needs (hgt__why_scan()'s @open_from). */
+static uint64_t open_from(const struct why *w, const struct hgt__why_edges *e)
+{
+	uint64_t min = e->upto;
+
+	/* (a pass for host stretches alone keeps no delay, whatever is open) */
+	for (int i = 0; w->o.threshold_ns != UINT64_MAX && i < w->n; i++) {
+		map_min(&w->in[i].pending, &min);
+		map_min(&w->in[i].armed, &min);
+		map_min(&w->in[i].pair, &min);
+	}
+	for (size_t i = 0; i < w->nr_d; i++)
+		if (w->d[i].to > e->upto && w->d[i].need < min)
+			min = w->d[i].need;
+	return min;
+}
+
 /* How far every CPU of every input has records: the earliest of their last records (0 when
  * a CPU has none), the newest record, and per input from when all are there (the latest end
- * of a first page that is from before the span). */
+ * of a first page that is from before the span); up to when the delays are all there, and
+ * the earliest record a pass from then on needs. */
 static void edges_of(const struct why *w, struct hgt__why_edges *e)
 {
 	e->all_to = UINT64_MAX;
@@ -1137,10 +1210,16 @@ static void edges_of(const struct why *w, struct hgt__why_edges *e)
 			if (e->all_from && w->in[i].pages[c] && e->context &&
 			    e->context(e->ctx_arg, i, c) && w->in[i].first_end[c] > e->all_from[i])
 				e->all_from[i] = w->in[i].first_end[c];
+			if (e->reach)
+				e->reach(e->ctx_arg, i, c, t);
 		}
 	}
 	if (e->all_to == UINT64_MAX)
 		e->all_to = 0;
+	e->upto = e->newest > e->lag_ns ? e->newest - e->lag_ns : 0;
+	if (e->all_to > e->upto)
+		e->upto = e->all_to;
+	e->open_from = open_from(w, e);
 }
 
 /* @rec of input @g read: its CPU's last record, and its first page's. */
@@ -1229,10 +1308,10 @@ struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_s
 			host_record(&w, rec);
 		ret = guest_record(&w, idx, rec);
 	}
-	if (!ret && fn)
-		emit_segments(&w, fn, arg);
 	if (!ret && edges)
 		edges_of(&w, edges);
+	if (!ret && fn)
+		emit_segments(&w, fn, arg);
 	if (!ret) {
 		r = build(&w);
 		ret = r ? 0 : -errno;
