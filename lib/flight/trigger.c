@@ -211,11 +211,17 @@ struct stretch {
 	uint64_t open; /* the earliest start of a stretch that may go on after e->upto */
 };
 
+/* A stretch up to @to that runs to the host's last record is not over. */
+static bool going_on(const struct stretch *s, uint64_t to)
+{
+	return s->e->host_end && to >= s->e->host_end;
+}
+
 /* A stretch from @from to @to, of a trigger's kind, may go on after the span a search
- * takes hits in: the next search needs it from its start. */
+ * takes hits in, or goes on: the next search needs it from its start. */
 static void open_at(struct stretch *s, uint64_t from, uint64_t to)
 {
-	if (to > s->e->upto && from < s->open)
+	if ((to > s->e->upto || going_on(s, to)) && from < s->open)
 		s->open = from;
 }
 
@@ -227,7 +233,8 @@ static void end_run(struct stretch *s)
 	for (int k = 0; s->to && k < s->nt; k++) {
 		struct hgt__hit *h;
 
-		if (s->t[k].kind != HGT__TRIG_PREEMPT || s->to - s->from <= s->t[k].dur_ns)
+		if (s->t[k].kind != HGT__TRIG_PREEMPT || s->to - s->from <= s->t[k].dur_ns ||
+		    going_on(s, s->to))
 			continue;
 		h = add_hit(s->f);
 		if (!h)
@@ -279,7 +286,7 @@ static void on_segment(void *arg, int input, int cpu, int pid, uint64_t from, ui
 		    strcasecmp(part->what + 5, t->reason))
 			continue;
 		open_at(s, from, to);
-		if (to - from <= t->dur_ns)
+		if (to - from <= t->dur_ns || going_on(s, to))
 			continue;
 		h = add_hit(s->f);
 		if (!h)

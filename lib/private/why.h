@@ -29,8 +29,9 @@ struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__w
  * are all there as they are), and @open_from, the earliest record a pass that reads on
  * from there needs, up to @upto: of each delay still open at the end (a wakeup not run, a
  * timer armed, a pair's FROM without its TO) or ending after @upto, the record it began
- * with. Segments go to @fn with @upto known. Each CPU's last record (0: none) to @reach
- * when not NULL. */
+ * with. Segments go to @fn with @upto known, and @host_end, the host's last record (0: no
+ * host): a vCPU thread's last segment ends there, not over. Each CPU's last record (0: none)
+ * to @reach when not NULL. */
 struct tep_handle;
 struct tep_record;
 typedef void (*hgt__why_rec_fn)(void *arg, int input, struct tep_handle *tep,
@@ -42,7 +43,7 @@ struct hgt__why_edges {
 	void (*reach)(void *ctx_arg, int input, int cpu, uint64_t last);
 	void *ctx_arg;
 	uint64_t lag_ns;
-	uint64_t upto, open_from;
+	uint64_t upto, open_from, host_end;
 };
 struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_seg_fn fn,
 				     hgt__why_rec_fn rec_fn, void *arg,

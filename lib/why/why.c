@@ -1216,6 +1216,7 @@ static void edges_of(const struct why *w, struct hgt__why_edges *e)
 	}
 	if (e->all_to == UINT64_MAX)
 		e->all_to = 0;
+	e->host_end = w->host >= 0 ? w->host_end : 0;
 	e->upto = e->newest > e->lag_ns ? e->newest - e->lag_ns : 0;
 	if (e->all_to > e->upto)
 		e->upto = e->all_to;

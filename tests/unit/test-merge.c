@@ -157,20 +157,7 @@ static void test_sync_check_first_switch_out(void **state)
 	unlink(guest);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[600];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+TEST_SCRATCH_DIR(dir)
 
 int main(void)
 {

@@ -486,18 +486,7 @@ static void test_infer_adversarial(void **state)
 	hgt_input_close(oi);
 }
 
-static int setup(void **state)
-{
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[600];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+TEST_SCRATCH_DIR(dir)
 
 int main(void)
 {
