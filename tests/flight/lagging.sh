@@ -121,9 +121,9 @@ while time.monotonic() < end:
         wait_state(h, "R")
     os.sched_setaffinity(b, {cpu})
     os.write(w, b"x")
-    if i in (0, 200):  # B left on CPU 0 until the hog ends
-        os.write(hw, b"e")
-        time.sleep(0.02)
+    if i in (0, 200):  # B left on CPU 0 until it has run there (after the hog: a busy
+        os.write(hw, b"e")  # CPU 0 may run others first), and read, and sleeps again
+        wait_state(b, "S")
     i += 1
 os.close(w)
 os.close(hw)
