@@ -117,7 +117,8 @@ struct hgt_flight {
 	uint64_t skipped_bytes;	 /* pages a search left for want of time (search_max_bytes) */
 	bool said_cut;		 /* that a search reads only the newest of a window */
 	bool incremental;	 /* marker triggers alone: each search reads the pages none read */
-	uint64_t resume; /* report time: a search of delays reads from here (0: the window) */
+	uint64_t resume;      /* report time: a search of delays reads from here (0: the window) */
+	int searched_members; /* the recordings with pages when that was said */
 	double cpu_s;
 	char last_err[256];
 	int ret;
@@ -604,6 +605,13 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 
 	for (int i = 0; i < f->nm; i++)
 		paths[i] = f->m[i].snap;
+	/* a recording new to the searches (a guest's whose pages come after its host's): no
+	 * search has read it, so this one reads the window */
+	for (int i = 0, ready = 0; i < f->nm; i++)
+		if ((ready += !!f->m[i].page) > f->searched_members) {
+			f->resume = 0;
+			f->searched_members = ready;
+		}
 	n = write_members(f, now - f->o.window_ns - f->o.tick_ns, paths, false, &k, in, which);
 	f->write_ns = hgt__now_ns() - t0;
 	if (n <= 0) {
