@@ -632,7 +632,7 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 		span_of(f, &live);
 	/* the next search reads from the oldest delay open at this one's end, less a tick: a
 	 * guest's times may move with its sync from one search to the next */
-	if (!ret && !f->incremental && live.resume)
+	if (!f->incremental && !ret)
 		f->resume = live.resume > f->o.tick_ns ? live.resume - f->o.tick_ns : 0;
 	if (!ret && final && later)
 		say(f,

@@ -29,7 +29,8 @@ struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__w
  * are all there as they are), and @open_from, the earliest record a pass that reads on
  * from there needs, up to @upto: of each delay still open at the end (a wakeup not run, a
  * timer armed, a pair's FROM without its TO) or ending after @upto, the record it began
- * with. Segments go to @fn with @upto known, and @host_end, the host's last record (0: no
+ * with (0, from the start, when the inputs' times are not one clock: a guest not in its
+ * host's time). Segments go to @fn with @upto known, and @host_end, the host's last record (0: no
  * host): a vCPU thread's last segment ends there, not over. Each CPU's last record (0: none)
  * to @reach when not NULL. */
 struct tep_handle;

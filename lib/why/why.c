@@ -1220,7 +1220,12 @@ static void edges_of(const struct why *w, struct hgt__why_edges *e)
 	e->upto = e->newest > e->lag_ns ? e->newest - e->lag_ns : 0;
 	if (e->all_to > e->upto)
 		e->upto = e->all_to;
+	/* a guest not in its host's time (no host, or no TIME_SHIFT): its times and the host's
+	 * are two clocks, and no one time says where a pass must start: from the start */
 	e->open_from = open_from(w, e);
+	for (int i = 0; w->n > 1 && i < w->n; i++)
+		if (i != w->host && (w->host < 0 || !hgt_input_time_shift(w->in[i].in)))
+			e->open_from = 0;
 }
 
 /* @rec of input @g read: its CPU's last record, and its first page's. */
