@@ -2,8 +2,11 @@
 /*
  * A thread that writes a maker's output while the maker goes on making it: the maker hands
  * over a full buffer and takes an empty one back, so the write(2)s and the page cache's
- * cost of them run on another core. The bytes reach the FILE in the order handed over.
+ * cost of them run on another core. The bytes reach the FILE in the order handed over,
+ * written to its descriptor straight from the buffers (the FILE flushed first): fwrite()
+ * copied a MB buffer into its own before the write, 3% of a JSON export's time.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +17,8 @@
 #define SLOTS 4 /* buffers queued at most: then the maker waits for the writer */
 
 struct hgt__bgwrite {
-	FILE *out;
+	int fd;
+	int err; /* the first failed write's errno: nothing is written after it */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -39,7 +43,8 @@ static void *writer(void *arg)
 			break;
 		b = w->q[w->head];
 		pthread_mutex_unlock(&w->lock);
-		fwrite(b.p, 1, b.len, w->out); /* an error stays in the FILE (ferror) */
+		if (!w->err)
+			w->err = -hgt__write_full(w->fd, b.p, b.len);
 		pthread_mutex_lock(&w->lock);
 		w->head = (w->head + 1) % SLOTS;
 		w->n--;
@@ -56,15 +61,19 @@ static void *writer(void *arg)
 
 /**
  * hgt__bgwrite_start - a writer thread for @out, or NULL when none can be started (the
- * caller then writes itself).
+ * caller then writes itself). @out is flushed; until hgt__bgwrite_end(), only the thread
+ * writes to it.
  */
 struct hgt__bgwrite *hgt__bgwrite_start(FILE *out)
 {
-	struct hgt__bgwrite *w = calloc(1, sizeof(*w));
+	struct hgt__bgwrite *w;
 
+	if (fflush(out) || fileno(out) < 0)
+		return NULL;
+	w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	w->out = out;
+	w->fd = fileno(out);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	if (hgt__thread_create(&w->thread, writer, w)) {
@@ -99,11 +108,14 @@ void hgt__bgwrite_put(struct hgt__bgwrite *w, struct hgt__blob *b)
 
 /**
  * hgt__bgwrite_end - wait until everything put is written, and free @w (NULL: nothing).
+ * Returns 0, or -errno of the first write that failed.
  */
-void hgt__bgwrite_end(struct hgt__bgwrite *w)
+int hgt__bgwrite_end(struct hgt__bgwrite *w)
 {
+	int err;
+
 	if (!w)
-		return;
+		return 0;
 	pthread_mutex_lock(&w->lock);
 	w->end = true;
 	pthread_cond_broadcast(&w->cond);
@@ -113,5 +125,7 @@ void hgt__bgwrite_end(struct hgt__bgwrite *w)
 		free(w->spare[i].p);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
+	err = w->err;
 	free(w);
+	return -err;
 }

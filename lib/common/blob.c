@@ -6,19 +6,29 @@
 
 #include "common-local.h"
 
+/* Room for @n more bytes after b->len: 0, or -ENOMEM (b->oom set). */
+int hgt__blob_room(struct hgt__blob *b, size_t n)
+{
+	size_t c;
+	uint8_t *p;
+
+	if (b->p && n <= b->cap - b->len)
+		return 0;
+	c = (b->len + n) * 2 + 256;
+	p = realloc(b->p, c);
+	if (!p) {
+		b->oom = true;
+		return -ENOMEM;
+	}
+	b->p = p;
+	b->cap = c;
+	return 0;
+}
+
 int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n)
 {
-	if (b->len + n > b->cap) {
-		size_t c = (b->len + n) * 2 + 256;
-		uint8_t *p = realloc(b->p, c);
-
-		if (!p) {
-			b->oom = true;
-			return -ENOMEM;
-		}
-		b->p = p;
-		b->cap = c;
-	}
+	if (b->len + n > b->cap && hgt__blob_room(b, n))
+		return -ENOMEM;
 	if (n)
 		memcpy(b->p + b->len, v, n);
 	b->len += n;

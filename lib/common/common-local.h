@@ -63,6 +63,7 @@ struct hgt__blob {
 	bool oom; /* a put failed */
 };
 int hgt__blob_put(struct hgt__blob *b, const void *v, size_t n);
+int hgt__blob_room(struct hgt__blob *b, size_t n);
 /* hgt__blob_put(), inline where @n bytes fit (writers of many small pieces) */
 static inline int hgt__blob_add(struct hgt__blob *b, const void *v, size_t n)
 {
@@ -91,11 +92,11 @@ int hgt__blob_item(struct hgt__blob *b, const void *text, size_t n, int size_byt
 
 /* A thread writing a maker's buffers to a FILE, in order, while the maker goes on
  * (bgwrite.c): start (NULL: none, write yourself), put a full buffer and take an empty one
- * back, end (all written, the thread joined). A failed write stays in the FILE (ferror). */
+ * back, end (all written, the thread joined: -errno of a failed write, or 0). */
 struct hgt__bgwrite;
 struct hgt__bgwrite *hgt__bgwrite_start(FILE *out);
 void hgt__bgwrite_put(struct hgt__bgwrite *w, struct hgt__blob *b);
-void hgt__bgwrite_end(struct hgt__bgwrite *w);
+int hgt__bgwrite_end(struct hgt__bgwrite *w);
 
 /* blob.c: "00" to "99", two digits per division */
 extern const char hgt__digit_pairs[201];

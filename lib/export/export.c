@@ -79,6 +79,37 @@ struct session {
 	struct hgt__par *par;	  /* workers formatting batches (NULL: the main thread) */
 };
 
+/* An iid remembered while the interning it came from lasts (epoch: exporter.epoch). */
+struct kept_iid {
+	uint64_t iid; /* 0: none */
+	unsigned int epoch;
+};
+
+/*
+ * How put_fields() writes an event's own fields, decided once per event: which fields,
+ * read how, named how. Made the first time the event is written, kept for the export (an
+ * event's format does not change).
+ */
+enum { FO_NUM, FO_STR, FO_BYTES };
+struct field_out {
+	const struct tep_format_field *fl;
+	const char *json; /* JSON: ,"NAME": */
+	size_t json_len;
+	struct kept_iid iid; /* protobuf: NAME's debug annotation name */
+	int offset, size;
+	uint8_t kind; /* FO_* */
+	bool sign;
+	bool load; /* a number read with one load: 1, 2, 4 or 8 bytes in the machine's order */
+};
+
+struct fields {
+	const struct tep_event *ev;
+	struct kept_iid name, cat; /* protobuf: the event's name and system */
+	char *names;		   /* the fields' JSON names, one after another */
+	int n;
+	struct field_out f[];
+};
+
 /* A formatting context: the main thread's, or a worker's with its own handles. Protobuf
  * messages are built in hgt__bufs (Perfetto's trace format, written by hand from its
  * documented field numbers: protos/perfetto/trace/...). */
@@ -122,7 +153,12 @@ struct exporter {
 		struct tep_handle *tep;
 		int id;
 		struct tep_event *ev;
+		struct fields *fs; /* its fields' plan (NULL: not looked up yet) */
 	} evc[EV_SLOTS];
+	struct fields **fields; /* every event's plan made so far, to free and find again */
+	int nfields, capfields;
+	unsigned int epoch;	   /* intern_reset()s so far: an iid kept from before is stale */
+	struct kept_iid common[4]; /* common_pid, common_comm, common_info, pid */
 };
 
 /* ---- protobuf encoding ---- */
@@ -229,40 +265,6 @@ static size_t varint_len(uint64_t v)
 static size_t pb_field_len(unsigned int field, size_t len)
 {
 	return varint_len((uint64_t)field << 3 | WT_LEN) + varint_len(len) + len;
-}
-
-/*
- * A length-delimited field @field of @b written in place, instead of built apart and copied
- * in (pb_msg()): its key and one byte for its length, which most annotations fit. Returns
- * where its body starts, for pb_close().
- */
-static size_t pb_open(struct hgt__blob *b, unsigned int field)
-{
-	uint8_t t[11];
-	size_t n = hgt__varint(t, (uint64_t)field << 3 | WT_LEN);
-
-	t[n++] = 0;
-	hgt__blob_add(b, t, n);
-	return b->len;
-}
-
-/* Its length written; a body of 128 bytes or more is moved up for the longer length (the
- * bytes are pb_msg()'s). */
-static void pb_close(struct hgt__blob *b, size_t start)
-{
-	uint8_t t[10];
-	size_t len, n;
-
-	if (b->oom || b->len < start)
-		return;
-	len = b->len - start;
-	n = hgt__varint(t, len);
-	if (n > 1) {
-		if (hgt__blob_put(b, t, n - 1)) /* the room: b->len grows by n - 1 */
-			return;
-		memmove(b->p + start + n - 1, b->p + start, len);
-	}
-	memcpy(b->p + start - 1, t, n);
 }
 
 /* Write a Trace.packet of @x->ev as its field @field (a track event or descriptor), with
@@ -384,6 +386,7 @@ static void intern_reset(struct exporter *x)
 	memset(x->by_addr, 0, sizeof(x->by_addr));
 	x->interned.len = 0;
 	x->cleared = false;
+	x->epoch++;
 }
 
 static void intern_free(struct exporter *x)
@@ -398,20 +401,64 @@ static void intern_free(struct exporter *x)
 	free(x->entry.p);
 }
 
-/* A debug annotation: @name (a format's field name or a literal: intern_fixed()) = a number
- * (signed or not) or, with @str, a string. */
-static void pb_ann(struct exporter *x, const char *name, const char *str, size_t n, int64_t v,
-		   bool sign)
+/* intern_fixed() of @str, remembered in *@k until the interning is reset */
+static uint64_t intern_kept(struct exporter *x, struct kept_iid *k, int kind, const char *str)
 {
-	uint64_t iid = intern_fixed(x, ID_DEBUG_ANNOTATION_NAMES, name);
-	size_t at = pb_open(&x->ev, TE_DEBUG_ANNOTATIONS);
+	if (!k->iid || k->epoch != x->epoch) {
+		k->iid = intern_fixed(x, kind, str);
+		k->epoch = x->epoch;
+	}
+	return k->iid;
+}
 
-	pb_uint(&x->ev, DA_NAME_IID, iid);
-	if (str)
-		pb_str(&x->ev, DA_STRING, str, n);
-	else
-		pb_uint(&x->ev, sign ? DA_INT : DA_UINT, (uint64_t)v);
-	pb_close(&x->ev, at);
+/* The bytes of a varint field @field holding @v: its key and @v. */
+static size_t pb_uint_len(unsigned int field, uint64_t v)
+{
+	return varint_len((uint64_t)field << 3 | WT_VARINT) + varint_len(v);
+}
+
+/* A debug annotation named by @iid (ID_DEBUG_ANNOTATION_NAMES) = a number (signed or not)
+ * or, with @str, a string (up to its first NUL), written whole: its length is counted
+ * first, so nothing is moved after. */
+static void pb_ann_iid(struct exporter *x, uint64_t iid, const char *str, size_t n, int64_t v,
+		       bool sign)
+{
+	struct hgt__blob *b = &x->ev;
+	unsigned int vf = sign ? DA_INT : DA_UINT;
+	size_t body = pb_uint_len(DA_NAME_IID, iid);
+	uint8_t *q;
+
+	if (str) {
+		n = strnlen(str, n);
+		body += pb_field_len(DA_STRING, n);
+	} else {
+		body += pb_uint_len(vf, (uint64_t)v);
+	}
+	/* besides the body: the annotation's key (1 byte) and length (at most 10) */
+	if (hgt__blob_room(b, body + 11))
+		return;
+	q = b->p + b->len; /* written through one pointer: the length stays in a register */
+	q += hgt__varint(q, (uint64_t)TE_DEBUG_ANNOTATIONS << 3 | WT_LEN);
+	q += hgt__varint(q, body);
+	q += hgt__varint(q, (uint64_t)DA_NAME_IID << 3 | WT_VARINT);
+	q += hgt__varint(q, iid);
+	if (str) {
+		q += hgt__varint(q, (uint64_t)DA_STRING << 3 | WT_LEN);
+		q += hgt__varint(q, n);
+		memcpy(q, str, n);
+		q += n;
+	} else {
+		q += hgt__varint(q, (uint64_t)vf << 3 | WT_VARINT);
+		q += hgt__varint(q, (uint64_t)v);
+	}
+	b->len = (size_t)(q - b->p);
+}
+
+/* pb_ann_iid() of a name that stays at its address (a literal), its iid kept in *@k */
+static void pb_ann(struct exporter *x, struct kept_iid *k, const char *name, const char *str,
+		   size_t n, int64_t v, bool sign)
+{
+	pb_ann_iid(x, intern_kept(x, k, ID_DEBUG_ANNOTATION_NAMES, name), str, n, v, sign);
 }
 
 /* The track descriptor of a process (@kind 0) or of one of its CPU threads. */
@@ -587,9 +634,10 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 		pb_uint(&x->ev, TE_TRACK_UUID, track_uuid(si, cpu, kind));
 		pb_uint(&x->ev, TE_NAME_IID, intern(x, ID_EVENT_NAMES, name));
 		if (pid >= 0)
-			pb_ann(x, "pid", NULL, 0, pid, true);
-		if (key)
-			pb_ann(x, key, val, n, 0, false);
+			pb_ann(x, &x->common[3], "pid", NULL, 0, pid, true);
+		if (key) /* "switch" or "exit" */
+			pb_ann_iid(x, intern_fixed(x, ID_DEBUG_ANNOTATION_NAMES, key), val, n, 0,
+				   false);
 		pb_packet(x, PKT_TRACK_EVENT, true, from);
 		pb_uint(&x->ev, TE_TYPE, TYPE_SLICE_END);
 		pb_uint(&x->ev, TE_TRACK_UUID, track_uuid(si, cpu, kind));
@@ -616,62 +664,197 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 	put_s(&x->o, "}}");
 }
 
-/* The event's own fields: numbers, and strings (char arrays); JSON members or, in
- * protobuf, debug annotations. */
-static void put_fields(struct exporter *x, struct tep_handle *tep, struct tep_event *ev,
+/* The plan of field @fl (a string or a number put_fields() writes), its JSON name
+ * written into @names; false for a field it leaves out. */
+static bool field_out(struct field_out *fo, const struct tep_format_field *fl, bool native,
+		      struct hgt__blob *names)
+{
+	memset(fo, 0, sizeof(*fo));
+	fo->fl = fl;
+	fo->offset = fl->offset;
+	fo->size = fl->size;
+	if (fl->flags & TEP_FIELD_IS_STRING) {
+		fo->kind = hgt__field_is_bytes(fl) ? FO_BYTES : FO_STR;
+	} else if (!(fl->flags & (TEP_FIELD_IS_ARRAY | TEP_FIELD_IS_DYNAMIC)) && fl->size > 0 &&
+		   fl->size <= 8 && fl->offset >= 0) {
+		fo->kind = FO_NUM;
+		fo->sign = fl->flags & TEP_FIELD_IS_SIGNED;
+		fo->load = native &&
+			   (fl->size == 1 || fl->size == 2 || fl->size == 4 || fl->size == 8);
+	} else {
+		return false;
+	}
+	fo->json_len = names->len; /* its start, until the names are placed */
+	hgt__blob_add(names, ",", 1);
+	hgt__json_blob(names, fl->name, strlen(fl->name));
+	hgt__blob_add(names, ":", 1);
+	fo->json_len = names->len - fo->json_len;
+	return true;
+}
+
+/* @ev's fields' plan, made now (NULL when out of memory). */
+static struct fields *fields_new(struct tep_handle *tep, const struct tep_event *ev)
+{
+	bool native = !tep_is_file_bigendian(tep) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+	struct hgt__blob names = { 0 };
+	struct fields *fs;
+	size_t at = 0;
+	int n = 0;
+
+	for (const struct tep_format_field *fl = ev->format.fields; fl; fl = fl->next)
+		n++;
+	fs = calloc(1, sizeof(*fs) + (size_t)n * sizeof(fs->f[0]));
+	if (!fs)
+		return NULL;
+	fs->ev = ev;
+	for (const struct tep_format_field *fl = ev->format.fields; fl; fl = fl->next)
+		fs->n += field_out(&fs->f[fs->n], fl, native, &names);
+	if (names.oom) {
+		free(names.p);
+		free(fs);
+		return NULL;
+	}
+	fs->names = (char *)names.p;
+	for (int i = 0; i < fs->n; i++) { /* placed once the blob is whole: it moves */
+		fs->f[i].json = fs->names + at;
+		at += fs->f[i].json_len;
+	}
+	return fs;
+}
+
+static void fields_free(struct fields *fs)
+{
+	if (fs)
+		free(fs->names);
+	free(fs);
+}
+
+/* The plan of event @e (an event slot) of handle @tep, made or found again; NULL when out
+ * of memory (x->o.oom then set). */
+static struct fields *fields_of(struct exporter *x, struct ev_slot *e, struct tep_handle *tep)
+{
+	struct fields *fs = NULL;
+
+	if (e->fs)
+		return e->fs;
+	for (int i = 0; i < x->nfields && !fs; i++)
+		if (x->fields[i]->ev == e->ev)
+			fs = x->fields[i];
+	if (!fs) {
+		if (x->nfields == x->capfields) {
+			int cap = x->capfields ? 2 * x->capfields : 32;
+			struct fields **nf = realloc(x->fields, (size_t)cap * sizeof(*nf));
+
+			if (!nf) {
+				x->o.oom = true;
+				return NULL;
+			}
+			x->fields = nf;
+			x->capfields = cap;
+		}
+		fs = fields_new(tep, e->ev);
+		if (!fs) {
+			x->o.oom = true;
+			return NULL;
+		}
+		x->fields[x->nfields++] = fs;
+	}
+	e->fs = fs;
+	return fs;
+}
+
+/* Number field @f of @rec, extended to 64 bits when signed. */
+static uint64_t field_num(struct tep_handle *tep, const struct field_out *f,
+			  const struct tep_record *rec)
+{
+	const char *p = (const char *)rec->data + f->offset;
+	uint64_t v;
+
+	if (f->load) {
+		switch (f->size) {
+		case 1:
+			v = *(const uint8_t *)p;
+			break;
+		case 2: {
+			uint16_t u;
+
+			memcpy(&u, p, 2);
+			v = u;
+			break;
+		}
+		case 4: {
+			uint32_t u;
+
+			memcpy(&u, p, 4);
+			v = u;
+			break;
+		}
+		default:
+			memcpy(&v, p, 8);
+		}
+	} else {
+		v = tep_read_number(tep, p, f->size);
+	}
+	if (f->sign && f->size < 8 && (v >> (8 * f->size - 1)) & 1)
+		v |= ~0ULL << (8 * f->size);
+	return v;
+}
+
+/* The event's own fields (plan @fs): numbers, and strings (char arrays); JSON members or,
+ * in protobuf, debug annotations. */
+static void put_fields(struct exporter *x, struct tep_handle *tep, struct fields *fs,
 		       struct tep_record *rec)
 {
 	struct hgt__blob *o = &x->o;
 
-	for (struct tep_format_field *fl = ev->format.fields; fl; fl = fl->next) {
+	for (int i = 0; i < fs->n; i++) {
+		struct field_out *f = &fs->f[i];
 		const char *p;
 		size_t n;
 
-		if (fl->flags & TEP_FIELD_IS_STRING) {
-			if (!hgt__field_str(rec, fl, &p, &n))
-				continue;
-			if (hgt__field_is_bytes(fl)) {
-				x->bytes.len = 0;
-				hgt__bytes_text(&x->bytes, p, n);
-				if (x->bytes.oom)
-					continue;
-				p = (const char *)x->bytes.p;
-				n = x->bytes.len;
-			}
-			if (x->pb) {
-				pb_ann(x, fl->name, p, n, 0, false);
-				continue;
-			}
-			put_s(o, ",");
-			put_json_fixed(x, fl->name);
-			put_s(o, ":");
-			hgt__json_blob(o, p, n);
-		} else if (!(fl->flags & (TEP_FIELD_IS_ARRAY | TEP_FIELD_IS_DYNAMIC)) &&
-			   fl->size > 0 && fl->size <= 8 && fl->offset >= 0 &&
-			   fl->offset + fl->size <= rec->size) {
-			unsigned long long v = tep_read_number(
-				tep, (const char *)rec->data + fl->offset, fl->size);
-			bool sign = fl->flags & TEP_FIELD_IS_SIGNED;
+		if (f->kind == FO_NUM) {
+			uint64_t v;
 
-			if (sign && fl->size < 8 && (v >> (8 * fl->size - 1)) & 1)
-				v |= ~0ULL << (8 * fl->size);
+			if (f->offset + f->size > rec->size)
+				continue;
+			v = field_num(tep, f, rec);
 			if (x->pb) {
-				pb_ann(x, fl->name, NULL, 0, (int64_t)v, sign);
+				pb_ann_iid(x,
+					   intern_kept(x, &f->iid, ID_DEBUG_ANNOTATION_NAMES,
+						       f->fl->name),
+					   NULL, 0, (int64_t)v, f->sign);
 				continue;
 			}
-			put_s(o, ",");
-			put_json_fixed(x, fl->name);
-			put_s(o, ":");
-			if (sign)
+			hgt__blob_add(o, f->json, f->json_len);
+			if (f->sign)
 				put_i64(o, (long long)v);
 			else
 				put_u64(o, v, 1);
+			continue;
 		}
+		if (!hgt__field_str(rec, f->fl, &p, &n))
+			continue;
+		if (f->kind == FO_BYTES) {
+			x->bytes.len = 0;
+			hgt__bytes_text(&x->bytes, p, n);
+			if (x->bytes.oom)
+				continue;
+			p = (const char *)x->bytes.p;
+			n = x->bytes.len;
+		}
+		if (x->pb) {
+			pb_ann_iid(x,
+				   intern_kept(x, &f->iid, ID_DEBUG_ANNOTATION_NAMES, f->fl->name),
+				   p, n, 0, false);
+			continue;
+		}
+		hgt__blob_add(o, f->json, f->json_len);
+		hgt__json_blob(o, p, n);
 	}
 }
 
-/* tep_find_event_by_record() of source @si's handle in this context, remembered by id. */
-static struct tep_event *event_of(struct exporter *x, int si, struct tep_record *rec)
+/* tep_find_event() of source @si's handle in this context, remembered by id: its slot. */
+static struct ev_slot *event_slot(struct exporter *x, int si, struct tep_record *rec)
 {
 	struct tep_handle *tep = x->tep[si];
 	int id = hgt__record_type(tep, x->type_off[si], rec);
@@ -681,31 +864,45 @@ static struct tep_event *event_of(struct exporter *x, int si, struct tep_record 
 		e->tep = tep;
 		e->id = id;
 		e->ev = tep_find_event(tep, id);
+		e->fs = NULL;
 	}
-	return e->ev;
+	return e;
 }
 
-/* The record as an instant on its CPU's events thread, with its fields and texts. */
-static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
-		    struct tep_event *ev)
+static struct tep_event *event_of(struct exporter *x, int si, struct tep_record *rec)
+{
+	return event_slot(x, si, rec)->ev;
+}
+
+/* The record as an instant on its CPU's events thread, with its fields and texts (@e: its
+ * event's slot). */
+static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec, struct ev_slot *e)
 {
 	struct tep_handle *tep = x->tep[si];
+	struct tep_event *ev = e->ev;
+	struct fields *fs = ev ? fields_of(x, e, tep) : NULL;
 	int pid = tep_data_pid(tep, rec);
 	const char *text, *name = ev ? ev->name : "unknown", *sys = ev ? ev->system : "unknown";
 	size_t len;
 
+	if (ev && !fs)
+		return; /* out of memory: said at the end */
 	if (x->pb) {
 		pb_uint(&x->ev, TE_TYPE, TYPE_INSTANT);
 		pb_uint(&x->ev, TE_TRACK_UUID, track_uuid(si, cpu, TID_EVENTS));
-		pb_uint(&x->ev, TE_NAME_IID, intern_fixed(x, ID_EVENT_NAMES, name));
-		pb_uint(&x->ev, TE_CATEGORY_IIDS, intern_fixed(x, ID_EVENT_CATEGORIES, sys));
-		pb_ann(x, "common_pid", NULL, 0, pid, true);
+		pb_uint(&x->ev, TE_NAME_IID,
+			fs ? intern_kept(x, &fs->name, ID_EVENT_NAMES, name)
+			   : intern_fixed(x, ID_EVENT_NAMES, name));
+		pb_uint(&x->ev, TE_CATEGORY_IIDS,
+			fs ? intern_kept(x, &fs->cat, ID_EVENT_CATEGORIES, sys)
+			   : intern_fixed(x, ID_EVENT_CATEGORIES, sys));
+		pb_ann(x, &x->common[0], "common_pid", NULL, 0, pid, true);
 		text = hgt__comm_cached(&x->comms, tep, pid, NULL);
-		pb_ann(x, "common_comm", text, strlen(text), 0, false);
-		if (ev)
-			put_fields(x, tep, ev, rec);
+		pb_ann(x, &x->common[1], "common_comm", text, strlen(text), 0, false);
+		if (fs)
+			put_fields(x, tep, fs, rec);
 		text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
-		pb_ann(x, "common_info", text, len, 0, false);
+		pb_ann(x, &x->common[2], "common_info", text, len, 0, false);
 		pb_packet(x, PKT_TRACK_EVENT, true, rec->ts);
 		return;
 	}
@@ -721,8 +918,8 @@ static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 	put_s(&x->o, ",\"common_comm\":");
 	text = hgt__comm_cached(&x->comms, tep, pid, NULL);
 	put_json(&x->o, text);
-	if (ev)
-		put_fields(x, tep, ev, rec);
+	if (fs)
+		put_fields(x, tep, fs, rec);
 	text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
 	put_s(&x->o, ",\"common_info\":");
 	hgt__json_blob(&x->o, text, len);
@@ -932,14 +1129,15 @@ static void render(struct exporter *x, int si, int cpu, struct tep_record *rec,
 		   const struct plan *pl)
 {
 	static const char *const keys[] = { NULL, "switch", "exit" };
-	struct tep_event *ev = rec ? event_of(x, si, rec) : NULL;
+	struct ev_slot *e = rec ? event_slot(x, si, rec) : NULL;
+	struct tep_event *ev = e ? e->ev : NULL;
 
 	if (pl->reset)
 		intern_reset(x);
 	if (pl->named)
 		thread_name(x, si, cpu, TID_EVENTS);
-	if (pl->instant)
-		instant(x, si, cpu, rec, ev);
+	if (pl->instant && e)
+		instant(x, si, cpu, rec, e);
 	for (int i = 0; i < pl->nsl; i++) {
 		const struct slice *sl = &pl->sl[i];
 		const char *text = NULL;
@@ -1175,6 +1373,9 @@ static void maker_free(struct exporter *x)
 	intern_free(x);
 	for (int i = 0; i < ADDR_SLOTS; i++)
 		free(x->json_by_addr[i].json);
+	for (int i = 0; i < x->nfields; i++)
+		fields_free(x->fields[i]);
+	free(x->fields);
 	trace_seq_destroy(&x->seq);
 	hgt__info_memo_free(x->memo);
 	free(x->type_off);
@@ -1364,7 +1565,7 @@ static int export_session(const struct hgt_export_opts *opts, bool pb)
 	struct hgt__kvm_map km = { 0 };
 	struct tep_handle **teps;
 	struct hgt_merge *m;
-	int ret;
+	int ret, werr;
 
 	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o))
 		return -EINVAL;
@@ -1401,9 +1602,11 @@ static int export_session(const struct hgt_export_opts *opts, bool pb)
 			put_s(&ss.mk->o, "\n]}\n");
 		if (!ss.mk->o.oom)
 			flush_out(ss.mk, true);
-		hgt__bgwrite_end(ss.bw);
+		werr = hgt__bgwrite_end(ss.bw);
 		if (!ret && maker_oom(ss.mk))
 			ret = -ENOMEM;
+		if (!ret && werr)
+			ret = hgt__errorf(-werr, "export: write failed: %s", strerror(-werr));
 		if (!ret && (fflush(ss.out) || ferror(ss.out)))
 			ret = hgt__errorf(EIO, "export: write failed: %s", strerror(errno));
 	}

@@ -56,6 +56,14 @@ if mkdir small && mount -t tmpfs -o size=40k tmpfs small 2> /dev/null; then
 	else
 		tap_fail "full disk: $(ls -A small): $(cat tap-err.txt)"
 	fi
+	# export's writes are made by its writer thread: its failure is the error line too
+	for fmt in chrome-json perfetto; do
+		TAP_WANT="No space left on device" tap_refuses "export --format $fmt to a full disk" \
+			"a.dat" "$HGTRACE" export --format $fmt -o small/out.dat a.dat
+		cmp -s small/out.dat prev.txt && [ "$(ls -A small)" = out.dat ] &&
+			tap_ok "export --format $fmt to a full disk: the previous output intact, no temporary left" ||
+			tap_fail "export --format $fmt to a full disk: $(ls -A small)"
+	done
 	umount small
 else
 	tap_skip "convert to a full disk" "cannot mount a tmpfs here (not root?)"
