@@ -13,9 +13,9 @@
 #include "../common/common-local.h"
 #include "../private/report.h"
 
-/* Whether the 16 bytes at @p are all kept as they are by hgt__json_blob() (printable
- * ASCII but '"', '\\' and '<'; no NUL). */
-static inline bool plain16(const char *p)
+/* The bytes among the 16 at @p that hgt__json_blob() does not keep as they are (any but
+ * printable ASCII, and '"', '\\' and '<'; NUL too), a bit each; without SSE2 all of them. */
+static inline unsigned int unplain16(const char *p)
 {
 #ifdef __SSE2__
 	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
@@ -26,10 +26,10 @@ static inline bool plain16(const char *p)
 	bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
 	bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
 	bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('<')));
-	return !_mm_movemask_epi8(bad);
+	return (unsigned int)_mm_movemask_epi8(bad);
 #else
 	(void)p;
-	return false; /* byte by byte */
+	return 0xffff; /* byte by byte */
 #endif
 }
 
@@ -48,25 +48,39 @@ void hgt__json_blob(struct hgt__blob *b, const char *p, size_t n)
 		/* '\\' */ [0x5d ... 0x7e] = 1,
 	};
 	static const char hex[] = "0123456789abcdef";
-	size_t i = 0, run = 0, bytewise = 0; /* bytes before @bytewise: one at a time */
+	size_t i = 0, run = 0; /* bytes from @run on: kept, not yet put */
 	char esc[8];
 
 	hgt__blob_add(b, "\"", 1);
-	for (; i < n && p[i]; i++) {
+	while (i < n) {
 		unsigned char c;
 
-		if (i >= bytewise) { /* most text: 16 plain bytes at a time */
-			while (i + 16 <= n && plain16(p + i))
+		if (i + 16 <= n) { /* most text: 16 bytes at a time, on to the first not kept */
+			unsigned int m = unplain16(p + i);
+
+			if (!m) {
 				i += 16;
-			bytewise = i + 16; /* one of these is not plain, or the end is near */
-			if (i >= n || !p[i])
+				continue;
+			}
+			i += (size_t)__builtin_ctz(m);
+		} else if (n >= 16) { /* the tail: the last 16 bytes, those before @i left out */
+			unsigned int m = unplain16(p + n - 16) >> (i - (n - 16));
+
+			if (!m) {
+				i = n;
 				break;
+			}
+			i += (size_t)__builtin_ctz(m);
 		}
 		c = (unsigned char)p[i];
-		if (plain[c])
+		if (!c)
+			break;
+		if (plain[c]) {
+			i++;
 			continue; /* put with the run it belongs to */
+		}
 		hgt__blob_add(b, p + run, i - run);
-		run = i + 1;
+		run = ++i;
 		if (c == '"' || c == '\\') {
 			esc[0] = '\\';
 			esc[1] = (char)c;
