@@ -136,7 +136,9 @@ s = open(p).read(); open(p, "w").write(s.replace(a, b, 1))' "$src/$f" "$pat" "$r
 			echo "SURVIVED   $what ($names, $((SECONDS - s)) s)"
 			survived=$((survived + 1))
 		else
-			echo "killed     $what (by $(grep -oE '[a-z0-9-]+ +(FAIL|TIMEOUT|ERROR)' "$dir/test.log" | awk '{ print $1 }' | paste -sd, -), $((SECONDS - s)) s)"
+			# meson's result lines ("N/M project:suite / name  FAIL"), not a test's own
+			# output that says FAIL or ERROR (protobuf's decoder does)
+			echo "killed     $what (by $(grep -oE '^ *[0-9]+/[0-9]+ [^ ]+ / [a-z0-9-]+ +(FAIL|TIMEOUT|ERROR)' "$dir/test.log" | awk '{ print $4 }' | sort -u | paste -sd, -), $((SECONDS - s)) s)"
 			killed=$((killed + 1))
 		fi
 	fi
