@@ -2,15 +2,15 @@
 /*
  * Per-CPU cursors: stream one CPU's ring-buffer pages from the file with bounded memory
  * (a window of pages, or one decompressed chunk), validate each page header, and decode
- * events with libtraceevent's kbuffer.
+ * its events as libtraceevent's kbuffer does (subbuf.h).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <traceevent/event-parse.h>
-#include <traceevent/kbuffer.h>
 
+#include "subbuf.h"
 #include "tracedat-local.h"
 
 #define WINDOW_PAGES 16
@@ -38,7 +38,7 @@ struct hgt_cursor {
 	size_t cbuf_cap;
 	void *dctx;
 
-	struct kbuffer *kb;
+	struct hgt__subbuf sb;
 	uint8_t *page;	   /* current page, NULL when none is loaded */
 	uint64_t page_off; /* its file offset (uncompressed) or its chunk's */
 	uint32_t commit;   /* bytes of event data in the current page */
@@ -108,10 +108,8 @@ struct hgt_cursor *hgt_cursor_open(struct hgt_input *in, int buffer, int cpu)
 		c->off = b->cpus[cpu].offset;
 		c->end = b->cpus[cpu].offset + b->cpus[cpu].size;
 	}
-	c->kb = kbuffer_alloc(in->kernel_long_size == 8 ? KBUFFER_LSIZE_8 : KBUFFER_LSIZE_4,
-			      in->big_endian ? KBUFFER_ENDIAN_BIG : KBUFFER_ENDIAN_LITTLE);
-	if (!c->kb)
-		goto fail;
+	c->sb.long8 = in->kernel_long_size == 8;
+	c->sb.big = in->big_endian;
 	if (c->compressed && b->cpus[cpu].present) {
 		uint8_t cnt[4];
 
@@ -143,8 +141,6 @@ void hgt_cursor_close(struct hgt_cursor *c)
 {
 	if (!c)
 		return;
-	if (c->kb)
-		kbuffer_free(c->kb);
 	hgt__dctx_free(c->in, c->dctx);
 	free(c->win);
 	free(c->cbuf);
@@ -239,7 +235,16 @@ int hgt__cursor_next_pages(struct hgt_cursor *c, const uint8_t **pages, size_t *
 	return 1;
 }
 
-/* Load the next non-empty page. Returns 1, 0 at the end, or a negative errno. */
+static int stuck(struct hgt_cursor *c)
+{
+	return hgt__error(
+		c->in, c->page_off, EBADMSG,
+		"cpu %d: padding at page offset %u leads back to offset %u: the page's events cannot be walked",
+		c->cpu, c->hdr_size + c->sb.curr, c->hdr_size + c->sb.next);
+}
+
+/* Load the next non-empty page: its first event, if any, is current. Returns 1, 0 at the
+ * end, or a negative errno. */
 static int next_page(struct hgt_cursor *c)
 {
 	struct hgt_input *in = c->in;
@@ -286,8 +291,7 @@ static int next_page(struct hgt_cursor *c)
 		c->page_ts = hgt__get64(in, p);
 		c->last = NULL;
 		c->events_in_page = 0;
-		kbuffer_load_subbuffer(c->kb, p);
-		return 1;
+		return hgt__subbuf_load(&c->sb, p) < 0 ? stuck(c) : 1;
 	}
 }
 
@@ -297,7 +301,6 @@ static int next_page(struct hgt_cursor *c)
 int hgt_cursor_next(struct hgt_cursor *c, struct tep_record *rec)
 {
 	for (;;) {
-		unsigned long long ts;
 		uint8_t *data;
 		int size;
 
@@ -306,15 +309,24 @@ int hgt_cursor_next(struct hgt_cursor *c, struct tep_record *rec)
 
 			if (ret <= 0)
 				return ret;
-			data = kbuffer_read_event(c->kb, &ts);
+			/* the walk is on the first event, or past the page's end */
+			ret = c->sb.curr < c->sb.size;
+			if (!ret) {
+				c->page = NULL;
+				continue;
+			}
 		} else {
-			data = kbuffer_next_event(c->kb, &ts);
+			int ret = hgt__subbuf_next(&c->sb);
+
+			if (ret < 0)
+				return stuck(c);
+			if (!ret) {
+				c->page = NULL;
+				continue;
+			}
 		}
-		if (!data) {
-			c->page = NULL;
-			continue;
-		}
-		size = kbuffer_event_size(c->kb);
+		data = (uint8_t *)c->sb.data + c->sb.index;
+		size = hgt__subbuf_size(&c->sb);
 		if (data <= c->last || ++c->events_in_page > (int)(c->page_size / 4) ||
 		    (uint64_t)(data - c->page) + (uint64_t)size > c->hdr_size + c->commit ||
 		    size < 0)
@@ -325,11 +337,11 @@ int hgt_cursor_next(struct hgt_cursor *c, struct tep_record *rec)
 		c->at_start = c->last == NULL;
 		c->last = data;
 		memset(rec, 0, sizeof(*rec));
-		rec->ts = ts;
+		rec->ts = c->sb.ts;
 		rec->cpu = c->cpu;
 		rec->data = data;
 		rec->size = size;
-		rec->missed_events = kbuffer_missed_events(c->kb);
+		rec->missed_events = hgt__subbuf_missed(&c->sb);
 		rec->offset = c->page_off + (uint64_t)(data - c->page);
 		return 1;
 	}
