@@ -1456,27 +1456,24 @@ static void par_start(struct session *ss, const struct hgt__kvm_map *km)
 					  .write = par_write,
 					  .arg = ss };
 	struct hgt_input **in = calloc((size_t)ss->nr_top + 1, sizeof(*in));
-	struct tep_handle **teps = calloc((size_t)ss->nr_top + 1, sizeof(*teps));
 	const char **paths = calloc((size_t)ss->nr_top + 1, sizeof(*paths));
 	char(*fdpaths)[32] = calloc((size_t)ss->nr_top + 1, sizeof(*fdpaths));
 	int n;
 
-	if (!in || !teps || !paths || !fdpaths)
+	if (!in || !paths || !fdpaths)
 		goto out;
 	for (int si = 0; si < ss->nr; si++)
 		if (ss->s[si].owner) {
 			int top = ss->s[si].top;
 
 			in[top] = ss->s[si].in;
-			teps[top] = hgt_input_tep(in[top]);
 			paths[top] = hgt__par_path(in[top], fdpaths[top]);
 		}
 	n = hgt__par_workers(in, ss->nr_top);
 	if (n)
-		ss->par = hgt__par_new(n, paths, teps, ss->nr_top, HGT_OPEN_QUIET, false, km, &ops);
+		ss->par = hgt__par_new(n, paths, in, ss->nr_top, HGT_OPEN_QUIET, false, km, &ops);
 out:
 	free(in);
-	free(teps);
 	free(paths);
 	free(fdpaths);
 }

@@ -180,7 +180,7 @@ int hgt__par_workers(struct hgt_input *const *in, int n);
 /* the name under which a worker opens @in again (@buf: room for it) */
 const char *hgt__par_path(const struct hgt_input *in, char buf[32]);
 struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths,
-			      struct tep_handle *const *teps, int nr_top, unsigned int open_flags,
+			      struct hgt_input *const *ins, int nr_top, unsigned int open_flags,
 			      bool nsec, const struct hgt__kvm_map *kvm,
 			      const struct hgt__par_ops *ops);
 int hgt__par_add(struct hgt__par *p, int h, const struct tep_record *rec, bool boundary,

@@ -61,6 +61,11 @@ int hgt__formats_helper_start(void);
 
 /* The descriptor @in reads its file through (owned by @in). */
 int hgt__input_fd(const struct hgt_input *in);
+/* @to (a handle of @from's file opened with HGT_OPEN_NO_KALLSYMS) looks kernel functions up
+ * in @from's: in its table (safe from any thread), else in its handle's map, which must be
+ * built (a first tep_find_function()) before @to is used in another thread */
+struct tep_handle;
+int hgt__input_share_functions(const struct hgt_input *from, struct tep_handle *to);
 void hgt__parse_lock(void);
 void hgt__parse_unlock(void);
 int hgt__formats_parse(struct hgt_input *in);

@@ -89,7 +89,7 @@ struct hgt__par {
 	int err;
 	/* what each context opens (the main thread's handles stay untouched meanwhile) */
 	char **paths;
-	struct tep_handle **funcs_from; /* per top input: the main thread's handle */
+	struct hgt_input **funcs_from; /* per top input: the main thread's */
 	unsigned int open_flags;
 	bool nsec;
 	struct hgt__kvm_map kvm_map;
@@ -110,26 +110,6 @@ struct hgt__par {
 		int top, pid1; /* pid + 1; 0: none */
 	} known[4096];
 };
-
-/*
- * Kernel functions for a worker's handle, from the main thread's handle of the same file:
- * parsing kallsyms (libtraceevent does it with one sscanf per line) was half the cost of
- * opening an input again. The main thread's function map is built before any worker
- * starts (hgt__par_new) and only read afterwards, so lookups from several threads are
- * safe. The module name is not printed by libtraceevent's event output, only the name.
- */
-static char *resolve_function(void *priv, unsigned long long *addrp, char **modp)
-{
-	const char *name;
-	unsigned long long start;
-	unsigned long size;
-
-	*modp = NULL;
-	if (!tep_find_function_info(priv, *addrp, &name, &start, &size)) /* 1: found */
-		return NULL;
-	*addrp = start;
-	return (char *)name;
-}
 
 /*
  * Plugins register their options in a list of libtraceevent's that is global and has no
@@ -156,9 +136,9 @@ static int worker_open(struct worker *w)
 			ret = errno ? -errno : -EIO;
 			break;
 		}
-		if (tep_set_function_resolver(hgt_input_tep(w->in[i]), resolve_function,
-					      p->funcs_from[i]))
-			ret = -ENOMEM;
+		/* kernel functions from the main thread's input: parsing kallsyms again was
+		 * half the cost of opening an input */
+		ret = hgt__input_share_functions(p->funcs_from[i], hgt_input_tep(w->in[i]));
 		if (p->nsec)
 			tep_set_flag(hgt_input_tep(w->in[i]), TEP_NSEC_OUTPUT);
 		/* settle the cmdline table as the first printed line does */
@@ -320,13 +300,14 @@ static int contexts_new(struct hgt__par *p, int nr_workers)
 
 /**
  * hgt__par_new - start @nr_workers formatting threads over the inputs @paths (opened again
- * with @open_flags for each worker; kernel functions are looked up in the caller's handles
- * @teps of the same files, which it must not use for anything else that looks functions up
- * until hgt__par_finish()). @ops formats and writes. Returns NULL when the parallel path
+ * with @open_flags for each worker; kernel functions are looked up in the caller's inputs
+ * @ins of the same files: in their tables, or in their handles' own maps, which the caller
+ * must then not use for anything else that looks functions up until hgt__par_finish()).
+ * @ops formats and writes. Returns NULL when the parallel path
  * cannot be set up (the caller then formats alone).
  */
 struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths,
-			      struct tep_handle *const *teps, int nr_top, unsigned int open_flags,
+			      struct hgt_input *const *ins, int nr_top, unsigned int open_flags,
 			      bool nsec, const struct hgt__kvm_map *kvm,
 			      const struct hgt__par_ops *ops)
 {
@@ -360,9 +341,10 @@ struct hgt__par *hgt__par_new(int nr_workers, const char *const *paths,
 		p->kinds[i] = calloc(65536, 1);
 		if (!p->paths[i] || !p->kinds[i])
 			goto fail;
-		p->funcs_from[i] = teps[i];
-		p->type_off[i] = hgt__type_offset(teps[i]);
-		tep_find_function(teps[i], 0); /* builds the function map, here, once */
+		p->funcs_from[i] = ins[i];
+		p->type_off[i] = hgt__type_offset(hgt_input_tep(ins[i]));
+		/* builds libtraceevent's function map (when the handle has one) here, once */
+		tep_find_function(hgt_input_tep(ins[i]), 0);
 	}
 	p->open_flags = open_flags;
 	p->nsec = nsec;

@@ -626,7 +626,7 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 					  .write = par_write,
 					  .arg = ps };
 	int n = par_threads(r), i;
-	struct tep_handle **teps = NULL;
+	struct hgt_input **ins = NULL;
 	char(*fdpaths)[32] = NULL;
 	const char **paths;
 
@@ -636,12 +636,12 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 	ps->prefix = calloc((size_t)r->nr_h, sizeof(*ps->prefix));
 	paths = calloc((size_t)r->nr_top, sizeof(*paths));
 	fdpaths = calloc((size_t)r->nr_top, sizeof(*fdpaths));
-	teps = calloc((size_t)r->nr_top, sizeof(*teps));
-	if (!ps->hs || !ps->prefix || !paths || !fdpaths || !teps)
+	ins = calloc((size_t)r->nr_top, sizeof(*ins));
+	if (!ps->hs || !ps->prefix || !paths || !fdpaths || !ins)
 		goto fail;
 	for (i = 0; i < r->nr_top; i++) {
 		paths[i] = hgt__par_path(r->h[i].in, fdpaths[i]);
-		teps[i] = hgt_input_tep(r->h[i].in);
+		ins[i] = r->h[i].in;
 	}
 	for (i = 0; i < r->nr_h; i++) {
 		struct handle *h = &r->h[i];
@@ -656,21 +656,21 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 		}
 	}
 	ps->out = r->out;
-	ps->par = hgt__par_new(n, paths, teps, r->nr_top,
+	ps->par = hgt__par_new(n, paths, ins, r->nr_top,
 			       (r->o->no_plugins ? HGT_OPEN_NO_PLUGINS : 0) | HGT_OPEN_QUIET,
 			       r->o->nsec, km, &ops);
 	free(paths);
 	free(fdpaths);
-	free(teps);
+	free(ins);
 	if (ps->par)
 		return;
 	paths = NULL;
 	fdpaths = NULL;
-	teps = NULL;
+	ins = NULL;
 fail:
 	free(paths);
 	free(fdpaths);
-	free(teps);
+	free(ins);
 	par_state_free(r, ps);
 }
 

@@ -566,6 +566,7 @@ void hgt_input_close(struct hgt_input *in)
 			tep_unload_plugins(in->plugins, in->tep);
 		tep_free(in->tep);
 	}
+	hgt__ksyms_free(in->ksyms);
 	hgt__guests_free(in);
 	hgt__formats_free(in);
 	for (i = 0; i < in->nr_opts; i++)

@@ -190,17 +190,63 @@ static int read_text_item(struct hgt_input *in, struct hgt__rd *rd, const char *
 	return 0;
 }
 
-static int no_parse(struct tep_handle *tep, const char *text)
+/* The handle's functions from a table of ours (kallsyms.c), else as libtraceevent reads
+ * them. A second KALLSYMS item replaces the first. */
+static int parse_kallsyms(struct hgt_input *in, struct tep_handle *tep, const char *text)
 {
-	(void)tep;
-	(void)text;
+	struct hgt__ksyms *t = hgt__ksyms_new(text);
+
+	if (!t)
+		return errno == EINVAL ? tep_parse_kallsyms(tep, text) : -ENOMEM;
+	if (tep_set_function_resolver(tep, hgt__ksyms_resolve, t)) {
+		hgt__ksyms_free(t);
+		return -ENOMEM;
+	}
+	hgt__ksyms_free(in->ksyms);
+	in->ksyms = t;
 	return 0;
 }
 
 int hgt__read_kallsyms(struct hgt_input *in, struct hgt__rd *rd)
 {
-	return read_text_item(in, rd, "kallsyms", false, &in->meta.kallsyms_size,
-			      in->flags & HGT_OPEN_NO_KALLSYMS ? no_parse : hgt__parse_kallsyms);
+	char *text;
+	int ret = read_text(in, rd, "kallsyms", false, &text, &in->meta.kallsyms_size);
+
+	if (ret)
+		return ret;
+	if (in->tep && !(in->flags & (HGT_OPEN_HEAD_ONLY | HGT_OPEN_NO_KALLSYMS)) &&
+	    in->meta.kallsyms_size)
+		parse_kallsyms(in, in->tep, text);
+	free(text);
+	return 0;
+}
+
+/* Kernel functions from another handle's libtraceevent map (built before any thread uses
+ * it, then only read: lookups from several threads are safe). The module name is not
+ * printed by libtraceevent's event output, only the name. */
+static char *from_map(void *priv, unsigned long long *addrp, char **modp)
+{
+	const char *name;
+	unsigned long long start;
+	unsigned long size;
+
+	*modp = NULL;
+	if (!tep_find_function_info(priv, *addrp, &name, &start, &size)) /* 1: found */
+		return NULL;
+	*addrp = start;
+	return (char *)name;
+}
+
+/**
+ * hgt__input_share_functions - give the handle @to (of the same file as @from, opened
+ * with HGT_OPEN_NO_KALLSYMS) @from's kernel functions, without reading them again. Lookups
+ * in @to may run in another thread than @from's. Returns 0 or -ENOMEM.
+ */
+int hgt__input_share_functions(const struct hgt_input *from, struct tep_handle *to)
+{
+	if (from->ksyms)
+		return tep_set_function_resolver(to, hgt__ksyms_resolve, from->ksyms) ? -ENOMEM : 0;
+	return tep_set_function_resolver(to, from_map, from->tep) ? -ENOMEM : 0;
 }
 
 /*

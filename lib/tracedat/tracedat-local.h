@@ -53,6 +53,7 @@ struct hgt_input {
 
 	struct tep_handle *tep;
 	struct tep_plugin_list *plugins;
+	struct hgt__ksyms *ksyms; /* the handle's functions, when it looks them up there */
 
 	struct hgt_option *opts;
 	int nr_opts;
@@ -207,6 +208,9 @@ int hgt__read_kallsyms(struct hgt_input *in, struct hgt__rd *rd);
 /* kallsyms.c: tep_parse_kallsyms() without its sscanf() */
 int hgt__parse_kallsyms(struct tep_handle *tep, const char *text);
 int hgt__kallsyms_own(struct tep_handle *tep, const char *text);
+struct hgt__ksyms *hgt__ksyms_new(const char *text);
+void hgt__ksyms_free(struct hgt__ksyms *t);
+char *hgt__ksyms_resolve(void *priv, unsigned long long *addrp, char **modp);
 int hgt__read_printk(struct hgt_input *in, struct hgt__rd *rd);
 int hgt__read_cmdlines(struct hgt_input *in, struct hgt__rd *rd);
 

@@ -6,6 +6,12 @@
  * written to reach each rule (modules, '$' names, absolute symbols, blanks, upper-case hex,
  * a tab without '[', two tabs, an empty module) and on malformed texts, where libtraceevent
  * stops at the bad line.
+ *
+ * hgt__ksyms_new()'s table, looked up through tep_set_function_resolver(), must name the
+ * same function and start address as libtraceevent's own map for every address looked up:
+ * each symbol's, one below and one above, 0, the highest, and 4,096 between (aliases at
+ * one address, the highest symbol and addresses past it included), on each text hgtrace
+ * reads itself, kallsyms in address order and not.
  */
 #include <fcntl.h>
 #include <stdbool.h>
@@ -42,6 +48,60 @@ static char *funcs_of(struct tep_handle *tep)
 	return buf;
 }
 
+/* One lookup in @a (libtraceevent's map) and @b (the table): the same function, the same
+ * start. Returns 1 when they agree. */
+static int same_lookup(struct tep_handle *a, struct tep_handle *b, unsigned long long addr,
+		       const char *what)
+{
+	const char *fa = tep_find_function(a, addr), *fb = tep_find_function(b, addr);
+	unsigned long long sa = tep_find_function_address(a, addr);
+	unsigned long long sb = tep_find_function_address(b, addr);
+
+	if ((!fa != !fb) || (fa && strcmp(fa, fb)) || sa != sb) {
+		print_message("# %s: %llx: libtraceevent %s at %llx, the table %s at %llx\n", what,
+			      addr, fa ? fa : "(none)", sa, fb ? fb : "(none)", sb);
+		return 0;
+	}
+	return 1;
+}
+
+/* The table of @text against libtraceevent's map @a (@map: its tep_print_funcs() lines) */
+static void same_table(const char *what, const char *text, struct tep_handle *a, const char *map)
+{
+	struct hgt__ksyms *t = hgt__ksyms_new(text);
+	struct tep_handle *b = tep_alloc();
+	unsigned long long lo = ~0ull, hi = 0, addr, x = 0x9e3779b97f4a7c15ull;
+	size_t looked = 0, bad = 0, sorted = 1;
+	unsigned long long prev = 0;
+
+	assert_non_null(t);
+	assert_int_equal(tep_set_function_resolver(b, hgt__ksyms_resolve, t), 0);
+	for (const char *p = text; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
+		if (sscanf(p, "%llx", &addr) == 1) {
+			sorted &= addr >= prev;
+			prev = addr;
+		}
+	for (const char *p = map; *p; p = strchr(p, '\n') + 1) {
+		assert_int_equal(sscanf(p, "%llx", &addr), 1);
+		lo = addr < lo ? addr : lo;
+		hi = addr > hi ? addr : hi;
+		for (int d = -1; d <= 1; d++, looked++)
+			bad += !same_lookup(a, b, addr + (unsigned long long)d, what);
+	}
+	for (int i = 0; i < 4096 && hi > lo; i++, looked++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		bad += !same_lookup(a, b, lo + x % (hi - lo + 4096), what);
+	}
+	bad += !same_lookup(a, b, 0, what) + !same_lookup(a, b, ~0ull, what);
+	looked += 2;
+	print_message(
+		"# %s: %zu lookups through the table as through libtraceevent's map, %zu differ (kallsyms %sin address order)\n",
+		what, looked, bad, sorted ? "" : "not ");
+	assert_int_equal(bad, 0);
+	tep_free(b);
+	hgt__ksyms_free(t);
+}
+
 /* both parsers on @text: the same return and the same map; returns the map's lines. @own:
  * whether hgtrace's own reader must read it (else it must leave it to libtraceevent). */
 static size_t same(const char *what, const char *text, bool own)
@@ -65,6 +125,10 @@ static size_t same(const char *what, const char *text, bool own)
 	}
 	print_message("# %s: returned %d, %zu functions mapped the same (%s)\n", what, ra, lines,
 		      own ? "read by hgtrace's own reader" : "left to libtraceevent");
+	if (own)
+		same_table(what, text, a, fa);
+	else
+		assert_null(hgt__ksyms_new(text));
 	free(fa);
 	free(fb);
 	tep_free(a);
@@ -127,6 +191,27 @@ static void test_rules(void **state)
 	assert_int_equal(same("rules", text, true), 17); /* counted by hand */
 }
 
+/* In address order, with runs of aliases (which one a lookup names depends on the order
+ * libtraceevent's sort leaves them in) */
+static void test_sorted_aliases(void **state)
+{
+	static const char text[] = "ffffffff81000000 T _text\n"
+				   "ffffffff81000000 T startup_64\n"
+				   "ffffffff81000000 t alias_three\n"
+				   "ffffffff81000010 t one\n"
+				   "ffffffff81000020 t two\n"
+				   "ffffffff81000020 t two_b\n"
+				   "ffffffff81000030 t three\n"
+				   "ffffffff81000030 t three_b\n"
+				   "ffffffff81000030 t three_c\n"
+				   "ffffffff81000030 t three_d\n"
+				   "ffffffffc0000000 t mod_a\t[mymod]\n"
+				   "ffffffffc0000000 t mod_b\t[mymod]\n";
+
+	(void)state;
+	assert_int_equal(same("sorted, aliases", text, true), 12);
+}
+
 static void test_malformed(void **state)
 {
 	static const char *const bad[] = {
@@ -154,6 +239,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_this_machine),
 		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_sorted_aliases),
 		cmocka_unit_test(test_malformed),
 	};
 
