@@ -41,6 +41,7 @@ struct handle {
 	const struct hgt_report_input *rin;
 	char *pre; /* its file-name column as printed (line_prefix()), made at first use */
 	size_t pre_len;
+	struct hgt__line_ctx lc; /* how its records print (line_ctx()), made before the first */
 };
 
 /* A simple-backend file among the inputs (hgtrace-probes(3)): its events join the merge. */
@@ -724,6 +725,7 @@ static int print_events(struct report *r)
 
 		if (!b)
 			continue;
+		h->lc = line_ctx(r, h);
 		h->cursors = calloc(h->nr_cpus ? h->nr_cpus : 1, sizeof(*h->cursors));
 		if (!h->cursors) {
 			ret = -ENOMEM;
@@ -744,7 +746,7 @@ static int print_events(struct report *r)
 	}
 	while ((ret = hgt_merge_next(m, &rec, &user, NULL)) > 0) {
 		struct handle *h = user;
-		struct hgt__line_ctx lc = line_ctx(r, h);
+		struct hgt__line_ctx lc = h->lc;
 
 		lc.boundary = r->o->boundary && hgt_cursor_at_page_start(h->cursors[rec->cpu]);
 		if (r->nr_ps && keep_record(h, rec)) {
