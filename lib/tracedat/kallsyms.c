@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * A file's kallsyms handed to libtraceevent without its sscanf().
+ * A file's kallsyms, read without libtraceevent's sscanf().
  *
  * tep_parse_kallsyms() (libtraceevent 1.7) reads each line with
  * sscanf("%16llx %c %n%*s%n%*1[\t][%n%*s%n"), 3 % of a report of a 2.5 M-event recording
- * and paid again by every formatting thread's own handle. Here a line is read by hand and
- * each symbol registered with tep_register_function() in the same order with the same
- * name, address and module, so libtraceevent holds exactly what its own parser would give
- * it: the same symbols, aliases at one address in the same order, the same modules. Any
+ * and paid again by every formatting thread's own handle. Here a line is read by hand,
+ * giving the symbols its parser would give, in the same order, with the same name,
+ * address and module (hgt__kallsyms_own() registers them so, and its test holds the two
+ * handles' maps side by side): aliases at one address in the same order included. Any
  * line that is not plainly "ADDRESS TYPE NAME[\t[MODULE]]" (a sign or 0x before the
  * address, more than 16 hex digits, no name, a blank after '[') sends the whole text to
  * tep_parse_kallsyms() instead, which then does what it does with it.
@@ -284,13 +284,4 @@ char *hgt__ksyms_resolve(void *priv, unsigned long long *addrp, char **modp)
 	*addrp = f->addr;
 	*modp = (char *)f->mod;
 	return (char *)f->func;
-}
-
-/**
- * hgt__parse_kallsyms - what tep_parse_kallsyms(@tep, @text) does, faster where it can
- * (hgt__kallsyms_own()), else by tep_parse_kallsyms() itself. Returns as libtraceevent.
- */
-int hgt__parse_kallsyms(struct tep_handle *tep, const char *text)
-{
-	return hgt__kallsyms_own(tep, text) ? tep_parse_kallsyms(tep, text) : 0;
 }

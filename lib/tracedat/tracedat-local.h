@@ -205,8 +205,7 @@ int hgt__read_header_info(struct hgt_input *in, struct hgt__rd *rd);
 int hgt__read_ftrace_events(struct hgt_input *in, struct hgt__rd *rd);
 int hgt__read_event_formats(struct hgt_input *in, struct hgt__rd *rd);
 int hgt__read_kallsyms(struct hgt_input *in, struct hgt__rd *rd);
-/* kallsyms.c: tep_parse_kallsyms() without its sscanf() */
-int hgt__parse_kallsyms(struct tep_handle *tep, const char *text);
+/* kallsyms.c: tep_parse_kallsyms() without its sscanf(); the table a printed file uses */
 int hgt__kallsyms_own(struct tep_handle *tep, const char *text);
 struct hgt__ksyms *hgt__ksyms_new(const char *text);
 void hgt__ksyms_free(struct hgt__ksyms *t);
