@@ -1610,6 +1610,7 @@ static int export_session(const struct hgt_export_opts *opts, bool pb)
 	maker_free(ss.mk);
 	free(kf.pid);
 	free(kf.tep);
+	free(kf.ksyms);
 	free(km.top);
 	hgt_merge_free(m);
 	free_sources(&ss);

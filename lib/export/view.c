@@ -915,6 +915,7 @@ static int merge_records(struct viewer *v, struct src *s, struct hgt_merge *m,
 	hgt__kvm_funcs_set(NULL);
 	free(kf.pid);
 	free(kf.tep);
+	free(kf.ksyms);
 	free(in);
 	return ret;
 }

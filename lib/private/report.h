@@ -113,15 +113,18 @@ void hgt__format_time_col(char *buf, uint64_t ts, bool in_usecs, bool nsec);
 /* kvm-guest-func.c: the guest symbols the kvm plugin prints in a host's kvm_entry/exit
  * lines: the host's vCPU threads -> their guest's tep, set around a print loop */
 #define HGT__KVM_LAST 16
+struct hgt__ksyms;
 struct hgt__kvm_funcs {
 	int n;
 	int *pid;
 	struct tep_handle **tep;
+	const struct hgt__ksyms **ksyms; /* the guest's table of functions, or NULL */
 	/* per vCPU thread (by its index, modulo): the function its last rip fell in (its name
-	 * one of the map's guests' handles'), zero with the map (kvm-guest-func.c) */
+	 * one of the map's guests' handles'), zero with the map (kvm-guest-func.c); rips in
+	 * [lo, end) fall in it too */
 	struct hgt__kvm_last {
 		int pid; /* 0: none */
-		unsigned long long start, end;
+		unsigned long long start, lo, end;
 		const char *func;
 		size_t len;
 	} last[HGT__KVM_LAST];

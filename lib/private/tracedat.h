@@ -66,6 +66,14 @@ int hgt__input_fd(const struct hgt_input *in);
  * built (a first tep_find_function()) before @to is used in another thread */
 struct tep_handle;
 int hgt__input_share_functions(const struct hgt_input *from, struct tep_handle *to);
+/* kallsyms.c: @in's kernel functions when a table of ours holds them (NULL: libtraceevent's
+ * map does), read-only, for any thread; the function holding an address with the range of
+ * addresses that name the same one (hgt__ksyms_range()'s comment) */
+struct hgt__ksyms;
+const struct hgt__ksyms *hgt__input_ksyms(const struct hgt_input *in);
+const char *hgt__ksyms_range(const struct hgt__ksyms *t, unsigned long long addr,
+			     unsigned long long *start, unsigned long long *lo,
+			     unsigned long long *hi);
 void hgt__parse_lock(void);
 void hgt__parse_unlock(void);
 int hgt__formats_parse(struct hgt_input *in);

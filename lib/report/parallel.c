@@ -150,6 +150,8 @@ static int worker_open(struct worker *w)
 	for (i = 0; i < p->kvm_map.n; i++) {
 		w->kvm.pid[i] = p->kvm_map.pid[i];
 		w->kvm.tep[i] = hgt_input_tep(w->in[p->kvm_map.top[i]]);
+		/* the main thread's table: read-only, shared */
+		w->kvm.ksyms[i] = hgt__input_ksyms(p->funcs_from[p->kvm_map.top[i]]);
 	}
 	w->kvm.n = p->kvm_map.n;
 	w->ctx = p->ops.ctx_new(p->ops.arg, w->in);
@@ -291,7 +293,8 @@ static int contexts_new(struct hgt__par *p, int nr_workers)
 		if (p->kvm_map.n) {
 			w->kvm.pid = malloc(sizeof(int) * (size_t)p->kvm_map.n);
 			w->kvm.tep = malloc(sizeof(*w->kvm.tep) * (size_t)p->kvm_map.n);
-			if (!w->kvm.pid || !w->kvm.tep)
+			w->kvm.ksyms = malloc(sizeof(*w->kvm.ksyms) * (size_t)p->kvm_map.n);
+			if (!w->kvm.pid || !w->kvm.tep || !w->kvm.ksyms)
 				return -ENOMEM;
 		}
 	}
@@ -686,6 +689,7 @@ void hgt__par_free(struct hgt__par *p)
 			free(w->in);
 			free(w->kvm.pid);
 			free(w->kvm.tep);
+			free(w->kvm.ksyms);
 		}
 	}
 	for (i = 0; p->b && i < p->nr_b; i++) {

@@ -802,6 +802,7 @@ out:
 	hgt__kvm_funcs_set(NULL);
 	free(kf.pid);
 	free(kf.tep);
+	free(kf.ksyms);
 	free(km.top);
 	hgt_sync_check_free(sc);
 	hgt_merge_free(m);

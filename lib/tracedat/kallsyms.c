@@ -285,3 +285,31 @@ char *hgt__ksyms_resolve(void *priv, unsigned long long *addrp, char **modp)
 	*modp = (char *)f->mod;
 	return (char *)f->func;
 }
+
+/**
+ * hgt__ksyms_range - the function of the table @t holding @addr, as hgt__ksyms_resolve()
+ * names it (NULL when none), its start in *@start, and in [*@lo, *@hi) the addresses whose
+ * lookup names that same entry: up to the next symbol's address (empty for the last
+ * symbol, which the lookup finds only at its start). An entry with aliases at its address
+ * is found alone only past its start (*@lo = start + 1): at the start itself the binary
+ * search may stop at any of them.
+ */
+const char *hgt__ksyms_range(const struct hgt__ksyms *t, unsigned long long addr,
+			     unsigned long long *start, unsigned long long *lo,
+			     unsigned long long *hi)
+{
+	struct ksym key = { .addr = addr };
+	const struct ksym *f = bsearch(&key, t->map, t->n, sizeof(*t->map), in_range);
+
+	if (!f)
+		return NULL;
+	*start = f->addr;
+	*lo = f > t->map && f[-1].addr == f->addr ? f->addr + 1 : f->addr;
+	*hi = f[1].addr; /* the zero entry after the last: an empty range */
+	return f->func;
+}
+
+const struct hgt__ksyms *hgt__input_ksyms(const struct hgt_input *in)
+{
+	return in->ksyms;
+}

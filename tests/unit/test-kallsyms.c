@@ -13,7 +13,17 @@
  * same function and start address as libtraceevent's own map for every address looked up:
  * each symbol's, one below and one above, 0, the highest, and 4,096 between (aliases at
  * one address, the highest symbol and addresses past it included), on each text hgtrace
- * reads itself, kallsyms in address order and not.
+ * reads itself, kallsyms in address order and not. And for each of those addresses, the
+ * range hgt__ksyms_range() gives (the report's guest functions are looked up once per range,
+ * kvm-guest-func.c) must be exactly the addresses libtraceevent's map names that same
+ * entry for: its first, middle and last address that function at that start, the address
+ * past its end another (or none), the address before its start another, and the looked-up
+ * address inside it (but the start of a function with aliases, which the range leaves out).
+ * And the report's guest functions (kvm-guest-func.c), which keep a vCPU's last range, must
+ * name what libtraceevent's map names for a run of rips that crosses each range's ends:
+ * inside the previous symbol's function, the next symbol's start (just past that range),
+ * one below it, one above it, and that start again (an alias's start, after a lookup
+ * inside its run's range).
  */
 #include <fcntl.h>
 #include <stdbool.h>
@@ -25,6 +35,7 @@
 #include <traceevent/event-parse.h>
 
 #include "../../lib/tracedat/tracedat-local.h"
+#include "../../lib/report/report-local.h"
 
 /* tep_print_funcs() of @tep into a malloc'd string (it prints to stdout) */
 static char *funcs_of(struct tep_handle *tep)
@@ -67,13 +78,96 @@ static int same_lookup(struct tep_handle *a, struct tep_handle *b, unsigned long
 	return 1;
 }
 
+/* @addr's function and start in libtraceevent's map @a are @func at @start */
+static bool names(struct tep_handle *a, unsigned long long addr, const char *func,
+		  unsigned long long start)
+{
+	const char *f = tep_find_function(a, addr);
+
+	return f && !strcmp(f, func) && tep_find_function_address(a, addr) == start;
+}
+
+/* hgt__ksyms_range() of @addr in @t: the function libtraceevent's map @a names, and a range
+ * of addresses that is exactly those @a names it for. Returns 1 when it is; *@ranged counts
+ * the non-empty ranges. */
+static int same_range(struct tep_handle *a, const struct hgt__ksyms *t, unsigned long long addr,
+		      const char *what, size_t *ranged)
+{
+	unsigned long long start = 0, lo = 0, hi = 0;
+	const char *f = hgt__ksyms_range(t, addr, &start, &lo, &hi);
+	const char *fa = tep_find_function(a, addr);
+	bool ok;
+
+	if (!f || !fa)
+		ok = !f && !fa;
+	else if (lo >= hi) /* empty: at its start, an alias before the last of its run, or the
+			    * last symbol (the zero entry after it), found only there */
+		ok = addr == start && (hi == start || hi == 0);
+	else
+		ok = (lo == start || lo == start + 1) && (addr >= lo ? addr < hi : addr == start) &&
+		     names(a, lo, f, start) && names(a, lo + (hi - lo) / 2, f, start) &&
+		     names(a, hi - 1, f, start) && !names(a, hi, f, start) &&
+		     (lo == 0 || !names(a, lo - 1, f, start) || lo == start + 1);
+	if (f && lo < hi)
+		(*ranged)++;
+	if (!ok)
+		print_message(
+			"# %s: %llx: the table's range [%llx, %llx) of %s at %llx; libtraceevent: %s\n",
+			what, addr, lo, hi, f ? f : "(none)", start, fa ? fa : "(none)");
+	return ok;
+}
+
+/* hgt__kvm_func() of @rip for the vCPU thread @pid against libtraceevent's map @a: the same
+ * function, start and name length. Returns 1 when they agree. */
+static int kvm_same(struct tep_handle *a, int pid, unsigned long long rip, const char *what)
+{
+	unsigned long long v = rip, start = 0;
+	unsigned long size;
+	const char *name = NULL;
+	size_t len = 0;
+	const char *f = hgt__kvm_func(pid, &v, &len);
+	int found = tep_find_function_info(a, rip, &name, &start, &size);
+
+	if (found ? f && !strcmp(f, name) && v == start && len == strlen(name) : !f)
+		return 1;
+	print_message("# %s: guest rip %llx: the report %s at %llx, libtraceevent %s at %llx\n",
+		      what, rip, f ? f : "(none)", f ? v : 0, found ? name : "(none)", start);
+	return 0;
+}
+
+/* The report's guest functions over the table @t (@b: a handle looking up through it)
+ * against libtraceevent's map @a (@map: its lines), rips in the order the comment at the
+ * top gives. Returns the rips looked up; *@bad counts those that differ. */
+static size_t same_kvm(const char *what, struct tep_handle *a, struct tep_handle *b,
+		       const struct hgt__ksyms *t, const char *map, size_t *bad)
+{
+	int pid = 77;
+	struct tep_handle *teps[1] = { b };
+	const struct hgt__ksyms *ks[1] = { t };
+	struct hgt__kvm_funcs f = { .n = 1, .pid = &pid, .tep = teps, .ksyms = ks };
+	unsigned long long prev = 0, addr;
+	size_t n = 0;
+
+	hgt__kvm_funcs_set(&f);
+	for (const char *p = map; *p; p = strchr(p, '\n') + 1) {
+		assert_int_equal(sscanf(p, "%llx", &addr), 1);
+		const unsigned long long rips[] = { prev + 1, addr, addr - 1, addr + 1, addr };
+
+		for (size_t k = 0; k < sizeof(rips) / sizeof(rips[0]); k++, n++)
+			*bad += !kvm_same(a, pid, rips[k], what);
+		prev = addr;
+	}
+	hgt__kvm_funcs_set(NULL);
+	return n;
+}
+
 /* The table of @text against libtraceevent's map @a (@map: its tep_print_funcs() lines) */
 static void same_table(const char *what, const char *text, struct tep_handle *a, const char *map)
 {
 	struct hgt__ksyms *t = hgt__ksyms_new(text);
 	struct tep_handle *b = tep_alloc();
 	unsigned long long lo = ~0ull, hi = 0, addr, x = 0x9e3779b97f4a7c15ull;
-	size_t looked = 0, bad = 0, sorted = 1;
+	size_t looked = 0, bad = 0, sorted = 1, ranged = 0, badr = 0, badk = 0;
 	unsigned long long prev = 0;
 
 	assert_non_null(t);
@@ -87,19 +181,33 @@ static void same_table(const char *what, const char *text, struct tep_handle *a,
 		assert_int_equal(sscanf(p, "%llx", &addr), 1);
 		lo = addr < lo ? addr : lo;
 		hi = addr > hi ? addr : hi;
-		for (int d = -1; d <= 1; d++, looked++)
+		for (int d = -1; d <= 1; d++, looked++) {
 			bad += !same_lookup(a, b, addr + (unsigned long long)d, what);
+			badr += !same_range(a, t, addr + (unsigned long long)d, what, &ranged);
+		}
 	}
 	for (int i = 0; i < 4096 && hi > lo; i++, looked++) {
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		bad += !same_lookup(a, b, lo + x % (hi - lo + 4096), what);
+		badr += !same_range(a, t, lo + x % (hi - lo + 4096), what, &ranged);
 	}
 	bad += !same_lookup(a, b, 0, what) + !same_lookup(a, b, ~0ull, what);
+	badr += !same_range(a, t, 0, what, &ranged) + !same_range(a, t, ~0ull, what, &ranged);
 	looked += 2;
 	print_message(
 		"# %s: %zu lookups through the table as through libtraceevent's map, %zu differ (kallsyms %sin address order)\n",
 		what, looked, bad, sorted ? "" : "not ");
+	print_message(
+		"# %s: %zu ranges of the table's functions (%zu not empty) checked against libtraceevent's map, %zu wrong\n",
+		what, looked, ranged, badr);
+	looked = same_kvm(what, a, b, t, map, &badk);
+	print_message(
+		"# %s: %zu guest rips named by the report's kept ranges as by libtraceevent's map, %zu differ\n",
+		what, looked, badk);
 	assert_int_equal(bad, 0);
+	assert_int_equal(badr, 0);
+	assert_int_equal(badk, 0);
+	assert_true(ranged > 0);
 	tep_free(b);
 	hgt__ksyms_free(t);
 }
