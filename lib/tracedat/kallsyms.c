@@ -273,11 +273,17 @@ static int in_range(const void *key, const void *entry)
  * function holding *@addrp (NULL when none), *@addrp set to its start, *@modp to its
  * module. Safe from several threads.
  */
+/* The entry of @t that libtraceevent's lookup finds for @addr, or NULL. */
+static const struct ksym *find(const struct hgt__ksyms *t, unsigned long long addr)
+{
+	struct ksym key = { .addr = addr };
+
+	return bsearch(&key, t->map, t->n, sizeof(*t->map), in_range);
+}
+
 char *hgt__ksyms_resolve(void *priv, unsigned long long *addrp, char **modp)
 {
-	const struct hgt__ksyms *t = priv;
-	struct ksym key = { .addr = *addrp };
-	const struct ksym *f = bsearch(&key, t->map, t->n, sizeof(*t->map), in_range);
+	const struct ksym *f = find(priv, *addrp);
 
 	if (!f)
 		return NULL;
@@ -298,8 +304,7 @@ const char *hgt__ksyms_range(const struct hgt__ksyms *t, unsigned long long addr
 			     unsigned long long *start, unsigned long long *lo,
 			     unsigned long long *hi)
 {
-	struct ksym key = { .addr = addr };
-	const struct ksym *f = bsearch(&key, t->map, t->n, sizeof(*t->map), in_range);
+	const struct ksym *f = find(t, addr);
 
 	if (!f)
 		return NULL;
