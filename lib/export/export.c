@@ -106,6 +106,8 @@ struct fields {
 	const struct tep_event *ev;
 	struct kept_iid name, cat; /* protobuf: the event's name and system */
 	char *names;		   /* the fields' JSON names, one after another */
+	char *head;		   /* JSON: ,"name":...,"cat":...,"ts": of its instants */
+	size_t head_len;
 	int n;
 	struct field_out f[];
 };
@@ -147,6 +149,7 @@ struct exporter {
 	struct hgt__info_memo *memo; /* info texts of payloads seen before (NULL: none) */
 	bool first;		     /* no event written yet: no comma before the next */
 	int *type_off;		     /* per source: hgt__type_offset() of its handle */
+	int *pid_off;		     /* per source: hgt__pid_offset() of its handle */
 	/* events by type id, as found last in each slot: tep_find_event() keeps one and
 	 * bisects for the others, 9% of an export's time */
 	struct ev_slot {
@@ -154,6 +157,7 @@ struct exporter {
 		int id;
 		struct tep_event *ev;
 		struct fields *fs; /* its fields' plan (NULL: not looked up yet) */
+		bool stateful;	   /* hgt__par_stateful() of @ev */
 	} evc[EV_SLOTS];
 	struct fields **fields; /* every event's plan made so far, to free and find again */
 	int nfields, capfields;
@@ -478,25 +482,12 @@ static void pb_track(struct exporter *x, int si, int cpu, int kind, const char *
 	pb_packet(x, PKT_TRACK_DESCRIPTOR, false, 0);
 }
 
-/*
- * @v in decimal, as printf's %llu (at least @digits digits, zeros before, at most 24).
- * Written from its end straight into the output: digits made in a buffer of their own and
- * copied out of it whole stalled on each copy (a 16-byte load of bytes just stored two at
- * a time is not forwarded from the stores).
- */
-static void put_u64(struct hgt__blob *o, unsigned long long v, int digits)
+/* @v's decimal digits ending at @e, written backwards, two a division; where they start */
+static inline __attribute__((always_inline)) char *digits_back(char *e, unsigned long long v)
 {
-	char tmp[24], *p, *e;
-	int n = hgt__ndigits(v);
-	size_t d = (size_t)(n < digits ? (digits < 24 ? digits : 24) : n);
-	unsigned long long r;
-
-	p = o->p && o->cap - o->len >= sizeof(tmp) ? (char *)o->p + o->len : tmp;
-	e = p + d;
-	for (; v >= 100; v /= 100) { /* two digits a division */
-		r = v % 100;
+	for (; v >= 100; v /= 100) {
 		e -= 2;
-		memcpy(e, hgt__digit_pairs + 2 * r, 2);
+		memcpy(e, hgt__digit_pairs + 2 * (v % 100), 2);
 	}
 	if (v >= 10) {
 		e -= 2;
@@ -504,12 +495,40 @@ static void put_u64(struct hgt__blob *o, unsigned long long v, int digits)
 	} else {
 		*--e = (char)('0' + v);
 	}
-	while (e > p) /* the zeros before */
-		*--e = '0';
+	return e;
+}
+
+/*
+ * @v in decimal, as printf's %llu. Written from its end straight into the output: digits
+ * made in a buffer of their own and copied out of it whole stalled on each copy (a 16-byte
+ * load of bytes just stored two at a time is not forwarded from the stores).
+ */
+static void put_u64_at(struct hgt__blob *o, unsigned long long v)
+{
+	char tmp[24], *p;
+	size_t d = (size_t)hgt__ndigits(v);
+
+	p = o->p && o->cap - o->len >= sizeof(tmp) ? (char *)o->p + o->len : tmp;
+	digits_back(p + d, v);
 	if (p == tmp)
 		hgt__blob_add(o, tmp, d);
 	else
 		o->len += d;
+}
+
+/* put_u64_at(), inline for the numbers below 100 most fields hold */
+static inline void put_u64(struct hgt__blob *o, unsigned long long v)
+{
+	if (v < 100 && o->p && o->cap - o->len >= 2) {
+		if (v < 10) {
+			o->p[o->len++] = (uint8_t)('0' + v);
+		} else {
+			memcpy(o->p + o->len, hgt__digit_pairs + 2 * v, 2);
+			o->len += 2;
+		}
+		return;
+	}
+	put_u64_at(o, v);
 }
 
 /* @v as printf's %lld */
@@ -517,15 +536,31 @@ static void put_i64(struct hgt__blob *o, long long v)
 {
 	if (v < 0) {
 		hgt__blob_add(o, "-", 1);
-		put_u64(o, 0ULL - (unsigned long long)v, 1);
+		put_u64(o, 0ULL - (unsigned long long)v);
 	} else {
-		put_u64(o, (unsigned long long)v, 1);
+		put_u64(o, (unsigned long long)v);
 	}
 }
 
 static void put_str(struct hgt__blob *o, const char *s)
 {
 	hgt__blob_add(o, s, strlen(s));
+}
+
+/* Bytes a plan's texts (struct fields) have after them, for put_padded() */
+#define PAD 64
+
+/* @n bytes at @p, which has @width readable (PAD at most): copied @width at a time, a
+ * copy the compiler inlines, where they and the output have room */
+static inline __attribute__((always_inline)) void put_padded(struct hgt__blob *o, const char *p,
+							     size_t n, size_t width)
+{
+	if (n <= width && o->p && o->cap - o->len >= width) {
+		memcpy(o->p + o->len, p, width);
+		o->len += n;
+		return;
+	}
+	hgt__blob_add(o, p, n);
 }
 
 /* put_str() of a string literal: its length known, the copy inlined */
@@ -560,16 +595,32 @@ static void put_json_fixed(struct exporter *x, const char *str)
 	hgt__blob_add(&x->o, x->json_by_addr[k].json, x->json_by_addr[k].len);
 }
 
-/* "ts": microseconds with the nanosecond digits. */
-static void put_ts(struct hgt__blob *o, const char *key, unsigned long long ns)
+/* @ns as microseconds with the nanosecond digits ("12.345"), in one pass */
+static void put_us(struct hgt__blob *o, unsigned long long ns)
 {
-	put_s(o, ",\"");
-	put_str(o, key);
-	put_s(o, "\":");
-	put_u64(o, ns / 1000, 1);
-	put_s(o, ".");
-	put_u64(o, ns % 1000, 3);
+	unsigned long long us = ns / 1000;
+	unsigned int frac = (unsigned int)(ns % 1000);
+	char tmp[32], *p, *e;
+	size_t d = (size_t)hgt__ndigits(us) + 4;
+
+	p = o->p && o->cap - o->len >= sizeof(tmp) ? (char *)o->p + o->len : tmp;
+	e = p + d;
+	memcpy(e - 2, hgt__digit_pairs + 2 * (frac % 100), 2);
+	e[-3] = (char)('0' + frac / 100);
+	e[-4] = '.';
+	digits_back(e - 4, us);
+	if (p == tmp)
+		hgt__blob_add(o, tmp, d);
+	else
+		o->len += d;
 }
+
+/* ,"@key": and put_us() of @ns (@key a string literal) */
+#define put_ts(o, key, ns)                   \
+	do {                                 \
+		put_s((o), ",\"" key "\":"); \
+		put_us((o), (ns));           \
+	} while (0)
 
 /* The output so far to the session's FILE once it holds a MB (with @all: whatever it
  * holds). */
@@ -585,17 +636,17 @@ static void flush_out(struct exporter *x, bool all)
 	x->o.len = 0;
 }
 
-static void begin(struct exporter *x, const char *ph, int pid, int tid)
+/* An event's start: its phase @ph ('i', 'X' or 'M'), process and thread (not negative) */
+static void begin(struct exporter *x, char ph, int pid, int tid)
 {
-	if (x->first)
-		put_s(&x->o, "\n{\"ph\":\"");
-	else
-		put_s(&x->o, ",\n{\"ph\":\"");
-	put_str(&x->o, ph);
-	put_s(&x->o, "\",\"pid\":");
-	put_i64(&x->o, pid);
+	static const char lead[] = ",\n{\"ph\":\"?\",\"pid\":"; /* ? : @ph */
+	size_t skip = x->first ? 1 : 0;
+
+	if (!hgt__blob_add(&x->o, lead + skip, sizeof(lead) - 1 - skip))
+		x->o.p[x->o.len - 9] = (uint8_t)ph;
+	put_u64(&x->o, (unsigned int)pid);
 	put_s(&x->o, ",\"tid\":");
-	put_i64(&x->o, tid);
+	put_u64(&x->o, (unsigned int)tid);
 	x->first = false;
 }
 
@@ -611,13 +662,13 @@ static void thread_name(struct exporter *x, int si, int cpu, int kind)
 		pb_track(x, si, cpu, kind, name);
 		return;
 	}
-	begin(x, "M", si + 1, cpu * TIDS + kind);
+	begin(x, 'M', si + 1, cpu * TIDS + kind);
 	put_s(&x->o, ",\"name\":\"thread_name\",\"args\":{\"name\":\"CPU ");
 	put_i64(&x->o, cpu);
 	put_s(&x->o, " ");
 	put_str(&x->o, what[kind]);
 	put_s(&x->o, "\"}}");
-	begin(x, "M", si + 1, cpu * TIDS + kind);
+	begin(x, 'M', si + 1, cpu * TIDS + kind);
 	put_s(&x->o, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
 	put_i64(&x->o, cpu * TIDS + kind);
 	put_s(&x->o, "}}");
@@ -644,7 +695,7 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 		pb_packet(x, PKT_TRACK_EVENT, true, to);
 		return;
 	}
-	begin(x, "X", si + 1, cpu * TIDS + kind);
+	begin(x, 'X', si + 1, cpu * TIDS + kind);
 	put_s(&x->o, ",\"name\":");
 	put_json(&x->o, name);
 	put_ts(&x->o, "ts", from);
@@ -696,7 +747,7 @@ static bool field_out(struct field_out *fo, const struct tep_format_field *fl, b
 static struct fields *fields_new(struct tep_handle *tep, const struct tep_event *ev)
 {
 	bool native = !tep_is_file_bigendian(tep) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
-	struct hgt__blob names = { 0 };
+	struct hgt__blob names = { 0 }, head = { 0 };
 	struct fields *fs;
 	size_t at = 0;
 	int n = 0;
@@ -709,11 +760,23 @@ static struct fields *fields_new(struct tep_handle *tep, const struct tep_event 
 	fs->ev = ev;
 	for (const struct tep_format_field *fl = ev->format.fields; fl; fl = fl->next)
 		fs->n += field_out(&fs->f[fs->n], fl, native, &names);
-	if (names.oom) {
+	put_s(&head, ",\"name\":");
+	put_json(&head, ev->name);
+	put_s(&head, ",\"cat\":");
+	put_json(&head, ev->system);
+	put_s(&head, ",\"ts\":");
+	hgt__blob_room(&names, PAD); /* zeros after the texts (PAD): put_padded() */
+	hgt__blob_room(&head, PAD);
+	if (names.oom || head.oom) {
 		free(names.p);
+		free(head.p);
 		free(fs);
 		return NULL;
 	}
+	memset(names.p + names.len, 0, PAD);
+	memset(head.p + head.len, 0, PAD);
+	fs->head = (char *)head.p;
+	fs->head_len = head.len;
 	fs->names = (char *)names.p;
 	for (int i = 0; i < fs->n; i++) { /* placed once the blob is whole: it moves */
 		fs->f[i].json = fs->names + at;
@@ -724,8 +787,10 @@ static struct fields *fields_new(struct tep_handle *tep, const struct tep_event 
 
 static void fields_free(struct fields *fs)
 {
-	if (fs)
+	if (fs) {
 		free(fs->names);
+		free(fs->head);
+	}
 	free(fs);
 }
 
@@ -825,11 +890,11 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct fields
 					   NULL, 0, (int64_t)v, f->sign);
 				continue;
 			}
-			hgt__blob_add(o, f->json, f->json_len);
+			put_padded(o, f->json, f->json_len, 32);
 			if (f->sign)
 				put_i64(o, (long long)v);
 			else
-				put_u64(o, v, 1);
+				put_u64(o, v);
 			continue;
 		}
 		if (!hgt__field_str(rec, f->fl, &p, &n))
@@ -848,7 +913,7 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct fields
 				   p, n, 0, false);
 			continue;
 		}
-		hgt__blob_add(o, f->json, f->json_len);
+		put_padded(o, f->json, f->json_len, 32);
 		hgt__json_blob(o, p, n);
 	}
 }
@@ -865,13 +930,9 @@ static struct ev_slot *event_slot(struct exporter *x, int si, struct tep_record 
 		e->id = id;
 		e->ev = tep_find_event(tep, id);
 		e->fs = NULL;
+		e->stateful = hgt__par_stateful(e->ev);
 	}
 	return e;
-}
-
-static struct tep_event *event_of(struct exporter *x, int si, struct tep_record *rec)
-{
-	return event_slot(x, si, rec)->ev;
 }
 
 /* The record as an instant on its CPU's events thread, with its fields and texts (@e: its
@@ -881,7 +942,7 @@ static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 	struct tep_handle *tep = x->tep[si];
 	struct tep_event *ev = e->ev;
 	struct fields *fs = ev ? fields_of(x, e, tep) : NULL;
-	int pid = tep_data_pid(tep, rec);
+	int pid = hgt__record_pid(tep, x->pid_off[si], rec);
 	const char *text, *name = ev ? ev->name : "unknown", *sys = ev ? ev->system : "unknown";
 	size_t len;
 
@@ -907,17 +968,22 @@ static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 		return;
 	}
 	/* no "s": an instant's scope is its thread's unless it says otherwise */
-	begin(x, "i", si + 1, cpu * TIDS + TID_EVENTS);
-	put_s(&x->o, ",\"name\":");
-	put_json_fixed(x, name);
-	put_s(&x->o, ",\"cat\":");
-	put_json_fixed(x, sys);
-	put_ts(&x->o, "ts", rec->ts);
+	begin(x, 'i', si + 1, cpu * TIDS + TID_EVENTS);
+	if (fs) {
+		put_padded(&x->o, fs->head, fs->head_len, PAD);
+		put_us(&x->o, rec->ts);
+	} else {
+		put_s(&x->o, ",\"name\":");
+		put_json_fixed(x, name);
+		put_s(&x->o, ",\"cat\":");
+		put_json_fixed(x, sys);
+		put_ts(&x->o, "ts", rec->ts);
+	}
 	put_s(&x->o, ",\"args\":{\"common_pid\":");
 	put_i64(&x->o, pid);
 	put_s(&x->o, ",\"common_comm\":");
-	text = hgt__comm_cached(&x->comms, tep, pid, NULL);
-	put_json(&x->o, text);
+	text = hgt__comm_cached(&x->comms, tep, pid, &len);
+	hgt__json_blob(&x->o, text, len);
 	if (fs)
 		put_fields(x, tep, fs, rec);
 	text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
@@ -1077,12 +1143,13 @@ static void plan_record(struct session *ss, int si, int cpu, struct tep_record *
 {
 	struct src *s = &ss->s[si];
 	struct track *t = &s->tr[cpu];
-	struct tep_event *ev = event_of(ss->mk, si, rec); /* the main thread's handles */
+	const struct ev_slot *e = event_slot(ss->mk, si, rec); /* the main thread's handles */
+	struct tep_event *ev = e->ev;
 
 	/* a Perfetto sequence's interned strings start again every batch of the parallel
 	 * path, and where it ends */
 	pl->reset = ss->count++ % HGT__PAR_BATCH == 0;
-	if (hgt__par_stateful(ev) && !ss->stateful) {
+	if (e->stateful && !ss->stateful) {
 		ss->stateful = true;
 		pl->reset = true;
 	}
@@ -1351,12 +1418,17 @@ static struct exporter *maker_new(const struct session *ss, struct tep_handle **
 	x->first = true;
 	x->tep = teps;
 	x->type_off = calloc((size_t)ss->nr + 1, sizeof(*x->type_off));
-	if (!x->type_off) {
+	x->pid_off = calloc((size_t)ss->nr + 1, sizeof(*x->pid_off));
+	if (!x->type_off || !x->pid_off) {
+		free(x->type_off);
+		free(x->pid_off);
 		free(x);
 		return NULL;
 	}
-	for (int si = 0; si < ss->nr; si++)
+	for (int si = 0; si < ss->nr; si++) {
 		x->type_off[si] = hgt__type_offset(teps[si]);
+		x->pid_off[si] = hgt__pid_offset(teps[si]);
+	}
 	trace_seq_init(&x->seq);
 	x->memo = hgt__info_memo_new(); /* NULL: every text printed */
 	return x;
@@ -1379,6 +1451,7 @@ static void maker_free(struct exporter *x)
 	trace_seq_destroy(&x->seq);
 	hgt__info_memo_free(x->memo);
 	free(x->type_off);
+	free(x->pid_off);
 	free(x->tep);
 	free(x);
 }
@@ -1513,11 +1586,11 @@ static void processes(struct exporter *x, const struct session *ss)
 			pb_track(x, i, 0, 0, ss->s[i].name);
 			continue;
 		}
-		begin(x, "M", i + 1, 0);
+		begin(x, 'M', i + 1, 0);
 		put_s(&x->o, ",\"name\":\"process_name\",\"args\":{\"name\":");
 		put_json(&x->o, ss->s[i].name);
 		put_s(&x->o, "}}");
-		begin(x, "M", i + 1, 0);
+		begin(x, 'M', i + 1, 0);
 		put_s(&x->o, ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":");
 		put_i64(&x->o, i);
 		put_s(&x->o, "}}");

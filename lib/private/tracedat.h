@@ -104,5 +104,8 @@ struct tep_handle;
 struct tep_record;
 int hgt__type_offset(struct tep_handle *tep);
 int hgt__record_type(struct tep_handle *tep, int off, struct tep_record *rec);
+/* formats.c: the same for the 4-byte common_pid (tep_data_pid()) */
+int hgt__pid_offset(struct tep_handle *tep);
+int hgt__record_pid(struct tep_handle *tep, int off, struct tep_record *rec);
 
 #endif

@@ -713,6 +713,19 @@ void hgt__formats_free(struct hgt_input *in)
 	in->nr_formats = 0;
 }
 
+/* Where common field @name of @size bytes lies in @tep's records when it can be read
+ * straight (file and machine little endian), else -1. */
+static int common_offset(struct tep_handle *tep, const char *name, int size)
+{
+	struct tep_event *ev = tep_get_events_count(tep) ? tep_get_event(tep, 0) : NULL;
+	struct tep_format_field *f = ev ? tep_find_common_field(ev, name) : NULL;
+
+	if (!f || f->size != size || f->offset < 0 || tep_is_file_bigendian(tep) ||
+	    __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		return -1;
+	return f->offset;
+}
+
 /**
  * hgt__type_offset - where the 2-byte common_type lies in @tep's records when it can be
  * read straight (file and machine little endian), else -1: tep_data_type() looks the
@@ -720,13 +733,29 @@ void hgt__formats_free(struct hgt_input *in)
  */
 int hgt__type_offset(struct tep_handle *tep)
 {
-	struct tep_event *ev = tep_get_events_count(tep) ? tep_get_event(tep, 0) : NULL;
-	struct tep_format_field *f = ev ? tep_find_common_field(ev, "common_type") : NULL;
+	return common_offset(tep, "common_type", 2);
+}
 
-	if (!f || f->size != 2 || f->offset < 0 || tep_is_file_bigendian(tep) ||
-	    __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
-		return -1;
-	return f->offset;
+/**
+ * hgt__pid_offset - hgt__type_offset() of the 4-byte common_pid, for hgt__record_pid().
+ */
+int hgt__pid_offset(struct tep_handle *tep)
+{
+	return common_offset(tep, "common_pid", 4);
+}
+
+/**
+ * hgt__record_pid - tep_data_pid(@tep, @rec), read at @off (hgt__pid_offset()) when the
+ * record holds it.
+ */
+int hgt__record_pid(struct tep_handle *tep, int off, struct tep_record *rec)
+{
+	int32_t pid;
+
+	if (off < 0 || off + 4 > rec->size)
+		return tep_data_pid(tep, rec);
+	memcpy(&pid, (const uint8_t *)rec->data + off, 4);
+	return pid;
 }
 
 /**
