@@ -9,13 +9,18 @@
 set -uo pipefail
 builddir=$(realpath "${1:-build}")
 hg=$builddir/tools/hgtrace/hgtrace
-. "$(dirname "$0")/lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 MB=${AGENT_MB:-200}
 T=/sys/kernel/tracing
 [ "$(id -u)" = 0 ] && [ -e $T/trace_marker ] || { echo "bench agent: needs root and tracefs"; exit 0; }
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w" || exit 1
+# the run rows' writer: C, one thread (bench/marker-write.c)
+writer=$w/marker-write
+cc -O2 -o "$writer" "$here/marker-write.c" ||
+	{ echo "bench agent: cannot build bench/marker-write.c"; exit 1; }
 "$hg" setup-guest g --cpus "$(nproc)" --dir . > /dev/null
 port=$((30000 + $$ % 20000))
 
@@ -38,17 +43,12 @@ run() { # TRANSPORT MODE
 	fi
 	apid=$!
 	while [ ! -e $T/instances/$inst/trace_marker ]; do sleep 0.05; done
+	# a write before the agent switches tracing on fails (EBADF)
+	until [ "$(cat $T/instances/$inst/tracing_on 2> /dev/null)" = 1 ]; do sleep 0.01; done
 	local t0 t1 tw
-	# from the first write (the writer's own clock: Python's start-up is not the agent's);
+	# from the first write (the writer's own clock: its start-up is not the agent's);
 	# tw: the writer's own time for its writes
-	read -r t0 tw < <(python3 -c "
-import os, sys, time
-fd = os.open('$T/instances/$inst/trace_marker', os.O_WRONLY)
-line = b'x' * 999 + b'\n'
-t0 = time.time()
-for i in range($MB * 1000): os.write(fd, line)
-print('%.6f %.6f' % (t0, time.time() - t0))
-")
+	read -r t0 tw < <("$writer" $T/instances/$inst/trace_marker "$MB" x)
 	# the agent is time's only hgtrace child (the other is its log's reader): ended by its
 	# PID; until it has sent its last page (the "stopped" line)
 	kill -INT "$(pgrep -x -P $apid hgtrace)"
