@@ -936,8 +936,9 @@ static struct ev_slot *event_slot(struct exporter *x, int si, struct tep_record 
 }
 
 /* The record as an instant on its CPU's events thread, with its fields and texts (@e: its
- * event's slot). */
-static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec, struct ev_slot *e)
+ * event's slot); its info text into *@info (*@info_len bytes), left NULL when not made. */
+static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec, struct ev_slot *e,
+		    const char **info, size_t *info_len)
 {
 	struct tep_handle *tep = x->tep[si];
 	struct tep_event *ev = e->ev;
@@ -963,6 +964,8 @@ static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 		if (fs)
 			put_fields(x, tep, fs, rec);
 		text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
+		*info = text;
+		*info_len = len;
 		pb_ann(x, &x->common[2], "common_info", text, len, 0, false);
 		pb_packet(x, PKT_TRACK_EVENT, true, rec->ts);
 		return;
@@ -987,6 +990,8 @@ static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 	if (fs)
 		put_fields(x, tep, fs, rec);
 	text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
+	*info = text;
+	*info_len = len;
 	put_s(&x->o, ",\"common_info\":");
 	hgt__json_blob(&x->o, text, len);
 	put_s(&x->o, "}}");
@@ -1198,24 +1203,25 @@ static void render(struct exporter *x, int si, int cpu, struct tep_record *rec,
 	static const char *const keys[] = { NULL, "switch", "exit" };
 	struct ev_slot *e = rec ? event_slot(x, si, rec) : NULL;
 	struct tep_event *ev = e ? e->ev : NULL;
+	const char *info = NULL; /* the record's info text, made once for all it writes */
+	size_t info_len = 0;
 
 	if (pl->reset)
 		intern_reset(x);
 	if (pl->named)
 		thread_name(x, si, cpu, TID_EVENTS);
 	if (pl->instant && e)
-		instant(x, si, cpu, rec, e);
+		instant(x, si, cpu, rec, e, &info, &info_len);
 	for (int i = 0; i < pl->nsl; i++) {
 		const struct slice *sl = &pl->sl[i];
-		const char *text = NULL;
-		size_t len = 0;
 
 		if (sl->named)
 			thread_name(x, si, cpu, sl->kind);
-		if (sl->key)
-			text = hgt__info_text(x->memo, &x->seq, x->tep[si], ev, rec, false, &len);
+		if (sl->key && !info)
+			info = hgt__info_text(x->memo, &x->seq, x->tep[si], ev, rec, false,
+					      &info_len);
 		complete(x, si, cpu, sl->kind, sl->name, sl->from, sl->to, sl->pid, keys[sl->key],
-			 text, len);
+			 sl->key ? info : NULL, sl->key ? info_len : 0);
 	}
 }
 

@@ -325,6 +325,30 @@ for k, v in threads.items():
 if n == 0:
     fail("no complete events")
 print("ok %d complete events on %d threads, none overlapping, each within its file's events" % (n, len(threads)))
+# a slice that ends at an event names it: "exit" (guest mode, ended by a kvm_exit) and
+# "switch" (a TCG vCPU thread's run, ended by a sched_switch) hold that event's info text,
+# the common_info of its instant at the slice's end on the same file and CPU (thread
+# CPU * 3 + 1 for the events, + 2 for tasks, + 3 for guest mode)
+ends = {}
+for e in evs:
+    if e["ph"] == "i" and e["name"] in ("kvm_exit", "sched_switch"):
+        key = (e["pid"], (e["tid"] - 1) // 3, ns(e["ts"]), e["name"])
+        ends.setdefault(key, []).append(e["args"].get("common_info"))
+named = 0
+for e in evs:
+    if e["ph"] != "X":
+        continue
+    for arg, ev in (("exit", "kvm_exit"), ("switch", "sched_switch")):
+        if arg not in e.get("args", {}):
+            continue
+        key = (e["pid"], (e["tid"] - 1) // 3, ns(e["ts"]) + ns(e["dur"]), ev)
+        if e["args"][arg] not in ends.get(key, []):
+            fail("%s slice at %s on thread %s: %s %r, not the info of a %s ending it (%s)" % (
+                e["name"], e["ts"], (e["pid"], e["tid"]), arg, e["args"][arg], ev, ends.get(key)))
+        named += 1
+if "--guest-mode" in sys.argv and not named:
+    fail("no slice names the event that ended it")
+print("ok %d slices name the event that ended them: its info text, as its instant's" % named)
 if "--guest-mode" in sys.argv:
     gm = [e for e in evs if e["ph"] == "X" and e["name"].startswith("vCPU ")]
     exits = sum(c for k, c in want.items() if k[3] == "kvm_exit")

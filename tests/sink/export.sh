@@ -10,7 +10,9 @@
 # are ns at the timers' rate (or --ts2secs), both as trace-cmd's --ts2secs prints them;
 # every field's value is what trace-cmd's raw report (-R) prints, on these and on a
 # recording of every event this kernel has, made now (where tracefs is), which must hold
-# negative values of signed fields narrower than 64 bits. Checks in check-export.py. The
+# negative values of signed fields narrower than 64 bits; a slice ended by a kvm_exit or a
+# sched_switch names it with that event's info text, its instant's. Checks in
+# check-export.py. The
 # same for --format perfetto, decoded with Google's protobuf library. The host + guest
 # pairs are exported by worker threads (HGT_THREADS=3: whatever the size), the single
 # files by the main thread alone (small: no workers).

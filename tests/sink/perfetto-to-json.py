@@ -88,14 +88,17 @@ for i, p in enumerate(t.packet):
     elif e.type == e.TYPE_SLICE_BEGIN:
         if e.track_uuid in open_slices:
             sys.exit("packet %d: a slice begins inside another on track %d" % (i, e.track_uuid))
-        open_slices[e.track_uuid] = (p.timestamp, event_name(i, e))
-        for a in e.debug_annotations:
-            ann_name(i, a)
+        # its annotations (the task's pid, the event that ended guest mode) as the JSON args
+        open_slices[e.track_uuid] = (p.timestamp, event_name(i, e),
+                                     {ann_name(i, a): a.string_value if a.HasField("string_value") else
+                                      a.int_value if a.HasField("int_value") else a.uint_value
+                                      for a in e.debug_annotations})
     elif e.type == e.TYPE_SLICE_END:
         if e.track_uuid not in open_slices:
             sys.exit("packet %d: a slice ends that did not begin" % i)
-        b, name = open_slices.pop(e.track_uuid)
-        out.append({"ph": "X", "pid": pid, "tid": tid, "ts": ts(b), "dur": ts(p.timestamp - b), "name": name})
+        b, name, args = open_slices.pop(e.track_uuid)
+        out.append({"ph": "X", "pid": pid, "tid": tid, "ts": ts(b), "dur": ts(p.timestamp - b), "name": name,
+                    "args": args})
         counts["slices"] += 1
 if open_slices:
     sys.exit("%d slices never end" % len(open_slices))
