@@ -36,6 +36,10 @@ int hgt__write_full(int fd, const void *buf, size_t n);
  */
 int hgt__write_within(int fd, const void *buf, size_t n, unsigned int stall_ms,
 		      const volatile int *stop);
+/* Pipes and FIFOs (io.c): the bytes no reader has taken yet (-1: @fd is no pipe), and a
+ * wait until there are none, ended as hgt__write_within() ends its wait. */
+long hgt__pipe_unread(int fd);
+int hgt__pipe_wait_read(int fd, unsigned int stall_ms, const volatile int *stop);
 /* CLOCK_MONOTONIC in milliseconds, in nanoseconds (io.c). */
 uint64_t hgt__now_ms(void);
 uint64_t hgt__now_ns(void);

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,6 +70,48 @@ uint64_t hgt__now_ns(void)
 uint64_t hgt__now_ms(void)
 {
 	return hgt__now_ns() / 1000000u;
+}
+
+/**
+ * hgt__pipe_unread - the bytes written into the pipe or FIFO @fd (either end) that no
+ * reader has taken yet (FIONREAD); -1 when @fd is no pipe.
+ */
+long hgt__pipe_unread(int fd)
+{
+	struct stat st;
+	int n;
+
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode) || ioctl(fd, FIONREAD, &n))
+		return -1;
+	return n;
+}
+
+/**
+ * hgt__pipe_wait_read - wait until the readers of pipe @fd have taken all that was written
+ * into it (at once where @fd is no pipe). The kernel has no event for an empty pipe: it
+ * looks again after 0.1 ms, doubling up to 10 ms. A reader that took nothing for @stall_ms
+ * ends it with -ETIMEDOUT, *@stop (when set) with -ECANCELED.
+ */
+int hgt__pipe_wait_read(int fd, unsigned int stall_ms, const volatile int *stop)
+{
+	long left = hgt__pipe_unread(fd), was = left;
+	uint64_t moved = hgt__now_ms();
+	unsigned int us = 100;
+
+	while (left > 0) {
+		if (stop && *stop)
+			return -ECANCELED;
+		if (left < was) {
+			was = left;
+			moved = hgt__now_ms();
+		} else if (hgt__now_ms() - moved >= stall_ms) {
+			return -ETIMEDOUT;
+		}
+		usleep(us);
+		us = us < 10000 ? us * 2 : us;
+		left = hgt__pipe_unread(fd);
+	}
+	return 0;
 }
 
 /**

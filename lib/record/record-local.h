@@ -29,6 +29,8 @@ int hgt__record_halt(struct hgt_recorder *r);
 #define HGT__DESCRIBE_END 2u   /* of the items only the cmdlines */
 int hgt__record_describe(struct hgt_recorder *r, const struct hgt__meta_sink *sink,
 			 unsigned int what);
+void hgt__record_set_log(struct hgt_recorder *r, FILE *log);
+int hgt__record_wait_read(struct hgt_recorder *r, unsigned int stall_ms, const volatile int *stop);
 /* Page bytes a CPU's reader moved (after hgt__record_halt()). */
 uint64_t hgt__record_cpu_bytes(const struct hgt_recorder *r, int cpu);
 int hgt__record_nr_cpus(const struct hgt_recorder *r);
@@ -68,6 +70,7 @@ bool hgt__owner_alive(int pid, uint64_t start);
 /* Instances hgtrace created, and those whose creator is gone (lib/record/stale.c). */
 void hgt__instance_register(const char *name);
 void hgt__instance_unregister(const char *name);
+void hgt__instance_note_pipe(const char *name, int fd);
 int hgt__instance_reap(const char *name, FILE *log);
 
 #endif

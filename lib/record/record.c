@@ -280,6 +280,47 @@ static char *selected_clock(const char *trace_clock)
 	return c ? strndup(o + 1, (size_t)(c - o - 1)) : strdup("local");
 }
 
+/* Whether CPU @i's reader spliced pages into a caller's channel (a pipe or not): only
+ * those stay the ring buffer's (copied pages and the channel's header do not). */
+static bool spliced(const struct hgt_recorder *r, int i)
+{
+	return r->r && !r->own_fds && r->r[i].fd >= 0 && r->r[i].bytes && !r->o.no_splice;
+}
+
+/* The first of the caller's pipes that still holds bytes after pages were spliced into it
+ * (its CPU, -1: none), and how many. */
+static int unread_pipe(const struct hgt_recorder *r, long *bytes)
+{
+	for (int i = 0; r->r && i < r->nr_cpus; i++)
+		if (spliced(r, i) && (*bytes = hgt__pipe_unread(r->r[i].fd)) > 0)
+			return i;
+	return -1;
+}
+
+/*
+ * A page spliced out of trace_pipe_raw into a pipe stays the ring buffer's until a reader
+ * takes it, and its release calls back into that ring buffer: the instance removed before,
+ * the read touches freed memory (a kernel oops in ring_buffer_free_read_page(), the
+ * reader dead holding the pipe's lock and every later opener of it stuck). While a pipe
+ * holds some, the instance stays (its note names the pipes: hgt__instance_reap() leaves
+ * it until they are read or closed). Returns whether it was kept.
+ */
+static bool keep_for_pipes(struct hgt_recorder *r)
+{
+	long bytes = 0;
+	int cpu = unread_pipe(r, &bytes);
+
+	if (cpu < 0 || !r->created)
+		return false;
+	if (r->o.log)
+		fprintf(r->o.log,
+			"hgtrace record: instance %s kept: %ld bytes of cpu %d's pages wait unread in its pipe (removed before they are read, the kernel would crash reading them); 'hgtrace reset' removes it once they are read\n",
+			tracefs_instance_get_name(r->inst), bytes, cpu);
+	tracefs_instance_free(r->inst);
+	r->inst = NULL;
+	return true;
+}
+
 static void restore(struct hgt_recorder *r)
 {
 	int i;
@@ -287,6 +328,8 @@ static void restore(struct hgt_recorder *r)
 	if (!r->inst)
 		return;
 	tracefs_trace_off(r->inst);
+	if (keep_for_pipes(r))
+		return;
 	/* an instance of our own goes whole: nothing to put back first (resizing its ring to
 	 * the size it had took 15 ms of a 16 MB one's stop), unless it cannot be removed */
 	if (r->created && !tracefs_instance_destroy(r->inst)) {
@@ -804,6 +847,8 @@ static int start_readers(struct hgt_recorder *r, const int *cpu_fds)
 		c->own_file = !cpu_fds;
 		if (c->fd < 0)
 			return c->fd;
+		if (cpu_fds && r->created)
+			hgt__instance_note_pipe(tracefs_instance_get_name(r->inst), c->fd);
 		/* Non-blocking: with buffer_percent 0 a blocking splice of a ring holding only
 		 * a partial page loops inside the kernel (6.1: wait_on_pipe(0) returns at once,
 		 * no full page, again), a whole CPU per reader; and a blocking one waits for
@@ -1174,6 +1219,30 @@ int hgt__record_halt(struct hgt_recorder *r)
 		r->res[i].bytes = r->r[i].bytes;
 	}
 	return ret;
+}
+
+/**
+ * hgt__record_wait_read - after hgt__record_halt(), wait until the readers of the caller's
+ * channels that are pipes or FIFOs have read every page spliced into them: only then can
+ * the instance go (keep_for_pipes()). 0 when they have (or no channel is a pipe),
+ * -ETIMEDOUT when one took nothing for @stall_ms, -ECANCELED on *@stop.
+ */
+int hgt__record_wait_read(struct hgt_recorder *r, unsigned int stall_ms, const volatile int *stop)
+{
+	for (int i = 0; r->r && i < r->nr_cpus; i++) {
+		int ret = spliced(r, i) ? hgt__pipe_wait_read(r->r[i].fd, stall_ms, stop) : 0;
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Where the recorder's last lines go (the instance kept or not removable): the agent's
+ * recorder says nothing while it records. */
+void hgt__record_set_log(struct hgt_recorder *r, FILE *log)
+{
+	r->o.log = log;
 }
 
 int hgt_record_halt(struct hgt_recorder *r)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,97 @@ void hgt__instance_register(const char *name)
 	if (hgt__write_full(fd, pid, (size_t)n))
 		unlink(p);
 	close(fd);
+}
+
+/**
+ * hgt__instance_note_pipe - note that instance @name's pages are spliced into pipe @fd:
+ * such a page stays the ring buffer's until it is read, so the instance must outlive any
+ * left unread there (hgt__instance_reap() looks). Nothing for a file or a socket.
+ */
+void hgt__instance_note_pipe(const char *name, int fd)
+{
+	struct stat st;
+	char p[512], line[96];
+	int nfd, n;
+
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+		return;
+	note_path(p, sizeof(p), name);
+	nfd = open(p, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (nfd < 0)
+		return;
+	n = snprintf(line, sizeof(line), "pipe %llu %llu\n", (unsigned long long)st.st_dev,
+		     (unsigned long long)st.st_ino);
+	if (hgt__write_full(nfd, line, (size_t)n)) {
+		/* unnoted: a reap may then come too early, as before there were notes */
+	}
+	close(nfd);
+}
+
+/* The bytes waiting in pipe @dev:@ino, held open by some process (*@pid), 0 when no
+ * process holds it with bytes in it (a pipe nobody holds is gone, its pages released). */
+static long pipe_waiting(unsigned long long dev, unsigned long long ino, int *pid)
+{
+	DIR *procs = opendir("/proc"), *fds;
+	struct dirent *e, *f;
+	long bytes = 0;
+
+	while (procs && !bytes && (e = readdir(procs))) {
+		char dir[300];
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%s/fd", e->d_name);
+		fds = opendir(dir);
+		while (fds && !bytes && (f = readdir(fds))) {
+			char path[600];
+			struct stat st;
+			int fd;
+
+			snprintf(path, sizeof(path), "%s/%s", dir, f->d_name);
+			if (f->d_name[0] == '.' || stat(path, &st) || !S_ISFIFO(st.st_mode) ||
+			    st.st_dev != dev || st.st_ino != ino)
+				continue;
+			fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+			if (fd >= 0) {
+				bytes = hgt__pipe_unread(fd);
+				bytes = bytes > 0 ? bytes : 0;
+				close(fd);
+			}
+			*pid = atoi(e->d_name);
+		}
+		if (fds)
+			closedir(fds);
+	}
+	if (procs)
+		closedir(procs);
+	return bytes;
+}
+
+/* Whether a pipe instance @name's pages were spliced into still holds some (note lines
+ * "pipe DEV INO"): the bytes, and in @pid a process that holds it. */
+static long pages_in_pipes(const char *name, int *pid)
+{
+	char p[512], buf[4096], *line, *save = NULL;
+	long bytes = 0;
+	ssize_t n;
+	int fd;
+
+	note_path(p, sizeof(p), name);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	for (line = strtok_r(buf, "\n", &save); line && !bytes;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long dev, ino;
+
+		if (sscanf(line, "pipe %llu %llu", &dev, &ino) == 2)
+			bytes = pipe_waiting(dev, ino, pid);
+	}
+	return bytes;
 }
 
 /**
@@ -113,6 +205,19 @@ int hgt__instance_reap(const char *name, FILE *log)
 	if (!inst)
 		return -errno;
 	tracefs_trace_off(inst);
+	{
+		int holder = 0;
+		long bytes = pages_in_pipes(name, &holder);
+
+		if (bytes) {
+			if (log)
+				fprintf(log,
+					"hgtrace: tracefs instance %s, left by process %d, kept: %ld bytes of its pages wait unread in a pipe process %d holds (removing it first would crash the kernel when they are read)\n",
+					name, pid, bytes, holder);
+			tracefs_instance_free(inst);
+			return 0;
+		}
+	}
 	if (tracefs_instance_destroy(inst)) {
 		ret = -errno;
 		if (log)

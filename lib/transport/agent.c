@@ -836,6 +836,30 @@ static void drain_end(struct drain *d)
 	drain_close(d);
 }
 
+/*
+ * The pages spliced into FIFOs (or a pipe on stdout) are the ring buffer's until the host
+ * reads them: the instance goes only after (hgt__record_wait_read(); removed before, the
+ * host's read crashes its kernel). A host that reads nothing for the silence limit (2 s
+ * once stopped by a signal, or with the host gone) leaves them: a service drops what its
+ * own FIFOs hold, as it would before the next host's READY (at once when the host got no
+ * END: what waits is no use to it); else the instance is kept.
+ */
+static void release_pages(struct agent *a, struct hgt_recorder *rec, bool ended)
+{
+	bool hurry = host_dead(a) || (a->o.stop && *a->o.stop);
+	bool own = a->o.serve && a->o.transport == HGT_TRANSPORT_FIFOS;
+	unsigned int ms = hurry ? DRAIN_GRACE_MS : silent_limit(a);
+	int ret = own && !ended ? -EPIPE : hgt__record_wait_read(rec, ms, NULL);
+
+	if (ret && own) {
+		drain_now(a);
+		if (a->o.log && ended)
+			fprintf(a->o.log,
+				"hgtrace agent: the host did not read the session's last pages: dropped\n");
+	}
+	hgt__record_set_log(rec, a->o.log); /* its instance kept, or not removable: said */
+}
+
 /* One recording: wait for the start (unless now), record until the stop, send the end.
  * Returns 0, 1 when it never started, or -errno. */
 static int session(struct agent *a, bool now, unsigned int silent_ms)
@@ -926,6 +950,7 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	if (a->o.log && ret < 0)
 		fprintf(a->o.log, "hgtrace agent: stopped: %s\n", hgt_last_error());
 	a->clock = a->ro.clock;
+	release_pages(a, rec, !ret);
 	hgt_record_free(rec);
 	a->in_session = false;
 	return ret;
