@@ -158,7 +158,7 @@ switches_held() {
 # pair_check HOST GUEST BOUND: the events both files of one kernel hold (pair-events.awk,
 # from trace-cmd's reports: hraw.txt, graw.txt and gcor.txt are left for more checks): at
 # least half of the guest's paired (and 100: a quiet machine switches little), each
-# corrected guest time within BOUND ns of its host time
+# corrected guest time within BOUND ns of its raw time (the truth: one kernel's clock)
 pair_check() {
 	local m far ng worst skew
 	trace-cmd report --raw-ts -i "$1" 2> /dev/null | tail -n +2 > hraw.txt
@@ -167,7 +167,7 @@ pair_check() {
 	read -r m far ng worst skew < <(awk -v b="$3" -f "$here/lib/pair-events.awk" \
 		hraw.txt graw.txt gcor.txt)
 	if [ "$m" -ge 100 ] && [ $((2 * m)) -ge "$ng" ] && [ "$far" -eq 0 ]; then
-		tap_ok "$m of $ng guest events also in the host's file (same CPU and fields; raw times up to $skew ns apart): corrected guest times within $worst ns of the host's, bound $3 ns"
+		tap_ok "$m of $ng guest events also in the host's file (same CPU and fields; raw times up to $skew ns apart): trace-cmd's correction of each within $worst ns of the truth 0, bound $3 ns"
 	else
 		tap_fail "events in both: $m of $ng (want half, and 100), $far beyond $3 ns (worst $worst, raw skew $skew)"
 	fi
