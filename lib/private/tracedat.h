@@ -37,6 +37,9 @@ struct hgt__convert_src {
 	int (*more_options)(void *ctx, struct hgt_output *out); /* after the input's */
 	void *ctx;
 	bool sync; /* fsync the output */
+	/* compressed metadata items of @in copied as they are where the output has the same
+	 * compression (the same bytes: a recording's head.dat is compressed as its file is) */
+	bool keep_packed;
 	/* called with the output's descriptor just before it takes its name (NULL: none) */
 	int (*before_publish)(void *ctx, int fd);
 	void *publish_ctx;

@@ -293,14 +293,17 @@ out:
 }
 
 /**
- * hgt__recdir_head - start head.dat: a version 7 file without compression, whose metadata
- * and options the caller gives and which it closes (with hgt_output_close()) before
- * tracing starts.
+ * hgt__recdir_head - start head.dat: a version 7 file with no pages, whose metadata and
+ * options the caller gives and which it closes (with hgt_output_close()) before tracing
+ * starts. Compressed with @comp, the output's compression: its metadata (kallsyms, the
+ * formats: megabytes) is then compressed before tracing starts, and copied as it is at
+ * the end (hgt__convert_src.keep_packed), not compressed while the user waits for the file.
  */
-struct hgt_output *hgt__recdir_head(const struct hgt__recdir *d, uint32_t page_size, int long_size)
+struct hgt_output *hgt__recdir_head(const struct hgt__recdir *d, uint32_t page_size, int long_size,
+				    enum hgt_compression comp)
 {
-	HGT_OPTS(hgt_output_opts, oo, .version = 7, .compression = HGT_COMPRESS_NONE,
-		 .page_size = page_size, .long_size = long_size);
+	HGT_OPTS(hgt_output_opts, oo, .version = 7, .compression = comp, .page_size = page_size,
+		 .long_size = long_size);
 	char *p = path_in(d->dir, "head.dat");
 	struct hgt_output *out = p ? hgt_output_create(p, &oo) : NULL;
 
@@ -598,6 +601,7 @@ static int write_from(const char *dir, const char *output, const struct hgt_conv
 		goto out;
 	src->files = files;
 	src->nr_files = nf;
+	src->keep_packed = true;
 	cmd = cmdlines_item(dir, &src->cmdlines_len);
 	src->cmdlines = cmd;
 	ret = hgt__convert(in, output, co, src);

@@ -53,7 +53,8 @@ int hgt__recdir_put_options(const struct hgt__recdir *d, const struct hgt_option
 /* Options a restore of @r's recording adds (its stop does not: its caller appends them):
  * replaced whole. 0 also when @r keeps no recording directory. */
 int hgt__record_put_options(struct hgt_recorder *r, const struct hgt_option_blob *o, int n);
-struct hgt_output *hgt__recdir_head(const struct hgt__recdir *d, uint32_t page_size, int long_size);
+struct hgt_output *hgt__recdir_head(const struct hgt__recdir *d, uint32_t page_size, int long_size,
+				    enum hgt_compression comp);
 int hgt__recdir_finish(const char *dir, const char *output, const struct hgt_convert_opts *co,
 		       int (*more)(void *ctx, struct hgt_output *out), void *ctx, bool sync,
 		       FILE *log, uint64_t *loss_pages);

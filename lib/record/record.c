@@ -1305,7 +1305,8 @@ static int out_option(void *ctx, unsigned int id, const void *p, uint32_t n)
 /* head.dat: the metadata and options known at the start, the top buffer, no pages. */
 static int write_head(struct hgt_recorder *r)
 {
-	struct hgt_output *out = hgt__recdir_head(&r->rd, (uint32_t)getpagesize(), 8);
+	struct hgt_output *out =
+		hgt__recdir_head(&r->rd, (uint32_t)getpagesize(), 8, r->o.compression);
 	struct hgt__meta_sink sink = { out_meta, out_option, out };
 	int ret;
 

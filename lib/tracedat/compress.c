@@ -73,6 +73,18 @@ int hgt__decompress(struct hgt_input *in, void *dctx, const void *src, uint32_t 
 int hgt__load_section(struct hgt_input *in, uint64_t sec_off, uint16_t want_id, uint8_t **buf,
 		      uint64_t *len)
 {
+	return hgt__load_section_packed(in, sec_off, want_id, buf, len, NULL, NULL, NULL);
+}
+
+/**
+ * hgt__load_section_packed - hgt__load_section(), and with @packed (may be NULL) a
+ * compressed section's compressed bytes as stored: *@packed (caller frees) holds them at
+ * *@at, *@clen of them; *@packed is NULL for a section stored as it is.
+ */
+int hgt__load_section_packed(struct hgt_input *in, uint64_t sec_off, uint16_t want_id,
+			     uint8_t **buf, uint64_t *len, uint8_t **packed, size_t *at,
+			     size_t *clen)
+{
 	uint8_t hdr[16];
 	uint16_t id, flags;
 	uint64_t size;
@@ -81,6 +93,8 @@ int hgt__load_section(struct hgt_input *in, uint64_t sec_off, uint16_t want_id, 
 	int ret;
 
 	*buf = NULL;
+	if (packed)
+		*packed = NULL;
 	if (sec_off < in->header_len || sec_off > in->file_size || in->file_size - sec_off < 16)
 		return hgt__error(in, sec_off, EBADMSG,
 				  "%s section offset lies outside the file (size %llu)",
@@ -146,6 +160,12 @@ int hgt__load_section(struct hgt_input *in, uint64_t sec_off, uint16_t want_id, 
 	out[usize] = 0;
 	*buf = out;
 	*len = usize;
+	if (packed) { /* the stored bytes, checked by their decompression just now */
+		*packed = raw;
+		*at = 8;
+		*clen = csize;
+		return 0;
+	}
 out:
 	if (!*buf)
 		free(raw);

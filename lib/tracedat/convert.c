@@ -198,6 +198,20 @@ static int copy_head(struct hgt_input *in, struct hgt_output *out,
 						  src->cmdlines_len);
 			continue;
 		}
+		if (src && src->keep_packed) { /* compressed items copied as they are */
+			uint8_t *packed;
+			size_t at = 0, clen = 0;
+
+			ret = hgt__input_meta_packed(in, (unsigned)i, &blob, &len, &packed, &at,
+						     &clen);
+			if (!ret)
+				ret = hgt__output_set_meta_packed(
+					out, (unsigned)i, blob, len, in->comp,
+					packed ? packed + at : NULL, clen);
+			free(packed);
+			free(blob);
+			continue;
+		}
 		ret = hgt__input_meta_blob(in, (unsigned)i, &blob, &len);
 		if (!ret)
 			ret = hgt_output_set_meta(out, (unsigned)i, blob, len);

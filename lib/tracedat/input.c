@@ -885,6 +885,24 @@ int hgt_input_write_latency(struct hgt_input *in, FILE *out)
 }
 
 /**
+ * hgt__input_meta_packed - hgt__input_meta_blob(), and where the item is a compressed v7
+ * section, its compressed bytes as stored (hgt__load_section_packed(): *@packed, NULL for
+ * an item stored as it is).
+ */
+int hgt__input_meta_packed(struct hgt_input *in, unsigned int id, uint8_t **buf, uint64_t *len,
+			   uint8_t **packed, size_t *at, size_t *clen)
+{
+	*packed = NULL;
+	if (in->version < 7 || id < HGT_OPT_HEADER_INFO || id > HGT_OPT_CMDLINES ||
+	    !in->sec_off[id])
+		return hgt__input_meta_blob(in, id, buf, len);
+	*buf = NULL;
+	*len = 0;
+	return hgt__load_section_packed(in, in->sec_off[id], (uint16_t)id, buf, len, packed, at,
+					clen);
+}
+
+/**
  * hgt__input_meta_blob - the bytes of metadata item @id (HEADER_INFO .. CMDLINES) in their
  * v6 encoding, which is also the body of the v7 section, decompressed.
  */

@@ -67,6 +67,8 @@ struct hgt_output {
 
 	uint8_t *meta[NR_META];
 	size_t meta_len[NR_META];
+	uint8_t *packed[NR_META]; /* v7: an item compressed already, as it is written */
+	size_t packed_len[NR_META];
 	struct out_opt *opts;
 	int nr_opts;
 	struct out_buf *bufs;
@@ -80,6 +82,8 @@ struct hgt_output {
 	uint64_t cpu_start; /* offset of the current CPU's data */
 	uint8_t *chunk;	    /* compressed: pages waiting to form a chunk */
 	size_t chunk_len;
+	uint8_t *zout; /* a chunk compressed (zout_cap bytes, made at the first) */
+	size_t zout_cap;
 	uint32_t nr_chunks;
 	void *cctx;
 	struct hgt__zpipe *zp; /* the chunks compressed by workers (NULL: here) */
@@ -348,11 +352,34 @@ int hgt_output_set_meta(struct hgt_output *o, unsigned int id, const void *blob,
 		return out_error(o, EINVAL, "metadata item %u (%s) cannot be set now", id,
 				 hgt_option_name(id));
 	free(o->meta[i]);
+	free(o->packed[i]);
+	o->packed[i] = NULL;
 	o->meta[i] = malloc(len ? len : 1);
 	if (!o->meta[i])
 		return out_error(o, ENOMEM, "out of memory");
 	memcpy(o->meta[i], blob, len);
 	o->meta_len[i] = len;
+	return 0;
+}
+
+/**
+ * hgt__output_set_meta_packed - hgt_output_set_meta(), and @blob compressed with @comp
+ * already (@clen bytes at @c, which must decompress to @blob): written as they are when
+ * the file is version 7 with that compression, which makes the same bytes as compressing
+ * @blob here would (no time spent on it at the end).
+ */
+int hgt__output_set_meta_packed(struct hgt_output *o, unsigned int id, const void *blob, size_t len,
+				enum hgt_compression comp, const void *c, size_t clen)
+{
+	int i = (int)id - HGT_OPT_HEADER_INFO, ret = hgt_output_set_meta(o, id, blob, len);
+
+	if (ret || !c || comp != o->comp || o->version < 7 || clen > UINT32_MAX)
+		return ret;
+	o->packed[i] = malloc(clen ? clen : 1);
+	if (o->packed[i]) { /* else compressed at the end */
+		memcpy(o->packed[i], c, clen);
+		o->packed_len[i] = clen;
+	}
 	return 0;
 }
 
@@ -437,6 +464,12 @@ static int write_meta_section(struct hgt_output *o, unsigned int id, const char 
 	*where = o->pos;
 	if (!o->comp)
 		return sec_header(o, (uint16_t)id, 0, sid, len) ?: wr(o, p, len);
+	if (o->packed[id - HGT_OPT_HEADER_INFO]) {
+		size_t clen = o->packed_len[id - HGT_OPT_HEADER_INFO];
+
+		return sec_header(o, (uint16_t)id, 1, sid, 8 + clen) ?: wr32(o, (uint32_t)clen)
+			?: wr32(o, (uint32_t)len) ?: wr(o, o->packed[id - HGT_OPT_HEADER_INFO], clen);
+	}
 	{
 		uint8_t *c;
 		size_t clen;
@@ -644,19 +677,31 @@ static int emit_chunk(void *ctx, const uint8_t *data, size_t clen, size_t len)
 	return ret;
 }
 
+/* @len bytes at @src (a chunk at most) compressed and written as a chunk */
+static int put_chunk(struct hgt_output *o, const uint8_t *src, size_t len)
+{
+	size_t clen;
+	int ret;
+
+	if (!o->zout) {
+		o->zout_cap = hgt__compress_bound(o->comp, (size_t)o->page_size * PAGES_IN_CHUNK);
+		o->zout = o->zout_cap ? malloc(o->zout_cap) : NULL;
+		if (!o->zout)
+			return out_error(o, ENOMEM, "cannot compress a chunk of %zu bytes", len);
+	}
+	ret = hgt__compress_into(o->comp, o->cctx, src, len, o->zout, o->zout_cap, &clen);
+	if (ret)
+		return out_error(o, -ret, "cannot compress a chunk of %zu bytes", len);
+	return emit_chunk(o, o->zout, clen, len);
+}
+
 static int flush_chunk(struct hgt_output *o)
 {
-	uint8_t *c;
-	size_t clen;
 	int ret;
 
 	if (!o->chunk_len)
 		return 0;
-	ret = hgt__compress(o->comp, o->cctx, o->chunk, o->chunk_len, &c, &clen);
-	if (ret)
-		return out_error(o, -ret, "cannot compress a chunk of %zu bytes", o->chunk_len);
-	ret = emit_chunk(o, c, clen, o->chunk_len);
-	free(c);
+	ret = put_chunk(o, o->chunk, o->chunk_len);
 	o->chunk_len = 0;
 	return ret;
 }
@@ -809,18 +854,20 @@ int hgt_output_write_cpu(struct hgt_output *o, int buf, int cpu, const void *pag
 		return ret && !o->err ? out_error(o, -ret, "cannot compress its pages") : ret;
 	}
 	while (len) {
-		size_t room = (size_t)o->page_size * PAGES_IN_CHUNK - o->chunk_len;
+		size_t whole = (size_t)o->page_size * PAGES_IN_CHUNK, room = whole - o->chunk_len;
 		size_t k = len < room ? len : room;
 
-		memcpy(o->chunk + o->chunk_len, p, k);
-		o->chunk_len += k;
+		if (k == whole) {
+			ret = put_chunk(o, p, k); /* a whole chunk: from the caller's pages */
+		} else {
+			memcpy(o->chunk + o->chunk_len, p, k);
+			o->chunk_len += k;
+			ret = o->chunk_len == whole ? flush_chunk(o) : 0;
+		}
+		if (ret)
+			return ret;
 		p += k;
 		len -= k;
-		if (o->chunk_len == (size_t)o->page_size * PAGES_IN_CHUNK) {
-			ret = flush_chunk(o);
-			if (ret)
-				return ret;
-		}
 	}
 	return 0;
 }
@@ -863,11 +910,9 @@ int hgt_output_write_latency(struct hgt_output *o, const void *text, size_t len)
 
 			if (k > len)
 				k = len;
-			memcpy(o->chunk, p, k);
-			o->chunk_len = k;
+			ret = put_chunk(o, p, k); /* the last one may be short */
 			p += k;
 			len -= k;
-			ret = flush_chunk(o);
 		}
 		if (!ret)
 			ret = pwrite_all(o, &o->nr_chunks, 4, o->lat_off + 16);
@@ -965,8 +1010,10 @@ static void out_free(struct hgt_output *o)
 {
 	int i;
 
-	for (i = 0; i < NR_META; i++)
+	for (i = 0; i < NR_META; i++) {
 		free(o->meta[i]);
+		free(o->packed[i]);
+	}
 	for (i = 0; i < o->nr_opts; i++)
 		free(o->opts[i].data);
 	for (i = 0; i < o->nr_bufs; i++) {
@@ -979,6 +1026,7 @@ static void out_free(struct hgt_output *o)
 	free(o->opts);
 	free(o->bufs);
 	free(o->chunk);
+	free(o->zout);
 	free(o->wb);
 	free(o->strings);
 	free(o->path);

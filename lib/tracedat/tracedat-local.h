@@ -145,6 +145,9 @@ void hgt__dctx_free(struct hgt_input *in, void *dctx);
 /* Load a (possibly compressed) section body into memory; caller frees *buf. */
 int hgt__load_section(struct hgt_input *in, uint64_t sec_off, uint16_t want_id, uint8_t **buf,
 		      uint64_t *len);
+int hgt__load_section_packed(struct hgt_input *in, uint64_t sec_off, uint16_t want_id,
+			     uint8_t **buf, uint64_t *len, uint8_t **packed, size_t *at,
+			     size_t *clen);
 
 size_t hgt__compress_bound(enum hgt_compression comp, size_t len);
 int hgt__compress_into(enum hgt_compression comp, void *cctx, const void *src, size_t len,
@@ -162,6 +165,8 @@ struct hgt__zpipe;
 struct hgt_newfile;
 void hgt__newfile_before_publish(struct hgt_newfile *f, int (*fn)(void *ctx, int fd), void *ctx);
 void hgt__output_before_publish(struct hgt_output *o, int (*fn)(void *ctx, int fd), void *ctx);
+int hgt__output_set_meta_packed(struct hgt_output *o, unsigned int id, const void *blob, size_t len,
+				enum hgt_compression comp, const void *c, size_t clen);
 
 typedef int (*hgt__zpipe_emit)(void *ctx, const uint8_t *data, size_t clen, size_t len);
 int hgt__zpipe_threads(void);
@@ -179,6 +184,8 @@ void hgt__zpipe_free(struct hgt__zpipe *z);
 #define HGT__MISSED_STORED (1ULL << 30)
 
 int hgt__input_meta_blob(struct hgt_input *in, unsigned int id, uint8_t **buf, uint64_t *len);
+int hgt__input_meta_packed(struct hgt_input *in, unsigned int id, uint8_t **buf, uint64_t *len,
+			   uint8_t **packed, size_t *at, size_t *clen);
 
 /* cursor.c: the next batch of whole pages of a cursor's CPU, without decoding them.
  * Returns 1 (*pages, *len valid until the next call), 0 at the end, or -errno. */

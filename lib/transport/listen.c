@@ -1106,7 +1106,7 @@ static int guest_head(struct listener *l, struct guest *g, int ncpu)
 	if (guest_recdir(l, g))
 		return -EIO;
 	out = hgt__recdir_head(&g->rd, g->page_size ? g->page_size : 4096,
-			       g->long_size ? (int)g->long_size : 8);
+			       g->long_size ? (int)g->long_size : 8, HGT_COMPRESS_ZSTD);
 	if (!out)
 		return -errno;
 	for (i = 0; !ret && i < 6; i++)

@@ -452,7 +452,7 @@ static int take_head(struct hgt__tchost *h)
 	}
 	if (fd >= 0)
 		close(fd);
-	out = ret ? NULL : hgt__recdir_head(&h->rd, h->resp.page_size, 8);
+	out = ret ? NULL : hgt__recdir_head(&h->rd, h->resp.page_size, 8, HGT_COMPRESS_ZSTD);
 	if (!ret && !out)
 		ret = -errno;
 	if (!ret) {

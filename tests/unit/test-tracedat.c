@@ -14,6 +14,7 @@
 #include <hgtrace/tracedat.h>
 
 #include "../../lib/common/thread.h"
+#include "../../lib/private/tracedat.h"
 #include "../../lib/tracedat/tracedat-local.h"
 
 static void test_header_and_options(void **state)
@@ -553,6 +554,63 @@ static void test_compressed_by_workers_is_identical(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/*
+ * A recording's head.dat is compressed as its file will be, and the stop copies its
+ * compressed metadata as it is (hgt__convert_src.keep_packed): the file must be the one
+ * that compressing the items again makes, byte for byte, and where the compressions differ
+ * the items are compressed again.
+ */
+static void test_packed_metadata_is_copied_as_compressed(void **state)
+{
+	static const enum hgt_compression comp[] = { HGT_COMPRESS_ZSTD, HGT_COMPRESS_ZLIB,
+						     HGT_COMPRESS_NONE };
+	char dir[] = "/tmp/hgt-test-packed-XXXXXX", path[96], cmd[96];
+	int checked = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	for (size_t h = 0; h < sizeof(comp) / sizeof(comp[0]); h++) {
+		char host[64], guest[64];
+		HGT_OPTS(hgt_sim_opts, so, .seed = 3, .nr_vcpus = 1, .nr_host_cpus = 2,
+			 .duration_us = 200000, .compression = comp[h], .host_path = host,
+			 .guest_path = guest);
+		struct hgt_sim_result r;
+		struct hgt_input *in;
+
+		snprintf(host, sizeof(host), "%s/host%zu.dat", dir, h);
+		snprintf(guest, sizeof(guest), "%s/guest%zu.dat", dir, h);
+		assert_int_equal(hgt_simulate(&so, &r), 0);
+		in = hgt_input_open(host, NULL);
+		assert_non_null(in);
+		for (size_t o = 0; o + 1 < sizeof(comp) / sizeof(comp[0]); o++) {
+			HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = comp[o]);
+			struct hgt__convert_src src = { .keep_packed = true };
+			uint8_t *want, *got;
+			size_t want_len = 0, got_len = 0;
+
+			snprintf(path, sizeof(path), "%s/want.dat", dir);
+			assert_int_equal(hgt_tracedat_convert(in, path, &co), 0);
+			want = slurp_file(path, &want_len);
+			snprintf(path, sizeof(path), "%s/got.dat", dir);
+			assert_int_equal(hgt__convert(in, path, &co, &src), 0);
+			got = slurp_file(path, &got_len);
+			assert_non_null(want);
+			assert_non_null(got);
+			if (got_len != want_len || memcmp(got, want, got_len))
+				fail_msg(
+					"head compression %d, file compression %d: %zu bytes with the items copied, %zu compressed again (or other bytes)",
+					comp[h], comp[o], got_len, want_len);
+			checked++;
+			free(want);
+			free(got);
+		}
+		hgt_input_close(in);
+	}
+	print_message("# %d pairs of head and file compression: the same bytes\n", checked);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_opens_in_threads),
 		cmocka_unit_test(test_window_slack_is_zero),
 		cmocka_unit_test(test_compressed_by_workers_is_identical),
+		cmocka_unit_test(test_packed_metadata_is_copied_as_compressed),
 		cmocka_unit_test(test_zpipe_gives_back_each_chunk_in_order),
 	};
 
