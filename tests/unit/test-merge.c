@@ -9,9 +9,12 @@
 
 #include <hgtrace/clock.h>
 #include <hgtrace/merge.h>
+#include <hgtrace/peer.h>
 #include <hgtrace/simulate.h>
 #include <hgtrace/sync.h>
 #include <hgtrace/tracedat.h>
+
+#include "../../lib/merge/merge-local.h"
 
 static char dir[] = "/tmp/hgt-test-merge-XXXXXX";
 
@@ -157,6 +160,51 @@ static void test_sync_check_first_switch_out(void **state)
 	unlink(guest);
 }
 
+/*
+ * The channel's set for an offset at guest time m (hgt__channel_at): on its samples'
+ * line +- b, and beyond the first or last sample the nearest one's offset +- (b + rate *
+ * the distance), rounded up with a cycle to spare. The values below are worked by hand
+ * for samples (1000, 100), (2000, 300), (4000, 200), b = 50, rate 0.5.
+ */
+static void test_channel_set_by_hand(void **state)
+{
+	static const int64_t time[] = { 1000, 2000, 4000 }, offset[] = { 100, 300, 200 };
+	static const struct {
+		int64_t m;
+		double rate;
+		int64_t lo, hi;
+	} want[] = {
+		/* before the first: 100 +- (50 + ceil(0.5 * 500) + 1) */
+		{ 500, 0.5, 100 - 301, 100 + 301 },
+		/* after the last: 200 +- (50 + ceil(0.5 * 1000) + 1) */
+		{ 5000, 0.5, 200 - 551, 200 + 551 },
+		/* between the first two: 100 + 500 * 200 / 1000 = 200, +- (50 + 1) */
+		{ 1500, 0.5, 149, 251 },
+		/* between the last two: 300 - 1000 * 100 / 2000 = 250, +- 51 */
+		{ 3000, 0.5, 199, 301 },
+		/* on a sample: its own offset */
+		{ 2000, 0.5, 249, 351 },
+		/* rate 0 beyond the samples: b and the spare cycle only */
+		{ 500, 0.0, 49, 151 },
+	};
+	struct hgt_time_shift_cpu c = { .count = 3, .time = time, .offset = offset };
+	unsigned int checked = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		int64_t lo = 0, hi = 0;
+
+		hgt__channel_at(&c, 50, want[i].rate, want[i].m, &lo, &hi);
+		print_message("# m %lld rate %.1f: [%lld, %lld], by hand [%lld, %lld]\n",
+			      (long long)want[i].m, want[i].rate, (long long)lo, (long long)hi,
+			      (long long)want[i].lo, (long long)want[i].hi);
+		assert_int_equal(lo, want[i].lo);
+		assert_int_equal(hi, want[i].hi);
+		checked++;
+	}
+	assert_int_equal(checked, 6);
+}
+
 TEST_SCRATCH_DIR(dir)
 
 int main(void)
@@ -164,6 +212,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_copies_interleave_in_order),
 		cmocka_unit_test(test_sync_check_first_switch_out),
+		cmocka_unit_test(test_channel_set_by_hand),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
