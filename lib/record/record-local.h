@@ -30,6 +30,7 @@ int hgt__record_halt(struct hgt_recorder *r);
 int hgt__record_describe(struct hgt_recorder *r, const struct hgt__meta_sink *sink,
 			 unsigned int what);
 void hgt__record_set_log(struct hgt_recorder *r, FILE *log);
+void hgt__record_set_stall(struct hgt_recorder *r, unsigned int ms);
 int hgt__record_wait_read(struct hgt_recorder *r, unsigned int stall_ms, const volatile int *stop);
 /* Page bytes a CPU's reader moved (after hgt__record_halt()). */
 uint64_t hgt__record_cpu_bytes(const struct hgt_recorder *r, int cpu);

@@ -4,12 +4,12 @@
  *
  * Setup happens in a tracefs instance (private by default), never in the top-level one, and
  * every setting changed is put back at the end. Per CPU, a thread moves whole pages from
- * trace_pipe_raw into the CPU's file with tracefs_cpu_write() (splice, or read/write
- * where splice is refused), and the partial page too when no whole one came for flush_ms;
- * at stop, tracing is switched off and each thread drains the partial page with
- * tracefs_cpu_flush_write(). The files live in OUTPUT.recording (recdir.c) with the
- * metadata written before tracing starts, so that a kill loses at most flush_ms of pages;
- * a normal stop turns them into the trace.dat.
+ * trace_pipe_raw into the CPU's file with splice (pages.c: every byte counted until the
+ * destination took it), or read/write with --no-splice or where the splice is refused,
+ * and the partial page too when no whole one came for flush_ms; at stop, tracing is
+ * switched off and each thread drains the rest, the partial page last. The files live in
+ * OUTPUT.recording (recdir.c) with the metadata written before tracing starts, so that a
+ * kill loses at most flush_ms of pages; a normal stop turns them into the trace.dat.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +35,7 @@
 #include "../common/common-local.h"
 #include "../common/thread.h"
 #include "../private/tracedat.h"
+#include "pages.h"
 #include "record-local.h"
 
 struct ev {
@@ -59,13 +60,15 @@ struct cpu_reader {
 	char *buf;	  /* one page: --no-splice, and the partial page of a flush */
 	uint64_t last_ms; /* when pages last reached the file */
 	/* the file system full (ENOSPC, EDQUOT): pages are lost until space returns */
-	bool own_file;	    /* fd is its file in the recording directory, only its pages */
-	bool copy;	    /* read/write from now on (libtracefs' splice pipe is unknown) */
-	int full_err;	    /* set while storing fails; 0 once it works again */
-	int full_err_seen;  /* the last such error, for the summary */
-	uint64_t full_ms;   /* when it began */
-	unsigned int fulls; /* how many times */
-	int pend;	    /* bytes in buf the full disk refused: written first */
+	bool own_file;	      /* fd is its file in the recording directory, only its pages */
+	bool copy;	      /* read/write from now on (--no-splice, or a splice refused) */
+	struct hgt__pages pm; /* the splice: what it holds goes before anything else */
+	bool dst_full;	      /* the last move found no room in the destination */
+	int full_err;	      /* set while storing fails; 0 once it works again */
+	int full_err_seen;    /* the last such error, for the summary */
+	uint64_t full_ms;     /* when it began */
+	unsigned int fulls;   /* how many times */
+	int pend;	      /* bytes in buf the full disk refused: written first */
 	/* since the last sleep for want of a whole page: its start (ns), the bytes moved */
 	uint64_t nap_from, moved;
 };
@@ -87,8 +90,9 @@ struct hgt_recorder {
 	int nr_cpus;
 	struct cpu_reader *r;
 	volatile int stop;
-	int wake_fd; /* an eventfd, readable from the stop on: the readers' and keeper's
-			waits end at once (-1: they end at their timeouts) */
+	unsigned int stall_ms; /* at stop, how long a reader's destination may take nothing */
+	int wake_fd;	       /* an eventfd, readable from the stop on: the readers' and keeper's
+				  waits end at once (-1: they end at their timeouts) */
 	char *clock;
 	struct hgt_record_cpu *res;
 	uint64_t trace_id;
@@ -414,19 +418,32 @@ static int put_page(struct cpu_reader *c, int n)
  * through c->buf with read/write (--no-splice). Returns bytes moved, 0, or -1 (errno). */
 static int move_pages(struct cpu_reader *c)
 {
-	if (!c->rec->o.no_splice && !c->copy)
-		return tracefs_cpu_write(c->tcpu, c->fd, false);
+	ssize_t n;
+
+	c->dst_full = false;
+	if (!c->copy) {
+		n = hgt__pages_move(&c->pm);
+		if (n >= 0 || errno == EAGAIN) {
+			c->dst_full = n < 0;
+			return (int)n;
+		}
+		if (errno != EINVAL)
+			return -1;
+		/* a destination that refuses splice: read/write from now on, what the splice
+		 * holds first */
+		c->copy = true;
+	}
+	if (hgt__pages_held(&c->pm))
+		return put_page(c, (int)hgt__pages_read_held(
+					   &c->pm, c->buf, (size_t)tracefs_cpu_read_size(c->tcpu)));
 	return put_page(c, tracefs_cpu_read(c->tcpu, c->buf, false));
 }
 
-/* At stop: the partial page. */
+/* At stop: the partial page (whatever the splice held went before it). */
 static int flush_pages(struct cpu_reader *c)
 {
-	int n;
+	int n = tracefs_cpu_flush(c->tcpu, c->buf);
 
-	if (!c->rec->o.no_splice && !c->copy)
-		return tracefs_cpu_flush_write(c->tcpu, c->fd);
-	n = tracefs_cpu_flush(c->tcpu, c->buf);
 	return n > 0 ? put_page(c, n) : n;
 }
 
@@ -436,8 +453,10 @@ static int flush_partial(struct cpu_reader *c, uint64_t now)
 {
 	int n;
 
-	/* two polls early, so that the page is on disk within flush_ms of its first event */
-	if (!c->rec->flush_ms || now - c->last_ms + 2 * c->rec->flush_us / 1000 < c->rec->flush_ms)
+	/* two polls early, so that the page is on disk within flush_ms of its first event;
+	 * never past what the splice still holds (it goes first) */
+	if (!c->rec->flush_ms || c->dst_full || hgt__pages_held(&c->pm) ||
+	    now - c->last_ms + 2 * c->rec->flush_us / 1000 < c->rec->flush_ms)
 		return 0;
 	c->last_ms = now;
 	n = tracefs_cpu_read(c->tcpu, c->buf, true);
@@ -475,7 +494,9 @@ static void store_failed(struct cpu_reader *c, int e)
 {
 	struct hgt_recorder *r = c->rec;
 	long page = sysconf(_SC_PAGESIZE);
-	off_t end = c->own_file ? lseek(c->fd, 0, SEEK_END) : -1;
+	/* a splice counts what it stored and holds the rest, to go on from: only a copy's
+	 * short write leaves part of a page it will write again whole */
+	off_t end = c->own_file && c->copy ? lseek(c->fd, 0, SEEK_END) : -1;
 
 	if (end >= 0 && page > 0 && end % page) {
 		end -= end % page;
@@ -484,7 +505,6 @@ static void store_failed(struct cpu_reader *c, int e)
 	}
 	if (end >= 0) /* a short write stored part of what it was not counted for */
 		c->bytes = (uint64_t)end;
-	c->copy = true;
 	if (c->full_err)
 		return;
 	c->full_err = c->full_err_seen = e;
@@ -529,11 +549,33 @@ static unsigned int nap_us(struct cpu_reader *c)
 	return (unsigned int)us;
 }
 
-/* At stop, what the ring buffer holds: its whole pages as while recording (spliced, many
- * a call: read() would take one page a call, 4,000 for a full 16 MB ring), then the partial
- * page. */
+/* At stop, room in a destination that has none: a wait of up to 100 ms. False once it has
+ * taken nothing for the recorder's stall limit since *@since (ms, 0: it took some just
+ * now), said. */
+static bool wait_room(struct cpu_reader *c, uint64_t *since)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+	uint64_t now = hgt__now_ms();
+
+	if (!*since)
+		*since = now;
+	if (now - *since >= c->rec->stall_ms) {
+		if (c->rec->o.log)
+			fprintf(c->rec->o.log,
+				"hgtrace record: CPU %d: %zu bytes of its pages not delivered: their reader took nothing for %u ms\n",
+				c->cpu, hgt__pages_held(&c->pm), c->rec->stall_ms);
+		return false;
+	}
+	poll(&p, 1, 100);
+	return true;
+}
+
+/* At stop, what the ring buffer holds: what the splice holds and the whole pages as while
+ * recording (spliced, many a call: read() would take one page a call, 4,000 for a full
+ * 16 MB ring), then the partial page. */
 static void drain(struct cpu_reader *c)
 {
+	uint64_t stalled = 0;
 	bool whole = true;
 
 	for (;;) {
@@ -545,7 +587,13 @@ static void drain(struct cpu_reader *c)
 			n = -1;
 		if (n > 0) {
 			c->bytes += (uint64_t)n;
+			stalled = 0;
 			continue;
+		}
+		if (n < 0 && c->dst_full) {
+			if (wait_room(c, &stalled))
+				continue;
+			break;
 		}
 		if (n < 0 && no_space(errno))
 			store_failed(c, errno);
@@ -572,6 +620,13 @@ static void wait_pages(struct cpu_reader *c)
 	int n = c->pfd < 0 || c->poll_ready ? 1 : 2;
 	bool ready;
 
+	if (c->dst_full) { /* no room in the destination: until there is */
+		p[1] = (struct pollfd){ .fd = c->fd, .events = POLLOUT };
+		poll(p, 2, (int)((us + 999) / 1000));
+		return;
+	}
+	if (hgt__pages_held(&c->pm)) /* storing failed (the disk full): a plain sleep */
+		n = 1;
 	c->poll_ready = false;
 	if (c->rec->wake_fd < 0 && n == 1) {
 		usleep(us);
@@ -639,6 +694,7 @@ static void *reader_main(void *arg)
 			wait_pages(c);
 	}
 	drain(c);
+	hgt__pages_free(&c->pm);
 	free(c->buf);
 	c->buf = NULL;
 	return NULL;
@@ -834,8 +890,10 @@ static int start_readers(struct hgt_recorder *r, const int *cpu_fds)
 	r->res = calloc((size_t)r->nr_cpus, sizeof(*r->res));
 	if (!r->r || !r->res)
 		return -ENOMEM;
-	for (i = 0; i < r->nr_cpus; i++)
+	for (i = 0; i < r->nr_cpus; i++) {
 		r->r[i].fd = r->r[i].pfd = -1;
+		r->r[i].pm.pipe[0] = r->r[i].pm.pipe[1] = -1;
+	}
 	for (i = 0; i < r->nr_cpus; i++) {
 		struct cpu_reader *c = &r->r[i];
 
@@ -866,6 +924,8 @@ static int start_readers(struct hgt_recorder *r, const int *cpu_fds)
 			return hgt__errorf(errno ? errno : EIO,
 					   "record: cpu %d: cannot open trace_pipe_raw: %s", i,
 					   strerror(errno ? errno : EIO));
+		/* the splice reads the polled file: without it, read/write */
+		c->copy = r->o.no_splice || c->pfd < 0 || hgt__pages_init(&c->pm, c->pfd, c->fd);
 		if (hgt__thread_create(&c->thread, reader_main, c))
 			return hgt__errorf(EAGAIN, "record: cannot start the reader of cpu %d", i);
 		c->started = true;
@@ -917,6 +977,7 @@ static struct hgt_recorder *recorder_new(const struct hgt_record_opts *opts, con
 	 * nap_us()); a file recorder's blocking reads wait in the kernel for half a buffer
 	 * and rarely get here */
 	r->flush_us = cpu_fds ? 50000 : 10000;
+	r->stall_ms = 30000;
 	/* and a partial page goes out (to the file, or the agent's host) after this long */
 	r->flush_ms = r->o.flush_ms ? r->o.flush_ms : 1000;
 	if (r->flush_us > r->flush_ms * 1000 / 4)
@@ -1243,6 +1304,13 @@ int hgt__record_wait_read(struct hgt_recorder *r, unsigned int stall_ms, const v
 void hgt__record_set_log(struct hgt_recorder *r, FILE *log)
 {
 	r->o.log = log;
+}
+
+/* At the stop, how long a reader waits for a caller's channel with no room (30 s unless
+ * set): the agent's own limit for a host that reads nothing. */
+void hgt__record_set_stall(struct hgt_recorder *r, unsigned int ms)
+{
+	r->stall_ms = ms;
 }
 
 int hgt_record_halt(struct hgt_recorder *r)

@@ -880,6 +880,8 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 	rec = hgt__record_start(&a->ro, a->data, describe, a);
 	if (!rec)
 		return -errno;
+	/* at its stop, a host that reads nothing ends the drain as it ends a write */
+	hgt__record_set_stall(rec, silent_limit(a));
 	/* the host starts its command once every guest records */
 	{
 		uint64_t ts = 0;

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A CPU reader's whole pages, spliced to its destination with every byte counted
+ * (lib/record/pages.c). */
+#ifndef HGT_RECORD_PAGES_H
+#define HGT_RECORD_PAGES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct hgt__pages {
+	int src;     /* trace_pipe_raw, O_NONBLOCK */
+	int dst;     /* the CPU's file, or the caller's pipe, FIFO, socket or port */
+	bool direct; /* dst is a pipe or FIFO: spliced straight into it */
+	int pipe[2]; /* otherwise through this pipe */
+	size_t held; /* bytes in pipe[] the destination has not taken yet */
+};
+
+int hgt__pages_init(struct hgt__pages *m, int src, int dst);
+void hgt__pages_free(struct hgt__pages *m);
+ssize_t hgt__pages_move(struct hgt__pages *m);
+size_t hgt__pages_held(const struct hgt__pages *m);
+ssize_t hgt__pages_read_held(struct hgt__pages *m, void *buf, size_t n);
+
+#endif

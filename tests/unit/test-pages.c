@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * A CPU reader's splice (lib/record/pages.c), with a pipe standing in for trace_pipe_raw:
+ * into a socket that takes part of what is ready the rest stays counted and goes first
+ * next time; into a pipe it goes straight, and a full pipe is told from an empty source.
+ * Every byte is checked against the counter pattern the test wrote.
+ */
+#include "test-helpers.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "record/pages.h"
+
+#define TOTAL (256 * 1024) /* bytes through, in 32-bit counters */
+
+/* A source pipe holding TOTAL bytes of counters 0, 1, 2, ...; its writer kept open when
+ * @keep (an empty source then says EAGAIN, as trace_pipe_raw does), else closed. */
+static void fill_source(int p[2], bool keep)
+{
+	static uint32_t v[TOTAL / 4];
+
+	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	assert_true(fcntl(p[1], F_SETPIPE_SZ, TOTAL) >= TOTAL);
+	for (uint32_t i = 0; i < TOTAL / 4; i++)
+		v[i] = i;
+	assert_int_equal(write(p[1], v, TOTAL), TOTAL);
+	if (!keep) {
+		close(p[1]);
+		p[1] = -1;
+	}
+}
+
+/* What is in @fd's pipe still. */
+static int unread(int fd)
+{
+	int n = -1;
+
+	assert_int_equal(ioctl(fd, FIONREAD, &n), 0);
+	return n;
+}
+
+/* Read what @fd has now (non-blocking) onto @got at *@n. */
+static void take(int fd, uint8_t *got, size_t *n)
+{
+	ssize_t r;
+
+	while ((r = read(fd, got + *n, TOTAL - *n)) > 0)
+		*n += (size_t)r;
+}
+
+/* Every byte came, in order: counter i at offset 4 i. */
+static void assert_counters(const uint8_t *got, size_t n)
+{
+	assert_int_equal(n, TOTAL);
+	for (uint32_t i = 0; i < TOTAL / 4; i++) {
+		uint32_t v;
+
+		memcpy(&v, got + 4 * i, 4);
+		if (v != i)
+			fail_msg("offset %u: counter %u, expected %u", 4 * i, v, i);
+	}
+}
+
+/* Into a socket whose reader is slow: a move it takes only part of leaves the rest held,
+ * counted (delivered + held = taken from the source), and the next move sends it first. */
+static void test_socket_partial_kept(void **state)
+{
+	static uint8_t got[TOTAL];
+	struct hgt__pages m;
+	int src[2], sv[2], small = 4096, partial = 0, rounds = 0;
+	size_t delivered = 0, n = 0;
+
+	(void)state;
+	fill_source(src, false);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	assert_int_equal(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+	/* a socket's splice waits for room unless the socket itself is non-blocking
+	 * (SPLICE_F_NONBLOCK is the pipe's): as a caller's may be */
+	assert_int_equal(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+	assert_int_equal(hgt__pages_init(&m, src[0], sv[0]), 0);
+	assert_false(m.direct);
+	for (;;) {
+		ssize_t w = hgt__pages_move(&m);
+
+		if (w > 0) {
+			delivered += (size_t)w;
+		} else if (w < 0) {
+			assert_int_equal(errno, EAGAIN); /* the socket has no room */
+			if (hgt__pages_held(&m))
+				partial++;
+			/* the books: nothing taken from the source is unaccounted */
+			assert_int_equal(delivered + hgt__pages_held(&m) + (size_t)unread(src[0]),
+					 TOTAL);
+			take(sv[1], got, &n);
+		} else {
+			break; /* the source is empty, nothing held */
+		}
+		assert_true(++rounds < 100000);
+	}
+	take(sv[1], got, &n);
+	assert_int_equal(hgt__pages_held(&m), 0);
+	assert_int_equal(delivered, TOTAL);
+	assert_true(partial > 0); /* the case: the socket took part of what was ready */
+	assert_counters(got, n);
+	hgt__pages_free(&m);
+	close(src[0]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* Into a pipe (a FIFO's kind): straight, no pipe of its own; a full pipe is -1 EAGAIN,
+ * an empty source with room in the pipe is 0. */
+static void test_pipe_full_or_empty(void **state)
+{
+	static uint8_t got[TOTAL];
+	struct hgt__pages m;
+	int src[2], dst[2], fulls = 0, rounds = 0;
+	size_t delivered = 0, n = 0;
+	ssize_t w;
+
+	(void)state;
+	fill_source(src, true);
+	assert_int_equal(pipe2(dst, O_CLOEXEC | O_NONBLOCK), 0); /* 64 KB: a quarter */
+	assert_int_equal(hgt__pages_init(&m, src[0], dst[1]), 0);
+	assert_true(m.direct);
+	assert_int_equal(m.pipe[0], -1);
+	while ((w = hgt__pages_move(&m)) != 0) {
+		if (w > 0) {
+			delivered += (size_t)w;
+		} else {
+			assert_int_equal(errno, EAGAIN);
+			/* the pipe's EAGAIN, not the source's: its 16 slots hold a page each */
+			assert_int_equal(unread(dst[0]), 65536);
+			fulls++;
+			take(dst[0], got, &n);
+		}
+		assert_true(++rounds < 100000);
+	}
+	assert_int_equal(unread(src[0]), 0);
+	take(dst[0], got, &n);
+	assert_int_equal(delivered, TOTAL);
+	assert_true(fulls > 0);
+	assert_counters(got, n);
+	/* empty source (its EAGAIN), room in the pipe: 0, not the pipe's EAGAIN */
+	assert_int_equal(hgt__pages_move(&m), 0);
+	hgt__pages_free(&m);
+	close(src[0]);
+	close(src[1]);
+	close(dst[0]);
+	close(dst[1]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_socket_partial_kept),
+		cmocka_unit_test(test_pipe_full_or_empty),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
