@@ -24,7 +24,7 @@ cc -O2 -o "$writer" "$here/marker-write.c" ||
 "$hg" setup-guest g --cpus "$(nproc)" --dir . > /dev/null
 port=$((30000 + $$ % 20000))
 
-run() { # TRANSPORT MODE
+run() { # TRANSPORT MODE [PACE]: PACE, the writer's MB/s (none: as fast as it can)
 	local inst=hgt_bench_$$_$1_$2 lpid apid
 	rm -f trace-*.dat stopped.t agent.log
 	if [ "$1" = fifo ]; then
@@ -48,7 +48,7 @@ run() { # TRANSPORT MODE
 	local t0 t1 tw
 	# from the first write (the writer's own clock: its start-up is not the agent's);
 	# tw: the writer's own time for its writes
-	read -r t0 tw < <("$writer" $T/instances/$inst/trace_marker "$MB" x)
+	read -r t0 tw < <("$writer" $T/instances/$inst/trace_marker "$MB" x ${3:-})
 	# the agent is time's only hgtrace child (the other is its log's reader): ended by its
 	# PID; until it has sent its last page (the "stopped" line)
 	kill -INT "$(pgrep -x -P $apid hgtrace)"
@@ -70,6 +70,15 @@ run() { # TRANSPORT MODE
 	# writer wrote
 	[ "$lost" = 0 ] && printf "agent %-4s %-6s: nothing lost while the writer wrote %d MB in %.3f s: the agent kept up with %.1f MB/s at least\n" \
 		"$1" "$2" "$MB" "$tw" "$(echo "($MB - 16 * $(nproc)) / $tw" | bc -l)"
+	if [ -n "${3:-}" ]; then
+		# the goal's other half: nothing lost below the ring's own rate
+		printf "agent %-4s %-6s: writer paced at %s MB/s (it took %.3f s): %d of %d markers came\n" \
+			"$1" "$2" "$3" "$tw" "$((bytes / 1000))" "$((MB * 1000))"
+		bench_row "agent -> listener, $1 splice, writer at $3 MB/s: markers kept" \
+			"$((bytes / 1000)) of $((MB * 1000)), $lost overwritten" "all (goal, no peer)" \
+			"$(echo "$bytes / 1000 / ($MB * 1000)" | bc -l)"
+		return
+	fi
 	# no peer runs here (trace-cmd agent cannot, this machine): against the goal, 1 GB/s
 	bench_row "agent -> listener, $1 $2: MB/s" \
 		"$(printf '%.1f MB/s' "$(echo "$bytes / 1000000 / ($t1 - $t0)" | bc -l)")" "1000 MB/s (goal, no peer)" \
@@ -159,9 +168,14 @@ stopped_at() {
 	for _ in $(seq 500); do [ -s stopped.t ] && break; sleep 0.01; done
 	cat stopped.t 2> /dev/null
 }
-# AGENT_TR: the transports (fifo tcp); AGENT_MODES: splice, copy and drain, or some
+# AGENT_TR: the transports (fifo tcp); AGENT_MODES: splice, copy, paced (splice, the
+# writer at AGENT_PACE MB/s, 1000: the goal's rate, below the ring's own) and drain, or some
 for tr in ${AGENT_TR:-fifo tcp}; do
-	for mode in ${AGENT_MODES:-splice copy drain}; do
-		if [ "$mode" = drain ]; then drains $tr; else run $tr $mode; fi
+	for mode in ${AGENT_MODES:-splice copy paced drain}; do
+		case $mode in
+		drain) drains $tr ;;
+		paced) run $tr paced "${AGENT_PACE:-1000}" ;;
+		*) run $tr $mode ;;
+		esac
 	done
 done
