@@ -110,6 +110,50 @@ INIT
 	(cd ir && find . | cpio -o -H newc 2> /dev/null | gzip -1) > "$2"
 }
 
+# guest_fifo_host: the start of an init whose shell plays the host of `hgtrace agent --fifos`
+# (guest-unread, guest-slow-host): /run, the FIFOs in $D (its working directory), and
+# wait_line LINE FILE: until LINE appears in FILE (20 s at most), 0, else 1.
+guest_fifo_host() {
+	cat << 'INIT'
+# /run, as every system has: instances' notes (hgtrace reset reads them)
+mkdir -p /run
+D=/tmp/ch
+mkdir -p $D
+cd $D || exit 1
+for f in agent-ctl-path.in agent-ctl-path.out trace-path-cpu0.out trace-path-cpu1.out; do
+	mkfifo $f
+done
+wait_line() {
+	i=0
+	while ! grep -q "$1" "$2" 2> /dev/null; do
+		[ $i -ge 400 ] && return 1
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+INIT
+}
+
+# guest_run_init WHAT: boots initramfs.gz with no devices (its kernel panics on an oops, so a
+# regression ends the guest, never this machine) to serial.log, 240 s at most; one check
+# that the init said "guest: done" (WHAT names what it ran); line PATTERN then gives the
+# console's "guest: PATTERN..." lines.
+guest_run_init() {
+	local start qrc secs
+	start=$(date +%s.%N)
+	timeout 240 qemu-system-x86_64 -accel tcg,thread=multi -M pc -cpu max -m 512 -smp 2 \
+		-nographic -no-reboot -kernel "$kernel" -initrd initramfs.gz \
+		-append "$guest_cmdline tsc=reliable oops=panic" < /dev/null > serial.log 2>&1
+	qrc=$?
+	secs=$(echo "$(date +%s.%N) - $start" | bc)
+	if grep -aq 'guest: done' serial.log; then
+		tap_ok "the guest ran $1 and powered off (qemu $qrc, $secs s)"
+	else
+		tap_fail "the guest ran $1 (qemu $qrc, $secs s): $(grep -a -m3 -E 'BUG|Oops|guest:' serial.log | tail -3 | tr '\n' '|')"
+	fi
+}
+line() { grep -a "^guest: $1" serial.log | tr -d '\r'; }
+
 # guest_zero_tol HOST GUEST [cut]: the recount of tests/lib/runwindows.awk at zero tolerance,
 # from trace-cmd's merged report, with the vCPU threads trace-cmd names "CPU N/TCG" in HOST;
 # with "cut" (HOST restored after a kill), only within the span every host CPU covers

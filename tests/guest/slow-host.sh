@@ -25,23 +25,8 @@ gbin=$build/tools/hgtrace/hgtrace-static
 [ -x "$gbin" ] || tap_skip_all "no hgtrace-static in $build (meson -Dstatic_agent=true)"
 N=600
 # the init's text, with N in it
-guest_initramfs "$gbin" initramfs.gz < <(sed "s/@N@/$N/" << 'INIT'
-mkdir -p /run
+guest_initramfs "$gbin" initramfs.gz < <(guest_fifo_host; sed "s/@N@/$N/" << 'INIT'
 N=@N@
-D=/tmp/ch
-mkdir -p $D
-cd $D || exit 1
-for f in agent-ctl-path.in agent-ctl-path.out trace-path-cpu0.out trace-path-cpu1.out; do
-	mkfifo $f
-done
-wait_line() {
-	i=0
-	while ! grep -q "$1" "$2" 2> /dev/null; do
-		[ $i -ge 400 ] && return 1
-		sleep 0.05
-		i=$((i + 1))
-	done
-}
 # a slow host: reads of at most 8 pages with a pause between, until the agent closes
 # (a FIFO with room for some of the pages the agent has, not all, now and then)
 slow_read() {
@@ -96,18 +81,7 @@ poweroff -f
 INIT
 )
 
-start=$(date +%s.%N)
-timeout 240 qemu-system-x86_64 -accel tcg,thread=multi -M pc -cpu max -m 512 -smp 2 \
-	-nographic -no-reboot -kernel "$kernel" -initrd initramfs.gz \
-	-append "$guest_cmdline tsc=reliable oops=panic" < /dev/null > serial.log 2>&1
-qrc=$?
-secs=$(echo "$(date +%s.%N) - $start" | bc)
-line() { grep -a "^guest: $1" serial.log | tr -d '\r'; }
-if grep -aq 'guest: done' serial.log; then
-	tap_ok "the guest ran the slow host and powered off (qemu $qrc, $secs s)"
-else
-	tap_fail "the guest ran the slow host (qemu $qrc, $secs s): $(grep -a -m3 -E 'BUG|Oops|guest:' serial.log | tail -3 | tr '\n' '|')"
-fi
+guest_run_init "the slow host"
 # the case is only one if the host was behind at the stop: it had read less than it got
 w=$(line 'written')
 r=$(echo "$w" | sed -n 's/.*at the stop \([0-9]*\).*/\1/p')

@@ -25,24 +25,7 @@ guest_kernel
 [ -n "$kernel" ] || tap_skip_all "no kernel"
 gbin=$build/tools/hgtrace/hgtrace-static
 [ -x "$gbin" ] || tap_skip_all "no hgtrace-static in $build (meson -Dstatic_agent=true)"
-guest_initramfs "$gbin" initramfs.gz << 'INIT'
-# /run, as every system has: instances' notes (hgtrace reset reads them)
-mkdir -p /run
-D=/tmp/ch
-mkdir -p $D
-cd $D || exit 1
-for f in agent-ctl-path.in agent-ctl-path.out trace-path-cpu0.out trace-path-cpu1.out; do
-	mkfifo $f
-done
-# until LINE appears in FILE (20 s at most): 0, else 1
-wait_line() {
-	i=0
-	while ! grep -q "$1" "$2" 2> /dev/null; do
-		[ $i -ge 400 ] && return 1
-		sleep 0.05
-		i=$((i + 1))
-	done
-}
+guest_initramfs "$gbin" initramfs.gz < <(guest_fifo_host; cat << 'INIT'
 # start_agent N: the agent on the FIFOs, opened in its order (each open waits for the
 # other end); the control stream read all along, the data FIFOs held open, unread
 start_agent() {
@@ -98,19 +81,9 @@ echo "guest: 2: read $(wc -c < cpu0-2.bin) $(wc -c < cpu1-2.bin)"
 echo "guest: done"
 poweroff -f
 INIT
+)
 
-start=$(date +%s.%N)
-timeout 240 qemu-system-x86_64 -accel tcg,thread=multi -M pc -cpu max -m 512 -smp 2 \
-	-nographic -no-reboot -kernel "$kernel" -initrd initramfs.gz \
-	-append "$guest_cmdline tsc=reliable oops=panic" < /dev/null > serial.log 2>&1
-qrc=$?
-secs=$(echo "$(date +%s.%N) - $start" | bc)
-line() { grep -a "^guest: $1" serial.log | tr -d '\r'; }
-if grep -aq 'guest: done' serial.log; then
-	tap_ok "the guest ran both cases and powered off (qemu $qrc, $secs s)"
-else
-	tap_fail "the guest ran both cases (qemu $qrc, $secs s): $(grep -a -m3 -E 'BUG|Oops|guest:' serial.log | tail -3 | tr '\n' '|')"
-fi
+guest_run_init "both cases"
 if grep -aqE 'BUG:|Oops|general protection|Kernel panic' serial.log; then
 	tap_fail "no kernel BUG or oops in the guest: $(grep -a -m2 -E 'BUG:|Oops|RIP:' serial.log | tr '\n' '|')"
 else
