@@ -114,9 +114,18 @@ else
 	tap_fail "SIGTERM: agent still running or its instance left (wait $rc, $ms ms)"
 fi
 
-# ring_entries INSTANCE: the events its ring buffers hold, no reader has taken yet
+# ring_entries INSTANCE CPU: the events CPU's ring buffer holds that no reader has taken yet
 ring_entries() {
-	cat "$TRACEFS/instances/$1"/per_cpu/cpu*/stats 2> /dev/null | awk '/^entries:/ { s += $2 } END { print s + 0 }'
+	awk '/^entries:/ { print $2 }' "$TRACEFS/instances/$1/per_cpu/cpu$2/stats" 2> /dev/null || echo 0
+}
+# fifo_full FIFO: the FIFO has no room for one more page (poll, not ready for POLLOUT: what
+# the agent's reader waits on); opened for writing, nothing written
+fifo_full() {
+	python3 -c 'import os, select, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_NONBLOCK)
+p = select.poll()
+p.register(fd, select.POLLOUT)
+sys.exit(1 if p.poll(0) else 0)' "$1"
 }
 
 # A host that stops (SIGSTOP) mid-session while the guest writes more than the FIFOs hold:
@@ -130,25 +139,33 @@ apid2=$!
 rp=$!
 wait_for_line agent2.log 'recording (clock' 60 > /dev/null
 kill -STOP $rp
-# markers into the agent's instance, 64 KiB (65 markers) a round, until its rings hold
-# more than two rounds: what the FIFOs (1 MiB each, the host's size) had no room for
+# markers into the agent's instance from CPU 0, 64 KiB (65 markers) a round, until CPU 0's
+# FIFO (1 MiB, the host's size) has no room and its ring still holds events: its reader
+# waits for room, and nothing but the stopped host can change that (a ring's count alone
+# falls again when a reader that was merely slow takes its pages)
+full=no
 for i in $(seq 1 400); do
-	[ "$(ring_entries $inst2)" -gt 130 ] && break
-	head -c 65536 /dev/zero | tr '\0' x | fold -w 1000 > "$TRACEFS/instances/$inst2/trace_marker"
+	if fifo_full v/trace-path-cpu0.out && [ "$(ring_entries $inst2 0)" -gt 0 ]; then
+		full=yes
+		break
+	fi
+	taskset -c 0 sh -c 'head -c 65536 /dev/zero | tr "\0" x | fold -w 1000 > "$1"' sh \
+		"$TRACEFS/instances/$inst2/trace_marker"
 done
-if [ "$(ring_entries $inst2)" -gt 130 ]; then
+if [ $full = yes ]; then
+	held=$(ring_entries $inst2 0)
 	kill -TERM $apid2
 	t0=$(date +%s%N)
 	wait_exit $apid2 10
 	rc=$?
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	if [ $rc = 0 ] && [ $ms -le 4000 ]; then
-		tap_ok "a stopped host, the agent waiting for room: SIGTERM ends it in $ms ms ($(grep -o 'dropped ([0-9]* bytes)' agent2.log))"
+		tap_ok "a stopped host, the agent waiting for room (CPU 0's FIFO full after $i rounds, $held events in its ring): SIGTERM ends it in $ms ms ($(grep -o 'dropped ([0-9]* bytes)' agent2.log))"
 	else
 		tap_fail "a stopped host: SIGTERM left the agent running (wait $rc, $ms ms): $(tail -3 agent2.log | tr '\n' '|')"
 	fi
 else
-	tap_fail "a stopped host: the agent's rings never filled ($(ring_entries $inst2) events after $i rounds): $(tail -3 agent2.log | tr '\n' '|')"
+	tap_fail "a stopped host: CPU 0's FIFO never filled with events left in its ring ($(ring_entries $inst2 0) events after $i rounds): $(tail -3 agent2.log | tr '\n' '|')"
 fi
 kill -KILL $rp 2> /dev/null
 kill -CONT $rp 2> /dev/null
