@@ -23,14 +23,23 @@ cc -O2 -o "$writer" "$here/marker-write.c" ||
 	{ echo "bench agent: cannot build bench/marker-write.c"; exit 1; }
 "$hg" setup-guest g --cpus "$(nproc)" --dir . > /dev/null
 port=$((30000 + $$ % 20000))
+# the listener's limit per guest (1 GiB by default) above what a run sends: 1000-byte
+# markers fill 4 KB pages three at a time (1.4 MB of pages per MB written), and a guest
+# stopped at its limit is read no more (its agent then never says it stopped)
+lim=$((MB * 2 + 64))
+# end_listener PID: a run that failed ends its listener too (else it outlives the bench)
+end_listener() {
+	kill -INT "$1" $(pgrep -P "$1") 2> /dev/null
+	wait "$1" 2> /dev/null
+}
 
 run() { # TRANSPORT MODE [PACE]: PACE, the writer's MB/s (none: as fast as it can)
 	local inst=hgt_bench_$$_$1_$2 lpid apid
 	rm -f trace-*.dat stopped.t agent.log
 	if [ "$1" = fifo ]; then
-		"$hg" listen -o . --fifo g:g --start 2> listen.log &
+		"$hg" listen -o . --fifo g:g --start --max-mb $lim 2> listen.log &
 	else
-		"$hg" listen -o . --tcp $port --start 2> listen.log &
+		"$hg" listen -o . --tcp $port --start --max-mb $lim 2> listen.log &
 	fi
 	lpid=$!
 	sleep 0.3
@@ -53,7 +62,12 @@ run() { # TRANSPORT MODE [PACE]: PACE, the writer's MB/s (none: as fast as it ca
 	# PID; until it has sent its last page (the "stopped" line)
 	kill -INT "$(pgrep -x -P $apid hgtrace)"
 	wait $apid
-	t1=$(stopped_at) || { echo "bench agent: $1 $2: the agent never said it stopped"; cat agent.log; return; }
+	t1=$(stopped_at) || {
+		echo "bench agent: $1 $2: the agent never said it stopped"
+		cat agent.log
+		end_listener $lpid
+		return
+	}
 	if [ "$1" = fifo ]; then wait $lpid; else sleep 0.5; kill -INT $lpid; wait $lpid; fi
 	local f bytes cpu lost u s
 	f=$(ls trace-*.dat | head -1)
@@ -93,9 +107,11 @@ drain() { # TRANSPORT
 	local inst=hgt_bench_$$_$1_drain lpid apid agent lost bytes t0 t1 lu ls
 	rm -f trace-*.dat
 	if [ "$1" = fifo ]; then
-		/usr/bin/time -f "%e %U %S" -o ltime.txt "$hg" listen -o . --fifo g:g --start 2> listen.log &
+		/usr/bin/time -f "%e %U %S" -o ltime.txt "$hg" listen -o . --fifo g:g --start --max-mb $lim \
+			2> listen.log &
 	else
-		/usr/bin/time -f "%e %U %S" -o ltime.txt "$hg" listen -o . --tcp $port --start 2> listen.log &
+		/usr/bin/time -f "%e %U %S" -o ltime.txt "$hg" listen -o . --tcp $port --start --max-mb $lim \
+			2> listen.log &
 	fi
 	lpid=$!
 	sleep 0.3
@@ -129,7 +145,12 @@ for i in range($MB * 1000): os.write(fd, line)
 	# its last page sent: the line it prints then, before it frees the rings (a ring this
 	# large takes a while to free, and that is no part of the rate); the log's reader
 	# ends with the agent's stderr
-	t1=$(stopped_at) || { echo "bench agent: $1 drain: the agent never said it stopped"; cat agent.log; return 1; }
+	t1=$(stopped_at) || {
+		echo "bench agent: $1 drain: the agent never said it stopped"
+		cat agent.log
+		end_listener $lpid
+		return 1
+	}
 	if [ "$1" = fifo ]; then wait $lpid; else sleep 0.5; kill -INT "$(pgrep -P $lpid)"; wait $lpid; fi
 	f=$(ls trace-*.dat | head -1)
 	bytes=$(( $("$hg" report "$f" | grep -c 'xxxxxxxxxx') * 1000 ))
