@@ -113,20 +113,34 @@ static uint64_t page_commit(struct hgt_input *in, const uint8_t *p)
 	return in->kernel_long_size == 8 ? hgt__get64(in, p + 8) : hgt__get32(in, p + 8);
 }
 
+/* Where a recording file's next pages are read: in place in @out where it compresses them
+ * beside the writer (no copy), else into *@own (made at the first need). NULL: no memory. */
+static uint8_t *read_room(struct hgt_output *out, int cpu, uint8_t **own, size_t *cap,
+			  uint32_t page_size, int *ret)
+{
+	uint8_t *p;
+
+	*ret = hgt__output_cpu_space(out, 0, cpu, &p, cap);
+	if (*ret || p)
+		return p;
+	*cap = 256 * (size_t)page_size;
+	if (!*own)
+		*own = malloc(*cap);
+	*ret = *own ? 0 : -ENOMEM;
+	return *own;
+}
+
 /* Whole pages of one recording file up to the first damaged one; what is left is counted
  * in @f->dropped, and where the copy stopped in @f->stop (the file size when all went). */
 static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
 		     struct hgt__page_file *f, uint32_t page_size)
 {
 	uint32_t hdr = 8 + (uint32_t)in->kernel_long_size;
-	size_t cap = 256 * (size_t)page_size;
-	uint8_t *buf = malloc(cap);
+	uint8_t *own = NULL;
 	uint64_t off = f->from, end = f->to;
 	struct stat st;
 	int ret = 0;
 
-	if (!buf)
-		return -ENOMEM;
 	f->kept = f->dropped = f->loss_pages = 0;
 	f->damaged = false;
 	if (!off && !end) {
@@ -140,9 +154,14 @@ static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
 	}
 	f->from = off;
 	for (;;) {
-		size_t want = end && end - off < cap ? (size_t)(end - off) : cap;
-		ssize_t n = want ? pread(f->fd, buf, want, (off_t)off) : 0;
-		size_t whole, k;
+		size_t cap, want, whole, k;
+		uint8_t *buf = read_room(out, cpu, &own, &cap, page_size, &ret);
+		ssize_t n;
+
+		if (!buf)
+			break;
+		want = end && end - off < cap ? (size_t)(end - off) : cap;
+		n = want ? pread(f->fd, buf, want, (off_t)off) : 0;
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -163,14 +182,15 @@ static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
 			f->loss_pages += !!(commit & HGT__MISSED_EVENTS);
 		}
 		if (k)
-			ret = hgt_output_write_cpu(out, 0, cpu, buf, k);
+			ret = buf == own ? hgt_output_write_cpu(out, 0, cpu, buf, k)
+					 : hgt__output_cpu_commit(out, 0, cpu, k);
 		if (ret)
 			break;
 		off += k;
 		if (f->damaged || k < want || !want)
 			break;
 	}
-	free(buf);
+	free(own);
 	f->kept = off - f->from;
 	if (!ret && !end && !fstat(f->fd, &st) && (uint64_t)st.st_size > off)
 		f->dropped = (uint64_t)st.st_size - off;

@@ -803,10 +803,9 @@ static int seek_cpu(struct hgt_output *o, int buf, int cpu)
 	return ret;
 }
 
-int hgt_output_write_cpu(struct hgt_output *o, int buf, int cpu, const void *pages, size_t len)
+/* CPU @cpu of buffer @buf made the one written, @len bytes to come (whole pages). */
+static int cpu_open(struct hgt_output *o, int buf, int cpu, size_t len)
 {
-	const uint8_t *p = pages;
-	struct out_cpu *c;
 	int ret;
 
 	if (o->err)
@@ -822,38 +821,49 @@ int hgt_output_write_cpu(struct hgt_output *o, int buf, int cpu, const void *pag
 		return out_error(o, EINVAL,
 				 "buffer %d cpu %d: %zu bytes are not whole %u-byte pages", buf,
 				 cpu, len, o->page_size);
-	ret = seek_cpu(o, buf, cpu);
-	if (ret || !len)
+	return seek_cpu(o, buf, cpu);
+}
+
+/* The current CPU's section begun at its first pages: its offset, and a compressed one's
+ * chunk count (patched at its end). */
+static int cpu_present(struct hgt_output *o, int buf, int cpu)
+{
+	struct out_cpu *c = &o->bufs[buf].cpus[cpu];
+	int ret;
+
+	if (c->present)
+		return 0;
+	ret = pad_to(o, o->page_size);
+	if (ret)
 		return ret;
-	c = &o->bufs[buf].cpus[cpu];
-	if (!c->present) {
-		ret = pad_to(o, o->page_size);
-		if (ret)
-			return ret;
-		c->present = true;
-		c->offset = o->pos;
-		if (o->comp) {
-			o->nr_chunks = 0;
-			o->chunk_len = 0;
-			ret = wr32(o, 0);
-			if (ret)
-				return ret;
-		}
-	}
+	c->present = true;
+	c->offset = o->pos;
 	if (!o->comp)
-		return wr(o, p, len);
-	if (!o->zp_tried) { /* the first pages: workers for the rest when CPUs are free */
+		return 0;
+	o->nr_chunks = 0;
+	o->chunk_len = 0;
+	return wr32(o, 0);
+}
+
+/* The compressing workers, tried at the first pages: for the rest when CPUs are free. */
+static struct hgt__zpipe *zpipe(struct hgt_output *o)
+{
+	if (!o->zp_tried) {
 		int n = hgt__zpipe_threads();
 
 		o->zp_tried = true;
 		o->zp = n > 0 ? hgt__zpipe_new(o->comp, (size_t)o->page_size * PAGES_IN_CHUNK, n)
 			      : NULL;
 	}
-	if (o->zp) {
-		ret = hgt__zpipe_put(o->zp, p, len, emit_chunk, o);
-		return ret && !o->err ? out_error(o, -ret, "cannot compress its pages") : ret;
-	}
-	while (len) {
+	return o->zp;
+}
+
+/* @len bytes at @p compressed here, chunk by chunk: a whole chunk from the caller's pages. */
+static int put_inline(struct hgt_output *o, const uint8_t *p, size_t len)
+{
+	int ret = 0;
+
+	while (len && !ret) {
 		size_t whole = (size_t)o->page_size * PAGES_IN_CHUNK, room = whole - o->chunk_len;
 		size_t k = len < room ? len : room;
 
@@ -864,12 +874,65 @@ int hgt_output_write_cpu(struct hgt_output *o, int buf, int cpu, const void *pag
 			o->chunk_len += k;
 			ret = o->chunk_len == whole ? flush_chunk(o) : 0;
 		}
-		if (ret)
-			return ret;
 		p += k;
 		len -= k;
 	}
-	return 0;
+	return ret;
+}
+
+int hgt_output_write_cpu(struct hgt_output *o, int buf, int cpu, const void *pages, size_t len)
+{
+	int ret = cpu_open(o, buf, cpu, len);
+
+	if (ret || !len)
+		return ret;
+	ret = cpu_present(o, buf, cpu);
+	if (ret)
+		return ret;
+	if (!o->comp)
+		return wr(o, pages, len);
+	if (zpipe(o)) {
+		ret = hgt__zpipe_put(o->zp, pages, len, emit_chunk, o);
+		return ret && !o->err ? out_error(o, -ret, "cannot compress its pages") : ret;
+	}
+	return put_inline(o, pages, len);
+}
+
+/**
+ * hgt__output_cpu_space - where CPU @cpu of buffer @buf's next pages can be read in place,
+ * compressed from there with no copy: *@p, room for *@cap bytes (whole pages), taken by
+ * hgt__output_cpu_commit(). *@p is NULL where hgt_output_write_cpu() copies nothing anyway
+ * (no compression, or no workers to compress beside the writer). Returns 0 or -errno.
+ */
+int hgt__output_cpu_space(struct hgt_output *o, int buf, int cpu, uint8_t **p, size_t *cap)
+{
+	int ret = cpu_open(o, buf, cpu, 0);
+
+	*p = NULL;
+	*cap = 0;
+	if (!ret && o->comp && zpipe(o))
+		*p = hgt__zpipe_space(o->zp, cap);
+	return ret;
+}
+
+/**
+ * hgt__output_cpu_commit - the first @len bytes read into hgt__output_cpu_space()'s room
+ * (whole pages, no more than it gave) appended to that CPU, as hgt_output_write_cpu()
+ * would. Returns 0 or -errno.
+ */
+int hgt__output_cpu_commit(struct hgt_output *o, int buf, int cpu, size_t len)
+{
+	int ret = cpu_open(o, buf, cpu, len);
+
+	if (ret || !len)
+		return ret;
+	if (!o->zp)
+		return out_error(o, EINVAL, "buffer %d cpu %d: pages committed with no room given",
+				 buf, cpu);
+	ret = cpu_present(o, buf, cpu);
+	if (!ret)
+		ret = hgt__zpipe_commit(o->zp, len, emit_chunk, o);
+	return ret && !o->err ? out_error(o, -ret, "cannot compress its pages") : ret;
 }
 
 /**

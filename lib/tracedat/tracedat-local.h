@@ -165,6 +165,8 @@ struct hgt__zpipe;
 struct hgt_newfile;
 void hgt__newfile_before_publish(struct hgt_newfile *f, int (*fn)(void *ctx, int fd), void *ctx);
 void hgt__output_before_publish(struct hgt_output *o, int (*fn)(void *ctx, int fd), void *ctx);
+int hgt__output_cpu_space(struct hgt_output *o, int buf, int cpu, uint8_t **p, size_t *cap);
+int hgt__output_cpu_commit(struct hgt_output *o, int buf, int cpu, size_t len);
 int hgt__output_set_meta_packed(struct hgt_output *o, unsigned int id, const void *blob, size_t len,
 				enum hgt_compression comp, const void *c, size_t clen);
 
@@ -173,6 +175,8 @@ int hgt__zpipe_threads(void);
 struct hgt__zpipe *hgt__zpipe_new(enum hgt_compression comp, size_t chunk, int threads);
 int hgt__zpipe_put(struct hgt__zpipe *z, const uint8_t *p, size_t len, hgt__zpipe_emit emit,
 		   void *ctx);
+uint8_t *hgt__zpipe_space(struct hgt__zpipe *z, size_t *cap);
+int hgt__zpipe_commit(struct hgt__zpipe *z, size_t len, hgt__zpipe_emit emit, void *ctx);
 int hgt__zpipe_flush(struct hgt__zpipe *z, hgt__zpipe_emit emit, void *ctx);
 void hgt__zpipe_free(struct hgt__zpipe *z);
 

@@ -212,6 +212,32 @@ static int hand_over(struct hgt__zpipe *z, hgt__zpipe_emit emit, void *ctx)
 }
 
 /**
+ * hgt__zpipe_space - room for a CPU's next pages in the batch being filled: *@cap bytes at
+ * the returned address, where the caller may read them in place (no copy). They count
+ * once hgt__zpipe_commit() takes them.
+ */
+uint8_t *hgt__zpipe_space(struct hgt__zpipe *z, size_t *cap)
+{
+	struct zbatch *b = filling(z);
+
+	*cap = z->chunk * ZP_CHUNKS - b->len;
+	return b->in + b->len;
+}
+
+/**
+ * hgt__zpipe_commit - the first @len bytes of hgt__zpipe_space()'s room (no more than it
+ * gave) put after those put before; a batch that is full goes to the workers, and @emit is
+ * called as in hgt__zpipe_put(). Returns 0 or the first error.
+ */
+int hgt__zpipe_commit(struct hgt__zpipe *z, size_t len, hgt__zpipe_emit emit, void *ctx)
+{
+	struct zbatch *b = filling(z);
+
+	b->len += len;
+	return b->len == z->chunk * ZP_CHUNKS ? hand_over(z, emit, ctx) : 0;
+}
+
+/**
  * hgt__zpipe_put - @len bytes of a CPU's pages, after those put before: each whole chunk
  * goes to the workers in its batch, and @emit(@ctx, DATA, COMPRESSED SIZE, SIZE) is called
  * for the compressed chunks as they come back, in order. Returns 0 or the first error
@@ -220,19 +246,17 @@ static int hand_over(struct hgt__zpipe *z, hgt__zpipe_emit emit, void *ctx)
 int hgt__zpipe_put(struct hgt__zpipe *z, const uint8_t *p, size_t len, hgt__zpipe_emit emit,
 		   void *ctx)
 {
-	const size_t full = z->chunk * ZP_CHUNKS;
 	int ret = 0;
 
 	while (len && !ret) {
-		struct zbatch *b = filling(z);
-		size_t k = full - b->len < len ? full - b->len : len;
+		size_t room, k;
+		uint8_t *d = hgt__zpipe_space(z, &room);
 
-		memcpy(b->in + b->len, p, k);
-		b->len += k;
+		k = room < len ? room : len;
+		memcpy(d, p, k);
 		p += k;
 		len -= k;
-		if (b->len == full)
-			ret = hand_over(z, emit, ctx);
+		ret = hgt__zpipe_commit(z, k, emit, ctx);
 	}
 	return ret;
 }

@@ -3,6 +3,7 @@
 #include "test-helpers.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -473,21 +474,14 @@ static uint8_t *slurp_file(const char *path, size_t *len)
 	return p;
 }
 
-/* A file's chunks compressed by worker threads (zpipe.c) are those one thread makes, in the
- * same order: with HGT_THREADS 2 and 3 the file is byte for byte the one of HGT_THREADS 1
- * (compressed inline), in zstd and zlib, for CPUs of many batches (more than the workers
- * hold at once) and a last batch cut short; and it holds the source's events. */
-static void test_compressed_by_workers_is_identical(void **state)
+/* A simulated host file in @dir (made), uncompressed, whose largest CPU (*@big) holds more
+ * batches of chunks than 3 compressing threads hold at once. */
+static struct hgt_input *many_batches(char *dir, int *big)
 {
-	static const enum hgt_compression comp[] = { HGT_COMPRESS_ZSTD, HGT_COMPRESS_ZLIB };
-	static const char *const threads[] = { "1", "2", "3" };
-	char dir[] = "/tmp/hgt-test-zpipe-XXXXXX", host[64], guest[64], out[80], cmd[96];
-	const char *old = getenv("HGT_THREADS");
-	char *saved = old ? strdup(old) : NULL;
+	char host[64], guest[64];
 	struct hgt_input *src;
 	uint64_t most = 0;
 
-	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(host, sizeof(host), "%s/host.dat", dir);
 	snprintf(guest, sizeof(guest), "%s/guest.dat", dir);
@@ -504,12 +498,47 @@ static void test_compressed_by_workers_is_identical(void **state)
 	for (int cpu = 0; cpu < hgt_input_nr_cpus(src); cpu++) {
 		uint64_t sz = hgt_input_buffer(src, 0)->cpus[cpu].size;
 
+		if (sz > most && big)
+			*big = cpu;
 		most = sz > most ? sz : most;
 	}
 	/* a batch is 16 chunks of 10 pages: 640 KB; 3 threads hold 6 batches at most */
 	print_message("# the largest CPU: %llu KB of pages, %llu batches\n",
 		      (unsigned long long)most / 1024, (unsigned long long)most / (640 * 1024));
 	assert_true(most > 7 * 640 * 1024);
+	return src;
+}
+
+/* many_batches()'s end: @src closed, @dir removed, HGT_THREADS as it was (@saved, freed). */
+static void end_many_batches(struct hgt_input *src, const char *dir, char *saved)
+{
+	char cmd[96];
+
+	hgt_input_close(src);
+	if (saved)
+		setenv("HGT_THREADS", saved, 1);
+	else
+		unsetenv("HGT_THREADS");
+	free(saved);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* A file's chunks compressed by worker threads (zpipe.c) are those one thread makes, in the
+ * same order: with HGT_THREADS 2 and 3 the file is byte for byte the one of HGT_THREADS 1
+ * (compressed inline), in zstd and zlib, for CPUs of many batches (more than the workers
+ * hold at once) and a last batch cut short; and it holds the source's events. */
+static void test_compressed_by_workers_is_identical(void **state)
+{
+	static const enum hgt_compression comp[] = { HGT_COMPRESS_ZSTD, HGT_COMPRESS_ZLIB };
+	static const char *const threads[] = { "1", "2", "3" };
+	char dir[] = "/tmp/hgt-test-zpipe-XXXXXX", out[80];
+	const char *old = getenv("HGT_THREADS");
+	char *saved = old ? strdup(old) : NULL;
+	struct hgt_input *src;
+
+	(void)state;
+	src = many_batches(dir, NULL);
 	for (size_t k = 0; k < sizeof(comp) / sizeof(comp[0]); k++) {
 		uint8_t *first = NULL;
 		size_t first_len = 0;
@@ -544,14 +573,133 @@ static void test_compressed_by_workers_is_identical(void **state)
 		}
 		free(first);
 	}
-	hgt_input_close(src);
-	if (saved)
-		setenv("HGT_THREADS", saved, 1);
-	else
-		unsetenv("HGT_THREADS");
-	free(saved);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	end_many_batches(src, dir, saved);
+}
+
+/* CPU @cpu's pages of @src, as a recording holds them: written to @path. */
+static void cpu_file(struct hgt_input *src, int cpu, const char *path, const char *from)
+{
+	const struct hgt_cpu_data *c = &hgt_input_buffer(src, 0)->cpus[cpu];
+	uint8_t *p = malloc(c->size ? c->size : 1);
+	int in = open(from, O_RDONLY), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_non_null(p);
+	assert_true(in >= 0 && fd >= 0);
+	assert_int_equal(pread(in, p, c->size, (off_t)c->offset), (ssize_t)c->size);
+	assert_int_equal(write(fd, p, c->size), (ssize_t)c->size);
+	close(in);
+	close(fd);
+	free(p);
+}
+
+/*
+ * A recording's CPU files (hgt__convert() with src files: the stop, restore, the listener)
+ * are read in place into the workers' batches: with HGT_THREADS 2 and 3 the file is byte
+ * for byte the one of HGT_THREADS 1 (read into a buffer of its own and compressed inline),
+ * in zstd and zlib. Undamaged, it holds every event of the source; with a page in the
+ * middle of the largest CPU damaged (its commit larger than a page, 37 pages into a batch),
+ * it keeps exactly the pages before it, counted so.
+ */
+static void test_recording_files_read_in_place(void **state)
+{
+	static const enum hgt_compression comp[] = { HGT_COMPRESS_ZSTD, HGT_COMPRESS_ZLIB };
+	static const char *const threads[] = { "1", "2", "3" };
+	char dir[] = "/tmp/hgt-test-inplace-XXXXXX", out[96], host[64];
+	const char *old = getenv("HGT_THREADS");
+	char *saved = old ? strdup(old) : NULL;
+	const uint64_t bad_page = 4 * 160 + 37;
+	uint32_t ps;
+	int big = 0, n;
+	struct hgt_input *src;
+
+	(void)state;
+	src = many_batches(dir, &big);
+	ps = hgt_input_page_size(src);
+	n = hgt_input_nr_cpus(src);
+	snprintf(host, sizeof(host), "%s/host.dat", dir);
+	for (int damage = 0; damage < 2; damage++) {
+		for (int cpu = 0; cpu < n; cpu++) {
+			snprintf(out, sizeof(out), "%s/cpu%d", dir, cpu);
+			cpu_file(src, cpu, out, host);
+		}
+		if (damage) { /* the commit field, after the page's u64 timestamp */
+			uint64_t commit = ps;
+			int fd;
+
+			snprintf(out, sizeof(out), "%s/cpu%d", dir, big);
+			fd = open(out, O_WRONLY);
+			assert_int_equal(pwrite(fd, &commit, 8, (off_t)(bad_page * ps + 8)), 8);
+			close(fd);
+		}
+		for (size_t k = 0; k < sizeof(comp) / sizeof(comp[0]); k++) {
+			uint8_t *first = NULL;
+			size_t first_len = 0;
+
+			for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+				HGT_OPTS(hgt_convert_opts, co, .version = 7,
+					 .compression = comp[k]);
+				struct hgt__page_file f[8] = { 0 };
+				struct hgt__convert_src s = { .files = f, .nr_files = n };
+				uint8_t *bytes;
+				size_t len = 0;
+
+				assert_true(n <= 8);
+				for (int cpu = 0; cpu < n; cpu++) {
+					snprintf(out, sizeof(out), "%s/cpu%d", dir, cpu);
+					f[cpu].cpu = cpu;
+					f[cpu].name = "cpu";
+					f[cpu].fd = open(out, O_RDONLY);
+					assert_true(f[cpu].fd >= 0);
+				}
+				setenv("HGT_THREADS", threads[t], 1);
+				snprintf(out, sizeof(out), "%s/d%d-c%zu-t%s.dat", dir, damage, k,
+					 threads[t]);
+				assert_int_equal(hgt__convert(src, out, &co, &s), 0);
+				for (int cpu = 0; cpu < n; cpu++) {
+					uint64_t size = hgt_input_buffer(src, 0)->cpus[cpu].size;
+					uint64_t kept = damage && cpu == big ? bad_page * ps : size;
+
+					close(f[cpu].fd);
+					if (f[cpu].kept != kept || f[cpu].dropped != size - kept ||
+					    f[cpu].damaged != (damage && cpu == big))
+						fail_msg(
+							"HGT_THREADS=%s cpu %d: kept %llu, dropped %llu, damaged %d; %llu of %llu expected",
+							threads[t], cpu,
+							(unsigned long long)f[cpu].kept,
+							(unsigned long long)f[cpu].dropped,
+							f[cpu].damaged, (unsigned long long)kept,
+							(unsigned long long)size);
+				}
+				bytes = slurp_file(out, &len);
+				assert_non_null(bytes);
+				if (!first && !damage) {
+					struct hgt_input *in = hgt_input_open(out, NULL);
+
+					assert_non_null(in);
+					print_message(
+						"# compression %d: %zu bytes, %llu events as the source's\n",
+						comp[k], len,
+						(unsigned long long)same_events(src, in));
+					hgt_input_close(in);
+				}
+				if (!first) {
+					first = bytes;
+					first_len = len;
+					continue;
+				}
+				if (len != first_len || memcmp(bytes, first, len))
+					fail_msg(
+						"damage %d, compression %d: HGT_THREADS=%s wrote %zu bytes, not the %zu of HGT_THREADS=1 (or other bytes)",
+						damage, comp[k], threads[t], len, first_len);
+				free(bytes);
+			}
+			print_message(
+				"# damage %d, compression %d: 3 thread counts, %zu bytes each\n",
+				damage, comp[k], first_len);
+			free(first);
+		}
+	}
+	end_many_batches(src, dir, saved);
 }
 
 /*
@@ -623,6 +771,7 @@ int main(void)
 		cmocka_unit_test(test_opens_in_threads),
 		cmocka_unit_test(test_window_slack_is_zero),
 		cmocka_unit_test(test_compressed_by_workers_is_identical),
+		cmocka_unit_test(test_recording_files_read_in_place),
 		cmocka_unit_test(test_packed_metadata_is_copied_as_compressed),
 		cmocka_unit_test(test_zpipe_gives_back_each_chunk_in_order),
 	};
