@@ -44,6 +44,11 @@ struct hgt__convert_src {
 	int (*before_publish)(void *ctx, int fd);
 	void *publish_ctx;
 };
+/* output.c, compress.c: a metadata item compressed once, written as it is at each rewrite */
+int hgt__meta_pack(enum hgt_compression comp, const void *blob, size_t len, uint8_t **c,
+		   size_t *clen);
+int hgt__output_set_meta_packed(struct hgt_output *o, unsigned int id, const void *blob, size_t len,
+				enum hgt_compression comp, const void *c, size_t clen);
 struct hgt_convert_opts;
 int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_convert_opts *opts,
 		 struct hgt__convert_src *src);

@@ -254,6 +254,25 @@ void hgt__cctx_free(enum hgt_compression comp, void *cctx)
 		ZSTD_freeCCtx(cctx);
 }
 
+/**
+ * hgt__meta_pack - @len bytes of a metadata item at @blob compressed with @comp as a
+ * version 7 file stores it (the bytes the writer would make), into *@c (malloc'd, *@clen
+ * bytes), for hgt__output_set_meta_packed(). Returns 0 or -errno.
+ */
+int hgt__meta_pack(enum hgt_compression comp, const void *blob, size_t len, uint8_t **c,
+		   size_t *clen)
+{
+	void *cctx = hgt__cctx_new(comp);
+	int ret;
+
+	*c = NULL;
+	if (comp == HGT_COMPRESS_ZSTD && !cctx)
+		return -ENOMEM;
+	ret = len > UINT32_MAX ? -EFBIG : hgt__compress(comp, cctx, blob, len, c, clen);
+	hgt__cctx_free(comp, cctx);
+	return ret;
+}
+
 const char *hgt__compression_version(enum hgt_compression comp)
 {
 	if (comp == HGT_COMPRESS_ZSTD)

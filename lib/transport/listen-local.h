@@ -77,6 +77,9 @@ struct guest {
 	char clock[64];
 	uint8_t *meta[6];
 	size_t meta_len[6];
+	/* each item compressed once, for every rewrite of head.dat (NULL: not yet) */
+	uint8_t *zmeta[6];
+	size_t zmeta_len[6];
 	struct opt *opts;
 	int nr_opts;
 	struct chan *data;

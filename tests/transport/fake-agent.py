@@ -15,6 +15,9 @@ HELLO, metadata and TRACEID, then answers the host's probes as MODE says:
           cpu 0's header, as a FIFO a killed host left unread holds them, and the tail of
           an earlier session's control stream before READY (40 bytes from the middle of
           a message, then a whole OPTION of 32: 72 bytes); never answers
+  remeta  sends its kallsyms again after TRACEID, other than the first ("second_sym"
+          instead of "first_sym"), then a UNAME option (the host writes its head again);
+          never answers
 and stops on '0' (sending END), or when killed.
 Usage: fake-agent.py DIR MODE
 """
@@ -59,6 +62,8 @@ def messages(timeout):
 
 
 session = random.getrandbits(63) | 1
+KSYM1 = b"ffffffff81000000 T first_sym\n"
+KSYM2 = b"ffffffff81000000 T second_sym\n"
 runaway = 1 << 40
 state = "config"
 deadline = time.time() + 60
@@ -79,8 +84,14 @@ while time.time() < deadline:
             clock = b"x86-tsc\0"
             send(1, struct.pack("<IIIIQ", 2, 2, 4096, 8, session) + clock)  # HELLO (protocol 2)
             for item in range(16, 22):
-                send(2, struct.pack("<I", item) + b"\0" * 8)  # META, empty items
+                if mode == "remeta" and item == 19:  # KALLSYMS: u32 size, text
+                    send(2, struct.pack("<II", item, len(KSYM1)) + KSYM1)
+                else:
+                    send(2, struct.pack("<I", item) + b"\0" * 8)  # META, empty items
             send(3, struct.pack("<I", 11) + struct.pack("<Q", session))  # TRACEID
+            if mode == "remeta":
+                send(2, struct.pack("<II", 19, len(KSYM2)) + KSYM2)
+                send(3, struct.pack("<I", 5) + b"Linux remeta 6.1.0 x86_64\0")  # UNAME
             state = "rec"
         elif state == "rec" and m[0] == "msg" and m[1] == 7:
             seq, cpu = struct.unpack("<II", m[2])

@@ -4,8 +4,8 @@
 # TIME_SHIFT offset must lie within the bound the session printed. Then agents that
 # misbehave during sync (tests/transport/fake-agent.py: lying timestamps, no answer,
 # answers to probes never sent, a flood, an earlier session's header and page before the
-# data): the host still stops on time, writes its own file, names the guest and marks its
-# sync FAILED (no TIME_SHIFT stored).
+# data, kallsyms sent a second time): the host still stops on time, writes its own file,
+# names the guest and marks its sync FAILED (no TIME_SHIFT stored).
 # Usage: session.sh HGTRACE
 HGTRACE=$(realpath "$1")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -325,7 +325,7 @@ trace-cmd report -i gd/d-host-2.dat -i gd/trace-d-2.dat > tr.txt 2> /dev/null
 tap_cmp "guest-driven: merged report = trace-cmd's ($(wc -l < hr.txt) lines)" hr.txt tr.txt
 
 # 4. Agents that misbehave during sync.
-for mode in lie runaway fast mute unsent flood stale; do
+for mode in lie runaway fast mute unsent flood stale remeta; do
 	"$HGTRACE" setup-guest "h$mode" --cpus 2 --dir . > /dev/null
 	python3 "$here/transport/fake-agent.py" "h$mode" $mode &
 	fpid=$!
@@ -358,6 +358,16 @@ for mode in lie runaway fast mute unsent flood stale; do
 		tap_ok "$mode: named: '$(grep -o "$said.*" "x$mode.log" | head -1)'$([ $mode = stale ] && echo ", and 72 control bytes before READY"); no TIME_SHIFT stored"
 	else
 		tap_fail "$mode: expected '$said' and no TIME_SHIFT ($ts): $(tr '\n' '|' < "x$mode.log")"
+	fi
+	# kallsyms sent again after TRACEID, then an option: the head written again holds the
+	# second (each item is compressed once and kept: never the first's bytes again). The
+	# fake agent's empty items make no file; its recording directory keeps head.dat.
+	if [ $mode = remeta ]; then
+		h=x$mode-h$mode.dat.recording/head.dat
+		k=$(trace-cmd dump --kallsyms "$h" 2> /dev/null | grep -o '[a-z]*_sym' | tr '\n' ' ')
+		[ "$k" = "second_sym " ] &&
+			tap_ok "remeta: kallsyms sent twice: head.dat holds the second ($k), as trace-cmd dump reads it" ||
+			tap_fail "remeta: kallsyms sent twice: $h holds '$k', not 'second_sym '"
 	fi
 done
 tap_done
