@@ -83,15 +83,21 @@ done
 [ -n "$v0" ] && tap_ok "vCPU 0's thread $v0 pinned to host CPU 0, QEMU's other threads to CPU 1" ||
 	{ kill $qpid; tap_skip_all "no CPU 0/TCG thread in QEMU '$qemu'"; }
 
-# hog.py [idle]: 5 s in, on CPU 0, 100 ms in a SCHED_FIFO busy loop (idle: none); its pid
+# hog.py [idle]: 5 s in, on CPU 0, 100 ms in a SCHED_FIFO busy loop (idle: none); its pid.
+# It is SCHED_FIFO and on CPU 0 before it sleeps, and its loop runs from the wakeup's time to
+# 100 ms after it, so its run on CPU 0 starts at the wakeup: Python's own time after a 5 s
+# sleep (1-2 ms here, once 2.3 ms in CI, as it ran between its switch in and the loop) is
+# inside the 100 ms, not added to them.
 cat > hog.py << 'EOF'
 import os, sys, time
-time.sleep(5)
 os.sched_setaffinity(0, {0})
-if sys.argv[1:] != ["idle"]:
+hog = sys.argv[1:] != ["idle"]
+if hog:
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
-    end = time.monotonic() + 0.1
-    while time.monotonic() < end:
+start = time.monotonic() + 5
+time.sleep(start - time.monotonic())
+if hog:
+    while time.monotonic() < start + 0.1:
         pass
     os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 print(os.getpid(), flush=True)
