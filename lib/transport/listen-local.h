@@ -31,8 +31,10 @@
 #define SYNC_PERIODIC 8	       /* in the others */
 #define SYNC_TIMEOUT_MS 1000   /* a probe not answered in time is lost */
 #define SYNC_MAX_SAMPLES 4096
-#define END_TIMEOUT_MS 10000   /* a guest told to stop sends its end within this */
-#define REFUSED_LINGER_MS 2000 /* a refused connection is read until its peer closes */
+#define END_TIMEOUT_MS 10000	/* a guest told to stop sends its end within this */
+#define REFUSED_LINGER_MS 2000	/* a refused connection is read until its peer closes */
+#define BATCH_BYTES (256 << 10) /* a TCP data channel wakes the poll once this much waits */
+#define BATCH_POKE_MS 100	/* ... and is read anyway when not read for so long */
 
 enum { FIN_NONE, FIN_RUNNING, FIN_DONE };
 
@@ -45,8 +47,10 @@ struct chan {
 	size_t part;	/* bytes of the current, incomplete page */
 	int tmp;	/* the CPU's file in the guest's recording directory (-1: not yet) */
 	bool eof;
-	bool no_splice; /* splice refused: read and write from now on */
-	uint64_t stale; /* bytes before this session's header (a dead host's agent's) */
+	bool no_splice;	 /* splice refused: read and write from now on */
+	uint64_t stale;	 /* bytes before this session's header (a dead host's agent's) */
+	bool batched;	 /* TCP: the poll woken at BATCH_BYTES (SO_RCVLOWAT), not per segment */
+	uint64_t t_read; /* when it was last read (ms): a batched channel's poke */
 };
 
 struct opt {
@@ -188,6 +192,7 @@ struct opt_sink {
 
 /* listen.c */
 int hgt__listen_add_chan(struct listener *l, struct guest *g, int fd, int cpu);
+void hgt__listen_batch(struct chan *c, bool on);
 void hgt__listen_ctl_bytes(struct listener *l, struct guest *g, const uint8_t *buf, ssize_t r);
 void hgt__listen_fault(struct listener *l, struct guest *g, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

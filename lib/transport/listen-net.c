@@ -303,6 +303,7 @@ static bool classify(struct listener *l, struct pending *p)
 		c = &g->data[g->nr_data - 1];
 		memcpy(c->hdr, p->hdr, HGT__DATA_HDR);
 		c->hdr_got = HGT__DATA_HDR;
+		hgt__listen_batch(c, true);
 		g->page_size = h[3];
 		return true;
 	}

@@ -20,7 +20,6 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib/record.sh"
 why=$(tracefs_ready) || tap_skip_all "$why"
 command -v python3 > /dev/null || tap_skip_all "python3 is missing"
-command -v trace-cmd > /dev/null || tap_skip_all "trace-cmd is not installed"
 tap_workdir
 
 vmm() { # LOG UDS ARGS...: a stand-in VMM, its pid in $vpid once it says "ready"

@@ -25,7 +25,6 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib/tap.sh"
 . "$here/lib/record.sh"
 why=$(tracefs_ready) || tap_skip_all "$why"
-command -v trace-cmd > /dev/null || tap_skip_all "trace-cmd is not installed"
 tap_workdir
 T=/sys/kernel/tracing
 before=$(ls "$T/instances")

@@ -15,7 +15,6 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib/tap.sh"
 . "$here/lib/record.sh"
 why=$(tracefs_ready) || tap_skip_all "$why"
-command -v trace-cmd > /dev/null || tap_skip_all "trace-cmd is not installed"
 command -v python3 > /dev/null || tap_skip_all "python3 is missing"
 tap_workdir
 T=/sys/kernel/tracing
