@@ -2,7 +2,8 @@
 /*
  * A CPU reader's splice (lib/record/pages.c), with a pipe standing in for trace_pipe_raw:
  * into a socket that takes part of what is ready the rest stays counted and goes first
- * next time; into a pipe it goes straight, and a full pipe is told from an empty source.
+ * next time; into a pipe it goes straight, and a full pipe is told from an empty source,
+ * also when the pipe's reader makes room between the splice and the look at the pipe.
  * Every byte is checked against the counter pattern the test wrote.
  */
 #include "test-helpers.h"
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "record/pages.h"
@@ -36,6 +38,31 @@ static void fill_source(int p[2], bool keep)
 		close(p[1]);
 		p[1] = -1;
 	}
+}
+
+/*
+ * splice() as pages.c calls it (this program's own, so the race below can be set up): the
+ * system call, except when a pipe's reader is armed. The splice then finds that pipe full
+ * (EAGAIN) and the reader empties it right after, before the caller looks at it again: a
+ * race the real FIFO's reader wins now and then.
+ */
+static int racing_reader = -1;
+static uint8_t *raced;
+static size_t *raced_n;
+static int race_splices;
+
+static void take(int fd, uint8_t *got, size_t *n);
+
+ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len, unsigned int fl)
+{
+	race_splices++;
+	if (racing_reader >= 0) {
+		take(racing_reader, raced, raced_n);
+		racing_reader = -1;
+		errno = EAGAIN;
+		return -1;
+	}
+	return syscall(SYS_splice, in, in_off, out, out_off, len, fl);
 }
 
 /* What is in @fd's pipe still. */
@@ -159,11 +186,57 @@ static void test_pipe_full_or_empty(void **state)
 	close(dst[1]);
 }
 
+/* The pipe full when the splice looked, with room by the time its caller looks: the
+ * source's pages still go (a source taken for empty made a stop's drain read the rest a
+ * page a call), and every byte comes once, in order. */
+static void test_pipe_room_made_meanwhile(void **state)
+{
+	static uint8_t got[TOTAL];
+	struct hgt__pages m;
+	int src[2], dst[2], rounds = 0;
+	size_t delivered = 0, n = 0;
+	ssize_t w;
+
+	(void)state;
+	fill_source(src, true);
+	assert_int_equal(pipe2(dst, O_CLOEXEC | O_NONBLOCK), 0);
+	assert_int_equal(hgt__pages_init(&m, src[0], dst[1]), 0);
+	assert_true(m.direct);
+	w = hgt__pages_move(&m); /* 64 KB: the pipe full */
+	assert_int_equal(w, 65536);
+	delivered += (size_t)w;
+	race_splices = 0;
+	raced = got;
+	raced_n = &n;
+	racing_reader = dst[0];
+	w = hgt__pages_move(&m);
+	assert_int_equal(racing_reader, -1); /* the race happened */
+	assert_int_equal(race_splices, 2);   /* ... and the splice was asked again */
+	assert_int_equal(w, 65536);	     /* the source's pages, not "empty" (0) */
+	delivered += (size_t)w;
+	while ((w = hgt__pages_move(&m)) != 0) {
+		if (w > 0)
+			delivered += (size_t)w;
+		else
+			take(dst[0], got, &n);
+		assert_true(++rounds < 100000);
+	}
+	take(dst[0], got, &n);
+	assert_int_equal(delivered, TOTAL);
+	assert_counters(got, n);
+	hgt__pages_free(&m);
+	close(src[0]);
+	close(src[1]);
+	close(dst[0]);
+	close(dst[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_socket_partial_kept),
 		cmocka_unit_test(test_pipe_full_or_empty),
+		cmocka_unit_test(test_pipe_room_made_meanwhile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
