@@ -45,3 +45,5 @@ awk -F'\t' -v busy="$busy" '
 	}
 	{ printf "%-46s %-22s %-30s %7.2fx %8s\n", $1, $2, $3, $4, ($1 in b) ? sprintf("%.2fx", b[$1]) : "-" }
 ' "$quiet"
+# a paced writer's own rate with one core busy: the table's peer column is the first pass's
+[ -s "$busy" ] && awk -F'\t' '$3 ~ /writer did/ { printf "1 busy: %s: %s (%s)\n", $1, $2, $3 }' "$busy"
