@@ -141,10 +141,12 @@ struct guest {
 		uint64_t lost;
 		/* the round's best probe per CPU */
 		uint64_t *best_rtt, *best_g, *best_mid;
-		/* kept samples: per CPU, guest time and offset */
+		/* the samples: per CPU, guest time, offset and its bound (half the probe's
+		 * round trip); a TIME_SHIFT keeps those hgt__sync_select() picks */
 		uint32_t *count;
 		int64_t **time, **offset;
-		uint64_t bound, best;
+		uint64_t **half;
+		uint64_t bound, best; /* of all the samples */
 	} sync;
 };
 
@@ -206,6 +208,8 @@ int hgt__listen_send_framed(struct guest *g, uint16_t type, const void *p, size_
 
 /* listen-sync.c */
 int hgt__listen_add_sync_options(struct listener *l, struct guest *g, struct opt_sink *out);
+/* How many samples the TIME_SHIFT keeps, and their largest bound. */
+void hgt__listen_sync_kept(const struct guest *g, uint32_t *kept, uint64_t *bound);
 uint64_t hgt__listen_host_clock(struct guest *g);
 void hgt__listen_save_sync(struct listener *l, struct guest *g);
 void hgt__listen_sync_reply(struct listener *l, struct guest *g, const uint8_t *p, size_t n);

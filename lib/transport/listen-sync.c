@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../common/common-local.h"
+#include "../private/clock.h"
 #include "listen-local.h"
 
 uint64_t hgt__listen_host_clock(struct guest *g)
@@ -68,7 +69,9 @@ int hgt__listen_sync_setup(struct listener *l, struct guest *g)
 	s->count = calloc((size_t)n, sizeof(*s->count));
 	s->time = calloc((size_t)n, sizeof(*s->time));
 	s->offset = calloc((size_t)n, sizeof(*s->offset));
-	if (!s->best_rtt || !s->best_g || !s->best_mid || !s->count || !s->time || !s->offset)
+	s->half = calloc((size_t)n, sizeof(*s->half));
+	if (!s->best_rtt || !s->best_g || !s->best_mid || !s->count || !s->time || !s->offset ||
+	    !s->half)
 		return -ENOMEM;
 	s->on = true;
 	s->best = UINT64_MAX;
@@ -115,6 +118,7 @@ static void sync_round_done(struct listener *l, struct guest *g)
 	for (uint32_t c = 0; c < g->nr_cpus && !s->failed; c++) {
 		uint32_t k = s->count[c];
 		int64_t *t, *o;
+		uint64_t *h;
 
 		if (s->best_rtt[c] == UINT64_MAX || k >= SYNC_MAX_SAMPLES)
 			continue;
@@ -147,12 +151,16 @@ static void sync_round_done(struct listener *l, struct guest *g)
 		o = realloc(s->offset[c], sizeof(*o) * (k + 1));
 		if (o)
 			s->offset[c] = o;
-		if (!t || !o) {
+		h = realloc(s->half[c], sizeof(*h) * (k + 1));
+		if (h)
+			s->half[c] = h;
+		if (!t || !o || !h) {
 			sync_fail(l, g, "out of memory");
 			return;
 		}
 		t[k] = (int64_t)s->best_g[c];
 		o[k] = (int64_t)(s->best_mid[c] - s->best_g[c]);
+		h[k] = s->best_rtt[c] / 2 + 1;
 		s->count[c] = k + 1;
 		if (s->best_rtt[c] / 2 + 1 > s->bound)
 			s->bound = s->best_rtt[c] / 2 + 1;
@@ -247,20 +255,92 @@ void hgt__listen_save_sync(struct listener *l, struct guest *g)
 		free(k.owned[i]);
 }
 
+/* The samples a TIME_SHIFT keeps of CPU @c into @t and @o (room for its count each, or
+ * both NULL); returns how many, and raises *@bound to their largest bound. */
+static uint32_t select_samples(const struct sync *s, uint32_t c, int64_t *t, int64_t *o,
+			       uint64_t *bound)
+{
+	uint64_t b;
+	uint32_t n = hgt__sync_select(s->time[c], s->offset[c], s->half[c], s->count[c], t, o, &b);
+
+	if (b > *bound)
+		*bound = b;
+	return n;
+}
+
+void hgt__listen_sync_kept(const struct guest *g, uint32_t *kept, uint64_t *bound)
+{
+	const struct sync *s = &g->sync;
+
+	*kept = 0;
+	*bound = 0;
+	for (uint32_t c = 0; s->on && s->count && c < g->nr_cpus; c++)
+		*kept += select_samples(s, c, NULL, NULL, bound);
+}
+
+/* The CPUSTAT line of a sync that made no TIME_SHIFT: why. */
+static int sync_none(struct sync *s, struct opt_sink *out)
+{
+	char line[512];
+
+	if (!s->why[0])
+		snprintf(s->why, sizeof(s->why), "none: no probe was answered (%llu lost)",
+			 (unsigned long long)s->lost);
+	snprintf(line, sizeof(line), "hgtrace sync: %s%s\n",
+		 s->failed ? "FAILED, not applied: " : "", s->why);
+	return sink_add(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
+}
+
+/* The kept samples as TIME_SHIFT: a CPU no probe reached takes the best-sampled one's. */
+static int sync_shift(struct guest *g, struct opt_sink *out, uint32_t most, uint32_t src,
+		      uint32_t *kept, uint64_t *bound)
+{
+	struct sync *s = &g->sync;
+	struct hgt_time_shift_cpu *tc = calloc(g->nr_cpus, sizeof(*tc));
+	int64_t *ones = malloc(sizeof(int64_t) * most), *zeros = calloc(most, sizeof(int64_t));
+	int64_t *t = malloc(sizeof(int64_t) * most * g->nr_cpus);
+	int64_t *o = malloc(sizeof(int64_t) * most * g->nr_cpus);
+	struct hgt_time_shift ts;
+	uint8_t *buf = NULL;
+	uint32_t len;
+	int ret = tc && ones && zeros && t && o ? 0 : -ENOMEM;
+
+	for (uint32_t k = 0; !ret && k < most; k++)
+		ones[k] = 1;
+	for (uint32_t c = 0; !ret && c < g->nr_cpus; c++) {
+		uint32_t from = s->count[c] ? c : src;
+		uint32_t n = select_samples(s, from, t + c * most, o + c * most, bound);
+
+		tc[c] = (struct hgt_time_shift_cpu){ n, t + c * most, o + c * most, ones, zeros };
+		if (from == c)
+			*kept += n;
+	}
+	ts = (struct hgt_time_shift){ g->host_trace_id, HGT_TSYNC_INTERPOLATE, (int)g->nr_cpus,
+				      tc };
+	if (!ret)
+		ret = hgt_time_shift_option_build(&ts, &buf, &len);
+	if (!ret)
+		ret = sink_add(out, HGT_OPT_TIME_SHIFT, buf, len);
+	free(buf);
+	free(tc);
+	free(ones);
+	free(zeros);
+	free(t);
+	free(o);
+	return ret;
+}
+
 /* TIME_SHIFT from the kept samples, and a CPUSTAT line saying how they were made (shown by
  * report --stat in both tools; the sync check reads its bound). */
 int hgt__listen_add_sync_options(struct listener *l, struct guest *g, struct opt_sink *out)
 {
 	struct sync *s = &g->sync;
-	struct hgt_time_shift_cpu *tc;
-	struct hgt_time_shift ts;
-	int64_t *ones, *zeros;
-	uint32_t most = 0, src = 0, total = 0;
+	uint32_t most = 0, src = 0, total = 0, kept = 0;
+	uint64_t bound = 0;
 	char line[512];
-	uint8_t *buf = NULL;
-	uint32_t len;
 	int ret;
 
+	(void)l;
 	if (!s->on && !s->why[0])
 		return 0; /* no sync was asked for */
 	for (uint32_t c = 0; s->on && c < g->nr_cpus; c++) {
@@ -270,52 +350,20 @@ int hgt__listen_add_sync_options(struct listener *l, struct guest *g, struct opt
 			src = c;
 		}
 	}
-	if (!s->on || s->failed || !most) {
-		if (!s->why[0])
-			snprintf(s->why, sizeof(s->why), "none: no probe was answered (%llu lost)",
-				 (unsigned long long)s->lost);
-		snprintf(line, sizeof(line), "hgtrace sync: %s%s\\n",
-			 s->failed ? "FAILED, not applied: " : "", s->why);
-		return sink_add(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
-	}
+	if (!s->on || s->failed || !most)
+		return sync_none(s, out);
 	snprintf(s->why, sizeof(s->why), "agent channel");
-	tc = calloc(g->nr_cpus, sizeof(*tc));
-	ones = malloc(sizeof(int64_t) * most);
-	zeros = calloc(most, sizeof(int64_t));
-	if (!tc || !ones || !zeros) {
-		free(tc);
-		free(ones);
-		free(zeros);
-		return -ENOMEM;
-	}
-	for (uint32_t k = 0; k < most; k++)
-		ones[k] = 1;
-	for (uint32_t c = 0; c < g->nr_cpus; c++) {
-		/* a CPU no probe reached takes the samples of the best-sampled one */
-		uint32_t from = s->count[c] ? c : src;
-
-		tc[c] = (struct hgt_time_shift_cpu){ s->count[from], s->time[from], s->offset[from],
-						     ones, zeros };
-	}
-	ts = (struct hgt_time_shift){ g->host_trace_id, HGT_TSYNC_INTERPOLATE, (int)g->nr_cpus,
-				      tc };
-	ret = hgt_time_shift_option_build(&ts, &buf, &len);
-	if (!ret)
-		ret = sink_add(out, HGT_OPT_TIME_SHIFT, buf, len);
-	free(buf);
-	free(tc);
-	free(ones);
-	free(zeros);
+	ret = sync_shift(g, out, most, src, &kept, &bound);
 	snprintf(
 		line, sizeof(line),
-		"hgtrace sync: agent channel, clock %s: %u samples in %u rounds, best round trip %llu, bound=%llu\\n",
-		g->clock, total, s->rounds, (unsigned long long)s->best,
-		(unsigned long long)s->bound);
+		"hgtrace sync: agent channel, clock %s: %u samples in %u rounds, %u kept (a round trip at most %dx its CPU's best, or an offset the others cannot explain), best round trip %llu, bound=%llu\n",
+		g->clock, total, s->rounds, kept, HGT__SYNC_SLACK, (unsigned long long)s->best,
+		(unsigned long long)bound);
 	if (!ret)
 		ret = sink_add(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
 	if (!ret && g->agent_wall_ns) {
 		snprintf(line, sizeof(line),
-			 "hgtrace agent: %.1f ms of CPU in %.3f s of recording\\n",
+			 "hgtrace agent: %.1f ms of CPU in %.3f s of recording\n",
 			 (double)g->agent_cpu_ns / 1e6, (double)g->agent_wall_ns / 1e9);
 		ret = sink_add(out, HGT_OPT_CPUSTAT, line, (uint32_t)strlen(line) + 1);
 	}

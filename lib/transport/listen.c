@@ -1168,6 +1168,7 @@ static void report_result(struct listener *l, struct guest *g, const char *path)
 {
 	struct hgt_listen_result r = { .name = g->name, .path = path };
 	uint64_t *cb;
+	uint32_t kept;
 	int i;
 
 	if (!l->o.on_guest_done)
@@ -1190,7 +1191,7 @@ static void report_result(struct listener *l, struct guest *g, const char *path)
 		r.samples += g->sync.count[c];
 	r.rounds = g->sync.rounds;
 	r.best_rtt = g->sync.best == UINT64_MAX ? 0 : g->sync.best;
-	r.bound = g->sync.bound;
+	hgt__listen_sync_kept(g, &kept, &r.bound);
 	r.agent_cpu_ns = g->agent_cpu_ns;
 	r.agent_wall_ns = g->agent_wall_ns;
 	r.agent_setup_cpu_ns = g->agent_setup_cpu_ns;
@@ -1525,9 +1526,11 @@ static void free_guest(struct listener *l, struct guest *g)
 	for (uint32_t c = 0; g->sync.count && c < g->nr_cpus; c++) {
 		free(g->sync.time[c]);
 		free(g->sync.offset[c]);
+		free(g->sync.half[c]);
 	}
 	free(g->sync.time);
 	free(g->sync.offset);
+	free(g->sync.half);
 	free(g->sync.count);
 	free(g->sync.best_rtt);
 	free(g->sync.best_g);

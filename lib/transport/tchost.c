@@ -17,7 +17,7 @@
  * Bound: the guest picks the probe k whose round trip (its send to its receipt of our
  * answer) is the shortest; that round trip lies between our stamps of probes k-1 and k+1,
  * so half the smallest such span of a round bounds its offset's error. The largest of the
- * rounds' is the session's bound.
+ * kept rounds' (hgt__sync_select()) is the session's bound.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +37,7 @@
 
 #include "../common/common-local.h"
 #include "../common/thread.h"
+#include "../private/clock.h"
 #include "../record/record-local.h"
 #include "../tracedat/output-local.h"
 #include "tchost.h"
@@ -63,6 +64,7 @@ struct tcreader {
 
 struct tcsamples {
 	int64_t *ts, *off;
+	uint64_t *b; /* each one's bound: half its round's fastest round trip */
 	uint32_t n, cap;
 };
 
@@ -85,7 +87,7 @@ struct hgt__tchost {
 	uint64_t stamp[PTP_LOOP];
 	struct tcsamples *cs;
 	uint32_t rounds, empty; /* rounds with a sample, and without */
-	uint64_t bound, best;
+	uint64_t best;
 	char sync_fault[256];
 	/* the end */
 	char path[4096], fault[256], sync_said[200];
@@ -156,13 +158,14 @@ static int sync_recv(struct hgt__tchost *h, struct hgt__tc_time_sync *ts)
 	return ret;
 }
 
-static int keep_sample(struct hgt__tchost *h, int cpu, int64_t ts, int64_t off)
+static int keep_sample(struct hgt__tchost *h, int cpu, int64_t ts, int64_t off, uint64_t b)
 {
 	struct tcsamples *c = &h->cs[cpu];
 
 	if (c->n == c->cap) {
 		uint32_t cap = c->cap ? 2 * c->cap : 16;
 		int64_t *t = realloc(c->ts, sizeof(*t) * cap), *o;
+		uint64_t *bb;
 
 		if (!t)
 			return -ENOMEM;
@@ -171,9 +174,14 @@ static int keep_sample(struct hgt__tchost *h, int cpu, int64_t ts, int64_t off)
 		if (!o)
 			return -ENOMEM;
 		c->off = o;
+		bb = realloc(c->b, sizeof(*bb) * cap);
+		if (!bb)
+			return -ENOMEM;
+		c->b = bb;
 		c->cap = cap;
 	}
 	c->ts[c->n] = ts;
+	c->b[c->n] = b;
 	c->off[c->n++] = off;
 	return 0;
 }
@@ -283,13 +291,11 @@ static int sync_round(struct hgt__tchost *h, int cpu)
 	b = round_bound(h);
 	if (!b)
 		return hgt__errorf(EBADMSG, "trace-cmd time sync: a round with too few probes");
-	if (b > h->bound)
-		h->bound = b;
 	if (!h->best || b < h->best)
 		h->best = b;
 	h->rounds++;
 	return keep_sample(h, cpu, (int64_t)hgt__tc_get64(ts.data),
-			   (int64_t)hgt__tc_get64(ts.data + 8));
+			   (int64_t)hgt__tc_get64(ts.data + 8), b);
 }
 
 static int sync_all(struct hgt__tchost *h)
@@ -633,13 +639,27 @@ static void end_data(struct hgt__tchost *h, bool wait)
 	}
 }
 
+/* The largest bound of the samples the TIME_SHIFT keeps (hgt__sync_select()). */
+static uint64_t kept_bound(const struct hgt__tchost *h)
+{
+	uint64_t bound = 0, b;
+
+	for (int i = 0; h->cs && i < h->nr_cpus; i++) {
+		hgt__sync_select(h->cs[i].ts, h->cs[i].off, h->cs[i].b, h->cs[i].n, NULL, NULL, &b);
+		if (b > bound)
+			bound = b;
+	}
+	return bound;
+}
+
 static int add_time_shift(void *ctx, struct hgt_output *out)
 {
 	struct hgt__tchost *h = ctx;
 	struct hgt_time_shift_cpu *c;
 	struct hgt_time_shift ts = { .peer_id = h->o.host_trace_id, .flags = 1, .nr_cpus = 0 };
-	int64_t *ones;
-	uint32_t most = 0;
+	int64_t *ones, *kt, *ko;
+	uint32_t most = 0, kept = 0;
+	uint64_t bound = 0;
 	uint8_t *buf;
 	uint32_t len;
 	int ret;
@@ -651,19 +671,28 @@ static int add_time_shift(void *ctx, struct hgt_output *out)
 			most = h->cs[i].n;
 	c = calloc((size_t)h->nr_cpus, sizeof(*c));
 	ones = calloc(most ? most : 1, 2 * sizeof(*ones));
-	if (!c || !ones) {
-		free(c);
-		free(ones);
-		return -ENOMEM;
+	kt = calloc((size_t)h->nr_cpus * (most ? most : 1), sizeof(*kt));
+	ko = calloc((size_t)h->nr_cpus * (most ? most : 1), sizeof(*ko));
+	if (!c || !ones || !kt || !ko) {
+		ret = -ENOMEM;
+		goto out;
 	}
 	for (uint32_t k = 0; k < most; k++)
 		ones[k] = 1; /* scalings 1, then fractions 0 */
-	for (int i = 0; i < h->nr_cpus; i++)
-		c[i] = (struct hgt_time_shift_cpu){ .count = h->cs[i].n,
-						    .time = h->cs[i].ts,
-						    .offset = h->cs[i].off,
+	for (int i = 0; i < h->nr_cpus; i++) {
+		uint64_t b;
+		uint32_t n = hgt__sync_select(h->cs[i].ts, h->cs[i].off, h->cs[i].b, h->cs[i].n,
+					      kt + (size_t)i * most, ko + (size_t)i * most, &b);
+
+		c[i] = (struct hgt_time_shift_cpu){ .count = n,
+						    .time = kt + (size_t)i * most,
+						    .offset = ko + (size_t)i * most,
 						    .scaling = ones,
 						    .frac = ones + most };
+		kept += n;
+		if (b > bound)
+			bound = b;
+	}
 	ts.nr_cpus = h->nr_cpus;
 	ts.cpus = c;
 	ret = hgt_time_shift_option_build(&ts, &buf, &len);
@@ -672,15 +701,19 @@ static int add_time_shift(void *ctx, struct hgt_output *out)
 		free(buf);
 	}
 	if (!ret) {
-		char line[200];
-		int n = snprintf(line, sizeof(line),
-				 "hgtrace sync: trace-cmd ptp, %u rounds, bound=%llu\n", h->rounds,
-				 (unsigned long long)h->bound);
+		char line[300];
+		int n = snprintf(
+			line, sizeof(line),
+			"hgtrace sync: trace-cmd ptp, %u rounds, %u kept (a round trip at most %dx its CPU's best, or an offset the others cannot explain), bound=%llu\n",
+			h->rounds, kept, HGT__SYNC_SLACK, (unsigned long long)bound);
 
 		ret = hgt_output_add_option(out, HGT_OPT_CPUSTAT, line, (uint32_t)n + 1);
 	}
+out:
 	free(c);
 	free(ones);
+	free(kt);
+	free(ko);
 	return ret;
 }
 
@@ -714,7 +747,7 @@ int hgt__tchost_stop(struct hgt__tchost *h, struct hgt_listen_result *r)
 					 .clock = h->o.clock,
 					 .cpu_bytes = h->cpu_bytes,
 					 .rounds = h->rounds,
-					 .bound = h->bound,
+					 .bound = kept_bound(h),
 					 .best_rtt = 2 * h->best };
 	/* it stopped on our CLOSE when every data connection came to its end */
 	r->ended_after_stop = !ret && h->rdr;
@@ -744,7 +777,7 @@ int hgt__tchost_stop(struct hgt__tchost *h, struct hgt_listen_result *r)
 	snprintf(h->path, sizeof(h->path), "%s", h->o.output);
 	r->path = h->path;
 	say(h, "%llu bytes of pages, %u ptp rounds, bound %llu%s", (unsigned long long)r->bytes,
-	    h->rounds, (unsigned long long)h->bound,
+	    h->rounds, (unsigned long long)r->bound,
 	    h->empty ? "; some rounds found no offset (no probe of theirs matched)" : "");
 	return 0;
 }
@@ -766,6 +799,7 @@ void hgt__tchost_free(struct hgt__tchost *h)
 	for (int i = 0; h->cs && i < h->nr_cpus; i++) {
 		free(h->cs[i].ts);
 		free(h->cs[i].off);
+		free(h->cs[i].b);
 	}
 	if (h->ctl >= 0)
 		close(h->ctl);

@@ -15,6 +15,10 @@ HELLO, metadata and TRACEID, then answers the host's probes as MODE says:
           cpu 0's header, as a FIFO a killed host left unread holds them, and the tail of
           an earlier session's control stream before READY (40 bytes from the middle of
           a message, then a whole OPTION of 32: 72 bytes); never answers
+  spikes  records with clock mono_raw and answers each probe with it, truly (the host's
+          offset is 0), but holds back every answer of the second, fourth, ... round by
+          30 ms after reading its clock: those rounds' samples come out about 15 ms off,
+          within their bound (half their round trip), as a machine busy elsewhere makes them
   remeta  sends its kallsyms again after TRACEID, other than the first ("second_sym"
           instead of "first_sym"), then a UNAME option (the host writes its head again);
           never answers
@@ -81,7 +85,7 @@ while time.time() < deadline:
                 os.write(fd, struct.pack("<IIIIQ", 0x44544748, 2, i, 4096, session))
             state = "wait"
         elif state == "wait" and m == ("cmd", b"1"):
-            clock = b"x86-tsc\0"
+            clock = b"mono_raw\0" if mode == "spikes" else b"x86-tsc\0"
             send(1, struct.pack("<IIIIQ", 2, 2, 4096, 8, session) + clock)  # HELLO (protocol 2)
             for item in range(16, 22):
                 if mode == "remeta" and item == 19:  # KALLSYMS: u32 size, text
@@ -102,6 +106,12 @@ while time.time() < deadline:
                 send(8, struct.pack("<IIQ", seq, cpu, runaway))
             elif mode == "fast":
                 send(8, struct.pack("<IIQ", seq, cpu, 100 * time.monotonic_ns()))
+            elif mode == "spikes":
+                # rounds: 16 probes a CPU first (seq 1-32), then 8 a CPU (16 a round)
+                ts = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+                if seq > 32 and (seq - 33) // 16 % 2 == 0:
+                    time.sleep(0.03)
+                send(8, struct.pack("<IIQ", seq, cpu, ts))
             elif mode == "unsent":
                 send(8, struct.pack("<IIQ", seq + 1000, cpu, 1))
         elif state == "rec" and m == ("cmd", b"0"):

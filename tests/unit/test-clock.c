@@ -12,6 +12,8 @@
 #include <hgtrace/infer.h>
 #include <hgtrace/peer.h>
 
+#include "../../lib/private/clock.h"
+
 /* trace-cmd's (and the kernel's) 64-bit formulation, valid for shift <= 32. */
 static uint64_t ref_mul_shr(uint64_t a, uint32_t mult, unsigned int shift)
 {
@@ -509,6 +511,66 @@ static void test_infer_random_truth(void **state)
 	assert_true(worst_bound < 2000);
 }
 
+/* hgt__sync_select() of the @n samples (@t, @o, @b) keeps the @nw given (@wt, @wo), with
+ * @wb their bound, and counts the same without a place to put them. */
+static void check_select(const int64_t *t, const int64_t *o, const uint64_t *b, uint32_t n,
+			 const int64_t *wt, const int64_t *wo, uint32_t nw, uint64_t wb)
+{
+	int64_t kt[8], ko[8];
+	uint64_t bound = 7;
+
+	assert_true(n <= 8);
+	assert_int_equal(hgt__sync_select(t, o, b, n, kt, ko, &bound), nw);
+	assert_memory_equal(kt, wt, sizeof(*wt) * nw);
+	assert_memory_equal(ko, wo, sizeof(*wo) * nw);
+	assert_int_equal(bound, wb);
+	bound = 7;
+	assert_int_equal(hgt__sync_select(t, o, b, n, NULL, NULL, &bound), nw);
+	assert_int_equal(bound, wb);
+}
+
+/* The samples a busy machine measured badly (offsets 8,000 and 20,000 off the true 0,
+ * within their bounds of 9,000 and 22,000) are left out; the well-measured four (bounds 30
+ * to 120, at most 4x the best) stay, and the bound said is theirs. By hand: at t=20 the
+ * line of the kept neighbours (t=10: -3, t=40: 4) says -0.67, and 8,000 is within
+ * 9,000 + 40 of it. */
+static void test_sync_select_leaves_spikes_out(void **state)
+{
+	const int64_t t[] = { 0, 10, 20, 30, 40, 50 }, o[] = { 5, -3, 8000, 20000, 4, 2 };
+	const uint64_t b[] = { 30, 35, 9000, 22000, 40, 120 };
+	const int64_t want_t[] = { 0, 10, 40, 50 }, want_o[] = { 5, -3, 4, 2 };
+
+	(void)state;
+	check_select(t, o, b, 6, want_t, want_o, 4, 120); /* 120: 4 x the best 30, kept */
+}
+
+/* The offset jumps by 50,000 between t=1 and t=2 while the samples there are poor (bounds
+ * 1,000 and 900): the kept ones around them (2 at t=1, 50,001 at t=4) cannot explain
+ * them (their line says 16,668 and 33,335 there), so they stay, and so does their bound. */
+static void test_sync_select_keeps_a_move(void **state)
+{
+	const int64_t t[] = { 0, 1, 2, 3, 4 }, o[] = { 0, 2, 50100, 49500, 50001 };
+	const uint64_t b[] = { 10, 10, 1000, 900, 10 };
+
+	(void)state;
+	check_select(t, o, b, 5, t, o, 5, 1000);
+}
+
+/* A poor sample at either end is judged by its one kept neighbour's offset: off it by more
+ * than both bounds (first: |700 - 0| > 100 + 10), it stays; within them (last: |110 - 3|
+ * <= 100 + 12), it goes. One sample is kept, however poor; none, none, bound 0. */
+static void test_sync_select_ends(void **state)
+{
+	const int64_t t[] = { 0, 1, 2, 3 }, o[] = { 700, 0, 3, 110 };
+	const uint64_t b[] = { 100, 10, 12, 100 };
+	const int64_t want_t[] = { 0, 1, 2 }, want_o[] = { 700, 0, 3 };
+
+	(void)state;
+	check_select(t, o, b, 4, want_t, want_o, 3, 100);
+	check_select(t, o, b + 3, 1, t, o, 1, 100);
+	check_select(t, o, b, 0, t, o, 0, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -530,6 +592,9 @@ int main(void)
 		cmocka_unit_test(test_infer_within),
 		cmocka_unit_test(test_infer_empty),
 		cmocka_unit_test(test_infer_random_truth),
+		cmocka_unit_test(test_sync_select_leaves_spikes_out),
+		cmocka_unit_test(test_sync_select_keeps_a_move),
+		cmocka_unit_test(test_sync_select_ends),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
