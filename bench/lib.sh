@@ -28,3 +28,17 @@ bench_why_session() {
 	fi
 	events=$(( $(grep -o '([0-9]* events' "$p.sim" | tr -dc '0-9\n' | paste -sd+ | bc) ))
 }
+
+# bench_disk_sample PATH...: one line for bench/disk-bound.awk: the time, the apparent size
+# of the files under the PATHs that are recordings (NAME.recording: every page they were
+# given) and the blocks all PATHs hold (KB; the flight recorder's own files included).
+bench_disk_sample() {
+	local a u p rec=()
+	for p in "$@"; do
+		[[ $p == *.recording ]] && rec+=("$p")
+	done
+	a=0
+	[ ${#rec[@]} -gt 0 ] && a=$(du -sc --apparent-size --block-size=1 "${rec[@]}" 2> /dev/null | tail -1 | cut -f1)
+	u=$(du -sck "$@" 2> /dev/null | tail -1 | cut -f1)
+	echo "$EPOCHREALTIME ${a:-0} ${u:-0}"
+}
