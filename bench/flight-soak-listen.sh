@@ -74,5 +74,5 @@ printf "bench: flight soak, listen: of %d disk samples, the fullest against its 
 printf "bench: flight soak, listen: %s windows saved; the guest's final file %s: markers %s to %s, %d gaps, %d of them not where the kernel's ring dropped events (%d drops)\n" \
 	"$(grep -c '^hgtrace flight: [^ ]*: trigger [0-9]*: saved' listen.log)" "$(basename "${g:-none}")" \
 	"$first" "$last" "$gap" "$other" "$drops"
-bench_row "flight soak with a guest: disk held / pages of the kept span" "$held MB" "$span MB (span)" "$ratio"
-bench_row "flight soak with a guest: final file's gaps not the kernel's" "$other of $gap" "0" "$([ "$other" = 0 ] && echo 1 || echo 0)"
+bench_row "flight + guest: disk held / kept span's pages" "$held MB" "$span MB (span)" "$ratio"
+bench_row "flight + guest: gaps not the kernel's drops" "$other of $gap" "0" "$([ "$other" = 0 ] && echo 1 || echo 0)"

@@ -55,8 +55,8 @@ printf "bench: flight soak %d s: %d markers written (%.1f MB/s); recorder peak R
 printf "bench: flight soak: disk held at most %s MB (flight's figure); of %d samples, the fullest against its span: %s MB held, %s MB of pages written in the %s s + a %s s tick before it\n" \
 	"$flight_disk" "$nsamp" "$held" "$span" "$keep" "$tick"
 rm -rf soak.dat.recording
-printf "bench: flight soak: %s windows saved; the final file: markers %s to %s, %d gaps, %d of them not where the kernel's ring dropped events (%d drops; %s MB of pages)\n" \
+printf "bench: flight soak: %s windows saved; the final file: markers %s to %s, %d gaps, %d of them not where the kernel's ring dropped events (%d drops; %.1f MB of pages)\n" \
 	"$(grep -c '^hgtrace flight: trigger [0-9]*: saved' rec.log)" "$first" "$last" "$gap" "$other" "$drops" \
-	"$(echo "${bytes:-0} / 1000000" | bc -l | cut -c1-6)"
-bench_row "flight soak: disk held / pages of the kept span" "$held MB" "$span MB (span)" "$ratio"
-bench_row "flight soak: final file's gaps not the kernel's" "$other of $gap" "0" "$([ "$other" = 0 ] && echo 1 || echo 0)"
+	"$(echo "${bytes:-0} / 1000000" | bc -l)"
+bench_row "flight soak: disk held / kept span's pages" "$held MB" "$span MB (span)" "$ratio"
+bench_row "flight soak: gaps not the kernel's drops" "$other of $gap" "0" "$([ "$other" = 0 ] && echo 1 || echo 0)"
