@@ -55,10 +55,13 @@ int hgt__parse_duration(const char *s, size_t len, uint64_t unit_ns, uint64_t *n
  * (of a delay or host stretch open at @upto, or ending after it; @upto when none is): one
  * that reads each CPU from its first record at or after @resume finds every hit this one
  * left to it. */
+struct hgt_input;
 struct hgt__live {
 	uint64_t lag_ns;
 	bool (*context)(void *arg, int input, int cpu);
 	void (*reach)(void *arg, int input, int cpu, uint64_t last);
+	/* each input as the search opens it: where its pages lie (NULL: in its file) */
+	int (*opened)(void *arg, int input, struct hgt_input *in);
 	void *arg;
 	bool host_alone;
 	uint64_t read_from;

@@ -6,9 +6,10 @@
  *  - every tick it notes how long each CPU file is, so that "the pages written since T"
  *    is an offset per file (pages reach the files at most the recorder's flush interval
  *    after their events, so a page written since T holds every event since T);
- *  - it writes the pages of the last window as a pair (a restore's files, the recording
- *    left as it was) and runs hgt_why() over it with each trigger's measure; a delay over
- *    a trigger's length, not seen before, is a trigger;
+ *  - it writes the head of the recordings (a restore's, no page) and runs hgt_why() over
+ *    the last window's pages, read where they are in the CPU files (opened(),
+ *    hgt__input_cpu_elsewhere()), with each trigger's measure; a delay over a trigger's
+ *    length, not seen before, is a trigger;
  *  - --after later, the window around it is written as PREFIX-N.dat and PREFIX-N-NAME.dat
  *    and the delay, found again there, is printed as why explains it;
  *  - pages older than the window, the after time and two ticks (but the page before) are
@@ -61,7 +62,8 @@ struct cpu_file {
 	uint64_t searched, searching;
 	int cpu;	   /* the CPU the last search named it */
 	bool context;	   /* the last search's pages begin with one from before its window */
-	bool read;	   /* the last search read some of its pages */
+	bool read;	   /* the last search read some of its pages: */
+	uint64_t from, to; /* these, where they are */
 	bool punch_failed; /* said once */
 	/* what the last searches read of it: its records before offset @off are at report
 	 * time @last at most (a search of delays starts at one of these) */
@@ -76,7 +78,7 @@ struct member {
 	const char *output;
 	char *dir;     /* OUTPUT.recording */
 	char *name;    /* in the saved files' names: "" (the host), NAME */
-	char *snap;    /* where a search writes its pages */
+	char *snap;    /* where a search writes the head its pages are read with */
 	uint32_t page; /* head.dat's page size; 0: not there yet */
 	struct cpu_file *f;
 	int nf;
@@ -110,7 +112,8 @@ struct hgt_flight {
 	uint64_t last_taken, start, keep;
 	/* the cost, for the summary */
 	uint64_t searches, worst_lag, disk_peak;
-	uint64_t write_ns;	 /* the last search's writing of the window */
+	uint64_t write_ns;	 /* the last search's writing of its head */
+	uint64_t search_ns;	 /* the last search, that writing included */
 	uint64_t covered;	 /* report time: searched or said unsearched up to here */
 	uint64_t unsearched;	 /* report time no search's span held (span_of()) */
 	uint64_t searched_bytes; /* the pages the searches read */
@@ -300,6 +303,7 @@ struct range_ctx {
 	bool incremental; /* and none an earlier search read */
 	uint64_t resume;  /* and from each CPU's first record at or after this (0: all) */
 	bool context;	  /* and the page before (a search of delays, has_context()) */
+	bool in_place;	  /* read where they are (a search's): none copied */
 	uint64_t cap;	  /* the newest this many bytes of a file at most (0: all) */
 	uint64_t bytes;	  /* the pages' bytes */
 	uint64_t skipped; /* older pages the cap left out that no search read */
@@ -340,7 +344,9 @@ static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint
 	c->searching = *to;
 	c->read = *to > *from;
 	r->bytes += *to - *from;
-	if (*to == *from) /* nothing: not 0, which would mean all of it */
+	c->from = *from;
+	c->to = *to;
+	if (*to == *from || r->in_place) /* nothing: not 0, which would mean all of it */
 		*from = *to = UINT64_MAX;
 	return 0;
 }
@@ -395,6 +401,7 @@ static int write_members(struct hgt_flight *f, uint64_t since, char **paths, boo
 			.incremental = incremental,
 			.resume = !final && !incremental ? f->resume : 0,
 			.context = !final && !incremental,
+			.in_place = !final,
 		};
 		struct hgt__recdir_range r = { page_range, &rc };
 		int ret;
@@ -546,6 +553,20 @@ static bool has_context(void *arg, int input, int cpu)
 	return false;
 }
 
+/* The search's input @input, just opened: its CPUs' pages are in the recording's files. */
+static int opened(void *arg, int input, struct hgt_input *in)
+{
+	const struct search_ctx *s = arg;
+	struct member *m = &s->f->m[s->which[input]];
+	int ret = 0;
+
+	for (int j = 0; !ret && j < m->nf; j++)
+		if (m->f[j].read)
+			ret = hgt__input_cpu_elsewhere(in, m->f[j].cpu, m->f[j].fd, m->f[j].path,
+						       m->f[j].from, m->f[j].to - m->f[j].from);
+	return ret;
+}
+
 /* CPU @cpu of the search's input @input has its records up to @last in the pages read. */
 static void reached(void *arg, int input, int cpu, uint64_t last)
 {
@@ -599,7 +620,9 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	struct hgt__hit *hits = NULL;
 	int nr = 0, n, ret, later = 0;
 	struct search_ctx sc = { f, which };
-	struct hgt__live live = { .context = has_context, .reach = reached, .arg = &sc };
+	struct hgt__live live = {
+		.context = has_context, .reach = reached, .opened = opened, .arg = &sc
+	};
 	struct mark k = { f, NULL, NULL };
 	uint64_t t0 = hgt__now_ns();
 
@@ -647,6 +670,7 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 		take(f, &hits[i], now);
 	}
 out:
+	f->search_ns = hgt__now_ns() - t0;
 	if (ret && strcmp(f->last_err, hgt_last_error())) {
 		snprintf(f->last_err, sizeof(f->last_err), "%s", hgt_last_error());
 		say(f, "a search failed: %s", f->last_err);
@@ -820,6 +844,7 @@ static void tick(struct hgt_flight *f, bool final)
 	uint64_t now = hgt__now_ns(), took;
 
 	scan(f, now);
+	f->search_ns = f->write_ns = 0;
 	if (rate_known(f) || final)
 		search(f, now, final);
 	if (f->manual) {
@@ -839,8 +864,8 @@ static void tick(struct hgt_flight *f, bool final)
 		secs(a, sizeof(a), took);
 		secs(b, sizeof(b), f->o.tick_ns);
 		say(f,
-		    "behind: a search of the window took %s (%.3f s of it writing the window), ticks are %s apart",
-		    a, (double)f->write_ns / 1e9, b);
+		    "behind: a tick took %s (the search %.3f s, %.3f s of it writing its head; the rest saving windows), ticks are %s apart",
+		    a, (double)f->search_ns / 1e9, (double)f->write_ns / 1e9, b);
 		f->worst_lag = took - f->o.tick_ns;
 	}
 }

@@ -484,6 +484,7 @@ int hgt__trigger_search(const struct hgt__trigger *t, int nt, const char *const 
 	struct hgt__why_edges e = { .all_from = from,
 				    .context = live ? live->context : NULL,
 				    .reach = live ? live->reach : NULL,
+				    .opened = live ? live->opened : NULL,
 				    .ctx_arg = live ? live->arg : NULL,
 				    .lag_ns = live ? live->lag_ns : 0 };
 	uint64_t resume = UINT64_MAX;

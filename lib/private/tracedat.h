@@ -67,6 +67,12 @@ int hgt__append_undo(const char *path, const struct hgt__append_undo *u);
  * lock around libtraceevent's parser; an input's formats parsed now (0 or -errno). */
 int hgt__formats_helper_start(void);
 
+struct hgt_input;
+/* input.c: the top buffer's CPU @cpu has its pages at @off, @size bytes, of file @fd
+ * (@name in messages; the caller's, open while @in is read), not in @in's (uncompressed)
+ * file. Returns 0 or -errno. */
+int hgt__input_cpu_elsewhere(struct hgt_input *in, int cpu, int fd, const char *name, uint64_t off,
+			     uint64_t size);
 /* The descriptor @in reads its file through (owned by @in). */
 int hgt__input_fd(const struct hgt_input *in);
 /* @to (a handle of @from's file opened with HGT_OPEN_NO_KALLSYMS) looks kernel functions up

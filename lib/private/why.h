@@ -32,7 +32,9 @@ struct hgt_why_result *hgt__why_segments(const struct hgt_why_opts *opts, hgt__w
  * with (0, from the start, when the inputs' times are not one clock: a guest not in its
  * host's time). Segments go to @fn with @upto known, and @host_end, the host's last record (0: no
  * host): a vCPU thread's last segment ends there, not over. Each CPU's last record (0: none)
- * to @reach when not NULL. */
+ * to @reach when not NULL. Each input to @opened (when not NULL) as it is opened, before
+ * anything is read of its pages (a flight recorder's search says where they lie). */
+struct hgt_input;
 struct tep_handle;
 struct tep_record;
 typedef void (*hgt__why_rec_fn)(void *arg, int input, struct tep_handle *tep,
@@ -42,6 +44,7 @@ struct hgt__why_edges {
 	uint64_t *all_from;
 	bool (*context)(void *ctx_arg, int input, int cpu);
 	void (*reach)(void *ctx_arg, int input, int cpu, uint64_t last);
+	int (*opened)(void *ctx_arg, int input, struct hgt_input *in);
 	void *ctx_arg;
 	uint64_t lag_ns;
 	uint64_t upto, open_from, host_end;

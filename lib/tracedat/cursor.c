@@ -20,6 +20,8 @@
 
 struct hgt_cursor {
 	struct hgt_input *in;
+	int fd;		  /* the file its pages are in: @in's, or elsewhere */
+	const char *name; /* and its name, for messages */
 	int cpu;
 	uint32_t page_size;
 	uint32_t hdr_size;
@@ -100,6 +102,12 @@ struct hgt_cursor *hgt_cursor_open(struct hgt_input *in, int buffer, int cpu)
 	if (!c)
 		return NULL;
 	c->in = in;
+	c->fd = in->fd;
+	c->name = in->path;
+	if (buffer == 0 && cpu < in->bufs[0].nr_away && in->bufs[0].away[cpu].fd >= 0) {
+		c->fd = in->bufs[0].away[cpu].fd;
+		c->name = in->bufs[0].away[cpu].name;
+	}
 	c->cpu = cpu;
 	c->page_size = b->page_size;
 	c->hdr_size = 8 + (uint32_t)in->kernel_long_size;
@@ -162,7 +170,8 @@ static int fill_window(struct hgt_cursor *c)
 		if (!n)
 			return 0;
 		window_writing(c, n * c->page_size);
-		ret = hgt__pread_all(in, c->win, (uint64_t)n * c->page_size, c->off);
+		ret = hgt__pread_from(in, c->fd, c->name, c->win, (uint64_t)n * c->page_size,
+				      c->off);
 		if (ret)
 			return ret;
 		window_written(c, n * c->page_size);
@@ -237,8 +246,8 @@ int hgt__cursor_next_pages(struct hgt_cursor *c, const uint8_t **pages, size_t *
 
 static int stuck(struct hgt_cursor *c)
 {
-	return hgt__error(
-		c->in, c->page_off, EBADMSG,
+	return hgt__error_at(
+		c->in, c->name, c->page_off, EBADMSG,
 		"cpu %d: padding at page offset %u leads back to offset %u: the page's events cannot be walked",
 		c->cpu, c->hdr_size + c->sb.curr, c->hdr_size + c->sb.next);
 }
@@ -266,8 +275,8 @@ static int next_page(struct hgt_cursor *c)
 		commit = in->kernel_long_size == 8 ? hgt__get64(in, p + 8) : hgt__get32(in, p + 8);
 		size = (uint32_t)(commit & COMMIT_MASK);
 		if (size > c->page_size - c->hdr_size)
-			return hgt__error(
-				in, c->page_off, EBADMSG,
+			return hgt__error_at(
+				in, c->name, c->page_off, EBADMSG,
 				"cpu %d: page commit size %u exceeds the page (%u bytes of data)%s",
 				c->cpu, size, c->page_size - c->hdr_size,
 				c->compressed ? " (in the compressed chunk here)" : "");
@@ -330,8 +339,8 @@ int hgt_cursor_next(struct hgt_cursor *c, struct tep_record *rec)
 		if (data <= c->last || ++c->events_in_page > (int)(c->page_size / 4) ||
 		    (uint64_t)(data - c->page) + (uint64_t)size > c->hdr_size + c->commit ||
 		    size < 0)
-			return hgt__error(
-				c->in, c->page_off, EBADMSG,
+			return hgt__error_at(
+				c->in, c->name, c->page_off, EBADMSG,
 				"cpu %d: event at page offset %ld claims %d bytes, beyond the page's %u committed bytes",
 				c->cpu, (long)(data - c->page), size, c->commit);
 		c->at_start = c->last == NULL;

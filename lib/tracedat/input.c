@@ -575,6 +575,9 @@ void hgt_input_close(struct hgt_input *in)
 		free(in->bufs[i].name);
 		free(in->bufs[i].clock);
 		free(in->bufs[i].cpus);
+		for (int k = 0; k < in->bufs[i].nr_away; k++)
+			free(in->bufs[i].away[k].name);
+		free(in->bufs[i].away);
 	}
 	free(in->opts);
 	free(in->bufs);
@@ -693,6 +696,47 @@ const struct hgt_section *hgt_input_section_at(const struct hgt_input *in, int i
 int hgt_input_nr_buffers(const struct hgt_input *in)
 {
 	return in->nr_bufs;
+}
+
+/**
+ * hgt__input_cpu_elsewhere - the top buffer's CPU @cpu has its pages at @off, @size bytes,
+ * of file @fd (@name in messages), not in @in's file: a flight recorder's search reads a
+ * recording's pages where the recorder wrote them. @fd stays the caller's, open while @in
+ * is read. Uncompressed files only. Returns 0 or -errno.
+ */
+int hgt__input_cpu_elsewhere(struct hgt_input *in, int cpu, int fd, const char *name, uint64_t off,
+			     uint64_t size)
+{
+	struct hgt__buffer *b;
+	int ret;
+
+	if (hgt_input_top_buffer(in) < 0 || cpu < 0 || cpu >= HGT__MAX_CPUS || fd < 0 ||
+	    in->comp != HGT_COMPRESS_NONE || !in->page_size || off % in->page_size ||
+	    size % in->page_size)
+		return -EINVAL;
+	b = &in->bufs[0];
+	if (cpu >= b->pub.nr_cpus) {
+		ret = grow_cpus(b, cpu + 1);
+		if (ret)
+			return ret;
+	}
+	if (cpu >= b->nr_away) {
+		struct hgt__elsewhere *a = realloc(b->away, sizeof(*a) * (size_t)(cpu + 1));
+
+		if (!a)
+			return -ENOMEM;
+		for (int k = b->nr_away; k <= cpu; k++)
+			a[k] = (struct hgt__elsewhere){ -1, NULL };
+		b->away = a;
+		b->nr_away = cpu + 1;
+	}
+	free(b->away[cpu].name);
+	b->away[cpu].name = strdup(name);
+	if (!b->away[cpu].name)
+		return -ENOMEM;
+	b->away[cpu].fd = fd;
+	b->cpus[cpu] = (struct hgt_cpu_data){ .offset = off, .size = size, .present = true };
+	return 0;
 }
 
 const struct hgt_buffer *hgt_input_buffer(const struct hgt_input *in, int i)

@@ -13,13 +13,14 @@
 
 #include "tracedat-local.h"
 
-static int verror(struct hgt_input *in, uint64_t off, int err, const char *fmt, va_list ap)
+static int verror(struct hgt_input *in, const char *name, uint64_t off, int err, const char *fmt,
+		  va_list ap)
 {
 	char what[HGT__ERRLEN];
 
 	vsnprintf(what, sizeof(what), fmt, ap);
-	snprintf(in->err, sizeof(in->err), "%s: offset 0x%llx: %s", in->path,
-		 (unsigned long long)off, what);
+	snprintf(in->err, sizeof(in->err), "%s: offset 0x%llx: %s", name, (unsigned long long)off,
+		 what);
 	hgt__set_last_error(in->err);
 	return -err;
 }
@@ -33,7 +34,19 @@ int hgt__error(struct hgt_input *in, uint64_t off, int err, const char *fmt, ...
 	int ret;
 
 	va_start(ap, fmt);
-	ret = verror(in, off, err, fmt, ap);
+	ret = verror(in, in->path, off, err, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int hgt__error_at(struct hgt_input *in, const char *name, uint64_t off, int err, const char *fmt,
+		  ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = verror(in, name, off, err, fmt, ap);
 	va_end(ap);
 	return ret;
 }
@@ -58,27 +71,34 @@ int hgt__rd_error(struct hgt__rd *rd, int err, const char *fmt, ...)
 	return hgt__error(rd->in, rd->pos, err, "%s: %s", rd->what, what);
 }
 
-int hgt__pread_all(struct hgt_input *in, void *buf, uint64_t len, uint64_t off)
+int hgt__pread_from(struct hgt_input *in, int fd, const char *name, void *buf, uint64_t len,
+		    uint64_t off)
 {
 	uint8_t *p = buf;
 
 	while (len) {
-		ssize_t r = pread(in->fd, p, len > (1 << 30) ? (1 << 30) : len, (off_t)off);
+		ssize_t r = pread(fd, p, len > (1 << 30) ? (1 << 30) : len, (off_t)off);
 
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			return hgt__error(in, off, errno, "read failed: %s", strerror(errno));
+			return hgt__error_at(in, name, off, errno, "read failed: %s",
+					     strerror(errno));
 		}
 		if (r == 0)
-			return hgt__error(in, off, EIO,
-					  "unexpected end of file (%llu bytes missing)",
-					  (unsigned long long)len);
+			return hgt__error_at(in, name, off, EIO,
+					     "unexpected end of file (%llu bytes missing)",
+					     (unsigned long long)len);
 		p += r;
 		off += r;
 		len -= r;
 	}
 	return 0;
+}
+
+int hgt__pread_all(struct hgt_input *in, void *buf, uint64_t len, uint64_t off)
+{
+	return hgt__pread_from(in, in->fd, in->path, buf, len, off);
 }
 
 int hgt__rd_bytes(struct hgt__rd *rd, void *buf, uint64_t len)

@@ -23,11 +23,21 @@
 #define HGT__OPEN_PARTIAL (1u << 30)
 #define HGT__PAGE_SLACK (128 * 1024 + 64)
 
+/* A CPU's pages in another file than the input's */
+struct hgt__elsewhere {
+	int fd; /* -1: in the input's */
+	char *name;
+};
+
 struct hgt__buffer {
 	struct hgt_buffer pub;
 	char *name;
 	char *clock;
 	struct hgt_cpu_data *cpus;
+	/* hgt__input_cpu_elsewhere(): where CPU i's pages are read when not in the file
+	 * (NULL: every CPU's are in it) */
+	struct hgt__elsewhere *away;
+	int nr_away;
 };
 
 struct hgt__tsync;
@@ -123,6 +133,12 @@ int hgt__rd_error(struct hgt__rd *rd, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 int hgt__pread_all(struct hgt_input *in, void *buf, uint64_t len, uint64_t off);
+/* hgt__pread_all() from @fd, named @name in its messages (pages read where they lie) */
+int hgt__pread_from(struct hgt_input *in, int fd, const char *name, void *buf, uint64_t len,
+		    uint64_t off);
+/* hgt__error() that names file @name (pages read where they lie), not @in's */
+int hgt__error_at(struct hgt_input *in, const char *name, uint64_t off, int err, const char *fmt,
+		  ...) __attribute__((format(printf, 5, 6)));
 int hgt__rd_bytes(struct hgt__rd *rd, void *buf, uint64_t len);
 int hgt__rd_u16(struct hgt__rd *rd, uint16_t *v);
 int hgt__rd_u32(struct hgt__rd *rd, uint32_t *v);

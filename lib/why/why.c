@@ -806,7 +806,7 @@ static int calibrate(struct why *w)
 	return 0;
 }
 
-static int open_inputs(struct why *w, struct hgt_merge *m)
+static int open_inputs(struct why *w, struct hgt_merge *m, const struct hgt__why_edges *e)
 {
 	HGT_OPTS(hgt_open_opts, oo,
 		 .flags = HGT_OPEN_NO_KALLSYMS | (w->o.quiet ? HGT_OPEN_QUIET : 0));
@@ -824,6 +824,11 @@ static int open_inputs(struct why *w, struct hgt_merge *m)
 		if (!g->in)
 			return -errno;
 		w->n++;
+		if (e && e->opened) {
+			ret = e->opened(e->ctx_arg, i, g->in);
+			if (ret)
+				return ret;
+		}
 		g->name = b ? b + 1 : w->o.inputs[i];
 		g->tep = hgt_input_tep(g->in);
 		if (hgt_input_top_buffer(g->in) < 0 || !g->tep)
@@ -1289,7 +1294,7 @@ struct hgt_why_result *hgt__why_scan(const struct hgt_why_opts *opts, hgt__why_s
 	w.c_blocked = intern_str(&w, HGT_WHY_BLOCKED, -1, "blocked in the host (sleeping)");
 	w.c_host = intern_str(&w, HGT_WHY_HOST, -1, "in the host");
 	w.c_halted = intern_str(&w, HGT_WHY_HALTED, -1, "halted (the guest's HLT: idle)");
-	ret = open_inputs(&w, m);
+	ret = open_inputs(&w, m, edges);
 	if (!ret && w.host >= 0) {
 		int n = w.nr_cpus > 0 ? w.nr_cpus : 1;
 

@@ -703,6 +703,97 @@ static void test_recording_files_read_in_place(void **state)
 }
 
 /*
+ * A file whose pages lie elsewhere (hgt__input_cpu_elsewhere(): a flight recorder's search
+ * reads a recording's CPU files where they are): local-v7none.dat's head written with no
+ * page at all (as a search's file is: every range empty), each CPU then pointed at its
+ * pages in the original file. Every event must be the original's (same_events()); a page
+ * damaged in a copy of the original is reported with the copy's name and the page's offset
+ * in it; a compressed file and pages not on page boundaries are refused.
+ */
+static void test_pages_read_elsewhere(void **state)
+{
+	const char *orig = test_data("local-v7none.dat");
+	char head[] = "/tmp/hgt-test-elsewhere-XXXXXX";
+	HGT_OPTS(hgt_convert_opts, co, .version = 7, .compression = HGT_COMPRESS_NONE);
+	struct hgt__page_file f[2] = {
+		{ .cpu = 0, .name = "cpu0", .from = UINT64_MAX, .to = UINT64_MAX },
+		{ .cpu = 1, .name = "cpu1", .from = UINT64_MAX, .to = UINT64_MAX }
+	};
+	struct hgt__convert_src src = { .files = f, .nr_files = 2 };
+	struct hgt_input *o = hgt_input_open(orig, NULL), *h, *z;
+	const struct hgt_buffer *b;
+	int fd = open(orig, O_RDONLY), hfd = mkstemp(head), bad_fd;
+	uint64_t n, commit;
+	char *bad;
+
+	(void)state;
+	assert_non_null(o);
+	assert_true(fd >= 0 && hfd >= 0);
+	close(hfd);
+	f[0].fd = f[1].fd = fd;
+	assert_int_equal(hgt__convert(o, head, &co, &src), 0);
+	h = hgt_input_open(head, NULL);
+	assert_non_null(h);
+	b = hgt_input_buffer(o, 0);
+	assert_int_equal(b->nr_cpus, 2);
+	for (int cpu = 0; cpu < 2; cpu++) {
+		struct hgt_cursor *c = hgt_cursor_open(h, 0, cpu);
+		struct tep_record r;
+
+		/* the head alone holds no event */
+		assert_true(!c || hgt_cursor_next(c, &r) == 0);
+		hgt_cursor_close(c);
+		assert_int_equal(hgt__input_cpu_elsewhere(h, cpu, fd, orig, b->cpus[cpu].offset,
+							  b->cpus[cpu].size),
+				 0);
+	}
+	n = same_events(o, h);
+	print_message("# %llu events read elsewhere, as in the file\n", (unsigned long long)n);
+	assert_true(n == 2145); /* trace-cmd report's lines of events for the file */
+	assert_int_equal(hgt__input_cpu_elsewhere(h, 0, fd, orig, b->cpus[0].offset + 1, 4096),
+			 -EINVAL);
+	assert_int_equal(hgt__input_cpu_elsewhere(h, 0, fd, orig, b->cpus[0].offset, 100), -EINVAL);
+	hgt_input_close(h);
+
+	/* CPU 1's third page damaged in a copy: its commit larger than the page */
+	bad = damaged_copy(orig, (size_t)(b->cpus[1].offset + b->cpus[1].size), -1, 0);
+	bad_fd = open(bad, O_RDWR);
+	commit = 8192;
+	assert_int_equal(pwrite(bad_fd, &commit, 8, (off_t)(b->cpus[1].offset + 2 * 4096 + 8)), 8);
+	h = hgt_input_open(head, NULL);
+	assert_non_null(h);
+	assert_int_equal(
+		hgt__input_cpu_elsewhere(h, 1, bad_fd, bad, b->cpus[1].offset, b->cpus[1].size), 0);
+	{
+		struct hgt_cursor *c = hgt_cursor_open(h, 0, 1);
+		struct tep_record r;
+		char want[256];
+		int ret;
+
+		assert_non_null(c);
+		while ((ret = hgt_cursor_next(c, &r)) > 0)
+			;
+		assert_int_equal(ret, -EBADMSG);
+		snprintf(want, sizeof(want), "%s: offset 0x%llx: cpu 1: page commit size", bad,
+			 (unsigned long long)(b->cpus[1].offset + 2 * 4096));
+		if (strncmp(hgt_last_error(), want, strlen(want)))
+			fail_msg("error \"%s\", not \"%s...\"", hgt_last_error(), want);
+		hgt_cursor_close(c);
+	}
+	hgt_input_close(h);
+	z = hgt_input_open(test_data("tsc.dat"), NULL); /* zstd */
+	assert_non_null(z);
+	assert_int_equal(hgt__input_cpu_elsewhere(z, 0, fd, orig, 0, 4096), -EINVAL);
+	hgt_input_close(z);
+	close(bad_fd);
+	unlink(bad);
+	free(bad);
+	unlink(head);
+	close(fd);
+	hgt_input_close(o);
+}
+
+/*
  * A recording's head.dat is compressed as its file will be, and the stop copies its
  * compressed metadata as it is (hgt__convert_src.keep_packed): the file must be the one
  * that compressing the items again makes, byte for byte, and where the compressions differ
@@ -772,6 +863,7 @@ int main(void)
 		cmocka_unit_test(test_window_slack_is_zero),
 		cmocka_unit_test(test_compressed_by_workers_is_identical),
 		cmocka_unit_test(test_recording_files_read_in_place),
+		cmocka_unit_test(test_pages_read_elsewhere),
 		cmocka_unit_test(test_packed_metadata_is_copied_as_compressed),
 		cmocka_unit_test(test_zpipe_gives_back_each_chunk_in_order),
 	};
