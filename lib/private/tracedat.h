@@ -70,7 +70,9 @@ int hgt__formats_helper_start(void);
 struct hgt_input;
 /* input.c: the top buffer's CPU @cpu has its pages at @off, @size bytes, of file @fd
  * (@name in messages; the caller's, open while @in is read), not in @in's (uncompressed)
- * file. Returns 0 or -errno. */
+ * file. Cursors (hgt_cursor_open(): merge, why, view, convert) read them there; what
+ * opens the file again by its name (report's parallel workers) sees none of them.
+ * Returns 0 or -errno. */
 int hgt__input_cpu_elsewhere(struct hgt_input *in, int cpu, int fd, const char *name, uint64_t off,
 			     uint64_t size);
 /* The descriptor @in reads its file through (owned by @in). */

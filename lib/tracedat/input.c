@@ -702,7 +702,8 @@ int hgt_input_nr_buffers(const struct hgt_input *in)
  * hgt__input_cpu_elsewhere - the top buffer's CPU @cpu has its pages at @off, @size bytes,
  * of file @fd (@name in messages), not in @in's file: a flight recorder's search reads a
  * recording's pages where the recorder wrote them. @fd stays the caller's, open while @in
- * is read. Uncompressed files only. Returns 0 or -errno.
+ * is read. Uncompressed files only; cursors alone read the pages there (the private
+ * header says who must not be given such an input). Returns 0 or -errno.
  */
 int hgt__input_cpu_elsewhere(struct hgt_input *in, int cpu, int fd, const char *name, uint64_t off,
 			     uint64_t size)
