@@ -84,15 +84,39 @@ for port in (18761, 37130):
     s.bind((\"65.66.67.68\", port))
     s.connect((\"69.70.71.72\", 9))
     s.send(b\"x\")"'
-record_all_events() {
+# all_events_workload: the command line of that workload (Debian's own commands: a python3
+# found first elsewhere in PATH may be a wrapper script, pyenv's, whose shells and helpers
+# would outnumber the workload's events five to one).
+all_events_workload() {
 	local dl=:
 	dl_task_ok && dl="$DL_CHRT sleep 0.01"
+	echo "PATH=/usr/sbin:/usr/bin:/sbin:/bin; ls -R /usr/share/doc/coreutils > /dev/null; dd if=/dev/zero of=dd.out bs=4k count=50 conv=fsync 2> /dev/null; rm -f dd.out; $dl; python3 -c '$LOOPBACK_TCP'; unshare -n sh -c '$PRINTABLE_ROUTE'; sleep 0.05"
+}
+record_all_events() {
 	(
 		flock 9
-		trace-cmd record -d --no-filter -e all -o "$1" -- sh -c \
-			"ls -R /usr/share/doc/coreutils > /dev/null; dd if=/dev/zero of=dd.out bs=4k count=50 conv=fsync 2> /dev/null; rm -f dd.out; $dl; python3 -c '$LOOPBACK_TCP'; unshare -n sh -c '$PRINTABLE_ROUTE'; sleep 0.05" \
-			> "$2" 2>&1
+		trace-cmd record -d --no-filter -e all -o "$1" -- sh -c "$(all_events_workload)" > "$2" 2>&1
 	) 9> /tmp/hgtrace-tracefs-top.lock
+	[ -s "$1" ]
+}
+
+# record_workload_events OUT LOG: the same events of the workload's own tasks only (the
+# instance's set_event_pid, with event-fork: its children too), in an instance of its own
+# (8 MB a CPU, more than the workload fills), taken by trace-cmd extract (which deletes
+# the instance): as big wherever it runs, where record_all_events also takes whatever the
+# machine's other tasks do meanwhile (430,000 events on a quiet machine, more when busy).
+record_workload_events() {
+	local inst=hgt_allev$$
+	local d=$TRACEFS/instances/$inst
+	# (the events enabled with tracing off: enabling them is work of their own)
+	mkdir "$d" && echo 0 > "$d/tracing_on" && echo 8192 > "$d/buffer_size_kb" &&
+		echo 1 > "$d/options/event-fork" && echo 1 > "$d/events/enable" || return 1
+	# shellcheck disable=SC2016
+	sh -c 'echo $$ > "$1/set_event_pid" && echo 1 > "$1/tracing_on" && exec sh -c "$2"' \
+		sh "$d" "$(all_events_workload)" > "$2" 2>&1
+	echo 0 > "$d/tracing_on"
+	trace-cmd extract -B "$inst" -o "$1" >> "$2" 2>&1
+	[ ! -d "$d" ] || rmdir "$d"
 	[ -s "$1" ]
 }
 

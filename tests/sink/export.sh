@@ -119,13 +119,14 @@ tap_refuses "export of a file that is not a trace" "" "$HGTRACE" export -o bad.j
 check_rc=$("$HGTRACE" export --format protobuf s-host.dat > /dev/null 2> err.txt; echo $?)
 [ "$check_rc" = 2 ] && tap_ok "--format protobuf: exit 2 ($(cat err.txt))" || tap_fail "--format protobuf: exit $check_rc"
 
-# Every event this kernel has, recorded now (where tracefs is): every field of hundreds of
-# kinds of event against trace-cmd's raw report, read by each field's conversion in the
-# print format as libtraceevent prints it there; negative values of signed fields narrower
-# than 64 bits must be among them (node=-1 of kmem events, a syscall's -errno), so that a
-# sign extension missed is seen. Perfetto below too.
+# Every event this kernel has, recorded now (where tracefs is) of a workload's own tasks
+# (the machine's others would make the file, and the checks' time, grow with how busy it
+# is): every field of hundreds of kinds of event against trace-cmd's raw report, read by
+# each field's conversion in the print format as libtraceevent prints it there; negative
+# values of signed fields narrower than 64 bits must be among them (node=-1 of kmem
+# events, a syscall's -errno), so that a sign extension missed is seen. Perfetto below too.
 if why=$(tracefs_ready); then
-	if record_all_events all.dat all.log; then
+	if record_workload_events all.dat all.log; then
 		trace-cmd report -t all.dat > all.tc 2> /dev/null
 		trace-cmd report -R -t all.dat > all.raw 2> /dev/null
 		formats all.fmt all.dat
@@ -135,7 +136,7 @@ if why=$(tracefs_ready); then
 			tap_fail "export of every event recorded now: $(cat err.txt)"
 		fi
 	else
-		tap_fail "trace-cmd record -e all made nothing: $(tail -2 all.log | tr '\n' ' ')"
+		tap_fail "every event of a workload made nothing: $(tail -2 all.log | tr '\n' ' ')"
 	fi
 else
 	tap_skip "every event recorded now" "$why"
