@@ -6,10 +6,12 @@
 # session's command sleeps 1.5 s in steps of 5 ms, then, as its last acts, writes a pair
 # (a task hgtpair's marker to its exit, a sleep of 60 ms between) and the marker "app:
 # hgt-gend" into the guest's instance, then "app: hgt-hend" into the host's, and exits:
-# the session stops at once. The guest's records reach the listener only with its last
-# pages, after the stop (the agent sends a partial page when its flush interval comes, or
-# at its end), the host's marker only when the host's last partial page is written, and a
-# delay ending there is in the last flush interval and tick. Checked: the flight
+# the session stops at once (the pair trigger takes hgtpair's exit only: this command's
+# own marker and exit are a pair too, one longer than 50 ms on a slow machine). The guest's
+# records reach the listener only with its last pages, after the stop (the agent sends a
+# partial page when its flush interval comes, or at its end), the host's marker only when
+# the host's last partial page is written, and a delay ending there is in the last flush
+# interval and tick. Checked: the flight
 # recorder's last search, once every guest page is in and the host's tracing is halted,
 # takes all three and saves each window as a pair that holds the trigger's records
 # (trace-cmd report); no delay is left untaken (spans a busy machine left unsearched are
@@ -47,7 +49,7 @@ os.write(os.open("/sys/kernel/tracing/instances/hgtrace-%d/trace_marker" % os.ge
 EOF
 "$HGTRACE" record --flight --window 2 --after 0.5 --tick 0.1 --flush-ms 3000 --holdoff 0 \
 	--trigger 'marker:hgt-gend' --trigger 'marker:hgt-hend' \
-	--trigger 'pair:print,sched_process_exit>50ms' \
+	--trigger 'pair:print,sched_process_exit:comm == "hgtpair">50ms' \
 	-e sched:sched_process_exit -f 'comm == "hgt-none"' -A "g@fifo:$t/g" -e sched:sched_switch \
 	-e sched:sched_process_exit \
 	-o s.dat -- python3 drive.py > drive.out 2> rec.log
