@@ -143,3 +143,51 @@ ssize_t hgt__pages_read_held(struct hgt__pages *m, void *buf, size_t n)
 		m->held -= (size_t)r;
 	return r;
 }
+
+/*
+ * The partial page's clock. A read of the partial page at P takes every event before P:
+ * what is left is no older than P. A whole page stored is not such a bound: the events
+ * after it are in the page the kernel went on to when that one filled, which was after the
+ * reader last found no whole page (idle_ms), and can be as old as that, not as the store.
+ * Taking the store's time made a partial page as much as a poll late, on top of the
+ * scheduling that flush_ms must also absorb.
+ */
+
+/** hgt__partial_start - a reader starting at @now_ms: nothing older is in its ring. */
+void hgt__partial_start(struct hgt__partial_clock *pc, uint64_t now_ms)
+{
+	pc->since_ms = pc->idle_ms = now_ms;
+}
+
+/** hgt__partial_idle - at @now_ms the ring held no whole page (its reader found none). */
+void hgt__partial_idle(struct hgt__partial_clock *pc, uint64_t now_ms)
+{
+	pc->idle_ms = now_ms;
+}
+
+/** hgt__partial_whole - whole pages were stored: what is left began after the last idle. */
+void hgt__partial_whole(struct hgt__partial_clock *pc)
+{
+	if (pc->idle_ms > pc->since_ms)
+		pc->since_ms = pc->idle_ms;
+}
+
+/** hgt__partial_flushed - the partial page was read at @now_ms: all before it is taken. */
+void hgt__partial_flushed(struct hgt__partial_clock *pc, uint64_t now_ms)
+{
+	pc->since_ms = pc->idle_ms = now_ms;
+}
+
+/**
+ * hgt__partial_due - whether the partial page is to be read at @now_ms, so that it is
+ * stored within @flush_ms of its oldest event by a reader that looks every @poll_ms: a
+ * quarter of @flush_ms early, two looks at least, for the looks and for a busy machine's
+ * scheduling.
+ */
+bool hgt__partial_due(const struct hgt__partial_clock *pc, uint64_t now_ms, uint64_t flush_ms,
+		      uint64_t poll_ms)
+{
+	uint64_t early = flush_ms / 4 > 2 * poll_ms ? flush_ms / 4 : 2 * poll_ms;
+
+	return now_ms - pc->since_ms + early >= flush_ms;
+}

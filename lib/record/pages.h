@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct hgt__pages {
@@ -21,5 +22,19 @@ void hgt__pages_free(struct hgt__pages *m);
 ssize_t hgt__pages_move(struct hgt__pages *m);
 size_t hgt__pages_held(const struct hgt__pages *m);
 ssize_t hgt__pages_read_held(struct hgt__pages *m, void *buf, size_t n);
+
+/* When a CPU's partial page is due: what its ring holds unstored is no older than since_ms
+ * (lib/record/pages.c). */
+struct hgt__partial_clock {
+	uint64_t since_ms; /* the oldest the unstored events can be */
+	uint64_t idle_ms;  /* the last time the ring held no whole page */
+};
+
+void hgt__partial_start(struct hgt__partial_clock *pc, uint64_t now_ms);
+void hgt__partial_idle(struct hgt__partial_clock *pc, uint64_t now_ms);
+void hgt__partial_whole(struct hgt__partial_clock *pc);
+void hgt__partial_flushed(struct hgt__partial_clock *pc, uint64_t now_ms);
+bool hgt__partial_due(const struct hgt__partial_clock *pc, uint64_t now_ms, uint64_t flush_ms,
+		      uint64_t poll_ms);
 
 #endif

@@ -6,7 +6,7 @@
  * every setting changed is put back at the end. Per CPU, a thread moves whole pages from
  * trace_pipe_raw into the CPU's file with splice (pages.c: every byte counted until the
  * destination took it), or read/write with --no-splice or where the splice is refused,
- * and the partial page too when no whole one came for flush_ms; at stop, tracing is
+ * and the partial page too before its oldest event is flush_ms old; at stop, tracing is
  * switched off and each thread drains the rest, the partial page last. The files live in
  * OUTPUT.recording (recdir.c) with the metadata written before tracing starts, so that a
  * kill loses at most flush_ms of pages; a normal stop turns them into the trace.dat.
@@ -57,8 +57,8 @@ struct cpu_reader {
 	bool started;
 	int err;
 	uint64_t bytes;
-	char *buf;	  /* one page: --no-splice, and the partial page of a flush */
-	uint64_t last_ms; /* when pages last reached the file */
+	char *buf;		      /* one page: --no-splice, and the partial page of a flush */
+	struct hgt__partial_clock pc; /* when the partial page is due */
 	/* the file system full (ENOSPC, EDQUOT): pages are lost until space returns */
 	bool own_file;	      /* fd is its file in the recording directory, only its pages */
 	bool copy;	      /* read/write from now on (--no-splice, or a splice refused) */
@@ -447,18 +447,21 @@ static int flush_pages(struct cpu_reader *c)
 	return n > 0 ? put_page(c, n) : n;
 }
 
-/* The partial page, when no whole one reached the file for flush_ms: read() takes the
- * events out of the page the kernel is writing. Returns bytes written, 0, or -1. */
+/* The partial page, before its oldest event can be flush_ms old: read() takes the events
+ * out of the page the kernel is writing. Called when the last move found no whole page.
+ * Returns bytes written, 0, or -1. */
 static int flush_partial(struct cpu_reader *c, uint64_t now)
 {
 	int n;
 
-	/* two polls early, so that the page is on disk within flush_ms of its first event;
-	 * never past what the splice still holds (it goes first) */
-	if (!c->rec->flush_ms || c->dst_full || hgt__pages_held(&c->pm) ||
-	    now - c->last_ms + 2 * c->rec->flush_us / 1000 < c->rec->flush_ms)
+	/* never past what the splice still holds (it goes first); a full destination is no
+	 * sign of an idle ring */
+	if (!c->rec->flush_ms || c->dst_full || hgt__pages_held(&c->pm))
 		return 0;
-	c->last_ms = now;
+	hgt__partial_idle(&c->pc, now);
+	if (!hgt__partial_due(&c->pc, now, c->rec->flush_ms, c->rec->flush_us / 1000))
+		return 0;
+	hgt__partial_flushed(&c->pc, now);
 	n = tracefs_cpu_read(c->tcpu, c->buf, true);
 	if (n <= 0)
 		return errno == EAGAIN || errno == EINTR || !n ? 0 : -1;
@@ -479,7 +482,7 @@ static int put_pending(struct cpu_reader *c)
 	if (put_page(c, n) < 0)
 		return no_space(errno) ? 0 : -1;
 	c->bytes += (uint64_t)n;
-	c->last_ms = hgt__now_ms();
+	hgt__partial_whole(&c->pc);
 	stored(c);
 	return 1;
 }
@@ -648,7 +651,7 @@ static void *reader_main(void *arg)
 		c->err = ENOMEM;
 		return NULL;
 	}
-	c->last_ms = hgt__now_ms();
+	hgt__partial_start(&c->pc, hgt__now_ms());
 	c->nap_from = hgt__now_ns();
 	while (!r->stop) {
 		int n = put_pending(c);
@@ -667,7 +670,7 @@ static void *reader_main(void *arg)
 			c->poll_ready = false;
 			c->bytes += (uint64_t)n;
 			c->moved += (uint64_t)n;
-			c->last_ms = hgt__now_ms();
+			hgt__partial_whole(&c->pc);
 			stored(c);
 			continue;
 		}

@@ -4,7 +4,8 @@
  * into a socket that takes part of what is ready the rest stays counted and goes first
  * next time; into a pipe it goes straight, and a full pipe is told from an empty source,
  * also when the pipe's reader makes room between the splice and the look at the pipe.
- * Every byte is checked against the counter pattern the test wrote.
+ * Every byte is checked against the counter pattern the test wrote. And the partial
+ * page's clock, on a reader's day worked out by hand.
  */
 #include "test-helpers.h"
 
@@ -231,12 +232,54 @@ static void test_pipe_room_made_meanwhile(void **state)
 	close(dst[1]);
 }
 
+/*
+ * The partial page's clock, --flush-ms 200 and a look every 10 ms: due a quarter early
+ * (50 ms, more than two looks), once what is unstored can be 150 ms old. A whole page
+ * stored at 105 after the reader found none at 100: what is left can be from 100 (the
+ * page filled after that look), so due at 250, not 255. A partial read at 250 takes
+ * everything before it: due next at 400. A look that finds no page and a whole page after
+ * a partial read never move that bound back. With --flush-ms 20 and a look every 8 ms, two
+ * looks (16 ms) are more than a quarter (5): due at 4 ms of age.
+ */
+static void test_partial_clock(void **state)
+{
+	struct hgt__partial_clock pc;
+
+	(void)state;
+	hgt__partial_start(&pc, 0);
+	assert_false(hgt__partial_due(&pc, 149, 200, 10));
+	assert_true(hgt__partial_due(&pc, 150, 200, 10));
+	hgt__partial_idle(&pc, 100);
+	hgt__partial_whole(&pc);
+	assert_int_equal(pc.since_ms, 100);
+	assert_false(hgt__partial_due(&pc, 249, 200, 10));
+	assert_true(hgt__partial_due(&pc, 250, 200, 10));
+	hgt__partial_flushed(&pc, 250);
+	assert_false(hgt__partial_due(&pc, 399, 200, 10));
+	assert_true(hgt__partial_due(&pc, 400, 200, 10));
+	/* found none at 260, a whole page at 270: left since 260; another at 280 with no
+	 * look between: still 260 */
+	hgt__partial_idle(&pc, 260);
+	hgt__partial_whole(&pc);
+	assert_int_equal(pc.since_ms, 260);
+	hgt__partial_whole(&pc);
+	assert_int_equal(pc.since_ms, 260);
+	assert_false(hgt__partial_due(&pc, 409, 200, 10));
+	assert_true(hgt__partial_due(&pc, 410, 200, 10));
+	hgt__partial_flushed(&pc, 500);
+	hgt__partial_whole(&pc);
+	assert_int_equal(pc.since_ms, 500);
+	assert_false(hgt__partial_due(&pc, 503, 20, 8));
+	assert_true(hgt__partial_due(&pc, 504, 20, 8));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_socket_partial_kept),
 		cmocka_unit_test(test_pipe_full_or_empty),
 		cmocka_unit_test(test_pipe_room_made_meanwhile),
+		cmocka_unit_test(test_partial_clock),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
