@@ -109,8 +109,12 @@ record_workload_events() {
 	local inst=hgt_allev$$
 	local d=$TRACEFS/instances/$inst
 	# (the events enabled with tracing off: enabling them is work of their own)
-	mkdir "$d" && echo 0 > "$d/tracing_on" && echo 8192 > "$d/buffer_size_kb" &&
-		echo 1 > "$d/options/event-fork" && echo 1 > "$d/events/enable" || return 1
+	mkdir "$d" || return 1
+	if ! { echo 0 > "$d/tracing_on" && echo 8192 > "$d/buffer_size_kb" &&
+		echo 1 > "$d/options/event-fork" && echo 1 > "$d/events/enable"; }; then
+		rmdir "$d"
+		return 1
+	fi
 	# shellcheck disable=SC2016
 	sh -c 'echo $$ > "$1/set_event_pid" && echo 1 > "$1/tracing_on" && exec sh -c "$2"' \
 		sh "$d" "$(all_events_workload)" > "$2" 2>&1
