@@ -65,6 +65,9 @@ struct cpu_file {
 	bool read;	   /* the last search read some of its pages: */
 	uint64_t from, to; /* these, where they are */
 	bool punch_failed; /* said once */
+	/* a save has yet to copy the pages from @hold to @hold_end (@hold UINT64_MAX: no
+	 * save); those after, up to @mid, are punched out meanwhile (trim_cpu()) */
+	uint64_t hold, hold_end, mid;
 	/* what the last searches read of it: its records before offset @off are at report
 	 * time @last at most (a search of delays starts at one of these) */
 	struct reach {
@@ -109,7 +112,10 @@ struct hgt_flight {
 	int nseen;
 	struct trig_rec *tr; /* the triggers taken, in order */
 	int ntr, held, next_n;
-	uint64_t last_taken, start, keep;
+	uint64_t last_taken, start, keep, last_trim, searched_at;
+	/* a save's copy paced at this many bytes a second (HGT_FLIGHT_SAVE_MBPS: a slow disk,
+	 * for tests; 0: as fast as it goes), and how far it is */
+	uint64_t save_bps, save_t0, save_bytes;
 	/* the cost, for the summary */
 	uint64_t searches, worst_lag, disk_peak;
 	uint64_t write_ns;	 /* the last search's writing of its head */
@@ -191,6 +197,7 @@ static int add_file(struct member *m, const char *path)
 	m->f = n;
 	n = &m->f[m->nf];
 	memset(n, 0, sizeof(*n));
+	n->hold = UINT64_MAX;
 	n->path = strdup(path);
 	/* written by the recorder; opened to read and to punch out what is old */
 	n->fd = n->path ? open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) : -1;
@@ -298,6 +305,7 @@ static uint64_t offset_at(const struct cpu_file *c, uint64_t t)
 /* ---- a recording's pages as a file ---- */
 
 struct range_ctx {
+	struct hgt_flight *f;
 	struct member *m;
 	uint64_t since;	  /* monotonic: the pages written since */
 	bool incremental; /* and none an earlier search read */
@@ -351,6 +359,21 @@ static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint
 	return 0;
 }
 
+/* A save's pages of a CPU file: those hold_pages() held for it. */
+static int save_range(void *ctx, const char *name, int cpu, uint64_t *from, uint64_t *to)
+{
+	struct range_ctx *r = ctx;
+	struct cpu_file *c = file_of(r->m, name);
+
+	(void)cpu;
+	*from = *to = UINT64_MAX; /* none: not 0, which would mean all of it */
+	if (c && c->hold != UINT64_MAX && c->hold_end > c->hold) {
+		*from = c->hold;
+		*to = c->hold_end;
+	}
+	return 0;
+}
+
 struct mark {
 	const struct hgt_flight *f;
 	const struct trig_rec *tr; /* NULL: a search's files */
@@ -380,6 +403,8 @@ static int mark_option(void *ctx, struct hgt_output *out)
 	return hgt_output_add_option(out, HGT_OPT_CPUSTAT, line, (uint32_t)n);
 }
 
+static int save_copied(void *ctx, const char *name, uint64_t upto);
+
 /* Every recording that has begun, its pages written since @since, into @paths[i]; the
  * files written into @out[] (the host's first: a search needs it) and their recordings'
  * indexes into @which[]. Returns how many were written, or -errno. */
@@ -396,6 +421,7 @@ static int write_members(struct hgt_flight *f, uint64_t since, char **paths, boo
 
 	for (int i = 0; i < f->nm; i++) {
 		struct range_ctx rc = {
+			.f = f,
 			.m = &f->m[i],
 			.since = since,
 			.incremental = incremental,
@@ -403,7 +429,8 @@ static int write_members(struct hgt_flight *f, uint64_t since, char **paths, boo
 			.context = !final && !incremental,
 			.in_place = !final,
 		};
-		struct hgt__recdir_range r = { page_range, &rc };
+		struct hgt__recdir_range r = { final ? save_range : page_range, &rc,
+					       final ? save_copied : NULL };
 		int ret;
 
 		for (int j = 0; j < f->m[i].nf; j++) /* page_range() says it of the files it has */
@@ -626,6 +653,7 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	struct mark k = { f, NULL, NULL };
 	uint64_t t0 = hgt__now_ns();
 
+	f->searched_at = now;
 	for (int i = 0; i < f->nm; i++)
 		paths[i] = f->m[i].snap;
 	/* a recording new to the searches (a guest's whose pages come after its host's): no
@@ -710,6 +738,73 @@ static uint64_t saved_since(const struct hgt_flight *f, const struct trig_rec *t
 	return tr->seen - f->o.window_ns - 2 * f->o.tick_ns - f->o.flush_ns;
 }
 
+static void trim(struct hgt_flight *f, uint64_t now);
+
+/* While a save goes on: a tick after the last trim, the files' sizes now and a trim (the
+ * pages it has copied may go, those it has yet to copy are held: trim_cpu()). */
+static void trim_saving(struct hgt_flight *f)
+{
+	uint64_t now = hgt__now_ns();
+
+	if (now - f->last_trim < f->o.tick_ns)
+		return;
+	for (int i = 0; i < f->nm; i++)
+		for (int k = 0; k < f->m[i].nf; k++)
+			note_size(&f->m[i].f[k], f->m[i].page, now);
+	trim(f, now);
+}
+
+/* HGT_FLIGHT_SAVE_MBPS: waits until the save's bytes so far took their time at that rate,
+ * in steps of a tick at most, trimming between. */
+static void pace_save(struct hgt_flight *f)
+{
+	uint64_t due = f->save_t0 + (uint64_t)((double)f->save_bytes * 1e9 / (double)f->save_bps);
+
+	for (uint64_t now = hgt__now_ns(); now < due; now = hgt__now_ns()) {
+		uint64_t step = due - now < f->o.tick_ns ? due - now : f->o.tick_ns;
+		struct timespec ts = { .tv_sec = (time_t)(step / NS),
+				       .tv_nsec = (long)(step % NS) };
+
+		nanosleep(&ts, NULL);
+		trim_saving(f);
+	}
+}
+
+/* A save has copied @name's pages before @upto: they are no longer held. The disk keeps
+ * to the kept span however long the save takes (zstd at the trace buffer's full rate
+ * takes seconds). */
+static int save_copied(void *ctx, const char *name, uint64_t upto)
+{
+	struct range_ctx *r = ctx;
+	struct hgt_flight *f = r->f;
+	struct cpu_file *c = file_of(r->m, name);
+
+	if (c && c->hold != UINT64_MAX && upto > c->hold) {
+		f->save_bytes += upto - c->hold;
+		c->hold = upto;
+	}
+	trim_saving(f);
+	if (f->save_bps)
+		pace_save(f);
+	return 0;
+}
+
+/* Holds the pages of every file a save of the pages since @since is to copy, up to where
+ * the files were at the tick (or, @hold false, lets them go). */
+static void hold_pages(struct hgt_flight *f, bool hold, uint64_t since)
+{
+	for (int i = 0; i < f->nm; i++)
+		for (int k = 0; k < f->m[i].nf; k++) {
+			struct cpu_file *c = &f->m[i].f[k];
+
+			c->hold = hold ? offset_at(c, since) : UINT64_MAX;
+			c->hold_end = c->size;
+			c->mid = 0;
+		}
+	f->save_t0 = hgt__now_ns();
+	f->save_bytes = 0;
+}
+
 static void save(struct hgt_flight *f, struct trig_rec *tr)
 {
 	char *paths[64] = { 0 };
@@ -722,7 +817,10 @@ static void save(struct hgt_flight *f, struct trig_rec *tr)
 	for (int i = 0; i < f->nm; i++)
 		if (!(paths[i] = saved_name(f, tr->n, &f->m[i])))
 			goto out;
+	hold_pages(f, true, saved_since(f, tr));
 	n = write_members(f, saved_since(f, tr), paths, true, &k, in, which);
+	hold_pages(f, false, 0);
+	trim(f, hgt__now_ns()); /* before explaining, which reads the saved files alone */
 	ret = n;
 	if (n <= 0)
 		goto out;
@@ -760,32 +858,49 @@ out:
 		free(paths[i]);
 }
 
+/* Punches out @c's bytes from @from to @to; false (said once) where it cannot. */
+static bool punch(struct hgt_flight *f, struct cpu_file *c, uint64_t from, uint64_t to)
+{
+	if (c->punch_failed)
+		return false;
+	if (!fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
+		       (off_t)(to - from)))
+		return true;
+	c->punch_failed = true;
+	say(f, "%s: old pages cannot be freed (%s): the disk holds all of it", c->path,
+	    strerror(errno));
+	return false;
+}
+
 /* Frees @c's pages before @before but the one before them (a search's first: see
- * has_context()), keeps the samples the next trims need, and returns its bytes on disk. */
+ * has_context()) and those a save holds, keeps the samples the next trims need, and
+ * returns its bytes on disk before. */
 static uint64_t trim_cpu(struct hgt_flight *f, struct cpu_file *c, uint64_t page, uint64_t before,
 			 bool trimming)
 {
-	uint64_t to = offset_at(c, before);
+	uint64_t to = offset_at(c, before), head, disk;
 	struct stat st;
 	int drop = 0;
 
 	to = to >= page ? to - page : 0;
-	if (trimming && to > c->trimmed && !c->punch_failed) {
-		if (!fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)c->trimmed,
-			       (off_t)(to - c->trimmed))) {
-			c->trimmed = to;
-		} else {
-			c->punch_failed = true;
-			say(f, "%s: old pages cannot be freed (%s): the disk holds all of it",
-			    c->path, strerror(errno));
-		}
+	head = to < c->hold ? to : c->hold;
+	/* the disk the file took before this trim: the most it held since the last */
+	disk = fstat(c->fd, &st) ? 0 : (uint64_t)st.st_blocks * 512;
+	if (trimming && head > c->trimmed && punch(f, c, c->trimmed, head))
+		c->trimmed = head;
+	/* a save going on: the pages after its window, older than the kept span, go too */
+	if (trimming && c->hold != UINT64_MAX) {
+		uint64_t from = c->hold_end > c->mid ? c->hold_end : c->mid;
+
+		if (to > from && punch(f, c, from, to))
+			c->mid = to;
 	}
 	/* the samples the next trims need: the last at or before now - keep */
 	while (trimming && drop + 1 < c->ns && c->s[drop + 1].t <= before)
 		drop++;
 	memmove(c->s, c->s + drop, sizeof(*c->s) * (size_t)(c->ns - drop));
 	c->ns -= drop;
-	return fstat(c->fd, &st) ? 0 : (uint64_t)st.st_blocks * 512;
+	return disk;
 }
 
 /* Punch out the pages no trigger can want any more: older than the window, the after
@@ -795,6 +910,7 @@ static void trim(struct hgt_flight *f, uint64_t now)
 	uint64_t disk = 0, before = now - f->keep;
 	bool trimming = now - f->start >= f->keep;
 
+	f->last_trim = now;
 	for (int i = 0; i < f->ntr; i++)
 		if (!f->tr[i].n && saved_since(f, &f->tr[i]) < before)
 			before = saved_since(f, &f->tr[i]);
@@ -808,6 +924,16 @@ static void trim(struct hgt_flight *f, uint64_t now)
 		memmove(f->seen, f->seen + 2048, sizeof(*f->seen) * (size_t)(f->nseen - 2048));
 		f->nseen -= 2048;
 	}
+}
+
+/* HGT_FLIGHT_SAVE_MBPS: a save's copy paced at that many MB a second (0: not paced). */
+static uint64_t save_pace(void)
+{
+	const char *e = getenv("HGT_FLIGHT_SAVE_MBPS");
+	char *end;
+	double mb = e ? strtod(e, &end) : 0;
+
+	return e && end != e && !*end && mb > 0 && mb < 1e6 ? (uint64_t)(mb * 1e6) : 0;
 }
 
 /* The TSC rate the files get, when the host's recording needs one: the kernel's, else
@@ -839,6 +965,17 @@ static bool rate_known(struct hgt_flight *f)
 	return true;
 }
 
+/* A search now, when the last began a tick ago or more (the saves of this tick took it). */
+static void search_again(struct hgt_flight *f)
+{
+	uint64_t now = hgt__now_ns();
+
+	if (now - f->searched_at < f->o.tick_ns || !rate_known(f))
+		return;
+	scan(f, now);
+	search(f, now, false);
+}
+
 static void tick(struct hgt_flight *f, bool final)
 {
 	uint64_t now = hgt__now_ns(), took;
@@ -853,9 +990,15 @@ static void tick(struct hgt_flight *f, bool final)
 		f->manual = 0;
 		take(f, &h, f->manual_at ? f->manual_at : now);
 	}
-	for (int i = 0; i < f->ntr; i++)
-		if (!f->tr[i].saved && !f->tr[i].n && (final || f->tr[i].due <= now))
-			save(f, &f->tr[i]);
+	for (int i = 0, saves = 0; i < f->ntr; i++) {
+		if (f->tr[i].saved || f->tr[i].n || (!final && f->tr[i].due > now))
+			continue;
+		/* saves that take ticks: a search between them, or the one after would find
+		 * the pages of a window ago gone from its span */
+		if (saves++ && !final)
+			search_again(f);
+		save(f, &f->tr[i]);
+	}
 	trim(f, now);
 	took = hgt__now_ns() - now;
 	if (took > f->o.tick_ns && took - f->o.tick_ns > f->worst_lag) {
@@ -1073,6 +1216,7 @@ struct hgt_flight *hgt_flight_start(const struct hgt_flight_opts *opts)
 	if (!ret && f->efd < 0)
 		ret = -errno;
 	f->keep = f->o.window_ns + f->o.after_ns + f->o.flush_ns + 2 * f->o.tick_ns + 2 * NS;
+	f->save_bps = save_pace();
 	f->start = hgt__now_ns();
 	if (!ret) {
 		/* the format guard's helper forked while this thread may still fork it */

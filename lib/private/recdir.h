@@ -9,10 +9,12 @@
 char *hgt__recdir_path(const char *output);
 
 /* Which pages of a CPU file (@name, of CPU @cpu) to take: [*@from, *@to) ("to" 0: to its
- * end). Returns 0 or -errno, which stops the copy. */
+ * end). Returns 0 or -errno, which stops the copy. @copied (may be NULL), as the copy goes:
+ * the file's pages before @upto are in the output and not read again. */
 struct hgt__recdir_range {
 	int (*fn)(void *ctx, const char *name, int cpu, uint64_t *from, uint64_t *to);
 	void *ctx;
+	int (*copied)(void *ctx, const char *name, uint64_t upto);
 };
 
 struct hgt_output;

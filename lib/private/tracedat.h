@@ -43,6 +43,10 @@ struct hgt__convert_src {
 	/* called with the output's descriptor just before it takes its name (NULL: none) */
 	int (*before_publish)(void *ctx, int fd);
 	void *publish_ctx;
+	/* called as pages of @files are in the output: @f's bytes before @upto are not read
+	 * again (a flight recording may punch them out); a negative return stops the copy */
+	int (*copied)(void *ctx, const struct hgt__page_file *f, uint64_t upto);
+	void *copied_ctx;
 };
 /* output.c, compress.c: a metadata item compressed once, written as it is at each rewrite */
 int hgt__meta_pack(enum hgt_compression comp, const void *blob, size_t len, uint8_t **c,

@@ -557,6 +557,13 @@ static void close_files(struct hgt__page_file *files, int nf)
 	free(files);
 }
 
+static int range_copied(void *ctx, const struct hgt__page_file *f, uint64_t upto)
+{
+	const struct hgt__recdir_range *r = ctx;
+
+	return r->copied(r->ctx, f->name, upto);
+}
+
 /* @output from the recording in @dir: head.dat's metadata and options, @src's options
  * after them, cmdlines, and of each CPU file the pages @range gives (NULL: all). With
  * @log, a line per CPU file that was cut; with @loss_pages, the pages copied whose headers
@@ -601,6 +608,10 @@ static int write_from(const char *dir, const char *output, const struct hgt_conv
 		goto out;
 	src->files = files;
 	src->nr_files = nf;
+	if (range && range->copied) {
+		src->copied = range_copied;
+		src->copied_ctx = (void *)range;
+	}
 	src->keep_packed = true;
 	cmd = cmdlines_item(dir, &src->cmdlines_len);
 	src->cmdlines = cmd;

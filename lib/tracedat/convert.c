@@ -133,7 +133,8 @@ static uint8_t *read_room(struct hgt_output *out, int cpu, uint8_t **own, size_t
 /* Whole pages of one recording file up to the first damaged one; what is left is counted
  * in @f->dropped, and where the copy stopped in @f->stop (the file size when all went). */
 static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
-		     struct hgt__page_file *f, uint32_t page_size)
+		     struct hgt__page_file *f, uint32_t page_size,
+		     const struct hgt__convert_src *src)
 {
 	uint32_t hdr = 8 + (uint32_t)in->kernel_long_size;
 	uint8_t *own = NULL;
@@ -187,6 +188,8 @@ static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
 		if (ret)
 			break;
 		off += k;
+		if (k && src->copied && (ret = src->copied(src->copied_ctx, f, off)))
+			break;
 		if (f->damaged || k < want || !want)
 			break;
 	}
@@ -326,7 +329,7 @@ int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_conver
 			/* the files in CPU order (the caller sorted them) */
 			for (int k = 0; !ret && k < src->nr_files; k++)
 				ret = copy_file(in, out, src->files[k].cpu, &src->files[k],
-						in->bufs[0].pub.page_size);
+						in->bufs[0].pub.page_size, src);
 			continue;
 		}
 		for (int c = 0; !ret && c < in->bufs[i].pub.nr_cpus; c++)

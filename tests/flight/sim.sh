@@ -266,6 +266,79 @@ ok*) [ "$rc" = 0 ] && tap_ok "a guest whose pages come late: ${r#ok }" ||
 *) tap_fail "a guest whose pages come late: $r: $(grep -c 'trigger [0-9]*: wakeup' e.log) lines" ;;
 esac
 
+# 2d. A save that takes seconds (its copy paced at 0.5 MB/s: HGT_FLIGHT_SAVE_MBPS, a slow
+# disk) while the feed goes on for 15 s: the pages it has copied, and those newer than its
+# window but older than the kept span, are punched out meanwhile; those it has yet to copy
+# are not. Checked against the feed's own log: the most the disk held (the flight's figure
+# and this test's own samples of the CPU files' blocks) is no more than what was fed in
+# the kept span and 0.3 s, plus the window (fed by 0.7 s after the SIGUSR1: the window ends
+# at the next tick, the after time, the flush and a tick); each CPU of the saved pair, as
+# trace-cmd reads it, is the source's own events from its first on, none missing.
+(
+	while [ ! -e f.rc ]; do
+		find f -path '*.recording/cpu*' -printf '%b\n' 2> /dev/null |
+			awk '{ s += $1 * 512 } END { print s + 0 }'
+		sleep 0.05
+	done
+) > f.du &
+sp=$!
+HGT_FLIGHT_SAVE_MBPS=0.5 usr1_at=10 feed f 150 --tick 0.1 --window 1 --after 0.2 --flush 0.2 \
+	--trigger 'wakeup>900ms'
+wait $sp
+r=$(python3 - f.feed f.log f.du << 'EOF'
+import re, sys
+steps = {int(s[1]): (float(s[2]), int(s[3])) for s in
+         (l.split() for l in open(sys.argv[1]) if l.startswith("step "))}
+log = open(sys.argv[2]).read()
+keep = float(re.search(r"keeping the last ([0-9.]+) s", log).group(1))
+took = max([float(x) for x in re.findall(r"behind: a tick took ([0-9.]+) s", log)] or [0])
+flight = float(re.search(r"at most ([0-9.]+) MB of pages on disk", log).group(1)) * 1e6
+sampled = max(int(x) for x in open(sys.argv[3]).read().split())
+window = steps[17][1]
+span = 0
+for t, fed in steps.values():
+    older = [b for u, b in steps.values() if u <= t - keep - 0.3]
+    span = max(span, fed - (max(older) if older else 0))
+bound = span + window
+ok = took >= 6 and flight <= bound and sampled <= bound and window > 4e6
+print("%s the save took %.1f s; disk at most %.1f MB (flight's figure), %.1f MB (sampled), "
+      "against %.1f MB fed in the kept span (%.1f s) and 0.3 s and %.1f MB of the window" %
+      ("ok" if ok else "FAIL", took, flight / 1e6, sampled / 1e6, span / 1e6, keep,
+       window / 1e6))
+EOF
+)
+case $r in ok*) tap_ok "a slow save: ${r#ok }" ;; *) tap_fail "a slow save: $r" ;; esac
+r=$(python3 - f/flight-1.dat s-host.dat f/flight-1-g.dat s-guest.dat << 'EOF'
+import re, subprocess, sys
+def by_cpu(path):
+    out = subprocess.run(["trace-cmd", "report", "-t", path], capture_output=True,
+                         text=True).stdout
+    by = {}
+    for l in out.splitlines():
+        m = re.search(r"\[(\d{3})\]", l)
+        if m:
+            by.setdefault(int(m.group(1)), []).append(l)
+    return by
+bad, n, cpus = [], 0, 0
+for saved, src in zip(sys.argv[1::2], sys.argv[2::2]):
+    got, want = by_cpu(saved), by_cpu(src)
+    for c in sorted(want):
+        g = got.get(c, [])
+        n += len(g)
+        cpus += 1
+        if not g or g != want[c][:len(g)]:
+            k = next((i for i, (x, y) in enumerate(zip(g, want[c])) if x != y), len(g))
+            bad.append("%s CPU %d: %d events, the source's from its first differ at %d" %
+                       (saved, c, len(g), k))
+print("%s %d events on %d CPUs%s" % ("FAIL" if bad or n < 50000 else "ok", n, cpus,
+                                      ": " + "; ".join(bad) if bad else ""))
+EOF
+)
+case $r in
+ok*) tap_ok "a slow save's pair: each CPU the source's events from its first, none missing: ${r#ok }" ;;
+*) tap_fail "a slow save's pair: $r" ;;
+esac
+
 # 3. Bad input: one line each.
 for bad in 'wakeup>5' 'wakeup=5ms' 'pair:sched_switch>5ms' 'exit>5ms' 'bogus>1ms' \
 	'wakeup>5ms:a-name-longer-than-15'; do
