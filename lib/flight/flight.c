@@ -110,7 +110,9 @@ struct hgt_flight {
 	volatile uint64_t manual_at; /* monotonic: when it was asked for */
 	struct hgt__hit *seen;	     /* hits already taken (or held off) */
 	int nseen;
-	struct trig_rec *tr; /* the triggers taken, in order */
+	/* the triggers taken, in order; each where it was put (a search during a save
+	 * takes more while the save is at one) */
+	struct trig_rec **tr;
 	int ntr, held, next_n;
 	uint64_t last_taken, start, keep, last_trim, searched_at;
 	/* a save's copy paced at this many bytes a second (HGT_FLIGHT_SAVE_MBPS: a slow disk,
@@ -118,8 +120,9 @@ struct hgt_flight {
 	uint64_t save_bps, save_t0, save_bytes;
 	/* the cost, for the summary */
 	uint64_t searches, worst_lag, disk_peak;
-	uint64_t write_ns;	 /* the last search's writing of its head */
-	uint64_t search_ns;	 /* the last search, that writing included */
+	uint64_t write_ns;	 /* this tick's searches' writing of their heads */
+	uint64_t search_ns;	 /* this tick's searches, that writing included */
+	int tick_searches;	 /* how many */
 	uint64_t covered;	 /* report time: searched or said unsearched up to here */
 	uint64_t unsearched;	 /* report time no search's span held (span_of()) */
 	uint64_t searched_bytes; /* the pages the searches read */
@@ -527,7 +530,7 @@ static int remember(struct hgt_flight *f, const struct hgt__hit *h)
 static void take(struct hgt_flight *f, const struct hgt__hit *h, uint64_t now)
 {
 	char d[384], after[32];
-	struct trig_rec *n;
+	struct trig_rec *n, **all;
 
 	for (int i = 0; i < f->nseen; i++)
 		if (hgt__hit_same(&f->seen[i], h)) {
@@ -544,12 +547,13 @@ static void take(struct hgt_flight *f, const struct hgt__hit *h, uint64_t now)
 		    f->ntr >= f->o.max_triggers ? "--max-triggers reached" : "held off", d);
 		return;
 	}
-	n = realloc(f->tr, sizeof(*n) * (size_t)(f->ntr + 1));
-	if (!n)
+	all = realloc(f->tr, sizeof(*all) * (size_t)(f->ntr + 1));
+	if (!all)
 		return;
-	f->tr = n;
-	n = &f->tr[f->ntr++];
-	memset(n, 0, sizeof(*n));
+	f->tr = all;
+	if (!(n = calloc(1, sizeof(*n))))
+		return;
+	f->tr[f->ntr++] = n;
 	n->hit = *h;
 	n->seen = now;
 	/* the after time, the flush interval for its last pages to reach the files, and a
@@ -664,7 +668,7 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 			f->searched_members = ready;
 		}
 	n = write_members(f, now - f->o.window_ns - f->o.tick_ns, paths, false, &k, in, which);
-	f->write_ns = hgt__now_ns() - t0;
+	f->write_ns += hgt__now_ns() - t0;
 	if (n <= 0) {
 		ret = n;
 		goto out;
@@ -698,7 +702,8 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 		take(f, &hits[i], now);
 	}
 out:
-	f->search_ns = hgt__now_ns() - t0;
+	f->search_ns += hgt__now_ns() - t0;
+	f->tick_searches++;
 	if (ret && strcmp(f->last_err, hgt_last_error())) {
 		snprintf(f->last_err, sizeof(f->last_err), "%s", hgt_last_error());
 		say(f, "a search failed: %s", f->last_err);
@@ -739,10 +744,17 @@ static uint64_t saved_since(const struct hgt_flight *f, const struct trig_rec *t
 }
 
 static void trim(struct hgt_flight *f, uint64_t now);
+static bool search_due(struct hgt_flight *f, uint64_t now);
 
-/* While a save goes on: a tick after the last trim, the files' sizes now and a trim (the
- * pages it has copied may go, those it has yet to copy are held: trim_cpu()). */
-static void trim_saving(struct hgt_flight *f)
+/*
+ * While a save goes on, a tick after the last trim: the files' sizes now, a trim (the
+ * pages it has copied may go, those it has yet to copy are held: trim_cpu()) and a search
+ * if one is due. A save can take longer than the window less the pages' lag (a slow disk):
+ * without searches meanwhile, the next would find time no search's span held. The save's
+ * trigger stays where it is (f->tr holds pointers); no new files are looked for (scan()),
+ * so the save's stay as they are.
+ */
+static void while_saving(struct hgt_flight *f)
 {
 	uint64_t now = hgt__now_ns();
 
@@ -752,6 +764,8 @@ static void trim_saving(struct hgt_flight *f)
 		for (int k = 0; k < f->m[i].nf; k++)
 			note_size(&f->m[i].f[k], f->m[i].page, now);
 	trim(f, now);
+	if (search_due(f, now))
+		search(f, now, false);
 }
 
 /* HGT_FLIGHT_SAVE_MBPS: waits until the save's bytes so far took their time at that rate,
@@ -766,7 +780,7 @@ static void pace_save(struct hgt_flight *f)
 				       .tv_nsec = (long)(step % NS) };
 
 		nanosleep(&ts, NULL);
-		trim_saving(f);
+		while_saving(f);
 	}
 }
 
@@ -783,7 +797,7 @@ static int save_copied(void *ctx, const char *name, uint64_t upto)
 		f->save_bytes += upto - c->hold;
 		c->hold = upto;
 	}
-	trim_saving(f);
+	while_saving(f);
 	if (f->save_bps)
 		pace_save(f);
 	return 0;
@@ -912,8 +926,8 @@ static void trim(struct hgt_flight *f, uint64_t now)
 
 	f->last_trim = now;
 	for (int i = 0; i < f->ntr; i++)
-		if (!f->tr[i].n && saved_since(f, &f->tr[i]) < before)
-			before = saved_since(f, &f->tr[i]);
+		if (!f->tr[i]->n && saved_since(f, f->tr[i]) < before)
+			before = saved_since(f, f->tr[i]);
 	for (int i = 0; i < f->nm; i++)
 		for (int k = 0; k < f->m[i].nf; k++)
 			disk += trim_cpu(f, &f->m[i].f[k], f->m[i].page, before, trimming);
@@ -965,12 +979,18 @@ static bool rate_known(struct hgt_flight *f)
 	return true;
 }
 
-/* A search now, when the last began a tick ago or more (the saves of this tick took it). */
+/* Whether a search is due before the next tick: the last began a tick ago or more. */
+static bool search_due(struct hgt_flight *f, uint64_t now)
+{
+	return now - f->searched_at >= f->o.tick_ns && rate_known(f);
+}
+
+/* A search now, if one is due (the saves of this tick took a tick or more). */
 static void search_again(struct hgt_flight *f)
 {
 	uint64_t now = hgt__now_ns();
 
-	if (now - f->searched_at < f->o.tick_ns || !rate_known(f))
+	if (!search_due(f, now))
 		return;
 	scan(f, now);
 	search(f, now, false);
@@ -982,6 +1002,7 @@ static void tick(struct hgt_flight *f, bool final)
 
 	scan(f, now);
 	f->search_ns = f->write_ns = 0;
+	f->tick_searches = 0;
 	if (rate_known(f) || final)
 		search(f, now, final);
 	if (f->manual) {
@@ -991,13 +1012,13 @@ static void tick(struct hgt_flight *f, bool final)
 		take(f, &h, f->manual_at ? f->manual_at : now);
 	}
 	for (int i = 0, saves = 0; i < f->ntr; i++) {
-		if (f->tr[i].saved || f->tr[i].n || (!final && f->tr[i].due > now))
+		if (f->tr[i]->saved || f->tr[i]->n || (!final && f->tr[i]->due > now))
 			continue;
 		/* saves that take ticks: a search between them, or the one after would find
 		 * the pages of a window ago gone from its span */
 		if (saves++ && !final)
 			search_again(f);
-		save(f, &f->tr[i]);
+		save(f, f->tr[i]);
 	}
 	trim(f, now);
 	took = hgt__now_ns() - now;
@@ -1007,8 +1028,9 @@ static void tick(struct hgt_flight *f, bool final)
 		secs(a, sizeof(a), took);
 		secs(b, sizeof(b), f->o.tick_ns);
 		say(f,
-		    "behind: a tick took %s (the search %.3f s, %.3f s of it writing its head; the rest saving windows), ticks are %s apart",
-		    a, (double)f->search_ns / 1e9, (double)f->write_ns / 1e9, b);
+		    "behind: a tick took %s (%d search%s: %.3f s, %.3f s of it writing heads; the rest saving windows), ticks are %s apart",
+		    a, f->tick_searches, f->tick_searches == 1 ? "" : "es",
+		    (double)f->search_ns / 1e9, (double)f->write_ns / 1e9, b);
 		f->worst_lag = took - f->o.tick_ns;
 	}
 }
@@ -1120,6 +1142,8 @@ static void flight_free(struct hgt_flight *f)
 	free(f->prefix);
 	free(f->name);
 	free(f->seen);
+	for (int i = 0; i < f->ntr; i++)
+		free(f->tr[i]);
 	free(f->tr);
 	free(f);
 }
@@ -1273,7 +1297,7 @@ static void summary(struct hgt_flight *f)
 	say(f, "%d trigger%s saved, %d not saved (held off or over --max-triggers)", f->ntr,
 	    f->ntr == 1 ? "" : "s", f->held);
 	for (int i = 0; i < f->ntr; i++) {
-		const struct trig_rec *t = &f->tr[i];
+		const struct trig_rec *t = f->tr[i];
 		char d[384];
 
 		describe(f, &t->hit, d, sizeof(d));

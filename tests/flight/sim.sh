@@ -17,6 +17,9 @@
 #  - --max-triggers 2 saves two and says the rest; SIGUSR1 saves a window by hand;
 #  - a guest whose pages come after 2.9 s of its host's: its wakeups over 50 ms, as why
 #    finds them in the whole pair, trigger once each (a search reads the window again);
+#  - a save that takes seconds: the disk keeps to the kept span and what the save has yet
+#    to copy, the saved pair holds every event of its window, and the searches go on
+#    meanwhile (every wakeup over 15 ms is taken, those of the save's own time too);
 #  - bad triggers and options: one error line each.
 # Usage: sim.sh HGTRACE
 HGTRACE=$(realpath "$1")
@@ -338,6 +341,43 @@ case $r in
 ok*) tap_ok "a slow save's pair: each CPU the source's events from its first, none missing: ${r#ok }" ;;
 *) tap_fail "a slow save's pair: $r" ;;
 esac
+
+# 2e. Searches during a save longer than the window: the first wakeup over 15 ms (1.2 s in)
+# saves its window, paced at 4 MB/s (about 14 MB: 3.5 s, against a window less the pages'
+# lag of 0.7 s); the second trigger (the injected guest delay, 3.6 s in: after the 1 s
+# hold-off) is taken during that save, and saved after it; --max-triggers 2 saves no
+# other. Every wakeup over 15 ms that why finds in the whole files is still taken, once
+# (a trigger, or "not saved"), those of the save's time too, and no time is said to be in
+# no search's span.
+HGT_FLIGHT_SAVE_MBPS=4 feed g 60 --tick 0.1 --window 1 --after 0.2 --flush 0.2 --holdoff 1 \
+	--max-triggers 2 --trigger 'wakeup>15ms'
+"$HGTRACE" why --json --threshold 15000.001 s-host.dat s-guest.dat > g.json
+r=$(python3 - g.log g.json << 'EOF'
+import json, re, sys
+log = open(sys.argv[1]).read()
+ns = lambda s: int(s.replace(".", ""))
+got = [(int(c), ns(a), ns(b)) for c, a, b in re.findall(
+    r"(?:trigger \d+|not saved \([^)]*\)): wakeup>15ms: \S+ on g CPU (\d+) late: [0-9.]+ ms, "
+    r"([0-9.]+) -> ([0-9.]+);", log)]
+want = sorted((d["cpu"], d["from_ns"], d["to_ns"]) for d in json.load(open(sys.argv[2]))["delays"]
+              if d["kind"] == "wakeup")
+took = max([float(x) for x in re.findall(r"behind: a tick took ([0-9.]+) s", log)] or [0])
+gaps = log.count("in no search's span")
+unsearched = re.search(r"([0-9.]+) s unsearched", log)
+saved = len(re.findall(r"trigger \d+: saved", log))
+# the second taken while the first was being saved (f->tr grows during a save)
+during = "trigger 2: wakeup" in log and log.find("trigger 2: wakeup") < log.find("trigger 1: saved")
+ok = (sorted(got) == want and len(set(got)) == len(got) and len(want) >= 5 and took >= 2 and
+      not gaps and unsearched and float(unsearched.group(1)) == 0 and saved == 2 and during)
+print("%s the longest tick took %.1f s; %d wakeups over 15 ms taken (%d distinct), why over "
+      "the whole files: %d; %d windows saved, the second taken %s the first was saved; %d lines "
+      "of time in no search's span, %s s unsearched" %
+      ("ok" if ok else "FAIL", took, len(got), len(set(got)), len(want), saved,
+       "while" if during else "not while", gaps,
+       unsearched.group(1) if unsearched else "?"))
+EOF
+)
+case $r in ok*) tap_ok "searches during a slow save: ${r#ok }" ;; *) tap_fail "searches during a slow save: $r" ;; esac
 
 # 3. Bad input: one line each.
 for bad in 'wakeup>5' 'wakeup=5ms' 'pair:sched_switch>5ms' 'exit>5ms' 'bogus>1ms' \
