@@ -738,9 +738,14 @@ static int free_number(struct hgt_flight *f)
 /* A trigger's window: the pages written since a window, two ticks and a flush interval
  * before the tick that saw it (a delay ends before its last page is written, at most a
  * flush interval before, and is seen at the next tick). */
+static uint64_t window_of(const struct hgt_flight *f, uint64_t seen)
+{
+	return seen - f->o.window_ns - 2 * f->o.tick_ns - f->o.flush_ns;
+}
+
 static uint64_t saved_since(const struct hgt_flight *f, const struct trig_rec *tr)
 {
-	return tr->seen - f->o.window_ns - 2 * f->o.tick_ns - f->o.flush_ns;
+	return window_of(f, tr->seen);
 }
 
 static void trim(struct hgt_flight *f, uint64_t now);
@@ -928,6 +933,9 @@ static void trim(struct hgt_flight *f, uint64_t now)
 	for (int i = 0; i < f->ntr; i++)
 		if (!f->tr[i]->n && saved_since(f, f->tr[i]) < before)
 			before = saved_since(f, f->tr[i]);
+	/* a window asked for by hand, not taken yet (the tick takes it after its search) */
+	if (f->manual && f->manual_at && window_of(f, f->manual_at) < before)
+		before = window_of(f, f->manual_at);
 	for (int i = 0; i < f->nm; i++)
 		for (int k = 0; k < f->m[i].nf; k++)
 			disk += trim_cpu(f, &f->m[i].f[k], f->m[i].page, before, trimming);
@@ -1001,6 +1009,8 @@ static void tick(struct hgt_flight *f, bool final)
 	uint64_t now = hgt__now_ns(), took;
 
 	scan(f, now);
+	/* at once: the disk holds the kept span and a tick, not the search's time too */
+	trim(f, now);
 	f->search_ns = f->write_ns = 0;
 	f->tick_searches = 0;
 	if (rate_known(f) || final)
@@ -1053,8 +1063,12 @@ static void *flight_main(void *arg)
 			if (f->stop || (hgt__now_ns() < next && !f->manual))
 				continue;
 		}
+		now = hgt__now_ns();
 		tick(f, false);
-		next = hgt__now_ns() + f->o.tick_ns;
+		/* a tick apart, from start to start (a search's time is no longer a gap between
+		 * the trims, so the disk holds the kept span and a tick); right away after a tick
+		 * that took longer (a save) */
+		next = now + f->o.tick_ns > hgt__now_ns() ? now + f->o.tick_ns : hgt__now_ns();
 	}
 	tick(f, true);
 	if (!getrusage(RUSAGE_THREAD, &ru))
