@@ -47,6 +47,9 @@ struct hgt__convert_src {
 	 * again (a flight recording may punch them out); a negative return stops the copy */
 	int (*copied)(void *ctx, const struct hgt__page_file *f, uint64_t upto);
 	void *copied_ctx;
+	/* @files' CPUs copied together, the least advanced first, where the output is
+	 * compressed (else one after another): the oldest pages of all go first (@copied) */
+	bool together;
 };
 /* output.c, compress.c: a metadata item compressed once, written as it is at each rewrite */
 int hgt__meta_pack(enum hgt_compression comp, const void *blob, size_t len, uint8_t **c,

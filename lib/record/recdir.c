@@ -611,6 +611,8 @@ static int write_from(const char *dir, const char *output, const struct hgt_conv
 	if (range && range->copied) {
 		src->copied = range_copied;
 		src->copied_ctx = (void *)range;
+		/* a copy whose pages go as they are copied: every CPU's oldest first */
+		src->together = true;
 	}
 	src->keep_packed = true;
 	cmd = cmdlines_item(dir, &src->cmdlines_len);

@@ -130,21 +130,16 @@ static uint8_t *read_room(struct hgt_output *out, int cpu, uint8_t **own, size_t
 	return *own;
 }
 
-/* Whole pages of one recording file up to the first damaged one; what is left is counted
- * in @f->dropped, and where the copy stopped in @f->stop (the file size when all went). */
-static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
-		     struct hgt__page_file *f, uint32_t page_size,
-		     const struct hgt__convert_src *src)
+/* Where a recording file's copy begins: its range, or from the first byte that is not a
+ * hole. */
+static void copy_begin(struct hgt__page_file *f, uint32_t page_size)
 {
-	uint32_t hdr = 8 + (uint32_t)in->kernel_long_size;
-	uint8_t *own = NULL;
-	uint64_t off = f->from, end = f->to;
+	uint64_t off = f->from;
 	struct stat st;
-	int ret = 0;
 
 	f->kept = f->dropped = f->loss_pages = 0;
 	f->damaged = false;
-	if (!off && !end) {
+	if (!off && !f->to) {
 		off_t d = lseek(f->fd, 0, SEEK_DATA);
 
 		/* a file of holes alone (ENXIO) is empty; where SEEK_DATA is unknown, all */
@@ -154,50 +149,173 @@ static int copy_file(struct hgt_input *in, struct hgt_output *out, int cpu,
 			off = (uint64_t)st.st_size - (uint64_t)st.st_size % page_size;
 	}
 	f->from = off;
-	for (;;) {
-		size_t cap, want, whole, k;
-		uint8_t *buf = read_room(out, cpu, &own, &cap, page_size, &ret);
-		ssize_t n;
+}
 
-		if (!buf)
-			break;
-		want = end && end - off < cap ? (size_t)(end - off) : cap;
-		n = want ? pread(f->fd, buf, want, (off_t)off) : 0;
+/* The bytes a file's copy has yet to go from @off (up to its size now, where it has no end). */
+static uint64_t copy_left(const struct hgt__page_file *f, uint64_t off)
+{
+	struct stat st;
+	uint64_t end = f->to;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = hgt__errorf(errno, "%s: offset 0x%llx: %s", f->name,
-					  (unsigned long long)off, strerror(errno));
+	if (!end)
+		end = fstat(f->fd, &st) ? off : (uint64_t)st.st_size;
+	return end > off ? end - off : 0;
+}
+
+/* A copy's state: a file, where it is, and the room of its own (made at the first need). */
+struct copy_at {
+	struct hgt__page_file *f;
+	uint64_t off;
+	bool done;
+};
+
+/* The next batch of whole pages of a recording file, up to its first damaged one (then
+ * done, as at its end). */
+static int copy_batch(struct hgt_input *in, struct hgt_output *out, struct copy_at *a,
+		      uint8_t **own, uint32_t page_size, const struct hgt__convert_src *src)
+{
+	struct hgt__page_file *f = a->f;
+	uint32_t hdr = 8 + (uint32_t)in->kernel_long_size;
+	size_t cap, want, whole, k;
+	uint8_t *buf;
+	ssize_t n;
+	int ret = 0;
+
+	buf = read_room(out, f->cpu, own, &cap, page_size, &ret);
+	if (!buf)
+		return ret;
+	want = f->to && f->to - a->off < cap ? (size_t)(f->to - a->off) : cap;
+	do
+		n = want ? pread(f->fd, buf, want, (off_t)a->off) : 0;
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return hgt__errorf(errno, "%s: offset 0x%llx: %s", f->name,
+				   (unsigned long long)a->off, strerror(errno));
+	whole = (size_t)n - (size_t)n % page_size;
+	for (k = 0; k < whole; k += page_size) {
+		uint64_t commit = page_commit(in, buf + k);
+
+		/* damaged: its commit size cannot fit */
+		if ((commit & HGT__COMMIT_MASK) > page_size - hdr) {
+			f->damaged = true;
 			break;
 		}
-		whole = (size_t)n - (size_t)n % page_size;
-		for (k = 0; k < whole; k += page_size) {
-			uint64_t commit = page_commit(in, buf + k);
-
-			/* damaged: its commit size cannot fit */
-			if ((commit & HGT__COMMIT_MASK) > page_size - hdr) {
-				f->damaged = true;
-				break;
-			}
-			f->loss_pages += !!(commit & HGT__MISSED_EVENTS);
-		}
-		if (k)
-			ret = buf == own ? hgt_output_write_cpu(out, 0, cpu, buf, k)
-					 : hgt__output_cpu_commit(out, 0, cpu, k);
-		if (ret)
-			break;
-		off += k;
-		if (k && src->copied && (ret = src->copied(src->copied_ctx, f, off)))
-			break;
-		if (f->damaged || k < want || !want)
-			break;
+		f->loss_pages += !!(commit & HGT__MISSED_EVENTS);
 	}
-	free(own);
+	if (k)
+		ret = buf == *own ? hgt_output_write_cpu(out, 0, f->cpu, buf, k)
+				  : hgt__output_cpu_commit(out, 0, f->cpu, k);
+	if (ret)
+		return ret;
+	a->off += k;
+	if (k && src->copied && (ret = src->copied(src->copied_ctx, f, a->off)))
+		return ret;
+	a->done = f->damaged || k < want || !want;
+	return 0;
+}
+
+/* What was copied of a file (@f->kept) and, where the copy went well (@ok), left after it
+ * (@f->dropped). */
+static void copy_end(struct hgt__page_file *f, uint64_t off, bool ok)
+{
+	struct stat st;
+
 	f->kept = off - f->from;
-	if (!ret && !end && !fstat(f->fd, &st) && (uint64_t)st.st_size > off)
+	if (ok && !f->to && !fstat(f->fd, &st) && (uint64_t)st.st_size > off)
 		f->dropped = (uint64_t)st.st_size - off;
+}
+
+/* Whole pages of one recording file up to the first damaged one; what is left is counted
+ * in @f->dropped, and where the copy stopped in @f->stop (the file size when all went). */
+static int copy_file(struct hgt_input *in, struct hgt_output *out, struct hgt__page_file *f,
+		     uint32_t page_size, const struct hgt__convert_src *src)
+{
+	struct copy_at a = { f, 0, false };
+	uint8_t *own = NULL;
+	int ret = 0;
+
+	copy_begin(f, page_size);
+	a.off = f->from;
+	while (!ret && !a.done)
+		ret = copy_batch(in, out, &a, &own, page_size, src);
+	free(own);
+	copy_end(f, a.off, !ret);
 	return ret;
+}
+
+/* A step of a copy of all CPUs together, before the next CPU is looked at: a 16th of the
+ * CPU's pages, 64 MB at most (each switch waits for the compressing workers' chunks). */
+#define TOGETHER_STEP_MAX (64ULL << 20)
+
+/*
+ * The recording files of all CPUs together (@src->together), into an output that spools
+ * them (hgt__output_spool()): step by step, the CPU with the least of its pages copied (as a
+ * share of its own) next, so that the oldest pages of every CPU are copied first and can
+ * go (@src->copied) while the copy goes on. A CPU's files stay in their order.
+ */
+static int copy_together(struct hgt_input *in, struct hgt_output *out, uint32_t page_size,
+			 const struct hgt__convert_src *src)
+{
+	struct copy_at *a = calloc((size_t)src->nr_files, sizeof(*a));
+	uint64_t *total = calloc((size_t)src->nr_files, sizeof(*total));
+	uint64_t *step = calloc((size_t)src->nr_files, sizeof(*step));
+	uint8_t *own = NULL;
+	int ret = a && total && step ? 0 : -ENOMEM;
+
+	for (int k = 0; !ret && k < src->nr_files; k++) {
+		a[k].f = &src->files[k];
+		copy_begin(a[k].f, page_size);
+		a[k].off = a[k].f->from;
+		total[k] = copy_left(a[k].f, a[k].off) ?: 1;
+		step[k] =
+			total[k] / 16 < TOGETHER_STEP_MAX ? total[k] / 16 ?: 1 : TOGETHER_STEP_MAX;
+	}
+	while (!ret) {
+		int best = -1;
+		double least = 2;
+
+		/* each CPU's first file not done yet; of those, the least copied */
+		for (int k = 0; k < src->nr_files; k++) {
+			double share = (double)(a[k].off - a[k].f->from) / (double)total[k];
+
+			if (a[k].done || (k && !a[k - 1].done && a[k - 1].f->cpu == a[k].f->cpu))
+				continue;
+			if (share < least) {
+				least = share;
+				best = k;
+			}
+		}
+		if (best < 0)
+			break;
+		for (uint64_t from = a[best].off;
+		     !ret && !a[best].done && a[best].off - from < step[best];)
+			ret = copy_batch(in, out, &a[best], &own, page_size, src);
+	}
+	for (int k = 0; a && k < src->nr_files; k++)
+		copy_end(a[k].f, a[k].off, !ret);
+	free(own);
+	free(a);
+	free(total);
+	free(step);
+	return ret;
+}
+
+/* The top buffer's pages from the recording files: all CPUs together where asked and the
+ * output can (hgt__output_spool()), else CPU after CPU (the caller sorted them). */
+static int copy_files(struct hgt_input *in, struct hgt_output *out,
+		      const struct hgt__convert_src *src)
+{
+	uint32_t page_size = in->bufs[0].pub.page_size;
+	int ret = src->together ? hgt__output_spool(out) : -ENOTSUP;
+
+	if (!ret)
+		return copy_together(in, out, page_size, src);
+	if (ret != -ENOTSUP)
+		return ret;
+	for (int k = 0; k < src->nr_files; k++)
+		if ((ret = copy_file(in, out, &src->files[k], page_size, src)))
+			return ret;
+	return 0;
 }
 
 /**
@@ -326,10 +444,7 @@ int hgt__convert(struct hgt_input *in, const char *path, const struct hgt_conver
 	}
 	for (i = 0; !ret && !in->latency && i < in->nr_bufs; i++) {
 		if (i == 0 && src && src->files) {
-			/* the files in CPU order (the caller sorted them) */
-			for (int k = 0; !ret && k < src->nr_files; k++)
-				ret = copy_file(in, out, src->files[k].cpu, &src->files[k],
-						in->bufs[0].pub.page_size, src);
+			ret = copy_files(in, out, src);
 			continue;
 		}
 		for (int c = 0; !ret && c < in->bufs[i].pub.nr_cpus; c++)

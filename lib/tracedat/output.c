@@ -39,6 +39,10 @@ struct out_cpu {
 	uint64_t offset;
 	uint64_t size;
 	bool present;
+	/* spooled (hgt__output_spool()): its chunks so far, in an unnamed file of their own */
+	int spool;
+	uint64_t spool_len;
+	uint32_t spool_chunks;
 };
 
 struct out_buf {
@@ -88,6 +92,7 @@ struct hgt_output {
 	void *cctx;
 	struct hgt__zpipe *zp; /* the chunks compressed by workers (NULL: here) */
 	bool zp_tried;
+	bool spooling; /* the top buffer's CPUs written in any order (hgt__output_spool()) */
 
 	char *strings;
 	size_t strings_len;
@@ -435,6 +440,8 @@ int hgt_output_add_buffer(struct hgt_output *o, const char *name, const char *cl
 	o->nr_bufs++;
 	if (!b->name || !b->clock || !b->cpus)
 		return out_error(o, ENOMEM, "out of memory");
+	for (int c = 0; c <= nr_cpus; c++)
+		b->cpus[c].spool = -1;
 	return o->nr_bufs - 1;
 }
 
@@ -663,11 +670,133 @@ static int start_buffer(struct hgt_output *o, int i)
 	return ret;
 }
 
+/* ---- a spooled buffer: each CPU's chunks in a file of their own, put in place at its end */
+
+static int end_chunks(struct hgt_output *o);
+
+/* A chunk of the current CPU, after its others in its spool. */
+static int spool_chunk(struct hgt_output *o, const uint8_t *data, size_t clen, size_t len)
+{
+	struct out_cpu *c = &o->bufs[o->cur_buf].cpus[o->cur_cpu];
+	uint32_t sizes[2] = { (uint32_t)clen, (uint32_t)len };
+	int ret;
+
+	if (o->err)
+		return o->err;
+	ret = hgt__pwrite_full(c->spool, sizes, sizeof(sizes), c->spool_len);
+	if (!ret)
+		ret = hgt__pwrite_full(c->spool, data, clen, c->spool_len + sizeof(sizes));
+	if (ret)
+		return out_error(o, -ret, "cpu %d: its compressed pages cannot be spooled: %s",
+				 o->cur_cpu, strerror(-ret));
+	c->spool_len += sizeof(sizes) + clen;
+	o->nr_chunks++;
+	return 0;
+}
+
+/* @c's spool, at its first pages: an unnamed file beside the output. */
+static int spool_open(struct hgt_output *o, struct out_cpu *c)
+{
+	const char *slash = strrchr(o->path, '/');
+	char *dir = slash ? strndup(o->path, (size_t)(slash - o->path) + 1) : NULL;
+
+	c->spool = hgt__tmpfile(slash ? dir : ".");
+	free(dir);
+	if (c->spool < 0)
+		return out_error(o, errno, "no file to spool a CPU's compressed pages in: %s",
+				 strerror(errno));
+	c->present = true;
+	c->spool_len = 0;
+	c->spool_chunks = 0;
+	o->nr_chunks = 0;
+	o->chunk_len = 0;
+	return 0;
+}
+
+/* @c's spool after what is written: a page-aligned section, its chunk count first. */
+static int spool_out(struct hgt_output *o, struct out_cpu *c)
+{
+	uint64_t at = 0;
+	bool by_range = true;
+	int ret = pad_to(o, o->page_size);
+
+	c->offset = o->pos;
+	if (!ret)
+		ret = wr32(o, c->spool_chunks);
+	if (!ret)
+		ret = wb_flush(o);
+	while (!ret && at < c->spool_len) {
+		size_t want = c->spool_len - at < WBUF_SIZE ? c->spool_len - at : WBUF_SIZE;
+		loff_t in = (loff_t)at, out = (loff_t)(o->pos + at);
+		ssize_t n;
+
+		/* in the kernel where it can (the spool is beside the output); else through
+		 * the write buffer (a spool in /tmp, on another file system) */
+		n = by_range ? copy_file_range(c->spool, &in, o->fd, &out, c->spool_len - at, 0)
+			     : pread(c->spool, o->wb, want, (off_t)at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && by_range && at == 0 && o->wb) {
+			by_range = false;
+			continue;
+		}
+		if (n > 0 && !by_range)
+			ret = pwrite_now(o, o->wb, (size_t)n, o->pos + at);
+		if (n <= 0)
+			ret = out_error(o, n ? errno : EIO,
+					"offset 0x%llx: a CPU's spooled pages cannot be copied: %s",
+					(unsigned long long)(o->pos + at),
+					n ? strerror(errno) : "the spool ended early");
+		else
+			at += (uint64_t)n;
+	}
+	o->pos += at;
+	c->size = o->pos - c->offset - 4;
+	close(c->spool);
+	c->spool = -1;
+	return ret;
+}
+
+/* The spooled buffer's end: every CPU's spool into the file, in CPU order. */
+static int spool_end(struct hgt_output *o, struct out_buf *b)
+{
+	int ret = end_chunks(o);
+
+	if (o->cur_cpu >= 0)
+		b->cpus[o->cur_cpu].spool_chunks = o->nr_chunks;
+	o->spooling = false;
+	o->cur_cpu = -1;
+	for (int i = 0; !ret && i < b->nr_cpus; i++)
+		if (b->cpus[i].present)
+			ret = spool_out(o, &b->cpus[i]);
+	return ret;
+}
+
+/* The spooled buffer's CPU @cpu made the current one: the last one's chunks all out. */
+static int spool_switch(struct hgt_output *o, int cpu)
+{
+	struct out_cpu *c = o->bufs[o->cur_buf].cpus;
+	int ret = o->cur_cpu >= 0 ? end_chunks(o) : 0;
+
+	if (ret)
+		return ret;
+	if (o->cur_cpu >= 0)
+		c[o->cur_cpu].spool_chunks = o->nr_chunks;
+	o->cur_cpu = cpu;
+	o->nr_chunks = c[cpu].spool_chunks;
+	o->chunk_len = 0;
+	return 0;
+}
+
 /* A compressed chunk of @len bytes, @clen of them: its two sizes and its data. */
 static int emit_chunk(void *ctx, const uint8_t *data, size_t clen, size_t len)
 {
 	struct hgt_output *o = ctx;
-	int ret = wr32(o, (uint32_t)clen);
+	int ret;
+
+	if (o->spooling)
+		return spool_chunk(o, data, clen, len);
+	ret = wr32(o, (uint32_t)clen);
 
 	if (!ret)
 		ret = wr32(o, (uint32_t)len);
@@ -749,10 +878,10 @@ static int end_buffer(struct hgt_output *o)
 
 	if (o->cur_buf < 0)
 		return 0;
-	ret = end_cpu(o);
+	b = &o->bufs[o->cur_buf];
+	ret = o->spooling ? spool_end(o, b) : end_cpu(o);
 	if (ret)
 		return ret;
-	b = &o->bufs[o->cur_buf];
 	if (o->version >= 7)
 		return patch64(o, b->sec_off + 8, o->pos - b->sec_off - 16);
 	for (i = 0; !ret && i < b->nr_cpus; i++) {
@@ -788,6 +917,8 @@ static int seek_cpu(struct hgt_output *o, int buf, int cpu)
 {
 	int ret;
 
+	if (o->spooling && buf == o->cur_buf)
+		return cpu == o->cur_cpu ? 0 : spool_switch(o, cpu);
 	if (buf < o->cur_buf || (buf == o->cur_buf && cpu < o->cur_cpu))
 		return out_error(
 			o, EINVAL,
@@ -796,6 +927,8 @@ static int seek_cpu(struct hgt_output *o, int buf, int cpu)
 	if (buf == o->cur_buf && cpu == o->cur_cpu)
 		return 0;
 	ret = advance_to_buffer(o, buf);
+	if (!ret && o->spooling)
+		return spool_switch(o, cpu);
 	if (!ret)
 		ret = end_cpu(o);
 	if (!ret)
@@ -833,6 +966,8 @@ static int cpu_present(struct hgt_output *o, int buf, int cpu)
 
 	if (c->present)
 		return 0;
+	if (o->spooling)
+		return spool_open(o, c);
 	ret = pad_to(o, o->page_size);
 	if (ret)
 		return ret;
@@ -933,6 +1068,26 @@ int hgt__output_cpu_commit(struct hgt_output *o, int buf, int cpu, size_t len)
 	if (!ret)
 		ret = hgt__zpipe_commit(o->zp, len, emit_chunk, o);
 	return ret && !o->err ? out_error(o, -ret, "cannot compress its pages") : ret;
+}
+
+/**
+ * hgt__output_spool - the top buffer's CPUs may then be written in any order, each more
+ * than once (a copy that goes through all of them together, oldest pages first): each
+ * CPU's compressed chunks go to an unnamed file of its own beside the output, and at the
+ * buffer's end into the output in CPU order, as one section each. Call before its first
+ * pages. Compressed version 7 files only (ENOTSUP: write the CPUs in order). Returns 0 or
+ * -errno.
+ */
+int hgt__output_spool(struct hgt_output *o)
+{
+	if (o->err)
+		return o->err;
+	if (o->version < 7 || !o->comp || o->latency)
+		return -ENOTSUP;
+	if (o->cur_buf >= 0)
+		return out_error(o, EINVAL, "spooled after the top buffer's first pages");
+	o->spooling = true;
+	return 0;
 }
 
 /**
@@ -1080,6 +1235,9 @@ static void out_free(struct hgt_output *o)
 	for (i = 0; i < o->nr_opts; i++)
 		free(o->opts[i].data);
 	for (i = 0; i < o->nr_bufs; i++) {
+		for (int c = 0; o->bufs[i].cpus && c < o->bufs[i].nr_cpus; c++)
+			if (o->bufs[i].cpus[c].spool >= 0)
+				close(o->bufs[i].cpus[c].spool);
 		free(o->bufs[i].name);
 		free(o->bufs[i].clock);
 		free(o->bufs[i].cpus);

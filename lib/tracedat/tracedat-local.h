@@ -183,6 +183,7 @@ void hgt__newfile_before_publish(struct hgt_newfile *f, int (*fn)(void *ctx, int
 void hgt__output_before_publish(struct hgt_output *o, int (*fn)(void *ctx, int fd), void *ctx);
 int hgt__output_cpu_space(struct hgt_output *o, int buf, int cpu, uint8_t **p, size_t *cap);
 int hgt__output_cpu_commit(struct hgt_output *o, int buf, int cpu, size_t len);
+int hgt__output_spool(struct hgt_output *o);
 
 typedef int (*hgt__zpipe_emit)(void *ctx, const uint8_t *data, size_t clen, size_t len);
 int hgt__zpipe_threads(void);

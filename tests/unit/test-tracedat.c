@@ -592,6 +592,78 @@ static void cpu_file(struct hgt_input *src, int cpu, const char *path, const cha
 	free(p);
 }
 
+/* Each CPU's pages of @src (host.dat in @dir) as a recording's file, @dir/cpuN; with
+ * @bad_cpu >= 0, that CPU's page @bad_page damaged (its commit larger than a page). */
+static void cpu_files(struct hgt_input *src, const char *dir, int bad_cpu, uint64_t bad_page)
+{
+	uint32_t ps = hgt_input_page_size(src);
+	char out[96], host[64];
+
+	snprintf(host, sizeof(host), "%s/host.dat", dir);
+	for (int cpu = 0; cpu < hgt_input_nr_cpus(src); cpu++) {
+		snprintf(out, sizeof(out), "%s/cpu%d", dir, cpu);
+		cpu_file(src, cpu, out, host);
+	}
+	if (bad_cpu >= 0) { /* the commit field, after the page's u64 timestamp */
+		uint64_t commit = ps;
+		int fd;
+
+		snprintf(out, sizeof(out), "%s/cpu%d", dir, bad_cpu);
+		fd = open(out, O_WRONLY);
+		assert_int_equal(pwrite(fd, &commit, 8, (off_t)(bad_page * ps + 8)), 8);
+		close(fd);
+	}
+}
+
+/* cpu_files()' files opened into @f[0..@n). */
+static void open_cpu_files(struct hgt__page_file *f, const char *dir, int n)
+{
+	char out[96];
+
+	assert_true(n <= 8);
+	for (int cpu = 0; cpu < n; cpu++) {
+		snprintf(out, sizeof(out), "%s/cpu%d", dir, cpu);
+		f[cpu].cpu = cpu;
+		f[cpu].name = "cpu";
+		f[cpu].fd = open(out, O_RDONLY);
+		assert_true(f[cpu].fd >= 0);
+	}
+}
+
+/* After a copy of cpu_files()' files (@what: how, in a failure's message): each closed,
+ * all of its pages kept, but those from @bad_page on of @bad_cpu (dropped, damaged). */
+static void check_copied(struct hgt_input *src, struct hgt__page_file *f, int bad_cpu,
+			 uint64_t bad_page, const char *what)
+{
+	uint32_t ps = hgt_input_page_size(src);
+
+	for (int cpu = 0; cpu < hgt_input_nr_cpus(src); cpu++) {
+		uint64_t size = hgt_input_buffer(src, 0)->cpus[cpu].size;
+		uint64_t kept = cpu == bad_cpu ? bad_page * ps : size;
+
+		close(f[cpu].fd);
+		if (f[cpu].kept != kept || f[cpu].dropped != size - kept ||
+		    f[cpu].damaged != (cpu == bad_cpu))
+			fail_msg(
+				"%s, cpu %d: kept %llu, dropped %llu, damaged %d; %llu of %llu expected",
+				what, cpu, (unsigned long long)f[cpu].kept,
+				(unsigned long long)f[cpu].dropped, f[cpu].damaged,
+				(unsigned long long)kept, (unsigned long long)size);
+	}
+}
+
+/* cpu_files()' files in @dir converted (hgt__convert(), from @s's files) with HGT_THREADS
+ * @threads into @out, and checked (check_copied()). */
+static void convert_cpu_files(struct hgt_input *src, struct hgt__convert_src *s,
+			      const struct hgt_convert_opts *co, const char *dir,
+			      const char *threads, const char *out, int bad_cpu, uint64_t bad_page)
+{
+	open_cpu_files(s->files, dir, s->nr_files);
+	setenv("HGT_THREADS", threads, 1);
+	assert_int_equal(hgt__convert(src, out, co, s), 0);
+	check_copied(src, s->files, bad_cpu, bad_page, threads);
+}
+
 /*
  * A recording's CPU files (hgt__convert() with src files: the stop, restore, the listener)
  * are read in place into the workers' batches: with HGT_THREADS 2 and 3 the file is byte
@@ -604,33 +676,18 @@ static void test_recording_files_read_in_place(void **state)
 {
 	static const enum hgt_compression comp[] = { HGT_COMPRESS_ZSTD, HGT_COMPRESS_ZLIB };
 	static const char *const threads[] = { "1", "2", "3" };
-	char dir[] = "/tmp/hgt-test-inplace-XXXXXX", out[96], host[64];
+	char dir[] = "/tmp/hgt-test-inplace-XXXXXX", out[96];
 	const char *old = getenv("HGT_THREADS");
 	char *saved = old ? strdup(old) : NULL;
 	const uint64_t bad_page = 4 * 160 + 37;
-	uint32_t ps;
 	int big = 0, n;
 	struct hgt_input *src;
 
 	(void)state;
 	src = many_batches(dir, &big);
-	ps = hgt_input_page_size(src);
 	n = hgt_input_nr_cpus(src);
-	snprintf(host, sizeof(host), "%s/host.dat", dir);
 	for (int damage = 0; damage < 2; damage++) {
-		for (int cpu = 0; cpu < n; cpu++) {
-			snprintf(out, sizeof(out), "%s/cpu%d", dir, cpu);
-			cpu_file(src, cpu, out, host);
-		}
-		if (damage) { /* the commit field, after the page's u64 timestamp */
-			uint64_t commit = ps;
-			int fd;
-
-			snprintf(out, sizeof(out), "%s/cpu%d", dir, big);
-			fd = open(out, O_WRONLY);
-			assert_int_equal(pwrite(fd, &commit, 8, (off_t)(bad_page * ps + 8)), 8);
-			close(fd);
-		}
+		cpu_files(src, dir, damage ? big : -1, bad_page);
 		for (size_t k = 0; k < sizeof(comp) / sizeof(comp[0]); k++) {
 			uint8_t *first = NULL;
 			size_t first_len = 0;
@@ -643,33 +700,10 @@ static void test_recording_files_read_in_place(void **state)
 				uint8_t *bytes;
 				size_t len = 0;
 
-				assert_true(n <= 8);
-				for (int cpu = 0; cpu < n; cpu++) {
-					snprintf(out, sizeof(out), "%s/cpu%d", dir, cpu);
-					f[cpu].cpu = cpu;
-					f[cpu].name = "cpu";
-					f[cpu].fd = open(out, O_RDONLY);
-					assert_true(f[cpu].fd >= 0);
-				}
-				setenv("HGT_THREADS", threads[t], 1);
 				snprintf(out, sizeof(out), "%s/d%d-c%zu-t%s.dat", dir, damage, k,
 					 threads[t]);
-				assert_int_equal(hgt__convert(src, out, &co, &s), 0);
-				for (int cpu = 0; cpu < n; cpu++) {
-					uint64_t size = hgt_input_buffer(src, 0)->cpus[cpu].size;
-					uint64_t kept = damage && cpu == big ? bad_page * ps : size;
-
-					close(f[cpu].fd);
-					if (f[cpu].kept != kept || f[cpu].dropped != size - kept ||
-					    f[cpu].damaged != (damage && cpu == big))
-						fail_msg(
-							"HGT_THREADS=%s cpu %d: kept %llu, dropped %llu, damaged %d; %llu of %llu expected",
-							threads[t], cpu,
-							(unsigned long long)f[cpu].kept,
-							(unsigned long long)f[cpu].dropped,
-							f[cpu].damaged, (unsigned long long)kept,
-							(unsigned long long)size);
-				}
+				convert_cpu_files(src, &s, &co, dir, threads[t], out,
+						  damage ? big : -1, bad_page);
 				bytes = slurp_file(out, &len);
 				assert_non_null(bytes);
 				if (!first && !damage) {
@@ -699,6 +733,118 @@ static void test_recording_files_read_in_place(void **state)
 			free(first);
 		}
 	}
+	end_many_batches(src, dir, saved);
+}
+
+/* The copied callback's log: the CPU of each batch copied, in order. */
+struct copy_log {
+	int cpu[8192];
+	int n;
+};
+
+static int log_copied(void *ctx, const struct hgt__page_file *f, uint64_t upto)
+{
+	struct copy_log *l = ctx;
+
+	(void)upto;
+	assert_true(l->n < (int)(sizeof(l->cpu) / sizeof(l->cpu[0])));
+	l->cpu[l->n++] = f->cpu;
+	return 0;
+}
+
+/* Whether every CPU's first batch came before every CPU's last (else CPU after CPU). */
+static bool interleaved(const struct copy_log *l, int nr_cpus)
+{
+	int last_first = -1, first_last = l->n;
+
+	for (int cpu = 0; cpu < nr_cpus; cpu++) {
+		int first = -1, last = -1;
+
+		for (int i = 0; i < l->n; i++)
+			if (l->cpu[i] == cpu) {
+				first = first < 0 ? i : first;
+				last = i;
+			}
+		assert_true(first >= 0);
+		last_first = first > last_first ? first : last_first;
+		first_last = last < first_last ? last : first_last;
+	}
+	return last_first < first_last;
+}
+
+/*
+ * A recording's CPU files copied together (@together: a flight save, whose pages go as they
+ * are copied): in zstd and zlib, with 1 and 3 threads, the copy goes from CPU to CPU, every
+ * CPU's first pages before any CPU's last (the copied callback's order), and the file
+ * holds every event of the source (same_events()), each CPU in a section of its own; with
+ * a page of the largest CPU damaged, exactly the pages before it are kept, as in order.
+ * Uncompressed, the CPUs are copied one after another, with the same events.
+ */
+static void test_recording_files_copied_together(void **state)
+{
+	static const enum hgt_compression comp[] = { HGT_COMPRESS_ZSTD, HGT_COMPRESS_ZLIB,
+						     HGT_COMPRESS_NONE };
+	static const char *const threads[] = { "1", "3" };
+	char dir[] = "/tmp/hgt-test-together-XXXXXX", out[96];
+	const char *old = getenv("HGT_THREADS");
+	char *saved = old ? strdup(old) : NULL;
+	const uint64_t bad_page = 4 * 160 + 37;
+	struct copy_log *log = malloc(sizeof(*log));
+	int big = 0, n;
+	struct hgt_input *src;
+
+	(void)state;
+	assert_non_null(log);
+	src = many_batches(dir, &big);
+	n = hgt_input_nr_cpus(src);
+	assert_true(n >= 2 && n <= 8);
+	for (int damage = 0; damage < 2; damage++) {
+		cpu_files(src, dir, damage ? big : -1, bad_page);
+		for (size_t k = 0; k < sizeof(comp) / sizeof(comp[0]); k++)
+			for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+				HGT_OPTS(hgt_convert_opts, co, .version = 7,
+					 .compression = comp[k]);
+				struct hgt__page_file f[8] = { 0 };
+				struct hgt__convert_src s = { .files = f,
+							      .nr_files = n,
+							      .copied = log_copied,
+							      .copied_ctx = log,
+							      .together = true };
+				struct hgt_input *in;
+				uint64_t events = 0;
+
+				log->n = 0;
+				snprintf(out, sizeof(out), "%s/t%d-c%zu-t%s.dat", dir, damage, k,
+					 threads[t]);
+				convert_cpu_files(src, &s, &co, dir, threads[t], out,
+						  damage ? big : -1, bad_page);
+				if (interleaved(log, n) != (comp[k] != HGT_COMPRESS_NONE))
+					fail_msg(
+						"compression %d, HGT_THREADS=%s: %d batches copied %s",
+						comp[k], threads[t], log->n,
+						comp[k] ? "CPU after CPU, not together"
+							: "together, not CPU after CPU");
+				in = hgt_input_open(out, NULL);
+				assert_non_null(in);
+				for (int cpu = 0; cpu < n; cpu++) /* one section each, in order */
+					if (cpu)
+						assert_true(
+							hgt_input_buffer(in, 0)->cpus[cpu].offset >
+							hgt_input_buffer(in, 0)
+								->cpus[cpu - 1]
+								.offset);
+				if (!damage)
+					events = same_events(src, in);
+				hgt_input_close(in);
+				print_message(
+					"# damage %d, compression %d, HGT_THREADS=%s: %d batches, %s; %llu events as the source's\n",
+					damage, comp[k], threads[t], log->n,
+					interleaved(log, n) ? "together" : "CPU after CPU",
+					(unsigned long long)events);
+				assert_true(damage || events > 10000);
+			}
+	}
+	free(log);
 	end_many_batches(src, dir, saved);
 }
 
@@ -863,6 +1009,7 @@ int main(void)
 		cmocka_unit_test(test_window_slack_is_zero),
 		cmocka_unit_test(test_compressed_by_workers_is_identical),
 		cmocka_unit_test(test_recording_files_read_in_place),
+		cmocka_unit_test(test_recording_files_copied_together),
 		cmocka_unit_test(test_pages_read_elsewhere),
 		cmocka_unit_test(test_packed_metadata_is_copied_as_compressed),
 		cmocka_unit_test(test_zpipe_gives_back_each_chunk_in_order),
