@@ -162,7 +162,7 @@ static uint64_t copy_left(const struct hgt__page_file *f, uint64_t off)
 	return end > off ? end - off : 0;
 }
 
-/* A copy's state: a file, where it is, and the room of its own (made at the first need). */
+/* A copy's state: a file, and how far its copy has gone. */
 struct copy_at {
 	struct hgt__page_file *f;
 	uint64_t off;
