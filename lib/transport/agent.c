@@ -307,6 +307,13 @@ static int connect_to(struct agent *a)
 	}
 }
 
+static bool stdout_is_file(void)
+{
+	struct stat st;
+
+	return !fstat(STDOUT_FILENO, &st) && S_ISREG(st.st_mode);
+}
+
 static int open_channels(struct agent *a)
 {
 	char name[64];
@@ -314,9 +321,19 @@ static int open_channels(struct agent *a)
 
 	switch (a->o.transport) {
 	case HGT_TRANSPORT_STDOUT:
-		/* no host: no commands, metadata nowhere, raw pages to stdout */
+		/* no host: no commands, metadata nowhere, raw pages to stdout. A file there is
+		 * appended to: every CPU's reader writes through the same file offset, which
+		 * splice(2) moves with no lock (two readers' pages at one offset, one lost);
+		 * the kernel refuses to splice into it then, and each page is one write(2) */
 		a->ctl_r = -1;
 		a->ctl_w = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (stdout_is_file()) {
+			int fl = fcntl(STDOUT_FILENO, F_GETFL);
+
+			if (fl < 0 || fcntl(STDOUT_FILENO, F_SETFL, fl | O_APPEND))
+				return hgt__errorf(errno, "agent: stdout: cannot append: %s",
+						   strerror(errno));
+		}
 		for (i = 0; i < a->nr_cpus; i++)
 			a->data[i] = dup(STDOUT_FILENO);
 		return a->ctl_w < 0 || a->data[0] < 0
