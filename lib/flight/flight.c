@@ -118,6 +118,9 @@ struct hgt_flight {
 	/* a save's copy paced at this many bytes a second (HGT_FLIGHT_SAVE_MBPS: a slow disk,
 	 * for tests; 0: as fast as it goes), and how far it is */
 	uint64_t save_bps, save_t0, save_bytes;
+	/* each search that much slower (HGT_FLIGHT_SEARCH_MS: a slow disk or machine, for
+	 * tests; 0: as it goes) */
+	uint64_t search_pad_ns;
 	/* the cost, for the summary */
 	uint64_t searches, worst_lag, disk_peak;
 	uint64_t write_ns;	 /* this tick's searches' writing of their heads */
@@ -656,8 +659,12 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	};
 	struct mark k = { f, NULL, NULL };
 	uint64_t t0 = hgt__now_ns();
+	struct timespec pad = { .tv_sec = (time_t)(f->search_pad_ns / NS),
+				.tv_nsec = (long)(f->search_pad_ns % NS) };
 
 	f->searched_at = now;
+	if (f->search_pad_ns)
+		nanosleep(&pad, NULL);
 	for (int i = 0; i < f->nm; i++)
 		paths[i] = f->m[i].snap;
 	/* a recording new to the searches (a guest's whose pages come after its host's): no
@@ -948,14 +955,15 @@ static void trim(struct hgt_flight *f, uint64_t now)
 	}
 }
 
-/* HGT_FLIGHT_SAVE_MBPS: a save's copy paced at that many MB a second (0: not paced). */
-static uint64_t save_pace(void)
+/* A test's knob from the environment: @name's value times @scale, 0 when unset or not a
+ * number above 0. */
+static uint64_t test_knob(const char *name, double scale)
 {
-	const char *e = getenv("HGT_FLIGHT_SAVE_MBPS");
+	const char *e = getenv(name);
 	char *end;
-	double mb = e ? strtod(e, &end) : 0;
+	double v = e ? strtod(e, &end) : 0;
 
-	return e && end != e && !*end && mb > 0 && mb < 1e6 ? (uint64_t)(mb * 1e6) : 0;
+	return e && end != e && !*end && v > 0 && v < 1e6 ? (uint64_t)(v * scale) : 0;
 }
 
 /* The TSC rate the files get, when the host's recording needs one: the kernel's, else
@@ -1010,7 +1018,7 @@ static void tick(struct hgt_flight *f, bool final)
 
 	scan(f, now);
 	/* at once: the disk holds the kept span and a tick, not the search's time too */
-	trim(f, now);
+	trim(f, now); /* before the search */
 	f->search_ns = f->write_ns = 0;
 	f->tick_searches = 0;
 	if (rate_known(f) || final)
@@ -1254,7 +1262,8 @@ struct hgt_flight *hgt_flight_start(const struct hgt_flight_opts *opts)
 	if (!ret && f->efd < 0)
 		ret = -errno;
 	f->keep = f->o.window_ns + f->o.after_ns + f->o.flush_ns + 2 * f->o.tick_ns + 2 * NS;
-	f->save_bps = save_pace();
+	f->save_bps = test_knob("HGT_FLIGHT_SAVE_MBPS", 1e6); /* bytes a second */
+	f->search_pad_ns = test_knob("HGT_FLIGHT_SEARCH_MS", 1e6);
 	f->start = hgt__now_ns();
 	if (!ret) {
 		/* the format guard's helper forked while this thread may still fork it */
