@@ -436,7 +436,7 @@ static int write_members(struct hgt_flight *f, uint64_t since, char **paths, boo
 			.in_place = !final,
 		};
 		struct hgt__recdir_range r = { final ? save_range : page_range, &rc,
-					       final ? save_copied : NULL };
+					       final ? save_copied : NULL, !final };
 		int ret;
 
 		for (int j = 0; j < f->m[i].nf; j++) /* page_range() says it of the files it has */

@@ -15,6 +15,7 @@ struct hgt__recdir_range {
 	int (*fn)(void *ctx, const char *name, int cpu, uint64_t *from, uint64_t *to);
 	void *ctx;
 	int (*copied)(void *ctx, const char *name, uint64_t upto);
+	bool no_kallsyms; /* a search's file: its head without kallsyms */
 };
 
 struct hgt_output;

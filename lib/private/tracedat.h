@@ -50,6 +50,9 @@ struct hgt__convert_src {
 	/* @files' CPUs copied together, the least advanced first, where the output is
 	 * compressed (else one after another): the oldest pages of all go first (@copied) */
 	bool together;
+	/* the KALLSYMS item left empty: a file for our own searches, which look up no kernel
+	 * function (a head of 5 MB written and read again at every tick otherwise) */
+	bool no_kallsyms;
 };
 /* output.c, compress.c: a metadata item compressed once, written as it is at each rewrite */
 int hgt__meta_pack(enum hgt_compression comp, const void *blob, size_t len, uint8_t **c,

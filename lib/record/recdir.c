@@ -615,6 +615,7 @@ static int write_from(const char *dir, const char *output, const struct hgt_conv
 		src->together = true;
 	}
 	src->keep_packed = true;
+	src->no_kallsyms = range && range->no_kallsyms;
 	cmd = cmdlines_item(dir, &src->cmdlines_len);
 	src->cmdlines = cmd;
 	ret = hgt__convert(in, output, co, src);

@@ -334,6 +334,12 @@ static int copy_head(struct hgt_input *in, struct hgt_output *out,
 		uint8_t *blob;
 		uint64_t len;
 
+		if (i == HGT_OPT_KALLSYMS && src && src->no_kallsyms) {
+			static const uint8_t none[4]; /* u32 size 0, no text */
+
+			ret = hgt_output_set_meta(out, (unsigned)i, none, sizeof(none));
+			continue;
+		}
 		if (i == HGT_OPT_CMDLINES && src && src->cmdlines) {
 			ret = hgt_output_set_meta(out, (unsigned)i, src->cmdlines,
 						  src->cmdlines_len);

@@ -20,6 +20,7 @@
 #    ms), written just before the stop: the stop writes their pages before the last
 #    search, which takes both (a search while recording waits a flush interval and a tick
 #    for a delay's end), and saves their windows;
+#  - a search's file (copied between two ticks) holds no kallsyms, the saved window's do;
 #  - the summary names the trigger and the cost.
 # Usage: record.sh HGTRACE
 HGTRACE=$(realpath "$1")
@@ -30,7 +31,7 @@ why=$(tracefs_ready) || tap_skip_all "$why"
 tap_workdir
 
 python3 - "$HGTRACE" "$here/flight/hgtpair.py" << 'EOF' > drive.out 2>&1
-import os, signal, subprocess, sys, time
+import glob, os, shutil, signal, subprocess, sys, time
 hg, pair = sys.argv[1:3]
 p = subprocess.Popen([hg, "record", "--flight", "--window", "1", "--after", "1", "--tick",
                       "0.1", "--flush-ms", "100", "--trigger", "wakeup>900ms", "--trigger",
@@ -59,6 +60,9 @@ while time.monotonic() - start < 8:
     os.sched_setaffinity(0, {cpus[n % len(cpus)]})
     os.write(fd, b"hgt-mark %d\n" % n)
     if not sent and time.monotonic() - start > 3:
+        # a search's file, as it is between two ticks (each is written anew and renamed)
+        for f in glob.glob("r.dat.flight-*/0.dat")[:1]:
+            shutil.copy(f, "search.dat")
         os.write(fd, b"hgt-usr1\n")
         p.send_signal(signal.SIGUSR1)
         sent = True
@@ -105,6 +109,15 @@ grep -q '^hgtrace flight: trigger 1: by hand' r.log &&
 	tap_ok "SIGUSR1: trigger 1 by hand, saved flight-1.dat" ||
 	tap_fail "SIGUSR1: $(tr '\n' '|' < r.log)"
 written=$(sed -n 's/written \([0-9]*\).*/\1/p' drive.out)
+# a search's file: the head and options, no page, and no kallsyms (no search looks up a
+# kernel function; 5 MB here, written and read again at every tick); the saved window's
+# file keeps them
+ksyms() { "$HGTRACE" dump "$1" 2> /dev/null | sed -n 's/.* kallsyms \([0-9]*\) bytes.*/\1/p'; }
+k=$(ksyms search.dat)
+kh=$(ksyms flight-1.dat)
+[ "$k" = 0 ] && [ "${kh:-0}" -gt 10000 ] &&
+	tap_ok "a search's file: no kallsyms, $(stat -c %s search.dat) bytes in all; the saved window's: $kh bytes of kallsyms" ||
+	tap_fail "a search's file: kallsyms '$k' bytes ($(stat -c %s search.dat 2> /dev/null) in all); the saved window's '$kh'"
 
 # marks FILE: "N T" per hgt-mark (T: its time in s), "U T" for the usr1 marker
 marks() {
