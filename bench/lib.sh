@@ -31,14 +31,12 @@ bench_why_session() {
 
 # bench_disk_sample PATH...: one line for bench/disk-bound.awk: the time, the apparent size
 # of the files under the PATHs that are recordings (NAME.recording: every page they were
-# given) and the blocks all PATHs hold (KB; the flight recorder's own files included).
+# given) and the blocks all PATHs' files hold (KB; the flight recorder's own files
+# included). Each file is looked at once for both (two passes a few ms apart, at the
+# trace buffer's rate, put megabytes between them).
 bench_disk_sample() {
-	local a u p rec=()
-	for p in "$@"; do
-		[[ $p == *.recording ]] && rec+=("$p")
-	done
-	a=0
-	[ ${#rec[@]} -gt 0 ] && a=$(du -sc --apparent-size --block-size=1 "${rec[@]}" 2> /dev/null | tail -1 | cut -f1)
-	u=$(du -sck "$@" 2> /dev/null | tail -1 | cut -f1)
-	echo "$EPOCHREALTIME ${a:-0} ${u:-0}"
+	local t=$EPOCHREALTIME
+	find "$@" -type f -printf '%s %b %p\n' 2> /dev/null |
+		awk -v t="$t" '$3 ~ /\.recording\// { a += $1 } { u += $2 * 512 }
+			END { printf "%s %.0f %.0f\n", t, a, u / 1024 }'
 }
