@@ -13,7 +13,10 @@
  *  - --after later, the window around it is written as PREFIX-N.dat and PREFIX-N-NAME.dat
  *    and the delay, found again there, is printed as why explains it;
  *  - pages older than the window, the after time and two ticks (but the page before) are
- *    punched out of the files (fallocate), so the disk holds only that.
+ *    punched out of the files (fallocate), so the disk holds only that: by a thread of its
+ *    own (trimmer()), four times a tick, which waits for no search or save; the lock is
+ *    taken where the two meet (the files' sizes and samples, the saves' holds, the
+ *    triggers' windows).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -105,6 +108,14 @@ struct hgt_flight {
 	char *name;   /* said on every line of the log (opts.name), or NULL */
 	pthread_t thread;
 	int efd;
+	/* the trimmer: its thread, and the lock of what it shares (struct cpu_file's samples,
+	 * size, trimmed, hold, hold_end and mid; the members' files; f->tr; search_floor) */
+	pthread_t trimmer;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool trimmer_on, trim_stop;
+	/* monotonic: a search is reading the pages written since (UINT64_MAX: none) */
+	uint64_t search_floor;
 	volatile int stop;
 	volatile sig_atomic_t manual;
 	volatile uint64_t manual_at; /* monotonic: when it was asked for */
@@ -114,7 +125,7 @@ struct hgt_flight {
 	 * takes more while the save is at one) */
 	struct trig_rec **tr;
 	int ntr, held, next_n;
-	uint64_t last_taken, start, keep, last_trim, searched_at;
+	uint64_t last_taken, start, keep, searched_at;
 	/* a save's copy paced at this many bytes a second (HGT_FLIGHT_SAVE_MBPS: a slow disk,
 	 * for tests; 0: as fast as it goes), and how far it is */
 	uint64_t save_bps, save_t0, save_bytes;
@@ -134,7 +145,7 @@ struct hgt_flight {
 	bool incremental;	 /* marker triggers alone: each search reads the pages none read */
 	uint64_t resume;      /* report time: a search of delays reads from here (0: the window) */
 	int searched_members; /* the recordings with pages when that was said */
-	double cpu_s;
+	double cpu_s, trim_cpu_s; /* the flight thread's, the trimmer's */
 	char last_err[256];
 	int ret;
 	/* an x86-tsc host recording without TSC2NSEC: the files written get one, the same in
@@ -234,6 +245,14 @@ static void note_size(struct cpu_file *c, uint32_t page, uint64_t now)
 	c->s[c->ns++] = (struct sample){ now, c->size };
 }
 
+/* Every CPU file's size at @now (f->lock held). */
+static void note_sizes(struct hgt_flight *f, uint64_t now)
+{
+	for (int i = 0; i < f->nm; i++)
+		for (int k = 0; k < f->m[i].nf; k++)
+			note_size(&f->m[i].f[k], f->m[i].page, now);
+}
+
 /* head.dat's page size, once it is there; *@tsc 1 when its times are x86-tsc cycles with
  * no TSC2NSEC, else 2. */
 static uint32_t page_size(const char *dir, int *tsc)
@@ -265,8 +284,9 @@ static uint32_t page_size(const char *dir, int *tsc)
 }
 
 /* Each recording's CPU files and their sizes now. */
-static void scan(struct hgt_flight *f, uint64_t now)
+static void scan(struct hgt_flight *f)
 {
+	pthread_mutex_lock(&f->lock);
 	for (int i = 0; i < f->nm; i++) {
 		struct member *m = &f->m[i];
 		struct dirent *e;
@@ -289,9 +309,10 @@ static void scan(struct hgt_flight *f, uint64_t now)
 		}
 		if (dp)
 			closedir(dp);
-		for (int k = 0; k < m->nf; k++)
-			note_size(&m->f[k], m->page, now);
 	}
+	/* the time taken under the lock: the trimmer's samples and these stay in order */
+	note_sizes(f, hgt__now_ns());
+	pthread_mutex_unlock(&f->lock);
 }
 
 /* Where file @c was at time @t: its size at the last tick at or before @t (the pages after
@@ -324,11 +345,9 @@ struct range_ctx {
 	bool cut;	  /* the cap left out some */
 };
 
-static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint64_t *to)
+static int page_range_locked(struct range_ctx *r, struct cpu_file *c, int cpu, uint64_t *from,
+			     uint64_t *to)
 {
-	struct range_ctx *r = ctx;
-	struct cpu_file *c = file_of(r->m, name);
-
 	if (!c) { /* new since the tick: its pages are the next search's */
 		*from = *to = UINT64_MAX;
 		return 0;
@@ -365,6 +384,17 @@ static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint
 	return 0;
 }
 
+static int page_range(void *ctx, const char *name, int cpu, uint64_t *from, uint64_t *to)
+{
+	struct range_ctx *r = ctx;
+	int ret;
+
+	pthread_mutex_lock(&r->f->lock);
+	ret = page_range_locked(r, file_of(r->m, name), cpu, from, to);
+	pthread_mutex_unlock(&r->f->lock);
+	return ret;
+}
+
 /* A save's pages of a CPU file: those hold_pages() held for it. */
 static int save_range(void *ctx, const char *name, int cpu, uint64_t *from, uint64_t *to)
 {
@@ -373,10 +403,12 @@ static int save_range(void *ctx, const char *name, int cpu, uint64_t *from, uint
 
 	(void)cpu;
 	*from = *to = UINT64_MAX; /* none: not 0, which would mean all of it */
+	pthread_mutex_lock(&r->f->lock);
 	if (c && c->hold != UINT64_MAX && c->hold_end > c->hold) {
 		*from = c->hold;
 		*to = c->hold_end;
 	}
+	pthread_mutex_unlock(&r->f->lock);
 	return 0;
 }
 
@@ -550,18 +582,24 @@ static void take(struct hgt_flight *f, const struct hgt__hit *h, uint64_t now)
 		    f->ntr >= f->o.max_triggers ? "--max-triggers reached" : "held off", d);
 		return;
 	}
-	all = realloc(f->tr, sizeof(*all) * (size_t)(f->ntr + 1));
-	if (!all)
-		return;
-	f->tr = all;
 	if (!(n = calloc(1, sizeof(*n))))
 		return;
-	f->tr[f->ntr++] = n;
 	n->hit = *h;
 	n->seen = now;
 	/* the after time, the flush interval for its last pages to reach the files, and a
 	 * tick for a flush that runs late (its thread not scheduled at once: a busy host) */
 	n->due = now + f->o.after_ns + f->o.flush_ns + f->o.tick_ns;
+	pthread_mutex_lock(&f->lock); /* the trimmer keeps its window */
+	all = realloc(f->tr, sizeof(*all) * (size_t)(f->ntr + 1));
+	if (all) {
+		f->tr = all;
+		f->tr[f->ntr++] = n;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (!all) {
+		free(n);
+		return;
+	}
 	f->last_taken = now;
 	secs(after, sizeof(after), f->o.after_ns);
 	say(f, "trigger %d: %s; its window is saved %s after (and the flush and a tick)", f->ntr, d,
@@ -646,6 +684,23 @@ static void span_of(struct hgt_flight *f, const struct hgt__live *live)
 		f->covered = live->upto;
 }
 
+/* Says it when the trimmer punched out pages a search was reading (it must not: see
+ * search_floor): the search read zeros there, and may have missed a delay. */
+static void punched_under(struct hgt_flight *f)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&f->lock);
+	for (int i = 0; i < f->nm; i++)
+		for (int j = 0; j < f->m[i].nf; j++)
+			n += f->m[i].f[j].read && f->m[i].f[j].trimmed > f->m[i].f[j].from;
+	pthread_mutex_unlock(&f->lock);
+	if (n)
+		say(f,
+		    "a search's pages were punched out as it read them (%d CPU file%s): a delay there may be missed",
+		    n, n == 1 ? "" : "s");
+}
+
 static void search(struct hgt_flight *f, uint64_t now, bool final)
 {
 	char *paths[64];
@@ -658,13 +713,16 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 		.context = has_context, .reach = reached, .opened = opened, .arg = &sc
 	};
 	struct mark k = { f, NULL, NULL };
-	uint64_t t0 = hgt__now_ns();
+	uint64_t t0 = hgt__now_ns(), since = now - f->o.window_ns - f->o.tick_ns;
 	struct timespec pad = { .tv_sec = (time_t)(f->search_pad_ns / NS),
 				.tv_nsec = (long)(f->search_pad_ns % NS) };
 
 	f->searched_at = now;
-	if (f->search_pad_ns)
-		nanosleep(&pad, NULL);
+	/* the trimmer leaves the pages this search reads where they are (page_range() reads
+	 * from a page before those since @since at the earliest, which trim_cpu() keeps) */
+	pthread_mutex_lock(&f->lock);
+	f->search_floor = since;
+	pthread_mutex_unlock(&f->lock);
 	for (int i = 0; i < f->nm; i++)
 		paths[i] = f->m[i].snap;
 	/* a recording new to the searches (a guest's whose pages come after its host's): no
@@ -674,12 +732,14 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 			f->resume = 0;
 			f->searched_members = ready;
 		}
-	n = write_members(f, now - f->o.window_ns - f->o.tick_ns, paths, false, &k, in, which);
+	n = write_members(f, since, paths, false, &k, in, which);
 	f->write_ns += hgt__now_ns() - t0;
 	if (n <= 0) {
 		ret = n;
 		goto out;
 	}
+	if (f->search_pad_ns) /* its pages read slowly */
+		nanosleep(&pad, NULL);
 	/* a CPU's pages reach its file within the flush interval, and are read a tick late
 	 * (at the stop, all of them are there when the caller says so) */
 	live.lag_ns = final && f->o.complete_at_stop ? 0 : f->o.flush_ns + f->o.tick_ns;
@@ -690,6 +750,7 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	live.read_from = f->incremental ? 0 : f->resume;
 	ret = hgt__trigger_search(f->t, f->nt, in, n, &live, &hits, &nr, &later);
 	f->searches++;
+	punched_under(f);
 	if (!ret && !f->incremental)
 		span_of(f, &live);
 	/* the next search reads from the oldest delay open at this one's end, less a tick: a
@@ -709,6 +770,9 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 		take(f, &hits[i], now);
 	}
 out:
+	pthread_mutex_lock(&f->lock);
+	f->search_floor = UINT64_MAX;
+	pthread_mutex_unlock(&f->lock);
 	f->search_ns += hgt__now_ns() - t0;
 	f->tick_searches++;
 	if (ret && strcmp(f->last_err, hgt_last_error())) {
@@ -755,33 +819,26 @@ static uint64_t saved_since(const struct hgt_flight *f, const struct trig_rec *t
 	return window_of(f, tr->seen);
 }
 
-static void trim(struct hgt_flight *f, uint64_t now);
 static bool search_due(struct hgt_flight *f, uint64_t now);
 
 /*
- * While a save goes on, a tick after the last trim: the files' sizes now, a trim (the
- * pages it has copied may go, those it has yet to copy are held: trim_cpu()) and a search
- * if one is due. A save can take longer than the window less the pages' lag (a slow disk):
- * without searches meanwhile, the next would find time no search's span held. The save's
- * trigger stays where it is (f->tr holds pointers); no new files are looked for (scan()),
- * so the save's stay as they are.
+ * While a save goes on: a search if one is due (the trimmer goes on meanwhile: the pages
+ * the save has copied may go, those it has yet to copy are held: trim_cpu()). A save can
+ * take longer than the window less the pages' lag (a slow disk): without searches
+ * meanwhile, the next would find time no search's span held. The save's trigger stays
+ * where it is (f->tr holds pointers); no new files are looked for (scan()), so the save's
+ * stay as they are (the trimmer's samples keep their sizes new).
  */
 static void while_saving(struct hgt_flight *f)
 {
 	uint64_t now = hgt__now_ns();
 
-	if (now - f->last_trim < f->o.tick_ns)
-		return;
-	for (int i = 0; i < f->nm; i++)
-		for (int k = 0; k < f->m[i].nf; k++)
-			note_size(&f->m[i].f[k], f->m[i].page, now);
-	trim(f, now);
 	if (search_due(f, now))
 		search(f, now, false);
 }
 
 /* HGT_FLIGHT_SAVE_MBPS: waits until the save's bytes so far took their time at that rate,
- * in steps of a tick at most, trimming between. */
+ * in steps of a tick at most, a search between when one is due. */
 static void pace_save(struct hgt_flight *f)
 {
 	uint64_t due = f->save_t0 + (uint64_t)((double)f->save_bytes * 1e9 / (double)f->save_bps);
@@ -805,10 +862,12 @@ static int save_copied(void *ctx, const char *name, uint64_t upto)
 	struct hgt_flight *f = r->f;
 	struct cpu_file *c = file_of(r->m, name);
 
+	pthread_mutex_lock(&f->lock);
 	if (c && c->hold != UINT64_MAX && upto > c->hold) {
 		f->save_bytes += upto - c->hold;
 		c->hold = upto;
 	}
+	pthread_mutex_unlock(&f->lock);
 	while_saving(f);
 	if (f->save_bps)
 		pace_save(f);
@@ -819,6 +878,7 @@ static int save_copied(void *ctx, const char *name, uint64_t upto)
  * the files were at the tick (or, @hold false, lets them go). */
 static void hold_pages(struct hgt_flight *f, bool hold, uint64_t since)
 {
+	pthread_mutex_lock(&f->lock);
 	for (int i = 0; i < f->nm; i++)
 		for (int k = 0; k < f->m[i].nf; k++) {
 			struct cpu_file *c = &f->m[i].f[k];
@@ -827,6 +887,7 @@ static void hold_pages(struct hgt_flight *f, bool hold, uint64_t since)
 			c->hold_end = c->size;
 			c->mid = 0;
 		}
+	pthread_mutex_unlock(&f->lock);
 	f->save_t0 = hgt__now_ns();
 	f->save_bytes = 0;
 }
@@ -837,16 +898,17 @@ static void save(struct hgt_flight *f, struct trig_rec *tr)
 	const char *in[64];
 	int which[64];
 	struct mark k = { f, tr, trig_text(f, &tr->hit) };
-	int n, ret = -ENOMEM;
+	int n = free_number(f), ret = -ENOMEM;
 
-	tr->n = free_number(f);
+	pthread_mutex_lock(&f->lock); /* the trimmer no longer keeps its window for it */
+	tr->n = n;
+	pthread_mutex_unlock(&f->lock);
 	for (int i = 0; i < f->nm; i++)
 		if (!(paths[i] = saved_name(f, tr->n, &f->m[i])))
 			goto out;
 	hold_pages(f, true, saved_since(f, tr));
 	n = write_members(f, saved_since(f, tr), paths, true, &k, in, which);
 	hold_pages(f, false, 0);
-	trim(f, hgt__now_ns()); /* before explaining, which reads the saved files alone */
 	ret = n;
 	if (n <= 0)
 		goto out;
@@ -930,13 +992,15 @@ static uint64_t trim_cpu(struct hgt_flight *f, struct cpu_file *c, uint64_t page
 }
 
 /* Punch out the pages no trigger can want any more: older than the window, the after
- * time, two ticks and 2 s, and than every window still to be saved. */
+ * time, two ticks and 2 s, than every window still to be saved, and than the pages a
+ * search is reading (f->lock held). */
 static void trim(struct hgt_flight *f, uint64_t now)
 {
 	uint64_t disk = 0, before = now - f->keep;
 	bool trimming = now - f->start >= f->keep;
 
-	f->last_trim = now;
+	if (f->search_floor < before)
+		before = f->search_floor;
 	for (int i = 0; i < f->ntr; i++)
 		if (!f->tr[i]->n && saved_since(f, f->tr[i]) < before)
 			before = saved_since(f, f->tr[i]);
@@ -948,7 +1012,51 @@ static void trim(struct hgt_flight *f, uint64_t now)
 			disk += trim_cpu(f, &f->m[i].f[k], f->m[i].page, before, trimming);
 	if (disk > f->disk_peak)
 		f->disk_peak = disk;
-	/* the oldest hits have left the window long ago: they cannot be found again */
+}
+
+/* The CPU time of the calling thread so far, in seconds. */
+static double thread_cpu_s(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* The thread that trims, four times a tick, from the start to the stop: the files' sizes
+ * now, then trim(). A sample at most a quarter tick before the kept span's start is where
+ * the trim ends, so the disk holds the kept span and half a tick at most (and the time
+ * this thread waits for the lock: a file's samples, a save's holds), whatever a search or
+ * a save takes. */
+static void *trimmer(void *arg)
+{
+	struct hgt_flight *f = arg;
+	uint64_t step = f->o.tick_ns / 4 ? f->o.tick_ns / 4 : 1, next = hgt__now_ns() + step;
+
+	pthread_mutex_lock(&f->lock);
+	while (!f->trim_stop) {
+		uint64_t now = hgt__now_ns();
+		struct timespec ts = { .tv_sec = (time_t)(next / NS),
+				       .tv_nsec = (long)(next % NS) };
+
+		if (now < next) {
+			pthread_cond_timedwait(&f->wake, &f->lock, &ts);
+			continue;
+		}
+		note_sizes(f, now);
+		trim(f, now);
+		next = now + step;
+	}
+	pthread_mutex_unlock(&f->lock);
+	f->trim_cpu_s = thread_cpu_s();
+	return NULL;
+}
+
+/* The oldest hits have left the window long ago: they cannot be found again. */
+static void forget_old_hits(struct hgt_flight *f)
+{
 	if (f->nseen > 4096) {
 		memmove(f->seen, f->seen + 2048, sizeof(*f->seen) * (size_t)(f->nseen - 2048));
 		f->nseen -= 2048;
@@ -1008,7 +1116,7 @@ static void search_again(struct hgt_flight *f)
 
 	if (!search_due(f, now))
 		return;
-	scan(f, now);
+	scan(f);
 	search(f, now, false);
 }
 
@@ -1016,9 +1124,8 @@ static void tick(struct hgt_flight *f, bool final)
 {
 	uint64_t now = hgt__now_ns(), took;
 
-	scan(f, now);
-	/* at once: the disk holds the kept span and a tick, not the search's time too */
-	trim(f, now); /* before the search */
+	scan(f);
+	forget_old_hits(f);
 	f->search_ns = f->write_ns = 0;
 	f->tick_searches = 0;
 	if (rate_known(f) || final)
@@ -1038,7 +1145,6 @@ static void tick(struct hgt_flight *f, bool final)
 			search_again(f);
 		save(f, f->tr[i]);
 	}
-	trim(f, now);
 	took = hgt__now_ns() - now;
 	if (took > f->o.tick_ns && took - f->o.tick_ns > f->worst_lag) {
 		char a[32], b[32];
@@ -1057,8 +1163,10 @@ static void *flight_main(void *arg)
 {
 	struct hgt_flight *f = arg;
 	uint64_t next = hgt__now_ns() + f->o.tick_ns;
-	struct rusage ru;
 
+	/* the files there already, sampled from the start: the trimmer frees a page once a
+	 * sample after it is older than the kept span, a tick sooner than the first tick's */
+	scan(f); /* before the first tick */
 	while (!f->stop) {
 		uint64_t now = hgt__now_ns();
 		struct pollfd p = { .fd = f->efd, .events = POLLIN };
@@ -1073,15 +1181,12 @@ static void *flight_main(void *arg)
 		}
 		now = hgt__now_ns();
 		tick(f, false);
-		/* a tick apart, from start to start (a search's time is no longer a gap between
-		 * the trims, so the disk holds the kept span and a tick); right away after a tick
-		 * that took longer (a save) */
+		/* a tick apart, from start to start; right away after a tick that took longer (a
+		 * slow search, a save) */
 		next = now + f->o.tick_ns > hgt__now_ns() ? now + f->o.tick_ns : hgt__now_ns();
 	}
 	tick(f, true);
-	if (!getrusage(RUSAGE_THREAD, &ru))
-		f->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-			   (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	f->cpu_s = thread_cpu_s();
 	return NULL;
 }
 
@@ -1135,8 +1240,21 @@ static int setup_members(struct hgt_flight *f)
 	return 0;
 }
 
+static void stop_trimmer(struct hgt_flight *f)
+{
+	if (!f->trimmer_on)
+		return;
+	pthread_mutex_lock(&f->lock);
+	f->trim_stop = true;
+	pthread_cond_signal(&f->wake);
+	pthread_mutex_unlock(&f->lock);
+	hgt__thread_join(f->trimmer);
+	f->trimmer_on = false;
+}
+
 static void flight_free(struct hgt_flight *f)
 {
+	stop_trimmer(f);
 	for (int i = 0; i < f->nm; i++) {
 		struct member *m = &f->m[i];
 
@@ -1167,6 +1285,8 @@ static void flight_free(struct hgt_flight *f)
 	for (int i = 0; i < f->ntr; i++)
 		free(f->tr[i]);
 	free(f->tr);
+	pthread_cond_destroy(&f->wake);
+	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
 
@@ -1226,6 +1346,16 @@ struct hgt_flight *hgt_flight_start(const struct hgt_flight_opts *opts)
 	}
 	f->efd = -1;
 	f->next_n = 1;
+	f->search_floor = UINT64_MAX;
+	pthread_mutex_init(&f->lock, NULL);
+	{
+		pthread_condattr_t a;
+
+		pthread_condattr_init(&a);
+		pthread_condattr_setclock(&a, CLOCK_MONOTONIC); /* hgt__now_ns()'s */
+		pthread_cond_init(&f->wake, &a);
+		pthread_condattr_destroy(&a);
+	}
 	f->t0_ok = !hgt_tsc_sample_read(&f->t0);
 	ret = check_opts(f, opts, true);
 	if (!ret && !(f->t = calloc((size_t)f->o.nr_triggers + 1, sizeof(*f->t))))
@@ -1268,7 +1398,9 @@ struct hgt_flight *hgt_flight_start(const struct hgt_flight_opts *opts)
 	if (!ret) {
 		/* the format guard's helper forked while this thread may still fork it */
 		hgt__formats_helper_start();
-		ret = -hgt__thread_create(&f->thread, flight_main, f);
+		ret = -hgt__thread_create(&f->trimmer, trimmer, f);
+		f->trimmer_on = !ret;
+		ret = ret ?: -hgt__thread_create(&f->thread, flight_main, f);
 		if (ret)
 			hgt__errorf(-ret, "flight: no thread: %s", strerror(-ret));
 	}
@@ -1307,6 +1439,7 @@ void hgt_flight_trigger(struct hgt_flight *f)
 static void summary(struct hgt_flight *f)
 {
 	uint64_t ran = hgt__now_ns() - f->start, recorded = 0;
+	double cpu = f->cpu_s + f->trim_cpu_s;
 
 	/* every page the files got, the last ones no tick saw too */
 	for (int i = 0; i < f->nm; i++)
@@ -1328,8 +1461,8 @@ static void summary(struct hgt_flight *f)
 	}
 	say(f,
 	    "cost: %llu searches, %.3f s of CPU in %.1f s (%.1f %% of one CPU), worst lag %.3f s, %.3f s unsearched, at most %.1f MB of pages on disk, %.1f MB of pages searched of %.1f MB recorded, %.1f MB left unsearched behind (%s)",
-	    (unsigned long long)f->searches, f->cpu_s, (double)ran / 1e9,
-	    ran ? 100.0 * f->cpu_s * 1e9 / (double)ran : 0.0, (double)f->worst_lag / 1e9,
+	    (unsigned long long)f->searches, cpu, (double)ran / 1e9,
+	    ran ? 100.0 * cpu * 1e9 / (double)ran : 0.0, (double)f->worst_lag / 1e9,
 	    (double)f->unsearched / 1e9, (double)f->disk_peak / 1e6,
 	    (double)f->searched_bytes / 1e6, (double)recorded / 1e6, (double)f->skipped_bytes / 1e6,
 	    f->incremental ? "each page once: marker triggers alone"
@@ -1348,6 +1481,7 @@ int hgt_flight_stop(struct hgt_flight *f)
 		/* the thread polls with a timeout of a tick */
 	}
 	hgt__thread_join(f->thread);
+	stop_trimmer(f);
 	summary(f);
 	ret = f->ret;
 	flight_free(f);

@@ -20,6 +20,8 @@ the last step): a recorder whose reader of that CPU writes its pages late, as a 
 agent's partial pages come up to its flush interval after the events in them.
 FEED_LATE=FILE:K makes FILE's OUTPUT.recording/ only at step K, with the pages due by
 then: a guest whose recording begins after its host's (its agent slow to start).
+FEED_GO=PATH: after "ready", the first step waits until PATH exists (the caller makes it
+once its flight recorder has started: no page is older than the recorder's start).
 """
 import os
 import re
@@ -144,6 +146,9 @@ def main():
                     k += 1
         print("lag %s %d" % (src, lag))
     print("ready", flush=True)
+    go = os.environ.get("FEED_GO")
+    while go and not os.path.exists(go):
+        time.sleep(0.01)
     total = nbytes = 0
     for i in range(1, steps + 1):
         for fd in feeds:
