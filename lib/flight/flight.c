@@ -1120,6 +1120,31 @@ static void search_again(struct hgt_flight *f)
 	search(f, now, false);
 }
 
+/* The saves due by @now (at the stop, @final: all), oldest trigger first. */
+static void save_due(struct hgt_flight *f, uint64_t now, bool final)
+{
+	for (int i = 0, saves = 0; i < f->ntr; i++) {
+		if (f->tr[i]->saved || f->tr[i]->n || (!final && f->tr[i]->due > now))
+			continue;
+		/* saves that take ticks: a search between them, or the one after would find
+		 * the pages of a window ago gone from its span */
+		if (saves++ && !final)
+			search_again(f);
+		save(f, f->tr[i]);
+	}
+}
+
+/* When the next save is due (UINT64_MAX: none is to be saved). */
+static uint64_t next_due(const struct hgt_flight *f)
+{
+	uint64_t due = UINT64_MAX;
+
+	for (int i = 0; i < f->ntr; i++)
+		if (!f->tr[i]->saved && !f->tr[i]->n && f->tr[i]->due < due)
+			due = f->tr[i]->due;
+	return due;
+}
+
 static void tick(struct hgt_flight *f, bool final)
 {
 	uint64_t now = hgt__now_ns(), took;
@@ -1136,15 +1161,7 @@ static void tick(struct hgt_flight *f, bool final)
 		f->manual = 0;
 		take(f, &h, f->manual_at ? f->manual_at : now);
 	}
-	for (int i = 0, saves = 0; i < f->ntr; i++) {
-		if (f->tr[i]->saved || f->tr[i]->n || (!final && f->tr[i]->due > now))
-			continue;
-		/* saves that take ticks: a search between them, or the one after would find
-		 * the pages of a window ago gone from its span */
-		if (saves++ && !final)
-			search_again(f);
-		save(f, f->tr[i]);
-	}
+	save_due(f, now, final);
 	took = hgt__now_ns() - now;
 	if (took > f->o.tick_ns && took - f->o.tick_ns > f->worst_lag) {
 		char a[32], b[32];
@@ -1168,15 +1185,17 @@ static void *flight_main(void *arg)
 	 * sample after it is older than the kept span, a tick sooner than the first tick's */
 	scan(f); /* before the first tick */
 	while (!f->stop) {
-		uint64_t now = hgt__now_ns();
+		/* a tick early when a save is due: the trimmer holds a window until it is saved,
+		 * and one due is as old as the kept span */
+		uint64_t now = hgt__now_ns(), due = next_due(f), at = due < next ? due : next;
 		struct pollfd p = { .fd = f->efd, .events = POLLIN };
 		uint64_t v;
 
-		if (now < next && !f->manual) {
-			if (poll(&p, 1, (int)((next - now) / 1000000 + 1)) > 0 &&
+		if (now < at && !f->manual) {
+			if (poll(&p, 1, (int)((at - now) / 1000000 + 1)) > 0 &&
 			    read(f->efd, &v, sizeof(v)) < 0)
 				continue;
-			if (f->stop || (hgt__now_ns() < next && !f->manual))
+			if (f->stop || (hgt__now_ns() < at && !f->manual))
 				continue;
 		}
 		now = hgt__now_ns();

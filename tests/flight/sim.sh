@@ -23,6 +23,8 @@
 #  - searches slower than a tick: the trims go on a quarter tick apart, and the disk
 #    holds no more than the pages fed in the kept span and half a tick; a search longer
 #    than the kept span leaves before its pages: none is punched out as it reads them;
+#  - a window saved when it is due, not at the tick after: the disk holds the kept span
+#    and half a tick, when the window due spans the kept span;
 #  - bad triggers and options: one error line each.
 # Usage: sim.sh HGTRACE
 HGTRACE=$(realpath "$1")
@@ -455,6 +457,24 @@ case $r in
 ok*) tap_ok "a search longer than the kept span leaves: ${r#ok }" ;;
 *) tap_fail "a search longer than the kept span leaves: $r" ;;
 esac
+
+# 2h. A window saved when it is due, not at the tick after: the trimmer holds a window
+# until its save copies it, and with --flush 1 --tick 1 a window due (1 s, two ticks and
+# the flush before the SIGUSR1; the after time, the flush and a tick after it) spans the
+# kept span (6.1 s) exactly. SIGUSR1 when 10 s are fed, ticks a tick apart from it (a tick
+# takes it): due 2.1 s after, 0.9 s before the next tick (the search before the save takes
+# some 50 ms). Checked against the feed's own log, as in 2d: the disk (the flight's figure
+# and this test's own samples) holds no more than was fed in the kept span, half a tick
+# and 0.1 s; the window was saved.
+read -r flight sampled span keep < <(usr1_at=100 fed_disk k 150 0.6 --tick 1 --window 1 \
+	--after 0.1 --flush 1 --trigger 'wakeup>900ms')
+saved=$(grep -c 'trigger 1: saved' k.log)
+if [ "$flight" -le "$span" ] && [ "$sampled" -le "$span" ] && [ "$saved" = 1 ] &&
+	[ "$(cat k.rc)" = 0 ]; then
+	tap_ok "a window saved when due: disk at most $flight B (flight's figure), $sampled B (sampled), against $span B fed in the kept span ($keep s), half a tick and 0.1 s; $saved saved"
+else
+	tap_fail "a window saved when due: disk at most $flight B (flight's figure), $sampled B (sampled), against $span B fed in the kept span ($keep s), half a tick and 0.1 s; $saved saved; exit $(cat k.rc)"
+fi
 
 # 3. Bad input: one line each.
 for bad in 'wakeup>5' 'wakeup=5ms' 'pair:sched_switch>5ms' 'exit>5ms' 'bogus>1ms' \
