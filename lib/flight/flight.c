@@ -3,9 +3,10 @@
  * The flight recorder. It works on recordings in progress (OUTPUT.recording: head.dat and
  * a file of pages per CPU, written as they are read) and needs nothing of the recorders
  * but those files:
- *  - every tick it notes how long each CPU file is, so that "the pages written since T"
- *    is an offset per file (pages reach the files at most the recorder's flush interval
- *    after their events, so a page written since T holds every event since T);
+ *  - every tick, and four times a tick by the trimmer, it notes how long each CPU file
+ *    is, so that "the pages written since T" is an offset per file (pages reach the
+ *    files at most the recorder's flush interval after their events, so a page written
+ *    since T holds every event since T);
  *  - it writes the head of the recordings (a restore's, no page) and runs hgt_why() over
  *    the last window's pages, read where they are in the CPU files (opened(),
  *    hgt__input_cpu_elsewhere()), with each trigger's measure; a delay over a trigger's
