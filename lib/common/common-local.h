@@ -104,6 +104,18 @@ int hgt__bgwrite_end(struct hgt__bgwrite *w);
 
 /* blob.c: "00" to "99", two digits per division */
 extern const char hgt__digit_pairs[201];
+/* blob.c: "00" to "ff", two hex digits per byte */
+extern const char hgt__hex_pairs[513];
+/* @v's last @digits hex digits (lowercase) ending at @end, written backwards */
+static inline void hgt__put_hex_back(char *end, uint64_t v, int digits)
+{
+	for (; digits >= 2; digits -= 2, v >>= 8) {
+		end -= 2;
+		memcpy(end, hgt__hex_pairs + 2 * (v & 0xff), 2);
+	}
+	if (digits)
+		end[-1] = hgt__hex_pairs[2 * (v & 15) + 1];
+}
 
 /* the number of decimal digits of @v */
 static inline int hgt__ndigits(unsigned long long v)

@@ -52,6 +52,9 @@ struct hgt__line {
 		uint8_t len; /* 0: none */
 		char text[43];
 	} pid_col[512];
+	/* the latency column of the last (flags, preempt count) printed: most lines repeat it */
+	unsigned int lat_flags, lat_pc;
+	char lat_txt[6]; /* "" before the first */
 	/* the time column's seconds, as last printed */
 	uint64_t tsec;
 	char tsec_txt[24];

@@ -1030,11 +1030,11 @@ static void put_int(struct run *r, const struct piece *pc, uint64_t v)
 	}
 	q += len;
 	r->n = (size_t)(q - r->out);
-	if (hex) {
-		const char *digits = pc->conv == 'x' ? "0123456789abcdef" : "0123456789ABCDEF";
-
+	if (hex && pc->conv == 'x') {
+		hgt__put_hex_back(q, v, (int)len);
+	} else if (hex) {
 		do
-			*--q = digits[v & 15];
+			*--q = "0123456789ABCDEF"[v & 15];
 		while (v >>= 4);
 	} else {
 		for (; v >= 100; v /= 100) {
@@ -1066,10 +1066,7 @@ static void put_hexw_n(struct run *r, const char *prefix, size_t plen, uint64_t 
 	memcpy(r->out + r->n, prefix, plen);
 	r->n += plen + (size_t)digits;
 	q = r->out + r->n;
-	while (digits--) {
-		*--q = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	}
+	hgt__put_hex_back(q, v, digits);
 }
 
 /* The prefix is a string literal (pasted to "": anything else does not compile), its length

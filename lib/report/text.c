@@ -37,6 +37,7 @@ int hgt__line_init(struct hgt__line *l)
 	memset(l->common, 0, sizeof(l->common));
 	l->common_next = 0;
 	l->tsec_len = 0;
+	l->lat_txt[0] = 0;
 	l->ocap = HGT__OBUF;
 	l->obuf = malloc(HGT__OBUF);
 	trace_seq_init(&l->info);
@@ -463,12 +464,18 @@ void hgt__line_print(struct hgt__line *l, const struct hgt__line_ctx *c, struct 
 				     fast ? common_read(cm, rec, CF_FLAGS)
 					  : (unsigned int)tep_data_flags(c->tep, rec));
 	} else if (c->latency) {
+		unsigned int flags = fast ? common_read(cm, rec, CF_FLAGS)
+					  : (unsigned int)tep_data_flags(c->tep, rec);
+		unsigned int pc = fast ? common_read(cm, rec, CF_PC)
+				       : (unsigned int)tep_data_preempt_count(c->tep, rec);
+
+		if (!l->lat_txt[0] || flags != l->lat_flags || pc != l->lat_pc) {
+			hgt_report_latency(l->lat_txt, flags, pc);
+			l->lat_flags = flags;
+			l->lat_pc = pc;
+		}
 		p[n++] = ' ';
-		hgt_report_latency(p + n,
-				   fast ? common_read(cm, rec, CF_FLAGS)
-					: (unsigned int)tep_data_flags(c->tep, rec),
-				   fast ? common_read(cm, rec, CF_PC)
-					: (unsigned int)tep_data_preempt_count(c->tep, rec));
+		memcpy(p + n, l->lat_txt, 5);
 		n += 5;
 	}
 	if (c->in_usecs)

@@ -207,6 +207,20 @@ static void test_json_escapes_anywhere(void **state)
 	free(b.p);
 }
 
+/* @rec's line printed by @l alone into @out (a memstream over *@len, rewound first) */
+static void line_to(struct hgt__line *l, const struct hgt__line_ctx *c, struct tep_record *rec,
+		    FILE *out, size_t *len)
+{
+	unsigned long long last = 0;
+
+	fflush(out);
+	*len = 0;
+	rewind(out);
+	hgt__line_print(l, c, rec, &last, out);
+	hgt__line_flush(l, out);
+	fflush(out);
+}
+
 /* The comm and pid columns of a line as libtraceevent prints them ("%16s-%-5d"), for the
  * same pid in two handles, before and after its comm is registered in one (as the
  * sched_switch plugin does mid-report): the columns a printer remembers must follow. */
@@ -242,17 +256,11 @@ static void test_comm_pid_columns_follow_libtraceevent(void **state)
 		uint8_t d[12] = { 7, 0 };
 		struct tep_record rec = { .ts = 1000 + i, .data = d, .size = sizeof(d) };
 		struct hgt__line_ctx c = { .tep = t[steps[i].h], .in_usecs = true };
-		unsigned long long last = 0;
 
 		memcpy(d + 4, &steps[i].pid, 4);
 		if (steps[i].comm)
 			tep_register_comm(t[steps[i].h], steps[i].comm, steps[i].pid);
-		fflush(out);
-		len = 0;
-		rewind(out);
-		hgt__line_print(&l, &c, &rec, &last, out);
-		hgt__line_flush(&l, out);
-		fflush(out);
+		line_to(&l, &c, &rec, out, &len);
 		trace_seq_reset(&s);
 		tep_print_event(t[steps[i].h], &s, &rec, "%16s-%-5d", TEP_PRINT_COMM,
 				TEP_PRINT_PID);
@@ -276,6 +284,55 @@ static void test_comm_pid_columns_follow_libtraceevent(void **state)
 	tep_free(t[1]);
 }
 
+/* The latency column of each line as libtraceevent prints that record's, when the lines
+ * before had the same flags and another preempt count, or the same count and other flags
+ * (a printer that remembers the last column must look at both). */
+static void test_latency_column_follows_each_record(void **state)
+{
+	static const uint8_t pcs[] = { 0, 1, 0x10, 0x21, 0xff };
+	enum { NP = sizeof(pcs) };
+	struct hgt__line l;
+	char *buf = NULL, want[64];
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	int checked = 0;
+
+	assert_non_null(out);
+	assert_int_equal(hgt__line_init(&l), 0);
+	/* each flags value through every count, then each count through every flags value */
+	for (int i = 0; i < 2 * 0x20 * NP; i++) {
+		int k = i % (0x20 * NP);
+		unsigned int flags = i < 0x20 * NP ? (unsigned int)k / NP : (unsigned int)k % 0x20;
+		unsigned int pc = i < 0x20 * NP ? pcs[k % NP] : pcs[k / 0x20];
+		struct tep_record rec = { .ts = 1000 + (unsigned long long)i,
+					  .data = data,
+					  .size = sizeof(data) };
+		struct hgt__line_ctx c = { .tep = tep, .in_usecs = true, .latency = true };
+		const char *col;
+
+		data[2] = (uint8_t)flags;
+		data[3] = (uint8_t)pc;
+		line_to(&l, &c, &rec, out, &len);
+		tep_says(want, "%s", TEP_PRINT_LATENCY, 0);
+		col = memmem(buf, len, "] ", 2);
+		assert_non_null(col);
+		if ((size_t)(col + 2 - buf) + strlen(want) > len ||
+		    strncmp(col + 2, want, strlen(want))) {
+			print_message(
+				"# flags 0x%x, preempt count 0x%x: \"%.*s\", libtraceevent: \"%s\"\n",
+				flags, pc, (int)len, buf, want);
+			fail();
+		}
+		checked++;
+	}
+	print_message("# %d lines' latency columns as libtraceevent's, after every neighbour\n",
+		      checked);
+	data[2] = data[3] = 0;
+	hgt__line_fini(&l);
+	fclose(out);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_json_escapes_every_byte),
 		cmocka_unit_test(test_json_escapes_anywhere),
 		cmocka_unit_test(test_comm_pid_columns_follow_libtraceevent),
+		cmocka_unit_test(test_latency_column_follows_each_record),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
