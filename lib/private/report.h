@@ -44,6 +44,7 @@ struct hgt__line {
 	size_t ocap;
 	bool grow; /* keep everything in obuf (growing it) instead of writing to the FILE */
 	bool oom;  /* growing failed: lines were lost */
+	int werr;  /* -errno of the first write to the FILE that failed: none is tried after */
 	struct hgt__comm_cache comm_cache;
 	/* "%16s-%-5d" of a pid's comm and the pid, as made once its comm was known */
 	struct {

@@ -492,6 +492,7 @@ struct par_state {
 	struct hgt__par_handle *hs;
 	char (*prefix)[512];
 	FILE *out;
+	int *werr; /* the line's: the first write that failed */
 };
 
 /* A formatting context of the parallel report: one worker's line buffer over its inputs. */
@@ -581,8 +582,14 @@ static int par_format(void *ctx, const struct hgt__par_item *it, int n, uint8_t 
 static int par_write(void *arg, struct hgt__blob *text)
 {
 	const struct par_state *ps = arg;
+	int err = 0;
 
-	return fwrite(text->p, 1, text->len, ps->out) == text->len ? 0 : -EIO;
+	errno = 0;
+	if (fwrite(text->p, 1, text->len, ps->out) != text->len)
+		err = errno ? -errno : -EIO;
+	if (err && !*ps->werr)
+		*ps->werr = err;
+	return err;
 }
 
 static int top_of(const struct report *r, const struct handle *h)
@@ -660,6 +667,7 @@ static void par_state_init(struct report *r, struct par_state *ps, const struct 
 		}
 	}
 	ps->out = r->out;
+	ps->werr = &r->line.werr;
 	ps->par = hgt__par_new(n, paths, ins, r->nr_top,
 			       (r->o->no_plugins ? HGT_OPEN_NO_PLUGINS : 0) | HGT_OPEN_QUIET,
 			       r->o->nsec, km, &ops);
@@ -780,6 +788,10 @@ static int print_events(struct report *r)
 			hgt__line_put(&r->line, r->out, h->pre, h->pre_len);
 		}
 		hgt__line_print(&r->line, &lc, rec, &r->last_ts, r->out);
+		if (r->line.werr) {
+			ret = r->line.werr;
+			break;
+		}
 	}
 	if (ps.par) {
 		int pret = hgt__par_finish(ps.par);
@@ -953,7 +965,11 @@ int hgt_report(const struct hgt_report_opts *opts)
 	if (opts->mode == HGT_REPORT_EVENTS)
 		ret = print_events(&r);
 out:
-	fflush(r.out);
+	errno = 0;
+	if ((fflush(r.out) || ferror(r.out)) && !r.line.werr)
+		r.line.werr = -(errno ? errno : EIO);
+	if (r.line.werr && (ret >= 0 || ret == r.line.werr))
+		ret = hgt__errorf(-r.line.werr, "report: write failed: %s", strerror(-r.line.werr));
 	report_free(&r);
 	return ret;
 }

@@ -5,6 +5,7 @@
  * The info text comes from libtraceevent (plugins or the event's print fmt); everything
  * around it is formatted here, with the same rules libtraceevent applies.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ int hgt__line_init(struct hgt__line *l)
 	l->olen = 0;
 	l->grow = false;
 	l->oom = false;
+	l->werr = 0;
 	memset(&l->comm_cache, 0, sizeof(l->comm_cache));
 	memset(l->pid_col, 0, sizeof(l->pid_col));
 	memset(l->event_cache, 0, sizeof(l->event_cache));
@@ -100,6 +102,16 @@ void hgt__format_time_col(char *buf, uint64_t ts, bool in_usecs, bool nsec)
 		hgt_report_format_time(buf, ts, 6, 1000);
 }
 
+/* @n bytes of @p to @out, unless a write failed before (l->werr says how). */
+static void line_write(struct hgt__line *l, FILE *out, const void *p, size_t n)
+{
+	if (l->werr || !n)
+		return;
+	errno = 0;
+	if (fwrite(p, 1, n, out) != n)
+		l->werr = -(errno ? errno : EIO);
+}
+
 /* Output buffer: lines are assembled here and written in large pieces. */
 static char *obuf_reserve(struct hgt__line *l, FILE *out, size_t n)
 {
@@ -117,7 +129,7 @@ static char *obuf_reserve(struct hgt__line *l, FILE *out, size_t n)
 	if (l->olen + n > l->ocap) {
 		if (!out)
 			return NULL;
-		fwrite(l->obuf, 1, l->olen, out);
+		line_write(l, out, l->obuf, l->olen);
 		l->olen = 0;
 	}
 	if (n > l->ocap)
@@ -131,7 +143,7 @@ void hgt__line_put(struct hgt__line *l, FILE *out, const char *s, size_t n)
 
 	if (!p) { /* longer than the buffer: write it through */
 		if (out)
-			fwrite(s, 1, n, out);
+			line_write(l, out, s, n);
 		return;
 	}
 	memcpy(p, s, n);
@@ -140,8 +152,8 @@ void hgt__line_put(struct hgt__line *l, FILE *out, const char *s, size_t n)
 
 void hgt__line_flush(struct hgt__line *l, FILE *out)
 {
-	if (l->olen && out)
-		fwrite(l->obuf, 1, l->olen, out);
+	if (out)
+		line_write(l, out, l->obuf, l->olen);
 	l->olen = 0;
 }
 

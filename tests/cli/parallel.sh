@@ -96,6 +96,25 @@ else
 	tap_skip "c-guest.dat: comms against trace-cmd" "trace-cmd is not installed"
 fi
 
+# A full device (writes fail with ENOSPC): one line that says so, exit 1, with one thread
+# and with workers; a reader gone (| head): the end SIGPIPE gives a lone writer, no message,
+# for report and export (whose writes run in a thread of its own, signals blocked).
+for th in 1 3; do
+	TAP_WANT="report: write failed: No space left on device" tap_refuses \
+		"report > /dev/full, HGT_THREADS=$th" "" \
+		sh -c 'HGT_THREADS=$1 exec "$0" report s-host.dat s-guest.dat > /dev/full' "$HGTRACE" $th
+	HGT_THREADS=$th "$HGTRACE" report s-host.dat s-guest.dat 2> pipe.err | head -c 100 > /dev/null
+	st=${PIPESTATUS[0]}
+	[ "$st" = 141 ] && [ ! -s pipe.err ] &&
+		tap_ok "report | head, HGT_THREADS=$th: ended by SIGPIPE (status $st), nothing said" ||
+		tap_fail "report | head, HGT_THREADS=$th: status $st (want 141), said: $(cat pipe.err)"
+done
+"$HGTRACE" export --format chrome-json s-host.dat s-guest.dat 2> pipe.err | head -c 100 > /dev/null
+st=${PIPESTATUS[0]}
+[ "$st" = 141 ] && [ ! -s pipe.err ] &&
+	tap_ok "export | head: ended by SIGPIPE (status $st), nothing said" ||
+	tap_fail "export | head: status $st (want 141), said: $(cat pipe.err)"
+
 # How many threads by default: one per free CPU (its affinity's, less the tasks running
 # elsewhere), so none beside the main one on one CPU, or with every CPU busy. Counted in
 # /proc once the report's output has begun (its workers start before it prints, and none

@@ -77,6 +77,8 @@ int cmd_export(int argc, char **argv)
 
 		ret = perfetto ? hgt_export_perfetto(&eo) : hgt_export_chrome(&eo);
 	}
+	if (ret && (!out || !strcmp(out, "-")))
+		cmd_end_if_reader_gone(ret);
 	if (ret)
 		cmd_error("export failed");
 	return cmd_out_close("export", out, f, nf, !ret) ? 1 : 0;

@@ -286,6 +286,7 @@ static int report_run(struct report_args *a, struct hgt_report_opts *o)
 	o->nr_cpus = a->nr_cpus;
 	ret = hgt_report(o);
 	if (ret < 0) {
+		cmd_end_if_reader_gone(ret);
 		cmd_error(strerror(-ret));
 		ret = 1;
 	}

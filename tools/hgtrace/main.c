@@ -201,6 +201,14 @@ void cmd_error(const char *fallback)
 		fprintf(stderr, "hgtrace: %s\n", e);
 }
 
+void cmd_end_if_reader_gone(int ret)
+{
+	if (ret != -EPIPE)
+		return;
+	signal(SIGPIPE, SIG_DFL);
+	raise(SIGPIPE);
+}
+
 static void usage(FILE *f)
 {
 	size_t i;
