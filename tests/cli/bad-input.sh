@@ -308,17 +308,37 @@ for cmd in dump report; do
 done
 rm -f "$t/pad.dat"
 
+# refused_once WHAT NEEDLE OUT CMD...: CMD (its output to OUT) exits 1 with one line on
+# stderr that contains NEEDLE.
+refused_once() {
+	local what=$1 needle=$2 out=$3 rc
+	shift 3
+	"$@" > "$out" 2> "$t/err"
+	rc=$?
+	if [ $rc = 1 ] && [ "$(wc -l < "$t/err")" = 1 ] && grep -qF -- "$needle" "$t/err"; then
+		tap_ok "$what: exit 1 ($(cat "$t/err"))"
+	else
+		tap_fail "$what: exit $rc: $(head -2 "$t/err")"
+	fi
+}
+
 # A FIFO with no writer: refused at once, one line, for every command that reads files.
 mkfifo "$t/fifo"
 for c in report dump simpletrace "convert -o $t/x.dat -i" "attach $data/tsc.dat" "sync-check $data/tsc.dat" \
 	export why; do
+	# shellcheck disable=SC2086 # exit 124: the timeout's, it hung
+	refused_once "${c%% *} on a FIFO with no writer, refused at once" \
+		"fifo: not a regular file" /dev/null timeout 10 "$HGTRACE" $c "$t/fifo"
+done
+
+# Standard output on a full device: every command that prints to it says so in one line and
+# exits 1 (a command that did not look at its writes included: main.c checks at the end).
+"$HGTRACE" simulate -o "$t/s" --vcpus 2 --events 2000 --embed-sync > /dev/null
+for c in "report $data/tsc.dat" "dump $data/tsc.dat" "sync-check $t/s-host.dat $t/s-guest.dat" \
+	"simulate -o - --events 100" \
+	"report --stat $data/tsc.dat"; do
 	# shellcheck disable=SC2086
-	timeout 10 "$HGTRACE" $c "$t/fifo" > /dev/null 2> "$t/err"
-	rc=$?
-	if [ $rc = 1 ] && [ "$(wc -l < "$t/err")" = 1 ] && grep -q "fifo: not a regular file" "$t/err"; then
-		tap_ok "${c%% *} on a FIFO with no writer: refused at once ($(cat "$t/err"))"
-	else
-		tap_fail "${c%% *} on a FIFO: exit $rc (124: it hung): $(head -2 "$t/err")"
-	fi
+	refused_once "${c%% *} > /dev/full" "${c%% *}: write failed: No space left on device" \
+		/dev/full "$HGTRACE" $c
 done
 tap_done

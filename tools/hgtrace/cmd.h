@@ -92,7 +92,8 @@ int cmd_out_close(const char *cmd, const char *path, FILE *f, struct hgt_newfile
 void cmd_error(const char *fallback);
 /* A command's standard output whose reader went away (@ret is -EPIPE: `hgtrace report | head`)
  * ends it as SIGPIPE ends a program that writes it alone, with no message (its writes may
- * have run in a library thread, where signals are blocked); otherwise it returns. */
+ * have run in a library thread, where signals are blocked); otherwise, or when the command
+ * ignores SIGPIPE, it returns. */
 void cmd_end_if_reader_gone(int ret);
 
 /* The flight recorder's options (cmd-flight.c), shared by record --flight and flight. */

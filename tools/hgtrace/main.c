@@ -203,10 +203,30 @@ void cmd_error(const char *fallback)
 
 void cmd_end_if_reader_gone(int ret)
 {
-	if (ret != -EPIPE)
+	struct sigaction sa;
+
+	/* a command that ignores SIGPIPE (cmd_catch_stop()) takes EPIPE as an error */
+	if (ret != -EPIPE || sigaction(SIGPIPE, NULL, &sa) || sa.sa_handler == SIG_IGN)
 		return;
 	signal(SIGPIPE, SIG_DFL);
 	raise(SIGPIPE);
+}
+
+/* Standard output flushed at the end of command @cmd, which returned @ret: a write that
+ * failed (a full disk) is an error even when the command did not see it (printf()s). */
+static int close_stdout(const char *cmd, int ret)
+{
+	int err;
+
+	errno = 0;
+	if (!fflush(stdout) && !ferror(stdout))
+		return ret;
+	err = errno ? errno : EIO;
+	cmd_end_if_reader_gone(-err);
+	if (ret)
+		return ret; /* said already */
+	fprintf(stderr, "hgtrace: %s: write failed: %s\n", cmd, strerror(err));
+	return 1;
 }
 
 static void usage(FILE *f)
@@ -236,7 +256,7 @@ int main(int argc, char **argv)
 	signal(SIGXFSZ, SIG_IGN);
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].fn(argc - 1, argv + 1);
+			return close_stdout(cmds[i].name, cmds[i].fn(argc - 1, argv + 1));
 	fprintf(stderr, "hgtrace: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return 2;
