@@ -147,4 +147,18 @@ static inline int hgt__ndigits(unsigned long long v)
 	return v ? t + 1 - (v < pow10[t]) : 1;
 }
 
+/* @v's decimal digits (all hgt__ndigits(@v) of them) ending at @end, written backwards, two
+ * per division */
+static inline void hgt__put_dec_back(char *end, uint64_t v)
+{
+	for (; v >= 100; v /= 100) {
+		end -= 2;
+		memcpy(end, hgt__digit_pairs + 2 * (v % 100), 2);
+	}
+	if (v >= 10)
+		memcpy(end - 2, hgt__digit_pairs + 2 * v, 2);
+	else
+		end[-1] = (char)('0' + v);
+}
+
 #endif

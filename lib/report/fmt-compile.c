@@ -1037,14 +1037,7 @@ static void put_int(struct run *r, const struct piece *pc, uint64_t v)
 			*--q = "0123456789ABCDEF"[v & 15];
 		while (v >>= 4);
 	} else {
-		for (; v >= 100; v /= 100) {
-			q -= 2;
-			memcpy(q, hgt__digit_pairs + 2 * (v % 100), 2);
-		}
-		if (v >= 10)
-			memcpy(q - 2, hgt__digit_pairs + 2 * v, 2);
-		else
-			q[-1] = (char)('0' + v);
+		hgt__put_dec_back(q, v);
 	}
 	if (pad && pc->left) {
 		memset(r->out + r->n, ' ', pad);
@@ -1213,18 +1206,22 @@ static void run_piece(struct run *r, const struct piece *pc)
 static void put_num(struct run *r, const char *prefix, bool neg, uint64_t v, int width,
 		    const char *suffix)
 {
-	char d[24], *q = d + sizeof(d);
+	size_t plen = strlen(prefix), slen = strlen(suffix), nd = (size_t)hgt__ndigits(v);
+	size_t pad = width > 0 && (size_t)width > nd ? (size_t)width - nd : 0;
+	char *q;
 
-	put(r, prefix, strlen(prefix));
-	do {
-		*--q = (char)('0' + v % 10);
-		v /= 10;
-		width--;
-	} while (v || width > 0);
+	if (!room(r, plen + neg + pad + nd + slen))
+		return;
+	q = r->out + r->n;
+	memcpy(q, prefix, plen);
+	q += plen;
 	if (neg)
-		*--q = '-';
-	put(r, q, (size_t)(d + sizeof(d) - q));
-	put(r, suffix, strlen(suffix));
+		*q++ = '-';
+	memset(q, '0', pad);
+	q += pad + nd;
+	hgt__put_dec_back(q, v);
+	memcpy(q, suffix, slen);
+	r->n = (size_t)(q + slen - r->out);
 }
 
 static void put_s64(struct run *r, const char *prefix, int64_t v, const char *suffix)

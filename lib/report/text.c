@@ -163,21 +163,9 @@ void hgt__line_flush(struct hgt__line *l, FILE *out)
 static size_t put_uint(char *p, uint64_t v, int width, bool left, char pad)
 {
 	size_t n = (size_t)hgt__ndigits(v), len = n > (size_t)width ? n : (size_t)width, i;
-	char *d = p + (left ? 0 : len - n), *q = d + n;
+	char *d = p + (left ? 0 : len - n);
 
-	while (v >= 100) { /* two digits per division */
-		unsigned int r = (unsigned int)(v % 100);
-
-		v /= 100;
-		q -= 2;
-		memcpy(q, hgt__digit_pairs + 2 * r, 2);
-	}
-	if (v >= 10) {
-		q -= 2;
-		memcpy(q, hgt__digit_pairs + 2 * v, 2);
-	} else {
-		*--q = (char)('0' + v);
-	}
+	hgt__put_dec_back(d + n, v);
 	if (left)
 		for (i = n; i < len; i++)
 			p[i] = ' ';
