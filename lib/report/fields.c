@@ -165,9 +165,40 @@ void hgt__bytes_text(struct hgt__blob *b, const char *p, size_t n)
  */
 unsigned long long hgt__field_num(const struct tep_format_field *f, const struct tep_record *rec)
 {
+	const uint8_t *p;
 	unsigned long long v = 0;
 
-	if (f && f->offset + f->size <= rec->size)
-		tep_read_number_field((struct tep_format_field *)f, rec->data, &v);
+	if (!f || f->offset + f->size > rec->size)
+		return 0;
+	p = (const uint8_t *)rec->data + f->offset;
+	/* the file's byte order the machine's: read in place (tep_read_number_field() is two
+	 * calls and a switch per field) */
+	if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && !tep_is_file_bigendian(f->event->tep)) {
+		switch (f->size) {
+		case 1:
+			return p[0];
+		case 2: {
+			uint16_t x;
+
+			memcpy(&x, p, 2);
+			return x;
+		}
+		case 4: {
+			uint32_t x;
+
+			memcpy(&x, p, 4);
+			return x;
+		}
+		case 8: {
+			uint64_t x;
+
+			memcpy(&x, p, 8);
+			return x;
+		}
+		default:
+			return 0;
+		}
+	}
+	tep_read_number_field((struct tep_format_field *)f, rec->data, &v);
 	return v;
 }

@@ -152,7 +152,8 @@ struct delay {
 struct input {
 	struct hgt_input *in;
 	struct tep_handle *tep;
-	struct hgt_clock clk; /* the merge keeps a pointer to it */
+	int type_off, pid_off; /* hgt__type_offset(), hgt__pid_offset() of tep */
+	struct hgt_clock clk;  /* the merge keeps a pointer to it */
 	struct hgt_cursor **cur;
 	uint64_t *last;	     /* per CPU: the time of its last record (0: none) */
 	uint64_t *first_end; /* per CPU: the time of the last record of its first page */
@@ -182,7 +183,7 @@ struct why {
 	/* host side */
 	struct tep_event *entry, *exit_, *sw, *wake1, *wake2, *irq_en, *irq_ex, *sirq_en, *sirq_ex;
 	struct tep_format_field *x_reason, *x_isa, *sw_prev, *sw_state, *sw_next, *sw_ncomm,
-		*wk_pid, *wk_cpu, *irq_nr, *irq_name, *sirq_vec;
+		*wk1_pid, *wk1_cpu, *wk2_pid, *wk2_cpu, *irq_nr, *irq_name, *sirq_vec;
 	int nr_cpus;
 	uint32_t *cpu_cat; /* the preempted-by category of the task running on each host CPU */
 	int *cpu_pid;	   /* and its pid (-1: not known yet) */
@@ -375,10 +376,33 @@ static void cpu_runs(struct why *w, int cpu, int pid, const char *comm, size_t n
 	}
 }
 
+/* "irq ID NAME" into @what (@cap bytes), as snprintf()'s "irq %d %.*s" (@n) writes it:
+ * this runs at every interrupt on the host */
+static void irq_text(char *what, size_t cap, int id, const char *name, size_t n)
+{
+	size_t o = 4;
+
+	if (id < 0 || cap < 24) {
+		snprintf(what, cap, "irq %d %.*s", id, (int)n, name);
+		return;
+	}
+	memcpy(what, "irq ", 4);
+	o += (size_t)hgt__ndigits((unsigned int)id);
+	hgt__put_dec_back(what + o, (unsigned int)id);
+	what[o++] = ' ';
+	n = strnlen(name, n);
+	if (n > cap - 1 - o)
+		n = cap - 1 - o;
+	memcpy(what + o, name, n);
+	what[o + n] = 0;
+}
+
 static void host_record(struct why *w, struct tep_record *rec)
 {
-	struct tep_handle *tep = hgt_input_tep(w->in[w->host].in);
-	int type = tep_data_type(tep, rec), cpu = rec->cpu, pid = tep_data_pid(tep, rec);
+	struct input *h = &w->in[w->host];
+	struct tep_handle *tep = h->tep;
+	int type = hgt__record_type(tep, h->type_off, rec), cpu = rec->cpu,
+	    pid = hgt__record_pid(tep, h->pid_off, rec);
 	struct thread *t;
 
 	if (rec->ts > w->host_end)
@@ -422,11 +446,11 @@ static void host_record(struct why *w, struct tep_record *rec)
 		}
 		cpu_runs(w, cpu, next, comm, n, rec->ts, false);
 	} else if ((w->wake1 && type == w->wake1->id) || (w->wake2 && type == w->wake2->id)) {
-		struct tep_event *ev = w->wake1 && type == w->wake1->id ? w->wake1 : w->wake2;
-		struct tep_format_field *tc = tep_find_field(ev, "target_cpu");
+		bool one = w->wake1 && type == w->wake1->id;
+		struct tep_format_field *tc = one ? w->wk1_cpu : w->wk2_cpu;
 		int target = tc ? (int)hgt__field_num(tc, rec) : cpu;
 
-		t = thread_of(w, (int)hgt__field_num(tep_find_field(ev, "pid"), rec));
+		t = thread_of(w, (int)hgt__field_num(one ? w->wk1_pid : w->wk2_pid, rec));
 		if (t && !t->waiting && target >= 0 && target < w->nr_cpus) {
 			/* woken: runnable, waiting for its CPU's current task */
 			t->waiting = true;
@@ -446,13 +470,15 @@ static void host_record(struct why *w, struct tep_record *rec)
 				size_t n = str(w->irq_name, rec, &name);
 
 				id = (int)hgt__field_num(w->irq_nr, rec);
-				snprintf(what, sizeof(what), "irq %d %.*s", id, (int)n, name);
+				irq_text(what, sizeof(what), id, name, n);
 			} else {
 				unsigned long long v = hgt__field_num(w->sirq_vec, rec);
+				const char *name = v < 10 ? softirqs[v] : "?";
+				size_t n = strlen(name);
 
 				id = 1000 + (int)(v & 0xffff);
-				snprintf(what, sizeof(what), "softirq %s",
-					 v < 10 ? softirqs[v] : "?");
+				memcpy(what, "softirq ", 8);
+				memcpy(what + 8, name, n + 1);
 			}
 			if (!t->irq_depth++)
 				t->saved = t->cat[t->n - 1];
@@ -495,7 +521,8 @@ static int add_delay(struct why *w, unsigned int kind, int input, struct tep_rec
 		comm = tep_data_comm_from_pid(w->in[input].tep, pid);
 		n = strlen(comm);
 	}
-	snprintf(d->comm, sizeof(d->comm), "%.*s", (int)(n < 16 ? n : 15), comm);
+	n = strnlen(comm, n < sizeof(d->comm) ? n : sizeof(d->comm) - 1);
+	memcpy(d->comm, comm, n); /* NUL-ended: d was cleared */
 	return 0;
 }
 
@@ -521,17 +548,19 @@ static void cancels_done(struct input *g, int cpu)
 static int guest_record(struct why *w, int idx, struct tep_record *rec)
 {
 	struct input *g = &w->in[idx];
-	int type = tep_data_type(g->tep, rec), ret = 0;
+	int type = hgt__record_type(g->tep, g->type_off, rec), ret = 0;
 	uint64_t *p;
 
 	if ((w->o.kinds & HGT_WHY_PAIR) && g->from && g->to) {
-		uint64_t key = w->o.match_cpu ? (uint64_t)rec->cpu
-					      : (uint64_t)(uint32_t)tep_data_pid(g->tep, rec);
+		uint64_t key =
+			w->o.match_cpu
+				? (uint64_t)rec->cpu
+				: (uint64_t)(uint32_t)hgt__record_pid(g->tep, g->pid_off, rec);
 
 		/* the end first: an event that is both ends closes one pair, opens the next */
 		if (tep_filter_match(g->to, rec) == TEP_ERRNO__FILTER_MATCH &&
 		    (p = map_find(&g->pair, key))) {
-			int pid = tep_data_pid(g->tep, rec);
+			int pid = hgt__record_pid(g->tep, g->pid_off, rec);
 
 			ret = add_delay(w, HGT_WHY_PAIR, idx, rec, *p, *p, pid, NULL, 0);
 			map_del(&g->pair, key);
@@ -589,7 +618,7 @@ static int guest_record(struct why *w, int idx, struct tep_record *rec)
 
 			/* in the guest's clock, ns: the delay ends at the handler */
 			if (late > 0 && (uint64_t)late < rec->ts) {
-				int pid = tep_data_pid(g->tep, rec);
+				int pid = hgt__record_pid(g->tep, g->pid_off, rec);
 				uint64_t from = rec->ts - (uint64_t)late;
 
 				ret = add_delay(w, HGT_WHY_TIMER, idx, rec, from, at ? *at : from,
@@ -741,6 +770,14 @@ static void setup_host(struct why *w)
 		if (!w->sw_prev || !w->sw_next)
 			w->sw = NULL;
 	}
+	if (w->wake1) {
+		w->wk1_pid = tep_find_field(w->wake1, "pid");
+		w->wk1_cpu = tep_find_field(w->wake1, "target_cpu");
+	}
+	if (w->wake2) {
+		w->wk2_pid = tep_find_field(w->wake2, "pid");
+		w->wk2_cpu = tep_find_field(w->wake2, "target_cpu");
+	}
 	if (w->irq_en) {
 		w->irq_nr = tep_find_field(w->irq_en, "irq");
 		w->irq_name = tep_find_field(w->irq_en, "name");
@@ -834,6 +871,8 @@ static int open_inputs(struct why *w, struct hgt_merge *m, const struct hgt__why
 		if (hgt_input_top_buffer(g->in) < 0 || !g->tep)
 			return why_error(ENOTSUP, "%s: a latency trace%s: no events to explain",
 					 w->o.inputs[i], "");
+		g->type_off = hgt__type_offset(g->tep);
+		g->pid_off = hgt__pid_offset(g->tep);
 	}
 	w->host = find_host(w);
 	if (w->host >= 0)

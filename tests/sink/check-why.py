@@ -88,7 +88,7 @@ kvm = " kvm_entry: " in text
 # sched_wakeup where the guest has it (as why), else sched_waking
 wake_event = "sched_wakeup" if re.search(r"^\s*%s: .* sched_wakeup: " % re.escape(guest_file), text, re.M) else "sched_waking"
 del text
-delays = []  # (kind, cpu, from, to, pid)
+delays = []  # (kind, cpu, from, to, (pid, comm))
 pending, running, timers = {}, {}, {}
 n_host = n_guest = 0
 for l in open(sys.argv[2], errors="replace"):
@@ -166,7 +166,7 @@ for l in open(sys.argv[2], errors="replace"):
         running[cpu] = nxt
         pending.pop(prev, None)
         if nxt in pending:
-            delays.append(("wakeup", cpu, pending.pop(nxt), ts, nxt))
+            delays.append(("wakeup", cpu, pending.pop(nxt), ts, (nxt, s.group(3))))
     elif ev == "hrtimer_start":
         timers[re.search(r"hrtimer=(\S+)", rest).group(1)] = int(re.search(r"expires=(\d+)", rest).group(1))
     elif ev == "hrtimer_expire_entry":
@@ -174,7 +174,7 @@ for l in open(sys.argv[2], errors="replace"):
         if h in timers:
             late = int(re.search(r"now=(\d+)", rest).group(1)) - timers.pop(h)
             if late > 0:
-                delays.append(("timer", cpu, ts - late, ts, pid))
+                delays.append(("timer", cpu, ts - late, ts, (pid, comm)))
 if n_host < 1000 or n_guest < 1000:
     fail("trace-cmd's report has only %d host and %d guest events" % (n_host, n_guest))
 if not delays:
@@ -220,6 +220,8 @@ for d in ([] if "--injected-only" in sys.argv else got):
     k = (d["kind"], d["cpu"], d["from_ns"], d["to_ns"])
     if k not in mine:
         fail("why's %s delay on CPU %d %d -> %d is not one the report shows" % k)
+    if (d["pid"], d["comm"]) != mine[k]:
+        fail("delay %s: task %s-%d, the report has %s-%d" % (k, d["comm"], d["pid"], mine[k][1], mine[k][0]))
     if d["vcpu_thread"] != pids[d["cpu"]]:
         fail("CPU %d: vCPU thread %d, want %d" % (d["cpu"], d["vcpu_thread"], pids[d["cpu"]]))
     want = explain(d["cpu"], d["from_ns"], d["to_ns"])
@@ -228,7 +230,7 @@ for d in ([] if "--injected-only" in sys.argv else got):
         fail("delay %s: parts %s, the report gives %s" % (k, sorted(have.items()), sorted(want.items())))
     checked += 1
 if checked:
-    print("ok %d delays: each one the report shows, its parts equal to the report's to the ns"
+    print("ok %d delays: each one the report shows, its task and parts equal to the report's to the ns"
           % checked)
 if "--worst" in sys.argv:
     n = len(got)

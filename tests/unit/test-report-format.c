@@ -284,6 +284,74 @@ static void test_comm_pid_columns_follow_libtraceevent(void **state)
 	tep_free(t[1]);
 }
 
+/* Every number field read in place (the file's byte order the machine's) as libtraceevent
+ * reads it, in a little-endian and a big-endian file: sizes 1, 2, 4 and 8 with every byte
+ * distinct, a size libtraceevent does not read (3: 0) and a field past a short record's
+ * end (0). The little-endian values also against the bytes put together by hand. */
+static void test_field_numbers_follow_libtraceevent(void **state)
+{
+	static const char nums[] =
+		"name: nums\nID: 9\nformat:\n"
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+		"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+		"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+		"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+		"\tfield:u8 a;\toffset:8;\tsize:1;\tsigned:0;\n"
+		"\tfield:s16 b;\toffset:9;\tsize:2;\tsigned:1;\n"
+		"\tfield:u32 c;\toffset:11;\tsize:4;\tsigned:0;\n"
+		"\tfield:u64 d;\toffset:15;\tsize:8;\tsigned:0;\n"
+		"\tfield:char e[3];\toffset:23;\tsize:3;\tsigned:0;\n\n"
+		"print fmt: \"a=%u\", REC->a\n";
+	static const char *const names[] = { "a", "b", "c", "d", "e" };
+	struct tep_handle *t[2] = { tep_alloc(), tep_alloc() };
+	uint8_t d[26];
+	int checked = 0;
+
+	for (int h = 0; h < 2; h++) {
+		assert_non_null(t[h]);
+		tep_set_file_bigendian(t[h], h ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+		tep_set_local_bigendian(t[h], TEP_LITTLE_ENDIAN);
+		tep_set_long_size(t[h], 8);
+		assert_int_equal(tep_parse_event(t[h], nums, sizeof(nums) - 1, "test"), 0);
+	}
+	srand(24);
+	for (int r = 0; r < 200; r++) {
+		for (size_t i = 0; i < sizeof(d); i++)
+			d[i] = (uint8_t)(r ? (unsigned int)rand() : 0x11 * (i % 15) + 1);
+		for (int h = 0; h < 2; h++) {
+			struct tep_event *ev = tep_find_event_by_name(t[h], "test", "nums");
+
+			assert_non_null(ev);
+			for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+				struct tep_format_field *f = tep_find_field(ev, names[k]);
+				struct tep_record rec = { .data = d, .size = sizeof(d) };
+				unsigned long long want = 0, got, hand = 0;
+
+				assert_non_null(f);
+				tep_read_number_field(f, d, &want);
+				got = hgt__field_num(f, &rec);
+				for (int b = f->size - 1; b >= 0 && f->size != 3; b--)
+					hand = hand << 8 | d[f->offset + b];
+				if (got != want || (!h && got != hand)) {
+					const char *o = h ? "big" : "little";
+
+					print_message(
+						"# record %d, %s-endian, %s: %#llx, libtraceevent %#llx, by hand %#llx\n",
+						r, o, names[k], got, want, hand);
+					fail();
+				}
+				rec.size = f->offset + f->size - 1;
+				assert_int_equal(hgt__field_num(f, &rec), 0);
+				checked++;
+			}
+		}
+	}
+	assert_int_equal(hgt__field_num(NULL, &(struct tep_record){ .data = d, .size = 26 }), 0);
+	print_message("# %d fields read as libtraceevent reads them, in 2 byte orders\n", checked);
+	tep_free(t[0]);
+	tep_free(t[1]);
+}
+
 /* The latency column of each line as libtraceevent prints that record's, when the lines
  * before had the same flags and another preempt count, or the same count and other flags
  * (a printer that remembers the last column must look at both). */
@@ -342,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_json_escapes_anywhere),
 		cmocka_unit_test(test_comm_pid_columns_follow_libtraceevent),
 		cmocka_unit_test(test_latency_column_follows_each_record),
+		cmocka_unit_test(test_field_numbers_follow_libtraceevent),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
