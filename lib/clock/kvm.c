@@ -20,6 +20,7 @@
 #include <hgtrace/tracedat.h>
 
 #include "../common/common-local.h"
+#include "../private/tracedat.h"
 #include "kvm-local.h"
 
 /* A number file of debugfs; 0 or -errno. */
@@ -165,6 +166,7 @@ int hgt__tsc_writes(struct hgt_input *host, struct hgt__tsc_write **w, int *n)
 	struct tep_event *ev =
 		tep ? tep_find_event_by_name(tep, "kvm", "kvm_write_tsc_offset") : NULL;
 	int top = hgt_input_top_buffer(host), cap = 0, ret = 0;
+	int type_off = tep ? hgt__type_offset(tep) : -1;
 
 	*w = NULL;
 	*n = 0;
@@ -179,7 +181,7 @@ int hgt__tsc_writes(struct hgt_input *host, struct hgt__tsc_write **w, int *n)
 		while ((ret = hgt_cursor_next(c, &rec)) > 0) {
 			unsigned long long v, prev, next;
 
-			if (tep_data_type(tep, &rec) != ev->id ||
+			if (hgt__record_type(tep, type_off, &rec) != ev->id ||
 			    tep_get_field_val(NULL, ev, "vcpu_id", &rec, &v, 0) ||
 			    tep_get_field_val(NULL, ev, "previous_tsc_offset", &rec, &prev, 0) ||
 			    tep_get_field_val(NULL, ev, "next_tsc_offset", &rec, &next, 0))

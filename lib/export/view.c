@@ -509,6 +509,7 @@ struct src {
 	char label[160]; /* a buffer instance's name: "FILE: instance NAME" */
 	struct tep_event *sw;
 	struct tep_format_field *prev_pid, *next_pid, *next_comm, *prev_comm;
+	int type_off, pid_off; /* hgt__type_offset(), hgt__pid_offset() */
 	struct task *run;
 	uint64_t *last;
 };
@@ -563,8 +564,8 @@ static size_t short_line(char *line, size_t n, const char *comm, int pid, const 
 static int record(struct viewer *v, struct src *s, int si, struct tep_record *rec)
 {
 	struct tep_handle *tep = hgt_input_tep(s->in);
-	struct tep_event *ev = tep_find_event_by_record(tep, rec);
-	int cpu = rec->cpu, pid = tep_data_pid(tep, rec), tr, ret;
+	struct tep_event *ev = tep_find_event(tep, hgt__record_type(tep, s->type_off, rec));
+	int cpu = rec->cpu, pid = hgt__record_pid(tep, s->pid_off, rec), tr, ret;
 	const char *info, *comm = hgt__comm_cached(&v->comms, tep, pid, NULL);
 	char line[1024], tb[40];
 	size_t len;
@@ -789,9 +790,12 @@ static void make_sources(struct viewer *v, struct hgt_input **ins, struct src *s
 	}
 }
 
-/* Source @i's sched_switch fields, when it has the event. */
+/* Source @s: where its records hold their type and pid, and its sched_switch fields when it
+ * has the event. */
 static void find_switch(struct src *s)
 {
+	s->type_off = hgt__type_offset(hgt_input_tep(s->in));
+	s->pid_off = hgt__pid_offset(hgt_input_tep(s->in));
 	s->sw = tep_find_event_by_name(hgt_input_tep(s->in), "sched", "sched_switch");
 	if (!s->sw)
 		return;

@@ -99,7 +99,7 @@ static int scan_host(struct hgt_input *host, const struct hgt_attach_opts *o, st
 	struct tep_event *entry = tep_find_event_by_name(tep, "kvm", "kvm_entry");
 	struct tep_event *exit = tep_find_event_by_name(tep, "kvm", "kvm_exit");
 	struct tep_event *wto = tep_find_event_by_name(tep, "kvm", "kvm_write_tsc_offset");
-	int top = hgt_input_top_buffer(host), i, ret = 0;
+	int top = hgt_input_top_buffer(host), i, ret = 0, type_off = hgt__type_offset(tep);
 	const struct hgt_buffer *b = hgt_input_buffer(host, top);
 	struct hgt_cursor **cur = NULL;
 	struct hgt_merge *m = NULL;
@@ -121,7 +121,7 @@ static int scan_host(struct hgt_input *host, const struct hgt_attach_opts *o, st
 	if (ret < 0)
 		goto out;
 	while ((ret = hgt_merge_next(m, &rec, NULL, NULL)) > 0) {
-		int type = tep_data_type(tep, rec);
+		int type = hgt__record_type(tep, type_off, rec);
 		unsigned long long v, pid;
 		struct tep_event *ev;
 		int k;

@@ -186,6 +186,7 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 	struct tep_event *sw = tep ? tep_find_event_by_name(tep, "sched", "sched_switch") : NULL;
 	struct tep_format_field *pidf = NULL, *prevf = NULL, *nextf = NULL;
 	int top = hgt_input_top_buffer(host), ncpu = hgt_input_nr_cpus(host), ret = 0;
+	int type_off = tep ? hgt__type_offset(tep) : -1;
 	struct hgt_cursor **cur = NULL;
 	struct sched s = { 0 };
 	struct hgt_merge *m = NULL;
@@ -246,7 +247,7 @@ static int host_windows(struct hgt_input *host, struct thr *t, int nt, bool want
 		}
 		if (!err && rec->size < 8)
 			continue;
-		type = tep_data_type(tep, rec);
+		type = hgt__record_type(tep, type_off, rec);
 		if (kvm && (type == en->id || type == ex->id)) {
 			struct thr *x;
 

@@ -45,6 +45,10 @@ for args in "--vcpus 1 --host-cpus 2" "--vcpus 4" "--vcpus 16 --host-cpus 4" \
 		# shellcheck disable=SC2086
 		"$HGTRACE" attach $p-host.dat $p-guest.dat $pids > $p.att 2>&1 ||
 			tap_fail "attach $args: $(cat $p.att)"
+		# each vCPU's offset from the host's event, not inferred (which would agree here)
+		k=$(grep -c '^guest CPU [0-9]*: 1 sample, first offset [0-9]* (from kvm_write_tsc_offset)$' $p.att)
+		[ "$k" = 4 ] && tap_ok "$args: all 4 offsets taken from kvm_write_tsc_offset" ||
+			tap_fail "$args: $k of 4 offsets from kvm_write_tsc_offset: $(cat $p.att)"
 		;;
 	*)
 		how="attach -s"
