@@ -43,6 +43,25 @@ int hgt__blob_varint(struct hgt__blob *b, uint64_t v)
 	return hgt__blob_add(b, t, hgt__varint(t, v));
 }
 
+/*
+ * hgt__blob_u64_at - @v in decimal, as printf's %llu. Written from its end straight into
+ * the output: digits made in a buffer of their own and copied out of it whole stalled on
+ * each copy (a 16-byte load of bytes just stored two at a time is not forwarded from the
+ * stores).
+ */
+void hgt__blob_u64_at(struct hgt__blob *b, unsigned long long v)
+{
+	char tmp[24], *p;
+	size_t d = (size_t)hgt__ndigits(v);
+
+	p = b->p && b->cap - b->len >= sizeof(tmp) ? (char *)b->p + b->len : tmp;
+	hgt__put_dec_back(p + d, v);
+	if (p == tmp)
+		hgt__blob_add(b, tmp, d);
+	else
+		b->len += d;
+}
+
 /* A size (u32 or u64, @size_bytes) followed by @n bytes of @text. */
 int hgt__blob_item(struct hgt__blob *b, const void *text, size_t n, int size_bytes)
 {

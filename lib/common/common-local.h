@@ -161,4 +161,33 @@ static inline void hgt__put_dec_back(char *end, uint64_t v)
 		end[-1] = (char)('0' + v);
 }
 
+/* blob.c: @v in decimal (printf's %llu) at the end of @b */
+void hgt__blob_u64_at(struct hgt__blob *b, unsigned long long v);
+
+/* hgt__blob_u64_at(), inline for the numbers below 100 most fields hold */
+static inline void hgt__blob_u64(struct hgt__blob *b, unsigned long long v)
+{
+	if (v < 100 && b->p && b->cap - b->len >= 2) {
+		if (v < 10) {
+			b->p[b->len++] = (uint8_t)('0' + v);
+		} else {
+			memcpy(b->p + b->len, hgt__digit_pairs + 2 * v, 2);
+			b->len += 2;
+		}
+		return;
+	}
+	hgt__blob_u64_at(b, v);
+}
+
+/* @v as printf's %lld at the end of @b */
+static inline void hgt__blob_i64(struct hgt__blob *b, long long v)
+{
+	if (v < 0) {
+		hgt__blob_add(b, "-", 1);
+		hgt__blob_u64(b, 0ULL - (unsigned long long)v);
+	} else {
+		hgt__blob_u64(b, (unsigned long long)v);
+	}
+}
+
 #endif

@@ -482,66 +482,6 @@ static void pb_track(struct exporter *x, int si, int cpu, int kind, const char *
 	pb_packet(x, PKT_TRACK_DESCRIPTOR, false, 0);
 }
 
-/* @v's decimal digits ending at @e, written backwards, two a division; where they start */
-static inline __attribute__((always_inline)) char *digits_back(char *e, unsigned long long v)
-{
-	for (; v >= 100; v /= 100) {
-		e -= 2;
-		memcpy(e, hgt__digit_pairs + 2 * (v % 100), 2);
-	}
-	if (v >= 10) {
-		e -= 2;
-		memcpy(e, hgt__digit_pairs + 2 * v, 2);
-	} else {
-		*--e = (char)('0' + v);
-	}
-	return e;
-}
-
-/*
- * @v in decimal, as printf's %llu. Written from its end straight into the output: digits
- * made in a buffer of their own and copied out of it whole stalled on each copy (a 16-byte
- * load of bytes just stored two at a time is not forwarded from the stores).
- */
-static void put_u64_at(struct hgt__blob *o, unsigned long long v)
-{
-	char tmp[24], *p;
-	size_t d = (size_t)hgt__ndigits(v);
-
-	p = o->p && o->cap - o->len >= sizeof(tmp) ? (char *)o->p + o->len : tmp;
-	digits_back(p + d, v);
-	if (p == tmp)
-		hgt__blob_add(o, tmp, d);
-	else
-		o->len += d;
-}
-
-/* put_u64_at(), inline for the numbers below 100 most fields hold */
-static inline void put_u64(struct hgt__blob *o, unsigned long long v)
-{
-	if (v < 100 && o->p && o->cap - o->len >= 2) {
-		if (v < 10) {
-			o->p[o->len++] = (uint8_t)('0' + v);
-		} else {
-			memcpy(o->p + o->len, hgt__digit_pairs + 2 * v, 2);
-			o->len += 2;
-		}
-		return;
-	}
-	put_u64_at(o, v);
-}
-
-/* @v as printf's %lld */
-static void put_i64(struct hgt__blob *o, long long v)
-{
-	if (v < 0) {
-		hgt__blob_add(o, "-", 1);
-		put_u64(o, 0ULL - (unsigned long long)v);
-	} else {
-		put_u64(o, (unsigned long long)v);
-	}
-}
-
 static void put_str(struct hgt__blob *o, const char *s)
 {
 	hgt__blob_add(o, s, strlen(s));
@@ -608,7 +548,7 @@ static void put_us(struct hgt__blob *o, unsigned long long ns)
 	memcpy(e - 2, hgt__digit_pairs + 2 * (frac % 100), 2);
 	e[-3] = (char)('0' + frac / 100);
 	e[-4] = '.';
-	digits_back(e - 4, us);
+	hgt__put_dec_back(e - 4, us);
 	if (p == tmp)
 		hgt__blob_add(o, tmp, d);
 	else
@@ -644,9 +584,9 @@ static void begin(struct exporter *x, char ph, int pid, int tid)
 
 	if (!hgt__blob_add(&x->o, lead + skip, sizeof(lead) - 1 - skip))
 		x->o.p[x->o.len - 9] = (uint8_t)ph;
-	put_u64(&x->o, (unsigned int)pid);
+	hgt__blob_u64(&x->o, (unsigned int)pid);
 	put_s(&x->o, ",\"tid\":");
-	put_u64(&x->o, (unsigned int)tid);
+	hgt__blob_u64(&x->o, (unsigned int)tid);
 	x->first = false;
 }
 
@@ -664,13 +604,13 @@ static void thread_name(struct exporter *x, int si, int cpu, int kind)
 	}
 	begin(x, 'M', si + 1, cpu * TIDS + kind);
 	put_s(&x->o, ",\"name\":\"thread_name\",\"args\":{\"name\":\"CPU ");
-	put_i64(&x->o, cpu);
+	hgt__blob_i64(&x->o, cpu);
 	put_s(&x->o, " ");
 	put_str(&x->o, what[kind]);
 	put_s(&x->o, "\"}}");
 	begin(x, 'M', si + 1, cpu * TIDS + kind);
 	put_s(&x->o, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
-	put_i64(&x->o, cpu * TIDS + kind);
+	hgt__blob_i64(&x->o, cpu * TIDS + kind);
 	put_s(&x->o, "}}");
 }
 
@@ -703,7 +643,7 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 	put_s(&x->o, ",\"args\":{");
 	if (pid >= 0) {
 		put_s(&x->o, "\"pid\":");
-		put_i64(&x->o, pid);
+		hgt__blob_i64(&x->o, pid);
 		if (key)
 			put_s(&x->o, ",");
 	}
@@ -892,9 +832,9 @@ static void put_fields(struct exporter *x, struct tep_handle *tep, struct fields
 			}
 			put_padded(o, f->json, f->json_len, 32);
 			if (f->sign)
-				put_i64(o, (long long)v);
+				hgt__blob_i64(o, (long long)v);
 			else
-				put_u64(o, v);
+				hgt__blob_u64(o, v);
 			continue;
 		}
 		if (!hgt__field_str(rec, f->fl, &p, &n))
@@ -983,7 +923,7 @@ static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 		put_ts(&x->o, "ts", rec->ts);
 	}
 	put_s(&x->o, ",\"args\":{\"common_pid\":");
-	put_i64(&x->o, pid);
+	hgt__blob_i64(&x->o, pid);
 	put_s(&x->o, ",\"common_comm\":");
 	text = hgt__comm_cached(&x->comms, tep, pid, &len);
 	hgt__json_blob(&x->o, text, len);
@@ -1598,7 +1538,7 @@ static void processes(struct exporter *x, const struct session *ss)
 		put_s(&x->o, "}}");
 		begin(x, 'M', i + 1, 0);
 		put_s(&x->o, ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":");
-		put_i64(&x->o, i);
+		hgt__blob_i64(&x->o, i);
 		put_s(&x->o, "}}");
 	}
 }

@@ -336,7 +336,7 @@ done
 "$HGTRACE" simulate -o "$t/s" --vcpus 2 --events 2000 --embed-sync > /dev/null
 for c in "report $data/tsc.dat" "dump $data/tsc.dat" "sync-check $t/s-host.dat $t/s-guest.dat" \
 	"simulate -o - --events 100" \
-	"report --stat $data/tsc.dat"; do
+	"report --stat $data/tsc.dat" "why --json $t/s-host.dat $t/s-guest.dat"; do
 	# shellcheck disable=SC2086
 	refused_once "${c%% *} > /dev/full" "${c%% *}: write failed: No space left on device" \
 		/dev/full "$HGTRACE" $c

@@ -177,6 +177,7 @@ for h in a/flight-[0-9]*.dat; do
 	n=$((n + 1))
 	line=$(grep "^hgtrace flight: trigger $k: wakeup>" a.log | head -1)
 	from=$(echo "$line" | sed -n 's/.* \([0-9]*\)\.\([0-9]*\) -> .*/\1\2/p')
+	to=$(echo "$line" | sed -n 's/.* -> \([0-9]*\)\.\([0-9]*\);.*/\1\2/p')
 	hn=$(trace-cmd report "$h" 2> /dev/null | grep -c ' sched_switch: ')
 	gn=$(trace-cmd report "a/flight-$k-g.dat" 2> /dev/null | grep -c ' sched_switch: ')
 	mark=$(trace-cmd dump --options "$h" 2> /dev/null | grep -c "hgtrace flight: trigger $k: ")
@@ -186,7 +187,7 @@ for h in a/flight-[0-9]*.dat; do
 		found=$(python3 -c 'import json, sys; print(sum(d["from_ns"] == int(sys.argv[2]) for d in json.load(open(sys.argv[1]))["delays"]))' w.json "$from")
 		# why --flight: the marked delay first, whatever its rank
 		"$HGTRACE" why --json --flight --top 1 "$h" "a/flight-$k-g.dat" > wf.json
-		first=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(int(r["flight_first"] and r["flight"].startswith("trigger %s: " % sys.argv[3]) and r["delays"][0]["from_ns"] == int(sys.argv[2])))' wf.json "$from" "$k")
+		first=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(int(r["flight_first"] and r["flight"].startswith("trigger %s: " % sys.argv[3]) and r["delays"][0]["from_ns"] == int(sys.argv[2]) and (r["flight_from_ns"], r["flight_to_ns"]) == (int(sys.argv[2]), int(sys.argv[4]))))' wf.json "$from" "$k" "$to")
 	fi
 	# the merged report's sync check: consistent (the saved span of every CPU is marked)
 	sync=$("$HGTRACE" report "$h" "a/flight-$k-g.dat" 2>&1 > /dev/null | grep -c 'sync check: .* 0 outside .*(consistent)')
