@@ -80,6 +80,8 @@ static inline int hgt__blob_add(struct hgt__blob *b, const void *v, size_t n)
 	}
 	return hgt__blob_put(b, v, n);
 }
+/* the string literal @lit, its length known where it is written */
+#define hgt__blob_lit(b, lit) hgt__blob_add((b), "" lit, sizeof(lit) - 1)
 int hgt__blob_varint(struct hgt__blob *b, uint64_t v);
 /* @v as an unsigned LEB128 varint into @out (10 bytes at most); its length */
 static inline size_t hgt__varint(uint8_t *out, uint64_t v)

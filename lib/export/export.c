@@ -503,16 +503,8 @@ static inline __attribute__((always_inline)) void put_padded(struct hgt__blob *o
 	hgt__blob_add(o, p, n);
 }
 
-/* put_str() of a string literal: its length known, the copy inlined */
-#define put_s(o, lit) hgt__blob_add((o), "" lit, sizeof(lit) - 1)
-
-static void put_json(struct hgt__blob *o, const char *s)
-{
-	hgt__json_blob(o, s, strlen(s));
-}
-
-/* put_json() of a string that stays at its address for the whole export (intern_fixed()'s
- * kind): quoted once, then copied. */
+/* A JSON string that stays at its address for the whole export (intern_fixed()'s kind):
+ * quoted once, then copied. */
 static void put_json_fixed(struct exporter *x, const char *str)
 {
 	uintptr_t a = (uintptr_t)str;
@@ -521,10 +513,10 @@ static void put_json_fixed(struct exporter *x, const char *str)
 	if (x->json_by_addr[k].p != str) {
 		struct hgt__blob b = { 0 };
 
-		put_json(&b, str);
+		hgt__json_blob_s(&b, str);
 		if (b.oom) {
 			free(b.p);
-			put_json(&x->o, str);
+			hgt__json_blob_s(&x->o, str);
 			return;
 		}
 		free(x->json_by_addr[k].json);
@@ -556,10 +548,10 @@ static void put_us(struct hgt__blob *o, unsigned long long ns)
 }
 
 /* ,"@key": and put_us() of @ns (@key a string literal) */
-#define put_ts(o, key, ns)                   \
-	do {                                 \
-		put_s((o), ",\"" key "\":"); \
-		put_us((o), (ns));           \
+#define put_ts(o, key, ns)                           \
+	do {                                         \
+		hgt__blob_lit((o), ",\"" key "\":"); \
+		put_us((o), (ns));                   \
 	} while (0)
 
 /* The output so far to the session's FILE once it holds a MB (with @all: whatever it
@@ -585,7 +577,7 @@ static void begin(struct exporter *x, char ph, int pid, int tid)
 	if (!hgt__blob_add(&x->o, lead + skip, sizeof(lead) - 1 - skip))
 		x->o.p[x->o.len - 9] = (uint8_t)ph;
 	hgt__blob_u64(&x->o, (unsigned int)pid);
-	put_s(&x->o, ",\"tid\":");
+	hgt__blob_lit(&x->o, ",\"tid\":");
 	hgt__blob_u64(&x->o, (unsigned int)tid);
 	x->first = false;
 }
@@ -603,15 +595,15 @@ static void thread_name(struct exporter *x, int si, int cpu, int kind)
 		return;
 	}
 	begin(x, 'M', si + 1, cpu * TIDS + kind);
-	put_s(&x->o, ",\"name\":\"thread_name\",\"args\":{\"name\":\"CPU ");
+	hgt__blob_lit(&x->o, ",\"name\":\"thread_name\",\"args\":{\"name\":\"CPU ");
 	hgt__blob_i64(&x->o, cpu);
-	put_s(&x->o, " ");
+	hgt__blob_lit(&x->o, " ");
 	put_str(&x->o, what[kind]);
-	put_s(&x->o, "\"}}");
+	hgt__blob_lit(&x->o, "\"}}");
 	begin(x, 'M', si + 1, cpu * TIDS + kind);
-	put_s(&x->o, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
+	hgt__blob_lit(&x->o, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
 	hgt__blob_i64(&x->o, cpu * TIDS + kind);
-	put_s(&x->o, "}}");
+	hgt__blob_lit(&x->o, "}}");
 }
 
 /* A complete event on thread @kind of CPU @cpu of source @si, with args "pid" (when @pid
@@ -636,23 +628,23 @@ static void complete(struct exporter *x, int si, int cpu, int kind, const char *
 		return;
 	}
 	begin(x, 'X', si + 1, cpu * TIDS + kind);
-	put_s(&x->o, ",\"name\":");
-	put_json(&x->o, name);
+	hgt__blob_lit(&x->o, ",\"name\":");
+	hgt__json_blob_s(&x->o, name);
 	put_ts(&x->o, "ts", from);
 	put_ts(&x->o, "dur", to - from);
-	put_s(&x->o, ",\"args\":{");
+	hgt__blob_lit(&x->o, ",\"args\":{");
 	if (pid >= 0) {
-		put_s(&x->o, "\"pid\":");
+		hgt__blob_lit(&x->o, "\"pid\":");
 		hgt__blob_i64(&x->o, pid);
 		if (key)
-			put_s(&x->o, ",");
+			hgt__blob_lit(&x->o, ",");
 	}
 	if (key) {
-		put_json(&x->o, key);
-		put_s(&x->o, ":");
+		hgt__json_blob_s(&x->o, key);
+		hgt__blob_lit(&x->o, ":");
 		hgt__json_blob(&x->o, val, n);
 	}
-	put_s(&x->o, "}}");
+	hgt__blob_lit(&x->o, "}}");
 }
 
 /* The plan of field @fl (a string or a number put_fields() writes), its JSON name
@@ -700,11 +692,11 @@ static struct fields *fields_new(struct tep_handle *tep, const struct tep_event 
 	fs->ev = ev;
 	for (const struct tep_format_field *fl = ev->format.fields; fl; fl = fl->next)
 		fs->n += field_out(&fs->f[fs->n], fl, native, &names);
-	put_s(&head, ",\"name\":");
-	put_json(&head, ev->name);
-	put_s(&head, ",\"cat\":");
-	put_json(&head, ev->system);
-	put_s(&head, ",\"ts\":");
+	hgt__blob_lit(&head, ",\"name\":");
+	hgt__json_blob_s(&head, ev->name);
+	hgt__blob_lit(&head, ",\"cat\":");
+	hgt__json_blob_s(&head, ev->system);
+	hgt__blob_lit(&head, ",\"ts\":");
 	hgt__blob_room(&names, PAD); /* zeros after the texts (PAD): put_padded() */
 	hgt__blob_room(&head, PAD);
 	if (names.oom || head.oom) {
@@ -916,15 +908,15 @@ static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 		put_padded(&x->o, fs->head, fs->head_len, PAD);
 		put_us(&x->o, rec->ts);
 	} else {
-		put_s(&x->o, ",\"name\":");
+		hgt__blob_lit(&x->o, ",\"name\":");
 		put_json_fixed(x, name);
-		put_s(&x->o, ",\"cat\":");
+		hgt__blob_lit(&x->o, ",\"cat\":");
 		put_json_fixed(x, sys);
 		put_ts(&x->o, "ts", rec->ts);
 	}
-	put_s(&x->o, ",\"args\":{\"common_pid\":");
+	hgt__blob_lit(&x->o, ",\"args\":{\"common_pid\":");
 	hgt__blob_i64(&x->o, pid);
-	put_s(&x->o, ",\"common_comm\":");
+	hgt__blob_lit(&x->o, ",\"common_comm\":");
 	text = hgt__comm_cached(&x->comms, tep, pid, &len);
 	hgt__json_blob(&x->o, text, len);
 	if (fs)
@@ -932,9 +924,9 @@ static void instant(struct exporter *x, int si, int cpu, struct tep_record *rec,
 	text = hgt__info_text(x->memo, &x->seq, tep, ev, rec, false, &len);
 	*info = text;
 	*info_len = len;
-	put_s(&x->o, ",\"common_info\":");
+	hgt__blob_lit(&x->o, ",\"common_info\":");
 	hgt__json_blob(&x->o, text, len);
-	put_s(&x->o, "}}");
+	hgt__blob_lit(&x->o, "}}");
 }
 
 /* ---- what the main thread decides about each record, in time order ---- */
@@ -1526,20 +1518,20 @@ static int one_record(struct session *ss, int si, int cpu, struct tep_record *re
 static void processes(struct exporter *x, const struct session *ss)
 {
 	if (!x->pb)
-		put_s(&x->o, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+		hgt__blob_lit(&x->o, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	for (int i = 0; i < ss->nr; i++) {
 		if (x->pb) {
 			pb_track(x, i, 0, 0, ss->s[i].name);
 			continue;
 		}
 		begin(x, 'M', i + 1, 0);
-		put_s(&x->o, ",\"name\":\"process_name\",\"args\":{\"name\":");
-		put_json(&x->o, ss->s[i].name);
-		put_s(&x->o, "}}");
+		hgt__blob_lit(&x->o, ",\"name\":\"process_name\",\"args\":{\"name\":");
+		hgt__json_blob_s(&x->o, ss->s[i].name);
+		hgt__blob_lit(&x->o, "}}");
 		begin(x, 'M', i + 1, 0);
-		put_s(&x->o, ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":");
+		hgt__blob_lit(&x->o, ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":");
 		hgt__blob_i64(&x->o, i);
-		put_s(&x->o, "}}");
+		hgt__blob_lit(&x->o, "}}");
 	}
 }
 
@@ -1615,7 +1607,7 @@ static int export_session(const struct hgt_export_opts *opts, bool pb)
 		hgt__par_free(ss.par);
 		hgt__kvm_funcs_set(NULL);
 		if (!pb)
-			put_s(&ss.mk->o, "\n]}\n");
+			hgt__blob_lit(&ss.mk->o, "\n]}\n");
 		if (!ss.mk->o.oom)
 			flush_out(ss.mk, true);
 		werr = hgt__bgwrite_end(ss.bw);

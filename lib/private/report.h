@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <traceevent/trace-seq.h>
 
@@ -206,6 +207,11 @@ bool hgt__par_stateful(const struct tep_event *ev);
 void hgt__json_str(FILE *f, const char *p, size_t n);
 struct hgt__blob;
 void hgt__json_blob(struct hgt__blob *b, const char *p, size_t n);
+/* hgt__json_blob() of the NUL-terminated @s */
+static inline void hgt__json_blob_s(struct hgt__blob *b, const char *s)
+{
+	hgt__json_blob(b, s, strlen(s));
+}
 struct tep_format_field;
 /* fields.c: the bytes of a char-array or __data_loc string field (false: out of @rec) */
 bool hgt__field_str(const struct tep_record *rec, const struct tep_format_field *f, const char **p,

@@ -1431,91 +1431,83 @@ void hgt__why_cause(const struct hgt_why_delay *d, char *buf, size_t n)
 		part_text(buf, n, &d->parts[0]);
 }
 
-/* A string literal at the end of @b */
-#define put_s(b, lit) hgt__blob_add((b), "" lit, sizeof(lit) - 1)
-
-static void put_json(struct hgt__blob *b, const char *s)
-{
-	hgt__json_blob(b, s, strlen(s));
-}
-
 /* ,"@key":@v (@key a string literal) */
-#define put_u(b, key, v)                     \
-	do {                                 \
-		put_s((b), ",\"" key "\":"); \
-		hgt__blob_u64((b), (v));     \
+#define put_u(b, key, v)                             \
+	do {                                         \
+		hgt__blob_lit((b), ",\"" key "\":"); \
+		hgt__blob_u64((b), (v));             \
 	} while (0)
-#define put_i(b, key, v)                     \
-	do {                                 \
-		put_s((b), ",\"" key "\":"); \
-		hgt__blob_i64((b), (v));     \
+#define put_i(b, key, v)                             \
+	do {                                         \
+		hgt__blob_lit((b), ",\"" key "\":"); \
+		hgt__blob_i64((b), (v));             \
 	} while (0)
 
 static void json_head(const struct hgt_why_result *r, struct hgt__blob *b)
 {
-	put_s(b, "{\"host\":");
+	hgt__blob_lit(b, "{\"host\":");
 	if (r->host)
-		put_json(b, r->host);
+		hgt__json_blob_s(b, r->host);
 	else
-		put_s(b, "null");
+		hgt__blob_lit(b, "null");
 	put_u(b, "tsc_hz", r->tsc_hz);
-	put_s(b, ",\"tsc_rate_from\":");
-	put_json(b, r->tsc_how ? r->tsc_how : "");
-	put_s(b, ",\"flight\":");
+	hgt__blob_lit(b, ",\"tsc_rate_from\":");
+	hgt__json_blob_s(b, r->tsc_how ? r->tsc_how : "");
+	hgt__blob_lit(b, ",\"flight\":");
 	if (r->flight) {
-		put_json(b, r->flight);
+		hgt__json_blob_s(b, r->flight);
 		put_u(b, "flight_from_ns", r->flight_from);
 		put_u(b, "flight_to_ns", r->flight_to);
-		put_s(b, ",\"flight_first\":");
+		hgt__blob_lit(b, ",\"flight_first\":");
 		if (r->flight_first)
-			put_s(b, "true");
+			hgt__blob_lit(b, "true");
 		else
-			put_s(b, "false");
+			hgt__blob_lit(b, "false");
 	} else {
-		put_s(b, "null");
+		hgt__blob_lit(b, "null");
 	}
-	put_s(b, ",\"found\":{\"wakeup\":");
+	hgt__blob_lit(b, ",\"found\":{\"wakeup\":");
 	hgt__blob_u64(b, r->found[0]);
 	put_u(b, "timer", r->found[1]);
 	put_u(b, "pair", r->found[2]);
-	put_s(b, "},\"delays\":[");
+	hgt__blob_lit(b, "},\"delays\":[");
 }
 
 static void json_delay(const struct hgt_why_delay *d, struct hgt__blob *b)
 {
-	put_s(b, "{\"kind\":\"");
+	hgt__blob_lit(b, "{\"kind\":\"");
 	hgt__blob_add(b, kind_name(d->kind), strlen(kind_name(d->kind)));
-	put_s(b, "\",\"input\":");
-	put_json(b, d->input);
+	hgt__blob_lit(b, "\",\"input\":");
+	hgt__json_blob_s(b, d->input);
 	put_i(b, "cpu", d->cpu);
 	put_i(b, "pid", d->pid);
-	put_s(b, ",\"comm\":");
-	put_json(b, d->comm);
+	hgt__blob_lit(b, ",\"comm\":");
+	hgt__json_blob_s(b, d->comm);
 	put_u(b, "from_ns", d->from_ns);
 	put_u(b, "to_ns", d->to_ns);
 	put_u(b, "delay_ns", d->to_ns - d->from_ns);
 	put_i(b, "vcpu_thread", d->vcpu_thread);
 	put_u(b, "host_ns", d->host_ns);
 	if (host_caused(d))
-		put_s(b, ",\"verdict\":\"host\",\"parts\":[");
+		hgt__blob_lit(b, ",\"verdict\":\"host\",\"parts\":[");
 	else if (d->nr_parts && d->parts[0].state != HGT_WHY_UNKNOWN)
-		put_s(b, ",\"verdict\":\"guest\",\"parts\":[");
+		hgt__blob_lit(b, ",\"verdict\":\"guest\",\"parts\":[");
 	else
-		put_s(b, ",\"verdict\":\"unknown\",\"parts\":[");
+		hgt__blob_lit(b, ",\"verdict\":\"unknown\",\"parts\":[");
 	for (int k = 0; k < d->nr_parts; k++) {
 		const char *st = state_name(d->parts[k].state);
 
 		if (k)
-			put_s(b, ",");
-		put_s(b, "{\"state\":\"");
+			hgt__blob_lit(b, ",");
+		hgt__blob_lit(b, "{\"state\":\"");
 		hgt__blob_add(b, st, strlen(st));
-		put_s(b, "\",\"what\":");
-		put_json(b, d->parts[k].what);
+		hgt__blob_lit(b, "\",\"what\":");
+		hgt__json_blob_s(b, d->parts[k].what);
 		put_i(b, "id", d->parts[k].id);
 		put_u(b, "ns", d->parts[k].ns);
-		put_s(b, "}");
+		hgt__blob_lit(b, "}");
 	}
-	put_s(b, "]}");
+	hgt__blob_lit(b, "]}");
 }
 
 /* The result as one JSON object, built in memory and written a quarter MB at a time (its
@@ -1528,11 +1520,11 @@ static int print_json(const struct hgt_why_result *r, FILE *f)
 	json_head(r, &b);
 	for (int i = 0; i <= r->nr && !b.oom; i++) {
 		if (i == r->nr)
-			put_s(&b, "\n]}\n");
+			hgt__blob_lit(&b, "\n]}\n");
 		else if (i)
-			put_s(&b, ",\n");
+			hgt__blob_lit(&b, ",\n");
 		else
-			put_s(&b, "\n");
+			hgt__blob_lit(&b, "\n");
 		if (i < r->nr)
 			json_delay(&r->d[i], &b);
 		if ((b.len >= 256 * 1024 || i == r->nr) && !b.oom) {
