@@ -181,9 +181,11 @@ struct why {
 	struct input *in;
 	int n, host;
 	/* host side */
-	struct tep_event *entry, *exit_, *sw, *wake1, *wake2, *irq_en, *irq_ex, *sirq_en, *sirq_ex;
+	struct tep_event *entry, *exit_, *sw, *irq_en, *irq_ex, *sirq_en, *sirq_ex;
 	struct tep_format_field *x_reason, *x_isa, *sw_prev, *sw_state, *sw_next, *sw_ncomm,
-		*wk1_pid, *wk1_cpu, *wk2_pid, *wk2_cpu, *irq_nr, *irq_name, *sirq_vec;
+		*irq_nr, *irq_name, *sirq_vec;
+	struct tep_event *wake[2]; /* sched_waking, sched_wakeup */
+	struct tep_format_field *wk_pid[2], *wk_cpu[2];
 	int nr_cpus;
 	uint32_t *cpu_cat; /* the preempted-by category of the task running on each host CPU */
 	int *cpu_pid;	   /* and its pid (-1: not known yet) */
@@ -397,12 +399,21 @@ static void irq_text(char *what, size_t cap, int id, const char *name, size_t n)
 	what[o + n] = 0;
 }
 
+/* Which of sched_waking (0) and sched_wakeup (1) event type @type is; -1: neither. */
+static int wake_of(const struct why *w, int type)
+{
+	for (int k = 0; k < 2; k++)
+		if (w->wake[k] && type == w->wake[k]->id)
+			return k;
+	return -1;
+}
+
 static void host_record(struct why *w, struct tep_record *rec)
 {
 	struct input *h = &w->in[w->host];
 	struct tep_handle *tep = h->tep;
 	int type = hgt__record_type(tep, h->type_off, rec), cpu = rec->cpu,
-	    pid = hgt__record_pid(tep, h->pid_off, rec);
+	    pid = hgt__record_pid(tep, h->pid_off, rec), k;
 	struct thread *t;
 
 	if (rec->ts > w->host_end)
@@ -445,12 +456,10 @@ static void host_record(struct why *w, struct tep_record *rec)
 				seg(t, halted(w, t) ? w->c_halted : w->c_blocked, rec->ts);
 		}
 		cpu_runs(w, cpu, next, comm, n, rec->ts, false);
-	} else if ((w->wake1 && type == w->wake1->id) || (w->wake2 && type == w->wake2->id)) {
-		bool one = w->wake1 && type == w->wake1->id;
-		struct tep_format_field *tc = one ? w->wk1_cpu : w->wk2_cpu;
-		int target = tc ? (int)hgt__field_num(tc, rec) : cpu;
+	} else if ((k = wake_of(w, type)) >= 0) {
+		int target = w->wk_cpu[k] ? (int)hgt__field_num(w->wk_cpu[k], rec) : cpu;
 
-		t = thread_of(w, (int)hgt__field_num(one ? w->wk1_pid : w->wk2_pid, rec));
+		t = thread_of(w, (int)hgt__field_num(w->wk_pid[k], rec));
 		if (t && !t->waiting && target >= 0 && target < w->nr_cpus) {
 			/* woken: runnable, waiting for its CPU's current task */
 			t->waiting = true;
@@ -752,8 +761,6 @@ static void setup_host(struct why *w)
 	w->entry = tep_find_event_by_name(tep, "kvm", "kvm_entry");
 	w->exit_ = tep_find_event_by_name(tep, "kvm", "kvm_exit");
 	w->sw = tep_find_event_by_name(tep, "sched", "sched_switch");
-	w->wake1 = tep_find_event_by_name(tep, "sched", "sched_waking");
-	w->wake2 = tep_find_event_by_name(tep, "sched", "sched_wakeup");
 	w->irq_en = tep_find_event_by_name(tep, "irq", "irq_handler_entry");
 	w->irq_ex = tep_find_event_by_name(tep, "irq", "irq_handler_exit");
 	w->sirq_en = tep_find_event_by_name(tep, "irq", "softirq_entry");
@@ -770,13 +777,14 @@ static void setup_host(struct why *w)
 		if (!w->sw_prev || !w->sw_next)
 			w->sw = NULL;
 	}
-	if (w->wake1) {
-		w->wk1_pid = tep_find_field(w->wake1, "pid");
-		w->wk1_cpu = tep_find_field(w->wake1, "target_cpu");
-	}
-	if (w->wake2) {
-		w->wk2_pid = tep_find_field(w->wake2, "pid");
-		w->wk2_cpu = tep_find_field(w->wake2, "target_cpu");
+	for (int k = 0; k < 2; k++) {
+		static const char *const name[2] = { "sched_waking", "sched_wakeup" };
+
+		w->wake[k] = tep_find_event_by_name(tep, "sched", name[k]);
+		if (w->wake[k]) {
+			w->wk_pid[k] = tep_find_field(w->wake[k], "pid");
+			w->wk_cpu[k] = tep_find_field(w->wake[k], "target_cpu");
+		}
 	}
 	if (w->irq_en) {
 		w->irq_nr = tep_find_field(w->irq_en, "irq");
