@@ -46,6 +46,10 @@ struct hgt_record_opts {
 	/* -f: per entry of @events (same index; NULL, or a NULL entry: none), the kernel's
 	 * filter of that event (of each event of a SYSTEM entry), as trace-cmd's -f */
 	const char *const *filters;
+	/* pages from the ring buffer's mapping (Linux 6.10 on; before, spliced) instead of
+	 * spliced: one copy a page and nothing allocated, where a splice has the kernel clear
+	 * a fresh page for the ring, slow on memory the host took back (bench/agent.sh) */
+	bool mmap;
 };
 
 /* Per-CPU counts at the end of a recording. */

@@ -36,6 +36,7 @@ int hgt__record_wait_read(struct hgt_recorder *r, unsigned int stall_ms, const v
 uint64_t hgt__record_cpu_bytes(const struct hgt_recorder *r, int cpu);
 int hgt__record_nr_cpus(const struct hgt_recorder *r);
 const char *hgt__record_clock(const struct hgt_recorder *r);
+const char *hgt__record_how(const struct hgt_recorder *r);
 uint64_t hgt__record_trace_id(const struct hgt_recorder *r);
 
 /* The recording directory beside an output (lib/record/recdir.c). */

@@ -55,13 +55,16 @@ struct cpu_reader {
 	bool poll_ready; /* the last poll said ready, and no whole page has come since */
 	pthread_t thread;
 	bool started;
+	bool ran; /* started once (started is cleared at the join) */
 	int err;
 	uint64_t bytes;
 	char *buf;		      /* one page: --no-splice, and the partial page of a flush */
 	struct hgt__partial_clock pc; /* when the partial page is due */
 	/* the file system full (ENOSPC, EDQUOT): pages are lost until space returns */
-	bool own_file;	      /* fd is its file in the recording directory, only its pages */
-	bool copy;	      /* read/write from now on (--no-splice, or a splice refused) */
+	bool own_file; /* fd is its file in the recording directory, only its pages */
+	bool copy;     /* read/write from now on (--no-splice, or a splice refused) */
+	bool map;      /* from the ring buffer's mapping (rm), not by splice (pm) */
+	struct hgt__ringmap rm;
 	struct hgt__pages pm; /* the splice: what it holds goes before anything else */
 	bool dst_full;	      /* the last move found no room in the destination */
 	int full_err;	      /* set while storing fails; 0 once it works again */
@@ -288,7 +291,8 @@ static char *selected_clock(const char *trace_clock)
  * those stay the ring buffer's (copied pages and the channel's header do not). */
 static bool spliced(const struct hgt_recorder *r, int i)
 {
-	return r->r && !r->own_fds && r->r[i].fd >= 0 && r->r[i].bytes && !r->o.no_splice;
+	return r->r && !r->own_fds && r->r[i].fd >= 0 && r->r[i].bytes && !r->o.no_splice &&
+	       !r->r[i].map;
 }
 
 /* The first of the caller's pipes that still holds bytes after pages were spliced into it
@@ -414,13 +418,25 @@ static int put_page(struct cpu_reader *c, int n)
 	return -1;
 }
 
-/* Move what is ready from the ring buffer to the CPU's file: with splice (no copy), or
- * through c->buf with read/write (--no-splice). Returns bytes moved, 0, or -1 (errno). */
+/* The bytes taken from the ring buffer that the destination has not taken yet. */
+static size_t held(const struct cpu_reader *c)
+{
+	return c->map ? hgt__ringmap_held(&c->rm) : hgt__pages_held(&c->pm);
+}
+
+/* Move what is ready from the ring buffer to the CPU's file: from its mapping (one copy),
+ * with splice (no copy, a new page for the ring), or through c->buf with read/write
+ * (--no-splice). Returns bytes moved, 0, or -1 (errno). */
 static int move_pages(struct cpu_reader *c)
 {
 	ssize_t n;
 
 	c->dst_full = false;
+	if (c->map) {
+		n = hgt__ringmap_move(&c->rm);
+		c->dst_full = n < 0 && errno == EAGAIN;
+		return (int)n;
+	}
 	if (!c->copy) {
 		n = hgt__pages_move(&c->pm);
 		if (n >= 0 || errno == EAGAIN) {
@@ -442,7 +458,14 @@ static int move_pages(struct cpu_reader *c)
 /* At stop: the partial page (whatever the splice held went before it). */
 static int flush_pages(struct cpu_reader *c)
 {
-	int n = tracefs_cpu_flush(c->tcpu, c->buf);
+	int n;
+
+	if (c->map) {
+		n = (int)hgt__ringmap_partial(&c->rm);
+		c->dst_full = n < 0 && errno == EAGAIN;
+		return n;
+	}
+	n = tracefs_cpu_flush(c->tcpu, c->buf);
 
 	return n > 0 ? put_page(c, n) : n;
 }
@@ -456,12 +479,16 @@ static int flush_partial(struct cpu_reader *c, uint64_t now)
 
 	/* never past what the splice still holds (it goes first); a full destination is no
 	 * sign of an idle ring */
-	if (!c->rec->flush_ms || c->dst_full || hgt__pages_held(&c->pm))
+	if (!c->rec->flush_ms || c->dst_full || held(c))
 		return 0;
 	hgt__partial_idle(&c->pc, now);
 	if (!hgt__partial_due(&c->pc, now, c->rec->flush_ms, c->rec->flush_us / 1000))
 		return 0;
 	hgt__partial_flushed(&c->pc, now);
+	if (c->map) {
+		n = (int)hgt__ringmap_partial(&c->rm);
+		return n < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : n;
+	}
 	n = tracefs_cpu_read(c->tcpu, c->buf, true);
 	if (n <= 0)
 		return errno == EAGAIN || errno == EINTR || !n ? 0 : -1;
@@ -566,7 +593,7 @@ static bool wait_room(struct cpu_reader *c, uint64_t *since)
 		if (c->rec->o.log)
 			fprintf(c->rec->o.log,
 				"hgtrace record: CPU %d: %zu bytes of its pages not delivered: their reader took nothing for %u ms\n",
-				c->cpu, hgt__pages_held(&c->pm), c->rec->stall_ms);
+				c->cpu, held(c), c->rec->stall_ms);
 		return false;
 	}
 	poll(&p, 1, 100);
@@ -628,7 +655,7 @@ static void wait_pages(struct cpu_reader *c)
 		poll(p, 2, (int)((us + 999) / 1000));
 		return;
 	}
-	if (hgt__pages_held(&c->pm)) /* storing failed (the disk full): a plain sleep */
+	if (held(c)) /* storing failed (the disk full): a plain sleep */
 		n = 1;
 	c->poll_ready = false;
 	if (c->rec->wake_fd < 0 && n == 1) {
@@ -698,6 +725,8 @@ static void *reader_main(void *arg)
 	}
 	drain(c);
 	hgt__pages_free(&c->pm);
+	if (c->map)
+		hgt__ringmap_free(&c->rm);
 	free(c->buf);
 	c->buf = NULL;
 	return NULL;
@@ -927,11 +956,16 @@ static int start_readers(struct hgt_recorder *r, const int *cpu_fds)
 			return hgt__errorf(errno ? errno : EIO,
 					   "record: cpu %d: cannot open trace_pipe_raw: %s", i,
 					   strerror(errno ? errno : EIO));
-		/* the splice reads the polled file: without it, read/write */
-		c->copy = r->o.no_splice || c->pfd < 0 || hgt__pages_init(&c->pm, c->pfd, c->fd);
+		/* the mapping and the splice use the polled file: without it, read/write */
+		c->copy = r->o.no_splice || c->pfd < 0;
+		c->map = !c->copy && r->o.mmap &&
+			 !hgt__ringmap_init(&c->rm, c->pfd, c->fd,
+					    (size_t)tracefs_cpu_read_size(c->tcpu));
+		if (!c->copy && !c->map)
+			c->copy = hgt__pages_init(&c->pm, c->pfd, c->fd) != 0;
 		if (hgt__thread_create(&c->thread, reader_main, c))
 			return hgt__errorf(EAGAIN, "record: cannot start the reader of cpu %d", i);
-		c->started = true;
+		c->started = c->ran = true;
 	}
 	return 0;
 }
@@ -1456,6 +1490,30 @@ static int add_stats(void *ctx, struct hgt_output *out)
 	return ret;
 }
 
+/**
+ * hgt__record_how - how the CPUs' readers took their pages, for the summary: "from the
+ * ring buffer's mapping", "spliced", "copied", or a mix.
+ */
+const char *hgt__record_how(const struct hgt_recorder *r)
+{
+	int map = 0, copy = 0, splice = 0;
+
+	for (int i = 0; i < r->nr_cpus; i++) {
+		if (!r->r[i].ran)
+			continue;
+		map += r->r[i].map;
+		copy += !r->r[i].map && r->r[i].copy;
+		splice += !r->r[i].map && !r->r[i].copy;
+	}
+	if (map && !copy && !splice)
+		return "from the ring buffer's mapping";
+	if (splice && !copy && !map)
+		return "spliced";
+	if (copy && !splice && !map)
+		return "copied";
+	return "mapped, spliced or copied, by CPU";
+}
+
 static void *restore_main(void *arg)
 {
 	restore(arg);
@@ -1507,8 +1565,8 @@ int hgt_record_stop(struct hgt_recorder *r, struct hgt_record_result *res)
 
 		for (i = 0; i < r->nr_cpus; i++)
 			bytes += r->res[i].bytes;
-		fprintf(r->o.log, "hgtrace record: %s: %llu bytes of ring-buffer pages\n",
-			r->o.output, (unsigned long long)bytes);
+		fprintf(r->o.log, "hgtrace record: %s: %llu bytes of ring-buffer pages (%s)\n",
+			r->o.output, (unsigned long long)bytes, hgt__record_how(r));
 		for (i = 0; i < r->nr_cpus; i++) {
 			const struct cpu_reader *c = &r->r[i];
 			char why[160];

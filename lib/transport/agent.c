@@ -958,10 +958,10 @@ static int session(struct agent *a, bool now, unsigned int silent_ms)
 		}
 		if (a->o.log && !ret)
 			fprintf(a->o.log,
-				"hgtrace agent: stopped: %.1f ms of CPU in %.3f s of recording (%.3f%% of one CPU), %.1f ms in all; %.3f MB of pages, %.3f ms of CPU per MB; %llu probes answered\n",
+				"hgtrace agent: stopped: %.1f ms of CPU in %.3f s of recording (%.3f%% of one CPU), %.1f ms in all; %.3f MB of pages (%s), %.3f ms of CPU per MB; %llu probes answered\n",
 				(double)end[3] / 1e6, (double)end[4] / 1e9,
 				end[4] ? 100.0 * (double)end[3] / (double)end[4] : 0.0,
-				(double)end[1] / 1e6, (double)pages / 1e6,
+				(double)end[1] / 1e6, (double)pages / 1e6, hgt__record_how(rec),
 				pages ? (double)end[3] / 1e6 / ((double)pages / 1e6) : 0.0,
 				(unsigned long long)a->probes);
 	}

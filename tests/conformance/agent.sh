@@ -64,7 +64,7 @@ HGTRACE_EVENTS='listen_*' HGTRACE_FILE=$t/listen.trace \
 lpid=$!
 agent_log
 HGTRACE_EVENTS='agent_*' HGTRACE_FILE=$t/agent.trace \
-	"$HGTRACE" agent --fifos g1 -B $inst -e sched:sched_switch 2> agent.log &
+	"$HGTRACE" agent --fifos g1 -B $inst -e sched:sched_switch --mmap 2> agent.log &
 apid=$!
 # the session ends once every marker is written (SIGINT: the agent stops, sends what it
 # has and ends its stream), however long the writing took on a busy machine
@@ -80,6 +80,16 @@ wait $apid
 wait_exit $lpid 60 > /dev/null && tap_ok "FIFO: listener finished ($(tail -1 listen.log))" ||
 	tap_fail "FIFO listener: $(cat listen.log)"
 check_markers trace-g1.dat "FIFO"
+# With --mmap the agent takes its pages from the ring buffer's mapping where the kernel has
+# one (Linux 6.10 on), else splices them: the markers just checked came that way (the
+# other sessions here splice, the default).
+how=$(sed -n 's/^hgtrace agent: stopped: .* MB of pages (\(.*\)), [0-9.]* ms of CPU per MB.*/\1/p' agent.log)
+kv=$(uname -r)
+want=spliced
+[ "${kv%%.*}" -gt 6 ] || { [ "${kv%%.*}" = 6 ] && [ "$(echo "$kv" | cut -d. -f2)" -ge 10 ]; } &&
+	want="from the ring buffer's mapping"
+[ "$how" = "$want" ] && tap_ok "FIFO: Linux $kv: the agent's pages: $how" ||
+	tap_fail "FIFO: Linux $kv: the agent's pages were ${how:-(no stopped line)}, not $want"
 # The agent's cost per MB, measured natively over FIFOs (issue 24): the MB the listener says
 # it traced are trace-g1.dat's pages as trace-cmd sees them uncompressed.
 trace-cmd convert --compression none -i trace-g1.dat -o g1-none.dat > /dev/null 2>&1

@@ -5,7 +5,8 @@
  * next time; into a pipe it goes straight, and a full pipe is told from an empty source,
  * also when the pipe's reader makes room between the splice and the look at the pipe.
  * Every byte is checked against the counter pattern the test wrote. And the partial
- * page's clock, on a reader's day worked out by hand.
+ * page's clock, on a reader's day worked out by hand. And a partial page cut out of a
+ * sub-buffer (lib/record/ringmap.c): its events at the times the generator gave them.
  */
 #include "test-helpers.h"
 
@@ -19,6 +20,8 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <traceevent/kbuffer.h>
 
 #include "record/pages.h"
 
@@ -273,6 +276,130 @@ static void test_partial_clock(void **state)
 	assert_true(hgt__partial_due(&pc, 504, 20, 8));
 }
 
+/*
+ * A sub-buffer as the kernel writes one (kernel/trace/ring_buffer.c's event header: a
+ * 5-bit type_len, a 27-bit time delta): events of 4 to 16 bytes whose first word is
+ * their number, a time extend (type 30: the delta's bits above 27 in the next word)
+ * before each event more than 2^27 ns after the one before, an absolute time stamp
+ * (type 31) now and then. The generator keeps each event's offset and time: the
+ * expected values, worked out here, not by the code under test.
+ */
+#define SB 4096
+#define SB_HDR 16
+#define NEV 400
+
+struct gen_ev {
+	uint32_t off; /* of its first word (the extend's or the stamp's, if it has one) */
+	uint32_t end;
+	uint64_t ts;
+	uint32_t nr;
+};
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static int gen_subbuf(uint8_t *sb, struct gen_ev *ev, unsigned int seed)
+{
+	uint64_t ts = 1000000000ull + seed, t0 = ts;
+	uint32_t off = 0;
+	int n = 0;
+
+	memset(sb, 0xa5, SB); /* stale bytes past the commit, as a reused page has */
+	memcpy(sb, &t0, 8);
+	srand(seed);
+	while (n < NEV) {
+		uint32_t words = 1 + (uint32_t)rand() % 4, kind = (uint32_t)rand() % 8;
+		uint64_t delta = kind == 0 ? (1ull << 27) + (uint64_t)rand() * 97
+					   : (uint64_t)rand() % (1u << 27);
+		uint32_t need = 4 + 4 * words + (kind <= 1 ? 8 : 0);
+
+		if (off + need > SB - SB_HDR)
+			break;
+		ev[n].off = off;
+		ts += delta;
+		if (kind == 0) { /* time extend */
+			put32(sb + SB_HDR + off, 30u | (uint32_t)(delta & ((1u << 27) - 1)) << 5);
+			put32(sb + SB_HDR + off + 4, (uint32_t)(delta >> 27));
+			off += 8;
+			delta = 0;
+		} else if (kind == 1) { /* absolute time stamp: the event's own time */
+			put32(sb + SB_HDR + off, 31u | (uint32_t)(ts & ((1u << 27) - 1)) << 5);
+			put32(sb + SB_HDR + off + 4, (uint32_t)(ts >> 27));
+			off += 8;
+			delta = 0;
+		}
+		put32(sb + SB_HDR + off, words | (uint32_t)delta << 5);
+		put32(sb + SB_HDR + off + 4, (uint32_t)n);
+		memset(sb + SB_HDR + off + 8, 0, 4 * (words - 1));
+		off += 4 + 4 * words;
+		ev[n].end = off;
+		ev[n].ts = ts;
+		ev[n].nr = (uint32_t)n;
+		n++;
+	}
+	{
+		uint64_t c = off;
+
+		memcpy(sb + 8, &c, 8);
+	}
+	return n;
+}
+
+/* Every event of @page as kbuffer reads it: checked against @ev[@first..@last). */
+static int check_events(struct kbuffer *kb, uint8_t *page, const struct gen_ev *ev, int first,
+			int last)
+{
+	unsigned long long ts;
+	int i = first;
+
+	assert_int_equal(kbuffer_load_subbuffer(kb, page), 0);
+	for (uint32_t *d = kbuffer_read_event(kb, &ts); d; d = kbuffer_next_event(kb, &ts), i++) {
+		assert_true(i < last);
+		assert_int_equal(*d, ev[i].nr);
+		assert_int_equal(ts, ev[i].ts);
+	}
+	assert_int_equal(i, last);
+	return last - first;
+}
+
+/*
+ * Cut at every event's end, to a later event's end or to the commit: the cut-out page
+ * holds exactly the events in between, at the generator's times; zeros after its data.
+ * Checked: 5 sub-buffers, every cut (about 160 each), every event of each cut page.
+ */
+static void test_subbuf_rest(void **state)
+{
+	static uint8_t sb[SB], out[SB];
+	static struct gen_ev ev[NEV];
+	struct kbuffer *kb = kbuffer_alloc(KBUFFER_LSIZE_8, KBUFFER_ENDIAN_LITTLE);
+	long events = 0, cuts = 0;
+
+	(void)state;
+	assert_non_null(kb);
+	for (unsigned int seed = 1; seed <= 5; seed++) {
+		int n = gen_subbuf(sb, ev, seed);
+
+		assert_true(n > 100);
+		check_events(kb, sb, ev, 0, n); /* the generator's page reads as it meant */
+		for (int a = 0; a < n; a++) {
+			int b = a + 1 + (int)((unsigned int)rand() % (unsigned int)(n - a));
+			uint32_t from = a ? ev[a - 1].end : 0;
+
+			hgt__subbuf_rest(kb, sb, SB, from, ev[b - 1].end, out);
+			for (uint32_t k = SB_HDR + ev[b - 1].end - from; k < SB; k++)
+				assert_int_equal(out[k], 0);
+			events += check_events(kb, out, ev, a, b);
+			hgt__subbuf_rest(kb, sb, SB, from, ev[n - 1].end, out);
+			events += check_events(kb, out, ev, a, n);
+			cuts += 2;
+		}
+	}
+	kbuffer_free(kb);
+	printf("# %ld cut pages, %ld events at the generator's times\n", cuts, events);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_pipe_full_or_empty),
 		cmocka_unit_test(test_pipe_room_made_meanwhile),
 		cmocka_unit_test(test_partial_clock),
+		cmocka_unit_test(test_subbuf_rest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

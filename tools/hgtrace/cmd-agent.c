@@ -28,6 +28,7 @@ enum {
 	O_VSOCK,
 	O_NOW,
 	O_NOSPLICE,
+	O_MMAP,
 	O_SERVE,
 	O_LISTEN,
 	O_FLUSH,
@@ -39,7 +40,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: hgtrace agent [--ports DIR | --fifos DIR | --tcp HOST:PORT | --vsock CID:PORT]\n"
-		"                     [-e SYSTEM[:EVENT] [-f FILTER]]... [-C CLOCK] [-b KB] [-B INSTANCE] [--now] [--no-splice] [--serve] [-o]\n"
+		"                     [-e SYSTEM[:EVENT] [-f FILTER]]... [-C CLOCK] [-b KB] [-B INSTANCE] [--now] [--no-splice] [--mmap] [--serve] [-o]\n"
 		"                     [--flush-ms MS] [--silent-timeout S] [--trace-cmd tcp:[ADDR:]PORT|vsock:PORT]\n"
 		"                     [-- COMMAND ARGS...]\n"
 		"  -- COMMAND: record now, run COMMAND once the host says go (or after 3 s), stop when it exits\n"
@@ -137,7 +138,7 @@ static int event_opt(int c, const char *arg, struct agent_args *a)
 	return cmd_push_event(&a->events, &a->nev, arg) ? 2 : 0;
 }
 
-/* The recording's options: -C, -b, -B, --no-splice, --flush-ms. Returns 0, 2 (error
+/* The recording's options: -C, -b, -B, --no-splice, --mmap, --flush-ms. Returns 0, 2 (error
  * said), or -1 for the options that are not the recording's. */
 static int record_opt(int c, const char *arg, struct hgt_record_opts *ro)
 {
@@ -158,6 +159,9 @@ static int record_opt(int c, const char *arg, struct hgt_record_opts *ro)
 		return 0;
 	case O_NOSPLICE:
 		ro->no_splice = true;
+		return 0;
+	case O_MMAP:
+		ro->mmap = true;
 		return 0;
 	case O_FLUSH:
 		if (cmd_int_arg("agent", "--flush-ms", arg, 10, 3600000, &ms))
@@ -219,6 +223,7 @@ int cmd_agent(int argc, char **argv)
 		{ "vsock", required_argument, NULL, O_VSOCK },
 		{ "now", no_argument, NULL, O_NOW },
 		{ "no-splice", no_argument, NULL, O_NOSPLICE },
+		{ "mmap", no_argument, NULL, O_MMAP },
 		{ "serve", no_argument, NULL, O_SERVE },
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "flush-ms", required_argument, NULL, O_FLUSH },

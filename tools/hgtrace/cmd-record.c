@@ -26,7 +26,7 @@ static void usage(FILE *f)
 		"                      [-A NAME[@fifo:DIR|@tcp:HOST:PORT|@vsock:CID[:PORT]|@unix:PATH:PORT]\n"
 		"                          [--guest-pid PID] [-e ...] [-C CLOCK] [-b KB]\n"
 		"                          [--peer trace-cmd [--peer-arg ARG]...]]...\n"
-		"                      [--sync-interval MS] [--flush-ms MS] [--fsync]\n"
+		"                      [--sync-interval MS] [--flush-ms MS] [--fsync] [--mmap]\n"
 		"                      [--flight --trigger COND... [--window S] [--after S]\n"
 		"                          [--tick S] [--holdoff S] [--max-triggers N]\n"
 		"                          [--flight-prefix PREFIX] [--search-max-mb N]]\n"
@@ -282,7 +282,17 @@ static int run_session(struct hgt_record_opts *host, struct gopt *gs, int ng, un
 	return 0;
 }
 
-enum { O_GUEST_PID = 256, O_INTERVAL, O_KVM, O_FLUSH, O_FSYNC, O_PEER, O_PEER_ARG, O_FLIGHT };
+enum {
+	O_GUEST_PID = 256,
+	O_INTERVAL,
+	O_KVM,
+	O_FLUSH,
+	O_FSYNC,
+	O_MMAP,
+	O_PEER,
+	O_PEER_ARG,
+	O_FLIGHT
+};
 
 static int push(void *arrp, int *n, size_t size)
 {
@@ -432,6 +442,9 @@ static int record_opt(int c, char *arg, void *ctx)
 	case O_FSYNC:
 		o->sync = true;
 		return 0;
+	case O_MMAP:
+		o->mmap = true;
+		return 0;
 	case 'b':
 		if (cmd_num_arg("record", "-b", arg, 1, INT_MAX, "KB > 0", &v))
 			return 1;
@@ -527,6 +540,7 @@ int cmd_record(int argc, char **argv)
 		{ "kvm-debugfs", required_argument, NULL, O_KVM },
 		{ "flush-ms", required_argument, NULL, O_FLUSH },
 		{ "fsync", no_argument, NULL, O_FSYNC },
+		{ "mmap", no_argument, NULL, O_MMAP },
 		{ "peer", required_argument, NULL, O_PEER },
 		{ "peer-arg", required_argument, NULL, O_PEER_ARG },
 		{ "flight", no_argument, NULL, O_FLIGHT },
