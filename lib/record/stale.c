@@ -182,7 +182,9 @@ static int creator(const char *name, uint64_t *start)
 		char *end;
 		long v = strtol(name + 8, &end, 10);
 
-		if (!*end && v > 0 && v < (1L << 22))
+		/* hgtrace-PID, a recorder's; hgtrace-PID-clock, a kernel-only trace clock's
+		 * reader (clockread.c), removed at exit but not by a process killed */
+		if ((!*end || !strcmp(end, "-clock")) && v > 0 && v < (1L << 22))
 			pid = (int)v;
 	}
 	return pid;

@@ -233,20 +233,28 @@ echo "# $left hgtrace instances before, $removed removed, $now after"
 	tap_ok "record removes instances of dead recorders ($removed removed; restore had removed the others)" ||
 	tap_fail "stale instances: $left before, $now after: $(cat again.log)"
 
-# reset: removes a dead recorder's instance, never another tool's.
+# reset: removes a dead recorder's instance, never another tool's; and the instance of a
+# kernel-only clock's reader killed before its exit removed it (hgtrace-PID-clock: a pid
+# no process has now)
 mkdir $TRACEFS/instances/hgt_other_$$
+sh -c 'exit 0' &
+dp=$!
+wait $dp
+mkdir $TRACEFS/instances/hgtrace-$dp-clock
 start_rec k.dat
 kp=$rp
 kill -KILL $kp
 wait $kp 2> /dev/null
 out=$("$HGTRACE" reset 2>&1)
 if [ ! -e $TRACEFS/instances/hgtrace-$kp ] && [ -d $TRACEFS/instances/hgt_other_$$ ] &&
-	grep -q "removed tracefs instance hgtrace-$kp" <<< "$out"; then
-	tap_ok "reset: hgtrace-$kp removed, another tool's instance kept ($(tail -1 <<< "$out"))"
+	grep -q "removed tracefs instance hgtrace-$kp" <<< "$out" &&
+	[ ! -e $TRACEFS/instances/hgtrace-$dp-clock ]; then
+	tap_ok "reset: hgtrace-$kp and hgtrace-$dp-clock removed, another tool's instance kept ($(tail -1 <<< "$out"))"
 else
 	tap_fail "reset: $out"
 fi
 rmdir $TRACEFS/instances/hgt_other_$$
+rmdir $TRACEFS/instances/hgtrace-$dp-clock 2> /dev/null
 "$HGTRACE" restore k.dat 2> /dev/null && [ ! -d k.dat.recording ] ||
 	tap_fail "restore after reset"
 
