@@ -15,9 +15,11 @@
 # one CPU's pages 8 steps of 50 late, and --flush the longest any event then waits for its
 # page (as a recorder's flush interval bounds it). Checked:
 #  - the premise, by trace-cmd's reading: B was woken from CPU 1 onto CPU 0 again and
-#    again; the hog ran twice for 9 ms or more on CPU 0, and each time one delay of B there
-#    (why on the whole file) overlaps that run by 5 ms (a busy machine gives B other delays
-#    of its own); the first begins before some CPU's first page ends (the file's pages);
+#    again; the hog ran twice for 9 ms or more on CPU 0 (from its switch in to its sleep: a
+#    task of a higher class taking the CPU meanwhile does not end the run), and each time one
+#    delay of B there (why on the whole file) overlaps that run by 5 ms (a busy machine gives
+#    B other delays of its own); the first begins before some CPU's first page ends (the
+#    file's pages); when not, the line says what the hog and B did around the two runs;
 #  - CPU 0's pages late (the window's end: B's run on CPU 0 not come yet) and CPU 1's (the
 #    window's start: a wakeup on CPU 1 in its first page, B's run on CPU 0 in a page
 #    before the window): every trigger of wakeup>3ms:B is a delay why finds in the whole
@@ -157,25 +159,27 @@ read -r b n hog < work.out
 trace-cmd report -t -i rec.dat > tc.txt 2> /dev/null
 # From trace-cmd's reading: B's wakeups from CPU 1 onto CPU 0, the hog's longest run on
 # CPU 0, and (why's, on the whole file) B's delays on CPU 0 that overlap it by 5 ms.
-read -r moved hog_ms hogged first_page < <(python3 - tc.txt whole.json "$b" "$hog" "$HGTRACE" \
+read -r moved hog_ms hogged first_page sched < <(python3 - tc.txt whole.json "$b" "$hog" "$HGTRACE" \
 	"$here/lib/feed-recording.py" << 'EOF'
 import importlib.util, json, re, sys
 b, hog = int(sys.argv[3]), int(sys.argv[4])
 spec = importlib.util.spec_from_file_location("feed", sys.argv[6])
 feed = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(feed)
-sw = re.compile(r"\[000\] +(\d+)\.(\d{9}): sched_switch: +.*:(\d+) \[-?\d+\] \S+ ==> .*:(\d+) \[")
+sw = re.compile(r"\[000\] +(\d+)\.(\d{9}): sched_switch: +.*:(\d+) \[-?\d+\] (\S+) ==> .*:(\d+) \[")
 moved, runs, since = 0, [], None
-for line in open(sys.argv[1]):
+lines = open(sys.argv[1]).read().splitlines()
+for line in lines:
     if re.search(r"\[001\] .* sched_wakeup: +.*:%d \[-?\d+\] CPU:000" % b, line):
         moved += 1
     m = sw.search(line)
     if m:
         t = int(m[1] + m[2])
-        if int(m[3]) == hog and since is not None:
+        # a run: from the hog's switch in to its sleep (preempted, R: it holds on)
+        if int(m[3]) == hog and since is not None and not m[4].startswith("R"):
             runs.append((since, t))
             since = None
-        if int(m[4]) == hog:
+        if int(m[5]) == hog and since is None:
             since = t
 # the hog's two longest runs, in time order, and B's delays on CPU 0 over each by 5 ms
 two = sorted(sorted(runs, key=lambda r: r[1] - r[0])[-2:]) if len(runs) >= 2 else [(0, 0)] * 2
@@ -186,16 +190,37 @@ over = [[d for d in delays if min(r[1], d["to_ns"]) - max(r[0], d["from_ns"]) >=
 data = open("rec.dat", "rb").read()
 first_page = max(feed.page_times(data[off:off + page])[1]
                  for _, off, size, page in feed.cpu_sections(sys.argv[5], "rec.dat") if size)
+# for a premise that fails: the hog's and B's scheduling from 2 ms before each run to 30 ms
+# after ("wake|in|out-WHO[-STATE]@CPU+MS"), 14 records at most
+ev = re.compile(r"\[(\d+)\] +(\d+)\.(\d{9}): (sched_wakeup|sched_switch): +(.*)")
+seen = []
+who = lambda p: {b: "B", hog: "hog"}.get(int(p))
+for r in two:
+    got = []
+    for line in lines:
+        m = ev.search(line)
+        if not m or not r[0] - 2000000 <= int(m[2] + m[3]) <= r[1] + 30000000:
+            continue
+        at = "%d%+.1f" % (int(m[1]), (int(m[2] + m[3]) - r[0]) / 1e6)
+        w = re.match(r".*:(\d+) \[-?\d+\] CPU:(\d+)", m[5]) if m[4] == "sched_wakeup" else None
+        s = re.match(r".*:(\d+) \[-?\d+\] (\S+) ==> .*:(\d+) \[", m[5]) if not w else None
+        if w and who(w[1]):
+            got.append("wake-%s-to%d@%s" % (who(w[1]), int(w[2]), at))
+        if s and who(s[1]):
+            got.append("out-%s-%s@%s" % (who(s[1]), s[2], at))
+        if s and who(s[3]):
+            got.append("in-%s@%s" % (who(s[3]), at))
+    seen.append(",".join(got[:14]))
 print(moved, min(r[1] - r[0] for r in two) // 1000000,
       ",".join("%d-%d" % (o[0]["from_ns"], o[0]["to_ns"]) if len(o) == 1 else "none" for o in over),
-      first_page)
+      first_page, "|".join(seen))
 EOF
 )
 hog1=${hogged%%-*}
 [ "$moved" -ge 100 ] && [ "$hog_ms" -ge 9 ] && [ "${hogged/none/}" = "$hogged" ] &&
 	[ "$hog1" -lt "$first_page" ] &&
 	tap_ok "the premise (trace-cmd): B woken from CPU 1 onto CPU 0 $moved times; the hog ran twice for $hog_ms ms or more on CPU 0, each time in one delay of B there (why, whole file), the first from $(((first_page - hog1) / 1000)) us before a CPU's first page ends" ||
-	tap_fail "the premise: B woken onto CPU 0 from CPU 1 $moved times (want >= 100), the hog's two longest runs $hog_ms ms or more (want >= 9), B's delays over each: $hogged (want one each, the first from before $first_page, the latest of the CPUs' first pages' last records)"
+	tap_fail "the premise: B woken onto CPU 0 from CPU 1 $moved times (want >= 100), the hog's two longest runs $hog_ms ms or more (want >= 9), B's delays over each: $hogged (want one each, the first from before $first_page, the latest of the CPUs' first pages' last records); around the hog's runs (CPU+ms from each run's start): $sched"
 
 # flight_on RUN FEEDS TRIGGER...: FEEDS (FILE:NAME.dat, space-separated) fed to RUN/NAME.dat
 # in 50 steps of 0.1 s (FEED_HOLD, FEED_PAUSE for 0.1 from the environment) with hgtrace
