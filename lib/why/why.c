@@ -132,6 +132,7 @@ struct cat {
 struct thread {
 	int pid;
 	bool waiting;	    /* runnable, not running */
+	bool waking;	    /* waiting since a sched_waking: its target, the last CPU */
 	int wait_cpu;	    /* where it waits */
 	int irq_depth;	    /* in host interrupts (nested) */
 	uint32_t saved;	    /* the category an interrupt interrupted */
@@ -399,6 +400,21 @@ static void irq_text(char *what, size_t cap, int id, const char *name, size_t n)
 	what[o + n] = 0;
 }
 
+/* Thread @t woken at @ts onto host CPU @target: runnable, waiting for that CPU's current
+ * task. sched_waking (@waking) names the CPU the task last ran on (the kernel chooses where
+ * it goes after), sched_wakeup the one it was put on: a sched_wakeup after a sched_waking
+ * moves the wait there. */
+static void woken(struct why *w, struct thread *t, int target, bool waking, uint64_t ts)
+{
+	if (t->waiting)
+		w->cpu_waiters[t->wait_cpu]--;
+	t->waiting = true;
+	t->waking = waking;
+	t->wait_cpu = target;
+	w->cpu_waiters[target]++;
+	seg(t, w->cpu_cat[target] != UINT32_MAX ? w->cpu_cat[target] : w->c_unknown, ts);
+}
+
 /* Which of sched_waking (0) and sched_wakeup (1) event type @type is; -1: neither. */
 static int wake_of(const struct why *w, int type)
 {
@@ -449,6 +465,7 @@ static void host_record(struct why *w, struct tep_record *rec)
 			t->irq_depth = 0;
 			if (!t->waiting && (hgt__field_num(w->sw_state, rec) & 0x7f) == 0) {
 				t->waiting = true; /* preempted: still runnable */
+				t->waking = false;
 				t->wait_cpu = cpu;
 				w->cpu_waiters[cpu]++;
 			}
@@ -460,14 +477,11 @@ static void host_record(struct why *w, struct tep_record *rec)
 		int target = w->wk_cpu[k] ? (int)hgt__field_num(w->wk_cpu[k], rec) : cpu;
 
 		t = thread_of(w, (int)hgt__field_num(w->wk_pid[k], rec));
-		if (t && !t->waiting && target >= 0 && target < w->nr_cpus) {
-			/* woken: runnable, waiting for its CPU's current task */
-			t->waiting = true;
-			t->wait_cpu = target;
-			w->cpu_waiters[target]++;
-			seg(t, w->cpu_cat[target] != UINT32_MAX ? w->cpu_cat[target] : w->c_unknown,
-			    rec->ts);
-		}
+		if (t && target >= 0 && target < w->nr_cpus &&
+		    (!t->waiting || (t->waking && k == 1)))
+			woken(w, t, target, k == 0, rec->ts);
+		else if (t && k == 1)
+			t->waking = false;
 	} else if ((w->irq_en && type == w->irq_en->id) || (w->sirq_en && type == w->sirq_en->id)) {
 		t = thread_of(w, pid);
 		if (t && !t->waiting && t->n) {

@@ -9,7 +9,8 @@
 # puts every guest event inside them at zero tolerance (recounted from trace-cmd's report)
 # with a bound of at most 50 us; the offset inferred from the trace alone agrees
 # with the agent channel's within both bounds, and sync-check agrees; hgtrace why's delays
-# and splits equal those derived from trace-cmd's report; the agent's share of guest CPU time, from the
+# and splits equal those derived from trace-cmd's report, also with the vCPU threads moved
+# between host CPUs (sched_waking and sched_wakeup naming different CPUs); the agent's share of guest CPU time, from the
 # guest's own sched_switch events, stays under 5 %.
 # Usage: session.sh HGTRACE BUILDDIR
 HGTRACE=$(realpath "$1")
@@ -65,13 +66,13 @@ while ! grep -q 'guest: serving' serial.log && [ $i -lt 600 ]; do
 done
 grep -q 'guest: serving' serial.log || tap_skip_all "the guest did not boot: $(tail -3 serial.log | tr '\n' '|')"
 
-# session N OUT SECONDS [GUEST-EVENTS]: one record -A session; checks its files
+# session N OUT SECONDS [GUEST-EVENTS [HOST-EVENTS]]: one record -A session; checks its files
 session() {
-	local n=$1 out=$2 secs=$3 base=${2%.dat} gev=${4:--e sched:sched_switch}
+	local n=$1 out=$2 secs=$3 base=${2%.dat} gev=${4:--e sched:sched_switch} hev=${5:-}
 	local start end
 	start=$(date +%s.%N)
 	# shellcheck disable=SC2086
-	"$HGTRACE" record -e sched:sched_switch -e sched:sched_wakeup -A "g@fifo:$t/g" $gev -o "$out" \
+	"$HGTRACE" record -e sched:sched_switch -e sched:sched_wakeup $hev -A "g@fifo:$t/g" $gev -o "$out" \
 		-- sleep "$secs" 2> "rec$n.log"
 	rc=$?
 	end=$(date +%s.%N)
@@ -292,6 +293,58 @@ if command -v chromium > /dev/null; then
 	fi
 else
 	tap_skip "view of the real session" "chromium is not installed"
+fi
+
+# 2b''. vCPU threads woken onto another host CPU than they last ran on (taskset moves each
+# every 20 ms, the two on different CPUs, as a host's scheduler moves them): the kernel's
+# sched_waking names the CPU a thread last ran on, its sched_wakeup the one it was put on,
+# and the wait is there. why's delays and splits must equal check-why.py's, which reads
+# both events so from trace-cmd's report; the host's moves are counted from the same lines.
+qemu=$(pgrep -P $qpid qemu-system)
+tids=$(grep -l '^CPU [0-9]*/TCG' /proc/$qemu/task/*/comm 2> /dev/null | cut -d/ -f5 | tr '\n' ' ')
+(
+	c=0
+	while :; do
+		for tid in $tids; do
+			taskset -pc $c "$tid" > /dev/null 2>&1
+			c=$((1 - c))
+		done
+		c=$((1 - c))
+		sleep 0.02
+	done
+) &
+mover=$!
+session 4 host4.dat 2 "-e sched -e timer -e irq" "-e sched:sched_waking"
+s4=$?
+kill $mover
+wait $mover 2> /dev/null
+for tid in $tids; do taskset -pc 0-$(($(nproc) - 1)) "$tid" > /dev/null 2>&1; done
+if [ $s4 = 0 ]; then
+	vpids4=$("$HGTRACE" dump host4.dat | sed -n 's/.*vcpu [0-9]* -> host pid \([0-9]*\).*/\1/p' | tr '\n' ' ')
+	trace-cmd report -t -i host4.dat -i host4-g.dat > tc4.txt 2> /dev/null
+	moved=$(python3 - tc4.txt "$vpids4" << 'EOF'
+import re, sys
+vcpu, last, moved = {int(p) for p in sys.argv[2].split()}, {}, 0
+for line in open(sys.argv[1], errors="replace"):
+    if not line.lstrip().startswith("host4.dat:"):
+        continue
+    m = re.search(r" sched_waking: +comm=.* pid=(\d+) prio=-?\d+ target_cpu=(\d+)", line)
+    if m and int(m[1]) in vcpu:
+        last[int(m[1])] = int(m[2])
+    m = re.search(r" sched_wakeup: +.*:(\d+) \[-?\d+\] CPU:(\d+)", line)
+    if m and int(m[1]) in last:
+        moved += last.pop(int(m[1])) != int(m[2])
+print(moved)
+EOF
+	)
+	if [ "${moved:-0}" -lt 10 ]; then
+		tap_fail "vCPU threads moved between CPUs: woken $moved times onto another CPU than their last (want >= 10; threads '$tids', vCPUs '$vpids4')"
+	elif "$HGTRACE" why --json --threshold 0.001 host4.dat host4-g.dat > why4.json 2> why4.err &&
+		python3 "$here/sink/check-why.py" why4.json tc4.txt host4.dat host4-g.dat "$vpids4" > why4.out 2>&1; then
+		while read -r l; do tap_ok "why, vCPU threads woken $moved times onto another CPU: ${l#ok }"; done < why4.out
+	else
+		tap_fail "why, vCPU threads woken $moved times onto another CPU: $(cat why4.err) $(tr '\n' ' ' < why4.out)"
+	fi
 fi
 
 # 2b'. A session in the kernel-only clock "local" (-C local): host and guest each read it

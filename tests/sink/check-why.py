@@ -39,7 +39,8 @@ line = re.compile(r"^\s*(\S+): \s*(.*?)-(\d+)\s+\[(\d+)\]\s*(\d+(?:\.\d+)?): ([^
 
 # ---- the host: segments per vCPU thread ----
 seg = {p: [] for p in pids}  # pid -> [(ts, key)], key = (state, what, id)
-st = {p: {"waiting": False, "wcpu": -1, "irq": 0, "saved": None, "exit": None} for p in pids}
+st = {p: {"waiting": False, "waking": False, "wcpu": -1, "irq": 0, "saved": None, "exit": None}
+      for p in pids}
 cpu_by = {}  # host cpu -> preempted-by key of its current task
 cpu_cur = {}  # host cpu -> the pid of that task
 host_end = 0
@@ -118,19 +119,28 @@ for l in open(sys.argv[2], errors="replace"):
                 t = st[prev]
                 t["irq"] = 0
                 if not t["waiting"] and state.startswith("R"):
-                    t["waiting"], t["wcpu"] = True, cpu
+                    t["waiting"], t["waking"], t["wcpu"] = True, False, cpu
                 if not t["waiting"]:
                     # asleep after a HLT exit (under TCG: any sleep) is the guest idling
                     idle = not kvm or (t["exit"] and t["exit"][1] == "exit HLT")
                     put(prev, HALTED if idle else BLOCKED, ts)
             runs(cpu, nxt, ncomm, ts, False)
         elif ev in ("sched_waking", "sched_wakeup"):
-            # a vCPU thread woken: runnable, waiting for its target CPU's current task
+            # a vCPU thread woken: runnable, waiting for its target CPU's current task. The
+            # kernel's sched_waking comes before it picks the CPU (target_cpu: the last one
+            # the task ran on), sched_wakeup after (the CPU it was put on): that one moves
+            # the wait
             w = re.match(r"comm=.* pid=(\d+) prio=-?\d+ target_cpu=(\d+)|.*:(\d+) \[-?\d+\].* CPU:(\d+)", rest)
             p, target = (int(w.group(1)), int(w.group(2))) if w.group(1) else (int(w.group(3)), int(w.group(4)))
-            if p in seg and not st[p]["waiting"]:
-                st[p]["waiting"], st[p]["wcpu"] = True, target
+            if p not in seg:
+                continue
+            t = st[p]
+            if not t["waiting"] or (t["waking"] and ev == "sched_wakeup"):
+                # (a wait begun by a sched_waking: its target was the last CPU)
+                t["waiting"], t["wcpu"], t["waking"] = True, target, ev == "sched_waking"
                 put(p, cpu_by.get(target, UNKNOWN), ts)
+            elif ev == "sched_wakeup":
+                t["waking"] = False
         elif ev in ("irq_handler_entry", "irq_handler_exit", "softirq_entry", "softirq_exit") and pid in seg:
             t = st[pid]
             if t["waiting"] or not seg[pid]:
