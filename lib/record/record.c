@@ -1492,7 +1492,7 @@ static int add_stats(void *ctx, struct hgt_output *out)
 
 /**
  * hgt__record_how - how the CPUs' readers took their pages, for the summary: "from the
- * ring buffer's mapping", "spliced", "copied", or a mix.
+ * ring buffer's mapping", "spliced", "copied", a mix, or "no CPU read" when no reader ran.
  */
 const char *hgt__record_how(const struct hgt_recorder *r)
 {
@@ -1511,6 +1511,8 @@ const char *hgt__record_how(const struct hgt_recorder *r)
 		return "spliced";
 	if (copy && !splice && !map)
 		return "copied";
+	if (!copy && !splice && !map)
+		return "no CPU read";
 	return "mapped, spliced or copied, by CPU";
 }
 

@@ -322,7 +322,8 @@ wait $apid 2> /dev/null
 wait_for_line listen.log 'control channel closed before the end' 60
 kill -INT $lpid
 wait $lpid
-rmdir "$TRACEFS/instances/$inst" 2> /dev/null # the killed agent could not
+# the killed agent could not remove its instance, nor the one it read its clock through
+rmdir "$TRACEFS/instances/$inst" "$TRACEFS/instances/hgtrace-$apid-clock" 2> /dev/null
 [ "$(md5sum < trace-net-1.dat)" = "$kept" ] && [ -s trace-net-1.2.dat ] &&
 	tap_ok "a restarted listener keeps trace-net-1.dat and writes trace-net-1.2.dat" ||
 	tap_fail "restarted listener: $(ls trace-net-1*) $(cat listen.log)"
