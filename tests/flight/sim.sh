@@ -5,8 +5,9 @@
 # injected (a vCPU thread preempted 30 ms by a host task, the guest's own 40 ms, and two
 # under the threshold: 8 ms and 0.5 ms of preemption). Checked:
 #  - every guest wakeup delay over 15 ms, and rt-app's over 8 ms (a second trigger), as
-#    why finds them in the whole files, triggers once and only once, under its trigger, and
-#    nothing else does; the injected causes over 15 ms are among them with their cause (the
+#    why finds them in the whole files, triggers once and only once, under its trigger, or
+#    lies in a time the recorder said no search held (a machine too busy for its searches),
+#    and nothing else does; the injected causes over 15 ms are among them with their cause (the
 #    host task's pid; inside the guest), those under are not;
 #  - preempt>20ms fires once, for the 30 ms preemption, on its vCPU thread, by its task;
 #  - each trigger's saved pair: trace-cmd reads both; why on it finds the same delay, its
@@ -133,11 +134,15 @@ want = sorted((d["cpu"], d["pid"], d["from_ns"], d["to_ns"],
               for d in whole if d["kind"] == "wakeup" and
               (d["to_ns"] - d["from_ns"] > 15000000 or d["comm"] == "rt-app"))
 keys = sorted(g[:4] + g[5:] for g in got)
-ok = keys == want and len(set(keys)) == len(keys) and len(want) > 6
+# a machine too busy for the searches: a delay in a time the recorder said no search's span
+# held may go untaken (said, so not silently)
+gaps = [(ns(a), ns(z)) for a, z in re.findall(r"behind: the recording from ([0-9.]+) to ([0-9.]+) ", log)]
+said = [w for w in want if w not in keys and any(w[2] < z and w[3] > a for a, z in gaps)]
+ok = sorted(keys + said) == want and len(set(keys)) == len(keys) and len(want) > 6
 print("%s %d wakeup triggers, %d distinct, %d of them rt-app's under 15 ms; why over the whole "
-      "files: %d over 15 ms or rt-app's over 8 ms" %
+      "files: %d over 15 ms or rt-app's over 8 ms (%d not taken, in %d times said unsearched)" %
       ("ok" if ok else "FAIL", len(got), len(set(keys)),
-       sum(k[4] != "wakeup>15ms" for k in keys), len(want)))
+       sum(k[4] != "wakeup>15ms" for k in keys), len(want), len(said), len(gaps)))
 got = [g for g in got if g[5] == "wakeup>15ms"]
 # the injected causes: over 15 ms, found with their cause; under, not found
 for c, f in inj:
