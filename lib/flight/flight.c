@@ -140,6 +140,8 @@ struct hgt_flight {
 	int tick_searches;	 /* how many */
 	uint64_t covered;	 /* report time: searched or said unsearched up to here */
 	uint64_t unsearched;	 /* report time no search's span held (span_of()) */
+	uint64_t spanned_at;	 /* monotonic: the last search that took its span, begun */
+	uint64_t last_search_ns; /* how long the last search took */
 	uint64_t searched_bytes; /* the pages the searches read */
 	uint64_t skipped_bytes;	 /* pages a search left for want of time (search_max_bytes) */
 	bool said_cut;		 /* that a search reads only the newest of a window */
@@ -702,6 +704,26 @@ static void punched_under(struct hgt_flight *f)
 		    n, n == 1 ? "" : "s");
 }
 
+/*
+ * The pages a search at @now reads: those written since its window and a tick. One later
+ * than its window less the pages' lag after the last (a machine too busy, a slow save)
+ * would leave time between the two spans, that no search takes a delay in: it reads from
+ * where the last one did instead (f->resume skips what that one finished), if the kept
+ * span holds those pages until it is done, judging by the last search's time (the
+ * trimmer leaves what a search reads: reaching back further, the disk would hold more
+ * than the kept span). Else the time between is said (span_of()).
+ */
+static uint64_t search_since(const struct hgt_flight *f, uint64_t now)
+{
+	uint64_t back = f->o.window_ns + f->o.tick_ns, since = now - back, last, kept;
+
+	if (!f->spanned_at || f->spanned_at < back || now < f->keep)
+		return since;
+	last = f->spanned_at - back;
+	kept = now - f->keep + f->last_search_ns;
+	return last < since && last >= kept ? last : since;
+}
+
 static void search(struct hgt_flight *f, uint64_t now, bool final)
 {
 	char *paths[64];
@@ -714,7 +736,7 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 		.context = has_context, .reach = reached, .opened = opened, .arg = &sc
 	};
 	struct mark k = { f, NULL, NULL };
-	uint64_t t0 = hgt__now_ns(), since = now - f->o.window_ns - f->o.tick_ns;
+	uint64_t t0 = hgt__now_ns(), since = search_since(f, now);
 	struct timespec pad = { .tv_sec = (time_t)(f->search_pad_ns / NS),
 				.tv_nsec = (long)(f->search_pad_ns % NS) };
 
@@ -754,6 +776,8 @@ static void search(struct hgt_flight *f, uint64_t now, bool final)
 	punched_under(f);
 	if (!ret && !f->incremental)
 		span_of(f, &live);
+	if (!ret)
+		f->spanned_at = now;
 	/* the next search reads from the oldest delay open at this one's end, less a tick: a
 	 * guest's times may move with its sync from one search to the next */
 	if (!f->incremental && !ret)
@@ -774,7 +798,8 @@ out:
 	pthread_mutex_lock(&f->lock);
 	f->search_floor = UINT64_MAX;
 	pthread_mutex_unlock(&f->lock);
-	f->search_ns += hgt__now_ns() - t0;
+	f->last_search_ns = hgt__now_ns() - t0;
+	f->search_ns += f->last_search_ns;
 	f->tick_searches++;
 	if (ret && strcmp(f->last_err, hgt_last_error())) {
 		snprintf(f->last_err, sizeof(f->last_err), "%s", hgt_last_error());
@@ -823,18 +848,22 @@ static uint64_t saved_since(const struct hgt_flight *f, const struct trig_rec *t
 static bool search_due(struct hgt_flight *f, uint64_t now);
 
 /*
- * While a save goes on: a search if one is due (the trimmer goes on meanwhile: the pages
- * the save has copied may go, those it has yet to copy are held: trim_cpu()). A save can
- * take longer than the window less the pages' lag (a slow disk): without searches
- * meanwhile, the next would find time no search's span held. The save's trigger stays
- * where it is (f->tr holds pointers); no new files are looked for (scan()), so the save's
- * stay as they are (the trimmer's samples keep their sizes new).
+ * While a save goes on: a search once a tick has passed since the last one ended (the
+ * trimmer goes on meanwhile: the pages the save has copied may go, those it has yet to
+ * copy are held: trim_cpu()). A save can take longer than the window less the pages' lag
+ * (a slow disk): without searches meanwhile, the next would find time no search's span
+ * held. Not a tick since the last began, as between ticks: a search slower than a tick
+ * would then run at every step of the copy, a save taking a search a step (81 searches of
+ * 1.8 s in one save, seen); a search later than that reads from where the last one did
+ * (search_since()). The save's trigger stays where it is (f->tr holds pointers); no new
+ * files are looked for (scan()), so the save's stay as they are (the trimmer's samples
+ * keep their sizes new).
  */
 static void while_saving(struct hgt_flight *f)
 {
 	uint64_t now = hgt__now_ns();
 
-	if (search_due(f, now))
+	if (now - f->searched_at - f->last_search_ns >= f->o.tick_ns && search_due(f, now))
 		search(f, now, false);
 }
 

@@ -24,6 +24,8 @@
 #  - searches slower than a tick: the trims go on a quarter tick apart, and the disk
 #    holds no more than the pages fed in the kept span and half a tick; a search longer
 #    than the kept span leaves before its pages: none is punched out as it reads them;
+#    searches further apart than their spans read from where the last one did: no time
+#    unsearched, every delay taken; a save among them leaves its copy time between them;
 #  - a window saved when it is due, not at the tick after: the disk holds the kept span
 #    and half a tick, when the window due spans the kept span;
 #  - bad triggers and options: one error line each.
@@ -387,29 +389,24 @@ esac
 HGT_FLIGHT_SAVE_MBPS=4 feed g 60 --tick 0.1 --window 1 --after 0.2 --flush 0.2 --holdoff 1 \
 	--max-triggers 2 --trigger 'wakeup>15ms'
 "$HGTRACE" why --json --threshold 15000.001 s-host.dat s-guest.dat > g.json
-r=$(python3 - g.log g.json << 'EOF'
-import json, re, sys
+r=$(python3 - g.log g.json "$here/flight" << 'EOF'
+import re, sys
+sys.path.insert(0, sys.argv[3])
+from flightlog import span_said, wakeups_taken, wakeups_why
 log = open(sys.argv[1]).read()
-ns = lambda s: int(s.replace(".", ""))
-got = [(int(c), ns(a), ns(b)) for c, a, b in re.findall(
-    r"(?:trigger \d+|not saved \([^)]*\)): wakeup>15ms: \S+ on g CPU (\d+) late: [0-9.]+ ms, "
-    r"([0-9.]+) -> ([0-9.]+);", log)]
-want = sorted((d["cpu"], d["from_ns"], d["to_ns"]) for d in json.load(open(sys.argv[2]))["delays"]
-              if d["kind"] == "wakeup")
+got, want = wakeups_taken(log, "wakeup>15ms"), wakeups_why(sys.argv[2])
 took = max([float(x) for x in re.findall(r"behind: a tick took ([0-9.]+) s", log)] or [0])
-gaps = log.count("in no search's span")
-unsearched = re.search(r"([0-9.]+) s unsearched", log)
+gaps, unsearched = span_said(log)
 saved = len(re.findall(r"trigger \d+: saved", log))
 # the second taken while the first was being saved (f->tr grows during a save)
 during = "trigger 2: wakeup" in log and log.find("trigger 2: wakeup") < log.find("trigger 1: saved")
 ok = (sorted(got) == want and len(set(got)) == len(got) and len(want) >= 5 and took >= 2 and
-      not gaps and unsearched and float(unsearched.group(1)) == 0 and saved == 2 and during)
+      not gaps and unsearched == 0 and saved == 2 and during)
 print("%s the longest tick took %.1f s; %d wakeups over 15 ms taken (%d distinct), why over "
       "the whole files: %d; %d windows saved, the second taken %s the first was saved; %d lines "
       "of time in no search's span, %s s unsearched" %
       ("ok" if ok else "FAIL", took, len(got), len(set(got)), len(want), saved,
-       "while" if during else "not while", gaps,
-       unsearched.group(1) if unsearched else "?"))
+       "while" if during else "not while", gaps, unsearched))
 EOF
 )
 case $r in ok*) tap_ok "searches during a slow save: ${r#ok }" ;; *) tap_fail "searches during a slow save: $r" ;; esac
@@ -463,6 +460,44 @@ case $r in
 ok*) tap_ok "a search longer than the kept span leaves: ${r#ok }" ;;
 *) tap_fail "a search longer than the kept span leaves: $r" ;;
 esac
+
+# 2i. Searches further apart than their spans (HGT_FLIGHT_SEARCH_MS=1800: each search 1.8 s
+# longer, ticks of 0.5 s, a window of 1 s and a lag of 0.7 s: each span about 1.5 s; the
+# kept span, 6.7 s, holds the pages back to the last search's): each reads from where the
+# last one did, so no time is said to be in no search's span and every wakeup over 15 ms
+# that why finds in the whole files is taken once (a trigger, or "not saved"); the save of
+# the one trigger kept leaves its copy time between searches: a tick between two searches
+# (so a tick of N searches takes N * 1.8 s and N - 1 ticks at least), not one search per
+# step of the copy. Checked: searches did take 1.8 s each.
+HGT_FLIGHT_SEARCH_MS=1800 feed i 60 --tick 0.5 --window 1 --after 2.5 --flush 0.2 --holdoff 0 \
+	--max-triggers 1 --trigger 'wakeup>15ms'
+r=$(python3 - i.log g.json "$here/flight" << 'EOF'
+import re, sys
+sys.path.insert(0, sys.argv[3])
+from flightlog import span_said, wakeups_taken, wakeups_why
+log = open(sys.argv[1]).read()
+got, want = wakeups_taken(log, "wakeup>15ms"), wakeups_why(sys.argv[2])
+ticks = [(float(t), int(n))
+         for t, n in re.findall(r"behind: a tick took ([0-9.]+) s \((\d+) search", log)]
+# the searches took their 1.8 s each (a tick is said only when it is the slowest yet)
+n, ran = (float(x) for x in re.search(r"cost: (\d+) searches, [0-9.]+ s of CPU in ([0-9.]+) s",
+                                      log).groups())
+# a tick of N searches took N * 1.8 s and a tick between each two at least; searches at
+# each step of a save's copy have no tick between them
+crowded = [(t, k) for t, k in ticks if k > (t + 0.5) / 2.3]
+most = max(ticks, key=lambda x: x[1], default=(0, 0))
+gaps, unsearched = span_said(log)
+saved = len(re.findall(r"trigger \d+: saved", log))
+ok = (sorted(got) == want and len(set(got)) == len(got) and len(want) >= 5 and
+      3 <= n <= ran / 1.8 + 1 and not gaps and unsearched == 0 and saved == 1 and not crowded)
+print("%s %d searches in %.1f s; %d wakeups over 15 ms taken (%d distinct), why over the "
+      "whole files: %d; %d times said in no search's span, %s s unsearched; %d saved; the most "
+      "searches in a tick %d (in %.1f s), %d ticks with searches less than a tick apart" %
+      ("ok" if ok else "FAIL", n, ran, len(got), len(set(got)), len(want), gaps, unsearched,
+       saved, most[1], most[0], len(crowded)))
+EOF
+)
+case $r in ok*) tap_ok "searches further apart than their spans: ${r#ok }" ;; *) tap_fail "searches further apart than their spans: $r" ;; esac
 
 # 2h. A window saved when it is due, not at the tick after: the trimmer holds a window
 # until its save copies it, and with --flush 1 --tick 1 a window due (1 s, two ticks and
