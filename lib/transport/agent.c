@@ -292,6 +292,8 @@ static int connect_to(struct agent *a)
 		fd = -1;
 		for (ai = res; ai && fd < 0; ai = ai->ai_next) {
 			fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+			if (fd >= 0)
+				hgt__sock_to_peer(fd, ai->ai_addr);
 			if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen)) {
 				e = errno;
 				close(fd);

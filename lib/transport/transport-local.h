@@ -4,6 +4,7 @@
 #define HGTRACE_TRANSPORT_LOCAL_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 /* @path's contents (at most @cap - 1 bytes), NUL-terminated; its length or -1 (vmm.c). */
@@ -15,12 +16,15 @@ int hgt__sock_listen(int transport, const char *host, unsigned int port, const c
 /* A listening socket on a free port of the address connection @fd came to (*@port). */
 int hgt__sock_listen_beside(int fd, unsigned int *port, const char *who);
 /* The next connection on @lfd, waiting at most @ms (< 0: until *@stop): its fd (TCP:
- * no delay), or -1 if none came. */
+ * no delay; from this machine, unpaced as hgt__sock_to_peer() says), or -1 if none came. */
 int hgt__sock_accept(int lfd, int ms, volatile int *stop);
 /* A connection (blocking) to @port of an agent: TCP at @host, vsock at @cid, or through
  * the hybrid-vsock VMM whose UNIX socket is @path (CONNECT PORT, OK); -errno. */
 int hgt__sock_dial(int transport, const char *host, unsigned int cid, const char *path,
 		   unsigned int port);
+/* TCP socket @fd, not yet connected, is to connect to @peer: to a peer on this machine it
+ * sends with a congestion control that does not pace (sock.c: why). */
+void hgt__sock_to_peer(int fd, const struct sockaddr *peer);
 /* What a failed hgt__sock_dial() (-errno @e) says. */
 const char *hgt__sock_dial_error(int transport, int e);
 

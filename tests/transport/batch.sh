@@ -4,7 +4,7 @@
 # machine the guest is hgtrace agent over TCP (127.0.0.1), recording in an instance of its
 # own; markers are written into its trace_marker. Checked:
 #  - while it records, the listener's connected TCP sockets as the kernel holds them
-#    (getsockopt on duplicates, tests/transport/lowat.py): the control channel at 1 byte,
+#    (getsockopt on duplicates, tests/transport/sockopt.py): the control channel at 1 byte,
 #    each CPU's data channel at 262144;
 #  - one marker, far less than that, reaches the listener's recording directory while
 #    the agent still records (its poke, within 5 s; 0.6-0.8 s here, most of it the
@@ -33,7 +33,7 @@ ncpu=$(grep -o '[0-9]* CPUs' listen.log | head -1 | cut -d' ' -f1)
 want="1$(printf ' 262144%.0s' $(seq "$ncpu"))"
 # each data channel is taken in on its own connection: until all are (10 s at most)
 for _ in $(seq 100); do
-	got=$(python3 "$here/transport/lowat.py" $lp)
+	got=$(python3 "$here/transport/sockopt.py" $lp lowat)
 	[ "$got" = "$want" ] && break
 	sleep 0.1
 done
