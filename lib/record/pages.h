@@ -12,8 +12,7 @@
 struct hgt__pages {
 	int src;     /* trace_pipe_raw, O_NONBLOCK */
 	int dst;     /* the CPU's file, or the caller's pipe, FIFO, socket or port */
-	bool direct; /* dst is a pipe or FIFO: spliced straight into it */
-	int pipe[2]; /* otherwise through this pipe */
+	int pipe[2]; /* the pages pass through this pipe */
 	size_t held; /* bytes in pipe[] the destination has not taken yet */
 };
 
